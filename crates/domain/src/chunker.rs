@@ -1,0 +1,541 @@
+//! The chunker: deterministic, structure-aware windows over a document's content.
+//!
+//! The algorithm (chunker version [`CHUNKER_VERSION`](crate::CHUNKER_VERSION)):
+//!
+//! 1. **Sections.** The text is cut before every ATX Markdown heading (`#` to `######`, up to
+//!    three spaces of indentation, outside fenced code blocks). Each section knows the headings
+//!    above it (its `heading_path`). Text before the first heading is a section with an empty
+//!    path; when it is only whitespace it joins the first section.
+//! 2. **Units.** A section is cut into paragraphs: a heading line is a unit of its own, and a
+//!    paragraph ends after its run of blank lines (blank lines inside a fenced code block do not
+//!    end it). Units tile the section.
+//! 3. **Pieces.** A unit longer than `max_chars` is cut into sentences: after a run of Chinese
+//!    terminators (`。！？；…`), Latin `!?;`, a `.` followed by whitespace, or a line break, plus any
+//!    closing quotes and the whitespace that follows. A sentence still longer than `max_chars` is
+//!    cut hard: at the last whitespace in the second half of the window when there is one,
+//!    otherwise at the last grapheme-cluster boundary. Cuts never split a grapheme cluster
+//!    (so never a `\r\n` pair or an emoji sequence).
+//! 4. **Windows.** Consecutive pieces of one section are merged greedily while the window,
+//!    including the overlap, stays within `max_chars`. Each window after the first of a section
+//!    starts with up to `overlap_chars` characters of the previous window (moved forward to a
+//!    grapheme boundary and never before the previous window's start).
+//!
+//! Invariants (property-tested): `content == text[start..end]` in characters; the chunks cover
+//! every character; no chunk exceeds `max_chars`, except a single grapheme cluster longer than
+//! `max_chars`, which is kept whole; the output is a pure function of the text and the policy;
+//! decisions only look ahead a bounded distance, so an edit leaves the IDs of chunks that end
+//! more than `2 * max_chars` characters before it unchanged.
+
+use std::sync::Arc;
+
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::contracts::{Chunk, ChunkingPolicy, Document};
+
+/// A window of text produced by [`split`], in character offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// First character (inclusive).
+    pub start: usize,
+    /// Last character (exclusive).
+    pub end: usize,
+    /// Headings above the window, outermost first.
+    pub heading_path: Vec<String>,
+}
+
+/// Cuts `doc` into chunks according to `policy`.
+pub fn chunk_document(doc: &Document, policy: &ChunkingPolicy) -> Vec<Chunk> {
+    let text = doc.content();
+    let spans = split(text, policy);
+    let byte_at = char_to_byte_table(text);
+    spans
+        .into_iter()
+        .enumerate()
+        .map(|(ordinal, span)| {
+            let content = text[byte_at[span.start]..byte_at[span.end]].to_string();
+            Chunk::new(
+                doc.id().clone(),
+                span.start,
+                content,
+                span.heading_path,
+                u32::try_from(ordinal).unwrap_or(u32::MAX),
+                Arc::clone(doc.attributes()),
+            )
+        })
+        .collect()
+}
+
+/// Cuts `text` into windows according to `policy` (see the module documentation).
+pub fn split(text: &str, policy: &ChunkingPolicy) -> Vec<Span> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let t = Text::new(text);
+    let max = policy.max_chars();
+    let overlap = policy.overlap_chars();
+    let mut out = Vec::new();
+    for section in sections(&t) {
+        let pieces = pieces(&t, &section, max);
+        pack(&t, &section, &pieces, max, overlap, &mut out);
+    }
+    out
+}
+
+/// The text as characters, with grapheme-cluster boundaries.
+struct Text {
+    chars: Vec<char>,
+    /// `boundary[i]` is true when a cut before character `i` keeps grapheme clusters whole.
+    boundary: Vec<bool>,
+}
+
+impl Text {
+    fn new(text: &str) -> Self {
+        let chars: Vec<char> = text.chars().collect();
+        let mut boundary = vec![false; chars.len() + 1];
+        let mut char_index = 0;
+        for grapheme in text.graphemes(true) {
+            boundary[char_index] = true;
+            char_index += grapheme.chars().count();
+        }
+        boundary[chars.len()] = true;
+        Self { chars, boundary }
+    }
+
+    fn len(&self) -> usize {
+        self.chars.len()
+    }
+
+    fn is_blank(&self, start: usize, end: usize) -> bool {
+        self.chars[start..end].iter().all(|c| c.is_whitespace())
+    }
+
+    /// The lines as `(start, end)` with `end` after the line break.
+    fn lines(&self, start: usize, end: usize) -> Vec<(usize, usize)> {
+        let mut lines = Vec::new();
+        let mut line_start = start;
+        for i in start..end {
+            if self.chars[i] == '\n' {
+                lines.push((line_start, i + 1));
+                line_start = i + 1;
+            }
+        }
+        if line_start < end {
+            lines.push((line_start, end));
+        }
+        lines
+    }
+
+    fn line_text(&self, (start, end): (usize, usize)) -> String {
+        self.chars[start..end]
+            .iter()
+            .collect::<String>()
+            .trim_end_matches(['\n', '\r'])
+            .to_string()
+    }
+}
+
+struct Section {
+    start: usize,
+    end: usize,
+    heading_path: Vec<String>,
+}
+
+/// An opening code fence: the fence character and its length.
+fn fence_open(line: &str) -> Option<(char, usize)> {
+    let trimmed = strip_indent(line)?;
+    let first = trimmed.chars().next()?;
+    if first != '`' && first != '~' {
+        return None;
+    }
+    let count = trimmed.chars().take_while(|&c| c == first).count();
+    (count >= 3).then_some((first, count))
+}
+
+fn fence_closes(line: &str, (fence, count): (char, usize)) -> bool {
+    let Some(trimmed) = strip_indent(line) else {
+        return false;
+    };
+    let run = trimmed.chars().take_while(|&c| c == fence).count();
+    run >= count && trimmed.chars().skip(run).all(char::is_whitespace)
+}
+
+/// Removes up to three spaces of indentation; `None` when the line is indented more (code).
+fn strip_indent(line: &str) -> Option<&str> {
+    let spaces = line.chars().take_while(|&c| c == ' ').count();
+    (spaces <= 3).then(|| &line[spaces..])
+}
+
+/// An ATX heading: its level and text.
+fn atx_heading(line: &str) -> Option<(usize, String)> {
+    let trimmed = strip_indent(line)?;
+    let level = trimmed.chars().take_while(|&c| c == '#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &trimmed[level..];
+    if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
+        return None;
+    }
+    let text = rest.trim();
+    let text = text.trim_end_matches('#').trim_end();
+    Some((level, text.to_string()))
+}
+
+fn sections(t: &Text) -> Vec<Section> {
+    let mut sections: Vec<Section> = Vec::new();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    let mut current = Section {
+        start: 0,
+        end: 0,
+        heading_path: Vec::new(),
+    };
+    for line in t.lines(0, t.len()) {
+        let text = t.line_text(line);
+        if let Some(open) = fence {
+            if fence_closes(&text, open) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(open) = fence_open(&text) {
+            fence = Some(open);
+            continue;
+        }
+        if let Some((level, heading)) = atx_heading(&text) {
+            if line.0 > current.start {
+                current.end = line.0;
+                sections.push(current);
+            }
+            while stack.last().is_some_and(|(l, _)| *l >= level) {
+                stack.pop();
+            }
+            stack.push((level, heading));
+            current = Section {
+                start: line.0,
+                end: 0,
+                heading_path: stack.iter().map(|(_, h)| h.clone()).collect(),
+            };
+        }
+    }
+    current.end = t.len();
+    if current.end > current.start {
+        sections.push(current);
+    }
+    // A whitespace-only preamble joins the first real section.
+    if sections.len() > 1 && sections[0].heading_path.is_empty() {
+        let first = &sections[0];
+        if t.is_blank(first.start, first.end) {
+            let start = first.start;
+            sections.remove(0);
+            sections[0].start = start;
+        }
+    }
+    sections
+}
+
+/// Cuts a section into units (paragraphs and heading lines) and then into pieces of at most
+/// `max` characters.
+fn pieces(t: &Text, section: &Section, max: usize) -> Vec<(usize, usize)> {
+    let mut units: Vec<(usize, usize)> = Vec::new();
+    let mut unit_start = section.start;
+    let mut previous_blank = false;
+    let mut after_heading = false;
+    let mut fence: Option<(char, usize)> = None;
+    for line in t.lines(section.start, section.end) {
+        let text = t.line_text(line);
+        if let Some(open) = fence {
+            // Code blocks are never cut at their blank lines.
+            if fence_closes(&text, open) {
+                fence = None;
+            }
+            previous_blank = false;
+            continue;
+        }
+        if atx_heading(&text).is_some() {
+            if line.0 > unit_start {
+                units.push((unit_start, line.0));
+                unit_start = line.0;
+            }
+            after_heading = true;
+            previous_blank = false;
+            continue;
+        }
+        let blank = text.trim().is_empty();
+        if !blank && (after_heading || previous_blank) && line.0 > unit_start {
+            units.push((unit_start, line.0));
+            unit_start = line.0;
+        }
+        if !blank {
+            after_heading = false;
+        }
+        fence = fence_open(&text);
+        previous_blank = blank;
+    }
+    if section.end > unit_start {
+        units.push((unit_start, section.end));
+    }
+
+    let mut out = Vec::new();
+    for (start, end) in units {
+        if end - start <= max {
+            out.push((start, end));
+        } else {
+            split_unit(t, start, end, max, &mut out);
+        }
+    }
+    out
+}
+
+/// Cuts a unit into sentences, and sentences longer than `max` hard.
+fn split_unit(t: &Text, start: usize, end: usize, max: usize, out: &mut Vec<(usize, usize)>) {
+    for (s, e) in sentences(t, start, end) {
+        if e - s <= max {
+            out.push((s, e));
+        } else {
+            hard_cut(t, s, e, max, out);
+        }
+    }
+}
+
+fn is_terminator(c: char) -> bool {
+    matches!(
+        c,
+        '。' | '！' | '？' | '；' | '…' | '!' | '?' | ';' | '\n' | '．' | '｡'
+    )
+}
+
+fn is_soft_break(c: char) -> bool {
+    c.is_whitespace()
+        || is_terminator(c)
+        || is_closer(c)
+        || matches!(c, '，' | ',' | '、' | '：' | ':')
+}
+
+fn is_closer(c: char) -> bool {
+    matches!(
+        c,
+        '”' | '’' | '"' | '\'' | '」' | '』' | '）' | ')' | ']' | '】' | '》' | '〉'
+    )
+}
+
+/// Sentences tiling `[start, end)`.
+fn sentences(t: &Text, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut sentence_start = start;
+    let mut i = start;
+    while i < end {
+        let c = t.chars[i];
+        let ends_here =
+            is_terminator(c) || (c == '.' && (i + 1 == end || t.chars[i + 1].is_whitespace()));
+        i += 1;
+        if !ends_here {
+            continue;
+        }
+        while i < end && (is_terminator(t.chars[i]) || is_closer(t.chars[i])) {
+            i += 1;
+        }
+        while i < end && t.chars[i].is_whitespace() {
+            i += 1;
+        }
+        if i < end && t.boundary[i] {
+            out.push((sentence_start, i));
+            sentence_start = i;
+        }
+    }
+    if end > sentence_start {
+        out.push((sentence_start, end));
+    }
+    out
+}
+
+/// Cuts `[start, end)` into pieces of at most `max` characters on grapheme boundaries,
+/// preferring a cut after whitespace in the second half of each window.
+fn hard_cut(t: &Text, start: usize, end: usize, max: usize, out: &mut Vec<(usize, usize)>) {
+    let mut pos = start;
+    while end - pos > max {
+        let limit = pos + max;
+        let mut cut = (pos + 1..=limit).rev().find(|&p| t.boundary[p]);
+        if let Some(c) = cut {
+            let floor = pos + max / 2;
+            if let Some(ws) = (floor.max(pos + 1)..=c)
+                .rev()
+                .find(|&p| t.boundary[p] && t.chars[p - 1].is_whitespace())
+            {
+                cut = Some(ws);
+            }
+        }
+        // A single grapheme cluster longer than `max` is kept whole (the documented exception).
+        let cut = cut.unwrap_or_else(|| (limit + 1..=end).find(|&p| t.boundary[p]).unwrap_or(end));
+        out.push((pos, cut));
+        pos = cut;
+    }
+    if end > pos {
+        out.push((pos, end));
+    }
+}
+
+/// Merges pieces into windows with overlap.
+fn pack(
+    t: &Text,
+    section: &Section,
+    pieces: &[(usize, usize)],
+    max: usize,
+    overlap: usize,
+    out: &mut Vec<Span>,
+) {
+    let mut pieces: Vec<(usize, usize)> = pieces.to_vec();
+    let has_heading = !section.heading_path.is_empty();
+    let mut i = 0;
+    let mut previous_start: Option<usize> = None;
+    while i < pieces.len() {
+        let window_start = pieces[i].0;
+        let wanted_overlap = match previous_start {
+            Some(prev) => overlap.min(window_start - prev),
+            None => 0,
+        };
+        let first_len = pieces[i].1 - pieces[i].0;
+        let room_for_overlap = max.saturating_sub(first_len);
+        let chunk_start = overlap_start(t, window_start, wanted_overlap.min(room_for_overlap));
+        let mut window_end = pieces[i].1;
+        i += 1;
+        loop {
+            if i >= pieces.len() {
+                break;
+            }
+            if pieces[i].1 - chunk_start <= max {
+                window_end = pieces[i].1;
+                i += 1;
+                continue;
+            }
+            // A heading alone would make a poor chunk: cut the paragraph after it into
+            // sentences so that the first of them can join the heading.
+            let heading_only = has_heading && chunk_start == section.start && i == 1;
+            if heading_only {
+                let mut parts = Vec::new();
+                split_unit(t, pieces[i].0, pieces[i].1, max, &mut parts);
+                if parts.len() > 1 && parts[0].1 - chunk_start <= max {
+                    pieces.splice(i..=i, parts);
+                    continue;
+                }
+            }
+            break;
+        }
+        out.push(Span {
+            start: chunk_start,
+            end: window_end,
+            heading_path: section.heading_path.clone(),
+        });
+        previous_start = Some(window_start);
+    }
+}
+
+/// Where a window with `overlap` characters of carried-over text starts: the earliest natural
+/// boundary (after whitespace or a sentence terminator) within the overlap, otherwise the
+/// first grapheme boundary.
+fn overlap_start(t: &Text, window_start: usize, overlap: usize) -> usize {
+    let earliest = window_start - overlap;
+    let natural =
+        (earliest..window_start).find(|&p| p > 0 && t.boundary[p] && is_soft_break(t.chars[p - 1]));
+    natural.unwrap_or_else(|| {
+        let mut p = earliest;
+        while !t.boundary[p] {
+            p += 1;
+        }
+        p
+    })
+}
+
+/// `table[i]` is the byte offset of character `i`; `table[len]` is the text length.
+pub fn char_to_byte_table(text: &str) -> Vec<usize> {
+    let mut table: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
+    table.push(text.len());
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DocId, Source};
+
+    fn policy(max: usize, overlap: usize) -> ChunkingPolicy {
+        ChunkingPolicy::with_sizes(max, overlap).unwrap()
+    }
+
+    fn slices(text: &str, p: &ChunkingPolicy) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        split(text, p)
+            .iter()
+            .map(|s| chars[s.start..s.end].iter().collect())
+            .collect()
+    }
+
+    #[test]
+    fn empty_text_gives_no_chunks() {
+        assert!(split("", &policy(100, 10)).is_empty());
+    }
+
+    #[test]
+    fn headings_start_sections_and_build_paths() {
+        let text = "intro\n\n# A\n\ntext a\n\n## B\n\ntext b\n\n# C\ntext c\n";
+        let spans = split(text, &policy(1000, 0));
+        let paths: Vec<Vec<String>> = spans.iter().map(|s| s.heading_path.clone()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                vec![],
+                vec!["A".to_string()],
+                vec!["A".to_string(), "B".to_string()],
+                vec!["C".to_string()]
+            ]
+        );
+    }
+
+    #[test]
+    fn headings_inside_code_fences_are_ignored() {
+        let text = "# A\n\n```\n# not a heading\n```\n\n# B\n";
+        let spans = split(text, &policy(1000, 0));
+        assert_eq!(spans.len(), 2);
+        assert_eq!(spans[0].heading_path, vec!["A".to_string()]);
+    }
+
+    #[test]
+    fn long_paragraphs_split_at_chinese_sentences() {
+        let text = "第一句话在这里。第二句话也在这里！第三句话呢？最后一句。";
+        let got = slices(text, &policy(16, 0));
+        // 8 + 9 characters overflow 16, 9 + 6 fit.
+        assert_eq!(
+            got,
+            vec![
+                "第一句话在这里。",
+                "第二句话也在这里！第三句话呢？",
+                "最后一句。"
+            ]
+        );
+    }
+
+    #[test]
+    fn overlap_repeats_the_tail_of_the_previous_window() {
+        let text = "aaaa aaaa. bbbb bbbb. cccc cccc. dddd dddd.";
+        let got = slices(text, &policy(24, 6));
+        assert_eq!(got[0], "aaaa aaaa. bbbb bbbb. ");
+        assert!(got[1].starts_with("bbbb. "), "{got:?}");
+        for s in &got {
+            assert!(s.chars().count() <= 24);
+        }
+    }
+
+    #[test]
+    fn chunk_ids_follow_content_and_position() {
+        let d = Document::builder(
+            DocId::new("doc").unwrap(),
+            Source::new("doc").unwrap(),
+            "# T\n\nhello world\n",
+        )
+        .build();
+        let chunks = chunk_document(&d, &policy(100, 0));
+        assert_eq!(chunks.len(), 1);
+        assert!(chunks[0].chunk_id().as_str().starts_with("doc:0:"));
+        assert_eq!(chunks[0].content(), "# T\n\nhello world\n");
+    }
+}

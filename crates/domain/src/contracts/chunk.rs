@@ -1,0 +1,315 @@
+//! Chunks: the unit that is embedded, indexed, retrieved and cited.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::document::DocAttributes;
+use super::values::{DocId, InvalidValue, sha256_hex};
+
+/// `"{doc_id}:{start}:{first 16 hex of sha256(content)}"`.
+///
+/// Never random and never a counter: an unchanged window of an unchanged document keeps its ID
+/// across re-indexing, whatever happens elsewhere in the document.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ChunkId(Arc<str>);
+
+impl ChunkId {
+    /// The ID of the chunk of `doc_id` that starts at character `start` and has content hash
+    /// `sha256_hex`.
+    pub fn derive(doc_id: &DocId, start: usize, sha256_hex: &str) -> Self {
+        let prefix = sha256_hex.get(..16).unwrap_or(sha256_hex);
+        Self(Arc::from(format!("{doc_id}:{start}:{prefix}")))
+    }
+
+    /// Parses and validates a chunk ID.
+    pub fn parse(value: &str) -> Result<Self, InvalidValue> {
+        let mut parts = value.rsplitn(3, ':');
+        let hash = parts.next().unwrap_or_default();
+        let start = parts.next().unwrap_or_default();
+        let doc = parts.next().unwrap_or_default();
+        if hash.len() != 16 || !hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(InvalidValue::new(
+                "chunk id",
+                value,
+                "must end with 16 lower-case hex digits",
+            ));
+        }
+        if start.is_empty() || !start.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(InvalidValue::new(
+                "chunk id",
+                value,
+                "must be doc_id:start:hash with a numeric start",
+            ));
+        }
+        DocId::new(doc)
+            .map_err(|e| InvalidValue::new("chunk id", value, format!("bad document id: {e}")))?;
+        Ok(Self(Arc::from(value)))
+    }
+
+    /// The text of the ID.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The document part of the ID.
+    pub fn doc_part(&self) -> &str {
+        let mut parts = self.0.rsplitn(3, ':');
+        parts.next();
+        parts.next();
+        parts.next().unwrap_or_default()
+    }
+}
+
+impl TryFrom<String> for ChunkId {
+    type Error = InvalidValue;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value)
+    }
+}
+
+impl From<ChunkId> for String {
+    fn from(value: ChunkId) -> Self {
+        value.0.to_string()
+    }
+}
+
+impl fmt::Display for ChunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ChunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ChunkId({:?})", &*self.0)
+    }
+}
+
+impl AsRef<str> for ChunkId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A window of a document's content with everything needed to filter, rank and cite it.
+///
+/// Offsets are in characters (Unicode scalar values) of the document content, end exclusive.
+/// Invariants, checked by [`Chunk::new`]: the content has exactly `end - start` characters, its
+/// sha256 is `sha256`, and `chunk_id` is derived from `doc_id`, `start` and `sha256`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ChunkRecord", into = "ChunkRecord")]
+pub struct Chunk {
+    chunk_id: ChunkId,
+    doc_id: DocId,
+    content: String,
+    sha256: String,
+    start: usize,
+    end: usize,
+    heading_path: Vec<String>,
+    ordinal: u32,
+    doc: Arc<DocAttributes>,
+}
+
+/// The serialised form of a [`Chunk`]; converting it back validates every invariant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    /// See [`Chunk::chunk_id`].
+    pub chunk_id: ChunkId,
+    /// See [`Chunk::doc_id`].
+    pub doc_id: DocId,
+    /// See [`Chunk::content`].
+    pub content: String,
+    /// See [`Chunk::sha256`].
+    pub sha256: String,
+    /// See [`Chunk::start`].
+    pub start: usize,
+    /// See [`Chunk::end`].
+    pub end: usize,
+    /// See [`Chunk::heading_path`].
+    pub heading_path: Vec<String>,
+    /// See [`Chunk::ordinal`].
+    pub ordinal: u32,
+    /// See [`Chunk::doc`].
+    #[serde(flatten)]
+    pub doc: DocAttributes,
+}
+
+impl Chunk {
+    /// Builds a chunk from its parts, deriving the hash and ID from the content.
+    pub fn new(
+        doc_id: DocId,
+        start: usize,
+        content: String,
+        heading_path: Vec<String>,
+        ordinal: u32,
+        doc: Arc<DocAttributes>,
+    ) -> Self {
+        let sha256 = sha256_hex(&content);
+        let end = start + content.chars().count();
+        let chunk_id = ChunkId::derive(&doc_id, start, &sha256);
+        Self {
+            chunk_id,
+            doc_id,
+            content,
+            sha256,
+            start,
+            end,
+            heading_path,
+            ordinal,
+            doc,
+        }
+    }
+
+    /// Rebuilds a chunk from stored parts, checking every invariant.
+    pub fn from_record(record: ChunkRecord) -> Result<Self, InvalidValue> {
+        let chunk = Self::new(
+            record.doc_id,
+            record.start,
+            record.content,
+            record.heading_path,
+            record.ordinal,
+            Arc::new(record.doc),
+        );
+        if chunk.sha256 != record.sha256 {
+            return Err(InvalidValue::new(
+                "chunk",
+                record.chunk_id.as_str(),
+                "sha256 does not match the content",
+            ));
+        }
+        if chunk.end != record.end {
+            return Err(InvalidValue::new(
+                "chunk",
+                record.chunk_id.as_str(),
+                "end - start does not match the content length",
+            ));
+        }
+        if chunk.chunk_id != record.chunk_id {
+            return Err(InvalidValue::new(
+                "chunk",
+                record.chunk_id.as_str(),
+                "chunk id does not match doc id, start and content hash",
+            ));
+        }
+        Ok(chunk)
+    }
+
+    /// The serialisable record of this chunk.
+    pub fn to_record(&self) -> ChunkRecord {
+        ChunkRecord {
+            chunk_id: self.chunk_id.clone(),
+            doc_id: self.doc_id.clone(),
+            content: self.content.clone(),
+            sha256: self.sha256.clone(),
+            start: self.start,
+            end: self.end,
+            heading_path: self.heading_path.clone(),
+            ordinal: self.ordinal,
+            doc: (*self.doc).clone(),
+        }
+    }
+
+    /// Returns this chunk carrying `doc` as its document attributes (same content, same ID).
+    pub fn with_attributes(mut self, doc: Arc<DocAttributes>) -> Self {
+        self.doc = doc;
+        self
+    }
+
+    /// The chunk's ID.
+    pub fn chunk_id(&self) -> &ChunkId {
+        &self.chunk_id
+    }
+    /// The document it belongs to.
+    pub fn doc_id(&self) -> &DocId {
+        &self.doc_id
+    }
+    /// The text of the window.
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+    /// Full sha256 (hex) of the content.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+    /// First character (inclusive) in the document content.
+    pub fn start(&self) -> usize {
+        self.start
+    }
+    /// Last character (exclusive) in the document content.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+    /// Number of characters.
+    pub fn char_len(&self) -> usize {
+        self.end - self.start
+    }
+    /// The Markdown headings above the chunk, outermost first.
+    pub fn heading_path(&self) -> &[String] {
+        &self.heading_path
+    }
+    /// Position among the document's chunks, from 0.
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+    /// The document attributes (revision, scope, locale, title, source, metadata).
+    pub fn doc(&self) -> &Arc<DocAttributes> {
+        &self.doc
+    }
+}
+
+impl TryFrom<ChunkRecord> for Chunk {
+    type Error = InvalidValue;
+    fn try_from(record: ChunkRecord) -> Result<Self, Self::Error> {
+        Self::from_record(record)
+    }
+}
+
+impl From<Chunk> for ChunkRecord {
+    fn from(chunk: Chunk) -> Self {
+        chunk.to_record()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Document, Source};
+
+    #[test]
+    fn chunk_id_round_trips_and_validates() {
+        let doc = DocId::new("guides/a:b.md").unwrap();
+        let id = ChunkId::derive(&doc, 42, &sha256_hex("x"));
+        assert_eq!(id.as_str(), "guides/a:b.md:42:2d711642b726b044");
+        assert_eq!(ChunkId::parse(id.as_str()).unwrap(), id);
+        assert_eq!(id.doc_part(), "guides/a:b.md");
+        assert!(ChunkId::parse("doc:1:XYZ").is_err());
+        assert!(ChunkId::parse("doc:x:2d711642b726b044").is_err());
+        assert!(ChunkId::parse(":1:2d711642b726b044").is_err());
+    }
+
+    #[test]
+    fn records_are_validated() {
+        let d = Document::builder(
+            DocId::new("d").unwrap(),
+            Source::new("d").unwrap(),
+            "hello world",
+        )
+        .build();
+        let chunk = Chunk::new(
+            d.id().clone(),
+            0,
+            "hello".into(),
+            vec![],
+            0,
+            d.attributes().clone(),
+        );
+        let json = serde_json::to_string(&chunk).unwrap();
+        let back: Chunk = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, chunk);
+        let tampered = json.replace("\"content\":\"hello\"", "\"content\":\"hellO\"");
+        assert!(serde_json::from_str::<Chunk>(&tampered).is_err());
+    }
+}

@@ -1,0 +1,301 @@
+//! Documents and their metadata.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, sha256_hex};
+
+/// Filterable document metadata: string keys, JSON-like values.
+///
+/// Keys are 1-128 characters of ASCII letters, digits, `_`, `-` and `.`. Values may be any JSON
+/// value; scalars and arrays of scalars can be matched by a [`Filter`](super::Filter), nested
+/// objects are stored but are not filterable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "BTreeMap<String, serde_json::Value>")]
+pub struct Metadata(BTreeMap<String, serde_json::Value>);
+
+impl Metadata {
+    /// An empty metadata map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks that `key` is a valid metadata key.
+    pub fn check_key(key: &str) -> Result<(), InvalidValue> {
+        if key.is_empty() || key.len() > 128 {
+            return Err(InvalidValue::new(
+                "metadata key",
+                key,
+                "must be 1-128 characters",
+            ));
+        }
+        if !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(InvalidValue::new(
+                "metadata key",
+                key,
+                "may contain only ASCII letters, digits and _ - .",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Inserts a value, validating the key.
+    pub fn insert(
+        &mut self,
+        key: impl Into<String>,
+        value: serde_json::Value,
+    ) -> Result<(), InvalidValue> {
+        let key = key.into();
+        Self::check_key(&key)?;
+        self.0.insert(key, value);
+        Ok(())
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.get(key)
+    }
+
+    /// Iterates over entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &serde_json::Value)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The equality terms a filter can match: `key=value` for every scalar value and for every
+    /// scalar element of an array value, with values in their canonical text form (see
+    /// [`canonical_text`]). Adapters index these terms verbatim.
+    pub fn filter_terms(&self) -> Vec<String> {
+        let mut terms = Vec::new();
+        for (key, value) in &self.0 {
+            match value {
+                serde_json::Value::Array(items) => {
+                    for item in items {
+                        if let Some(text) = canonical_text(item) {
+                            terms.push(metadata_term(key, &text));
+                        }
+                    }
+                }
+                other => {
+                    if let Some(text) = canonical_text(other) {
+                        terms.push(metadata_term(key, &text));
+                    }
+                }
+            }
+        }
+        terms.sort();
+        terms.dedup();
+        terms
+    }
+}
+
+impl TryFrom<BTreeMap<String, serde_json::Value>> for Metadata {
+    type Error = InvalidValue;
+    fn try_from(map: BTreeMap<String, serde_json::Value>) -> Result<Self, Self::Error> {
+        for key in map.keys() {
+            Self::check_key(key)?;
+        }
+        Ok(Self(map))
+    }
+}
+
+/// The canonical text of a scalar JSON value: strings as they are, numbers in JSON notation,
+/// booleans as `true`/`false`. `null`, arrays and objects have none.
+pub fn canonical_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The indexed term for `key` equal to `text`. Keys cannot contain `=`, so terms are unambiguous.
+pub fn metadata_term(key: &str, text: &str) -> String {
+    format!("{key}={text}")
+}
+
+/// The attributes a document shares with each of its chunks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocAttributes {
+    /// sha256 of the document content.
+    pub revision: Revision,
+    /// Access scope.
+    pub scope: Scope,
+    /// Language of the document.
+    pub locale: Locale,
+    /// Title.
+    pub title: Title,
+    /// Traceable origin.
+    pub source: Source,
+    /// Filterable metadata.
+    pub metadata: Metadata,
+}
+
+/// A document to index.
+///
+/// The revision is always computed from the content, so a `Document` can never carry a revision
+/// that disagrees with its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    id: DocId,
+    attributes: Arc<DocAttributes>,
+    content: String,
+}
+
+impl Document {
+    /// Starts building a document. Defaults: scope `default`, locale detected from the content,
+    /// empty title and metadata.
+    pub fn builder(id: DocId, source: Source, content: impl Into<String>) -> DocumentBuilder {
+        DocumentBuilder {
+            id,
+            source,
+            content: content.into(),
+            scope: None,
+            locale: None,
+            title: None,
+            metadata: Metadata::new(),
+        }
+    }
+
+    /// Stable identity.
+    pub fn id(&self) -> &DocId {
+        &self.id
+    }
+
+    /// sha256 of the content.
+    pub fn revision(&self) -> &Revision {
+        &self.attributes.revision
+    }
+
+    /// The attributes shared with every chunk.
+    pub fn attributes(&self) -> &Arc<DocAttributes> {
+        &self.attributes
+    }
+
+    /// The full text.
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// A hash of the revision and every attribute that is stored with the chunks (scope, locale,
+    /// title, source, metadata). The indexer skips a document only when this is unchanged, so a
+    /// scope change in front matter is re-indexed even though the content is the same.
+    pub fn fingerprint(&self) -> String {
+        let attrs = serde_json::to_string(&*self.attributes).unwrap_or_default();
+        sha256_hex(format!("{}\n{attrs}", self.id))[..32].to_string()
+    }
+}
+
+/// Builder for [`Document`].
+#[derive(Debug)]
+pub struct DocumentBuilder {
+    id: DocId,
+    source: Source,
+    content: String,
+    scope: Option<Scope>,
+    locale: Option<Locale>,
+    title: Option<Title>,
+    metadata: Metadata,
+}
+
+impl DocumentBuilder {
+    /// Sets the access scope.
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = Some(scope);
+        self
+    }
+
+    /// Sets the locale (otherwise detected from the content).
+    pub fn locale(mut self, locale: Locale) -> Self {
+        self.locale = Some(locale);
+        self
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: Title) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn metadata(mut self, metadata: Metadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Builds the document, computing its revision.
+    pub fn build(self) -> Document {
+        let revision = Revision::of_content(&self.content);
+        let locale = self.locale.unwrap_or_else(|| Locale::detect(&self.content));
+        Document {
+            id: self.id,
+            attributes: Arc::new(DocAttributes {
+                revision,
+                scope: self.scope.unwrap_or_else(Scope::default_scope),
+                locale,
+                title: self
+                    .title
+                    .unwrap_or_else(|| Title::new("").unwrap_or_else(|_| unreachable!())),
+                source: self.source,
+                metadata: self.metadata,
+            }),
+            content: self.content,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc(content: &str, scope: &str) -> Document {
+        Document::builder(
+            DocId::new("a.md").unwrap(),
+            Source::new("kb/a.md").unwrap(),
+            content,
+        )
+        .scope(Scope::new(scope).unwrap())
+        .build()
+    }
+
+    #[test]
+    fn revision_follows_content_and_fingerprint_follows_attributes() {
+        let a = doc("hello", "public");
+        let b = doc("hello", "secret");
+        assert_eq!(a.revision(), b.revision());
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_ne!(doc("hello!", "public").revision(), a.revision());
+    }
+
+    #[test]
+    fn metadata_terms_cover_scalars_and_arrays() {
+        let mut m = Metadata::new();
+        m.insert("tags", json!(["rust", "rag", {"x": 1}])).unwrap();
+        m.insert("year", json!(2024)).unwrap();
+        m.insert("draft", json!(false)).unwrap();
+        m.insert("nested", json!({"a": 1})).unwrap();
+        assert_eq!(
+            m.filter_terms(),
+            vec!["draft=false", "tags=rag", "tags=rust", "year=2024"]
+        );
+        assert!(m.insert("bad key", json!(1)).is_err());
+        let parsed: Result<Metadata, _> = serde_json::from_str(r#"{"a b": 1}"#);
+        assert!(parsed.is_err());
+    }
+}

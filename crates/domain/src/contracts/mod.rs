@@ -1,0 +1,17 @@
+//! Contracts: validated value types shared by every part of zhiku.
+
+mod chunk;
+mod document;
+mod filter;
+mod policy;
+mod space;
+mod values;
+
+pub use chunk::{Chunk, ChunkId, ChunkRecord};
+pub use document::{
+    DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,
+};
+pub use filter::Filter;
+pub use policy::{CHUNKER_VERSION, ChunkingPolicy};
+pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
+pub use values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, is_cjk, sha256_hex};

@@ -1,0 +1,26 @@
+//! Ports: the traits adapters implement.
+//!
+//! Ports are synchronous and object-safe (`&dyn Port`, `Arc<dyn Port>`). The application runs
+//! use cases off its async executor (for example in `spawn_blocking`), so a CPU-bound embedder
+//! never stalls a server, and an adapter over a network client owns the runtime it needs.
+//!
+//! Every port has one semantic error type. Each variant says whether retrying can help
+//! ([`is_temporary`](IndexError::is_temporary)); adapters keep their own error types private and
+//! map them into these.
+
+mod embedder;
+mod errors;
+mod generator;
+mod index;
+mod source;
+mod trace;
+
+pub use embedder::Embedder;
+pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
+pub use generator::{GenerationRequest, Generator};
+pub use index::{
+    EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex, VectorIndexExt,
+    rank_and_truncate,
+};
+pub use source::{SourceRecord, SourceStore};
+pub use trace::{NullTraceSink, TraceEvent, TraceSink};

@@ -1,0 +1,29 @@
+//! The source-of-truth port used to re-check hits after retrieval.
+
+use crate::contracts::{DocId, Revision, Scope};
+
+use super::errors::SourceError;
+
+/// The current state of a document at its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRecord {
+    /// The revision the source holds now.
+    pub revision: Revision,
+    /// The scope the source assigns now.
+    pub scope: Scope,
+    /// False when the source hides the document (unpublished, embargoed).
+    pub visible: bool,
+}
+
+/// Where documents really live (a folder, a corpus file, a database).
+///
+/// # Contract
+///
+/// - [`lookup`](Self::lookup) MUST report the document's state at the source now, not what was
+///   indexed: `Ok(None)` when it was deleted or never existed, otherwise its current revision,
+///   scope and visibility.
+/// - It MUST NOT fail for an unknown document; failures are reserved for an unreadable source.
+pub trait SourceStore: Send + Sync {
+    /// The current state of `doc`.
+    fn lookup(&self, doc: &DocId) -> Result<Option<SourceRecord>, SourceError>;
+}

@@ -1,0 +1,8 @@
+//! Rules: pure functions over contracts that decide what counts as evidence and how good
+//! retrieval is.
+
+pub mod budget;
+pub mod citation;
+pub mod fusion;
+pub mod grading;
+pub mod revision;

@@ -1,0 +1,339 @@
+//! The incremental indexer.
+
+use std::collections::{BTreeSet, HashSet};
+
+use serde::Serialize;
+
+use crate::chunker::chunk_document;
+use crate::contracts::{Chunk, ChunkId, ChunkingPolicy, DocId, Document};
+use crate::ports::{
+    EmbedError, EmbeddedChunk, Embedder, IndexError, LexicalIndex, VectorIndex, VectorIndexExt,
+};
+
+use super::catalog::{Catalog, CatalogEntry};
+
+/// Whether documents absent from the input are removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// The input is the whole knowledge base: documents not in it are removed.
+    Full,
+    /// The input adds or replaces documents; nothing else is touched.
+    Partial,
+}
+
+/// What an indexing run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IndexReport {
+    /// Documents seen for the first time.
+    pub docs_added: usize,
+    /// Documents whose content or attributes changed.
+    pub docs_changed: usize,
+    /// Documents skipped because nothing changed.
+    pub docs_skipped: usize,
+    /// Documents removed from both indexes.
+    pub docs_removed: usize,
+    /// Chunks kept with their existing vectors.
+    pub chunks_reused: usize,
+    /// Chunks sent to the embedder.
+    pub chunks_embedded: usize,
+    /// Chunks deleted from both indexes.
+    pub chunks_removed: usize,
+    /// Embedded chunks the model truncated at its maximum sequence length.
+    pub chunks_truncated: usize,
+}
+
+/// Why an indexing run failed. The catalog passed in is never modified; indexes may hold
+/// uncommitted or partially written changes that the next run overwrites.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexerError {
+    /// The embedder failed.
+    #[error("embedding failed: {0}")]
+    Embed(#[from] EmbedError),
+    /// The vector index failed.
+    #[error("vector index failed: {0}")]
+    Vectors(#[source] IndexError),
+    /// The lexical index failed.
+    #[error("lexical index failed: {0}")]
+    Lexical(#[source] IndexError),
+    /// The catalog was built with another configuration.
+    #[error(
+        "the index was built with {what} {recorded}, this run uses {requested}; rebuild the index"
+    )]
+    ConfigMismatch {
+        /// What differs.
+        what: &'static str,
+        /// Recorded in the catalog.
+        recorded: String,
+        /// Requested now.
+        requested: String,
+    },
+    /// Two input documents share an ID.
+    #[error("two documents have the id {0}")]
+    DuplicateDocument(DocId),
+    /// Embedder and vector index do not fit together.
+    #[error("{0}")]
+    Wiring(String),
+}
+
+/// Progress of a run, for progress bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Chunks embedded so far.
+    pub embedded: usize,
+    /// Chunks to embed in this run.
+    pub to_embed: usize,
+}
+
+/// Indexes documents incrementally into a lexical index and, when an embedder is given, a
+/// vector index.
+///
+/// A document whose [fingerprint](Document::fingerprint) is unchanged is skipped. Otherwise its
+/// chunk IDs are diffed against the catalog: only new chunks are embedded, chunks that are
+/// still present are re-stored with their existing vectors and the new document attributes,
+/// chunks that disappeared are deleted from both indexes. In [`SyncMode::Full`], documents
+/// missing from the input disappear from both indexes. Both indexes are committed before the
+/// new catalog is returned.
+pub struct Indexer<'a> {
+    policy: ChunkingPolicy,
+    dense: Option<(&'a dyn Embedder, &'a dyn VectorIndex)>,
+    lexical: &'a dyn LexicalIndex,
+    embed_batch: usize,
+}
+
+impl std::fmt::Debug for Indexer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexer")
+            .field("policy", &self.policy)
+            .field(
+                "dense",
+                &self.dense.map(|(e, _)| e.space().identity().to_string()),
+            )
+            .field("lexical", &self.lexical.analyzer())
+            .finish()
+    }
+}
+
+impl<'a> Indexer<'a> {
+    /// An indexer writing to `lexical` only.
+    pub fn lexical_only(policy: ChunkingPolicy, lexical: &'a dyn LexicalIndex) -> Self {
+        Self {
+            policy,
+            dense: None,
+            lexical,
+            embed_batch: 64,
+        }
+    }
+
+    /// An indexer writing to both indexes. The embedder's space must be the vector index's.
+    pub fn hybrid(
+        policy: ChunkingPolicy,
+        embedder: &'a dyn Embedder,
+        vectors: &'a dyn VectorIndex,
+        lexical: &'a dyn LexicalIndex,
+    ) -> Result<Self, IndexerError> {
+        if embedder.space() != vectors.space() {
+            return Err(IndexerError::Wiring(format!(
+                "the embedder produces {} but the vector index holds {}",
+                embedder.space(),
+                vectors.space()
+            )));
+        }
+        Ok(Self {
+            policy,
+            dense: Some((embedder, vectors)),
+            lexical,
+            embed_batch: 64,
+        })
+    }
+
+    /// Texts per embedder call (default 64).
+    pub fn with_embed_batch(mut self, batch: usize) -> Self {
+        self.embed_batch = batch.max(1);
+        self
+    }
+
+    /// The catalog configuration this indexer writes.
+    pub fn empty_catalog(&self) -> Catalog {
+        Catalog::new(
+            self.policy,
+            self.dense.map(|(e, _)| e.space().identity().to_string()),
+            self.lexical.analyzer(),
+        )
+    }
+
+    /// Indexes `docs` against `catalog` and returns the new catalog.
+    pub fn run(
+        &self,
+        catalog: &Catalog,
+        docs: impl IntoIterator<Item = Document>,
+        mode: SyncMode,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Result<(Catalog, IndexReport), IndexerError> {
+        let space = self.dense.map(|(e, _)| e.space().identity().to_string());
+        if let Some((what, recorded, requested)) =
+            catalog.config_difference(&self.policy, space.as_deref(), &self.lexical.analyzer())
+        {
+            return Err(IndexerError::ConfigMismatch {
+                what,
+                recorded,
+                requested,
+            });
+        }
+
+        let mut next = catalog.clone();
+        let mut report = IndexReport::default();
+        let mut seen: HashSet<DocId> = HashSet::new();
+        let mut removed_chunks: Vec<ChunkId> = Vec::new();
+        let mut removed_docs: Vec<DocId> = Vec::new();
+        let mut lexical_writes: Vec<Chunk> = Vec::new();
+        let mut reused: Vec<Chunk> = Vec::new();
+        let mut to_embed: Vec<Chunk> = Vec::new();
+
+        for doc in docs {
+            if !seen.insert(doc.id().clone()) {
+                return Err(IndexerError::DuplicateDocument(doc.id().clone()));
+            }
+            let previous = catalog.docs.get(doc.id());
+            if previous.is_some_and(|e| e.fingerprint == doc.fingerprint()) {
+                report.docs_skipped += 1;
+                continue;
+            }
+            match previous {
+                Some(_) => report.docs_changed += 1,
+                None => report.docs_added += 1,
+            }
+            let chunks = chunk_document(&doc, &self.policy);
+            let old: BTreeSet<&ChunkId> = previous
+                .map(|e| e.chunk_ids.iter().collect())
+                .unwrap_or_default();
+            let new: HashSet<&ChunkId> = chunks.iter().map(Chunk::chunk_id).collect();
+            for id in &old {
+                if !new.contains(*id) {
+                    removed_chunks.push((*id).clone());
+                }
+            }
+            next.docs.insert(
+                doc.id().clone(),
+                CatalogEntry {
+                    revision: doc.revision().clone(),
+                    fingerprint: doc.fingerprint(),
+                    chunk_ids: chunks.iter().map(|c| c.chunk_id().clone()).collect(),
+                },
+            );
+            for chunk in chunks {
+                lexical_writes.push(chunk.clone());
+                if old.contains(chunk.chunk_id()) {
+                    reused.push(chunk);
+                } else {
+                    to_embed.push(chunk);
+                }
+            }
+        }
+
+        if mode == SyncMode::Full {
+            for (id, entry) in &catalog.docs {
+                if !seen.contains(id) {
+                    removed_docs.push(id.clone());
+                    report.docs_removed += 1;
+                    report.chunks_removed += entry.chunk_ids.len();
+                    next.docs.remove(id);
+                }
+            }
+        }
+        report.chunks_removed += removed_chunks.len();
+
+        if let Some((embedder, vectors)) = self.dense {
+            // Chunks that kept their ID keep their vector; a vector missing from the index
+            // (an index repaired or rebuilt behind the catalog's back) is embedded again.
+            let ids: Vec<ChunkId> = reused.iter().map(|c| c.chunk_id().clone()).collect();
+            let stored = vectors.embeddings(&ids).map_err(IndexerError::Vectors)?;
+            let mut writes: Vec<EmbeddedChunk> = Vec::with_capacity(reused.len() + to_embed.len());
+            for (chunk, embedding) in reused.into_iter().zip(stored) {
+                match embedding {
+                    Some(embedding) => writes.push(EmbeddedChunk { chunk, embedding }),
+                    None => to_embed.push(chunk),
+                }
+            }
+            report.chunks_reused = writes.len();
+            report.chunks_embedded = to_embed.len();
+            let total = to_embed.len();
+            let mut done = 0;
+            on_progress(Progress {
+                embedded: 0,
+                to_embed: total,
+            });
+            for batch in to_embed.chunks(self.embed_batch) {
+                let texts: Vec<&str> = batch.iter().map(Chunk::content).collect();
+                let embeddings = embedder.embed_documents(&texts)?;
+                if embeddings.len() != batch.len() {
+                    return Err(IndexerError::Wiring(format!(
+                        "the embedder returned {} vectors for {} texts",
+                        embeddings.len(),
+                        batch.len()
+                    )));
+                }
+                for (chunk, embedding) in batch.iter().zip(embeddings) {
+                    report.chunks_truncated += usize::from(embedding.truncated());
+                    writes.push(EmbeddedChunk {
+                        chunk: chunk.clone(),
+                        embedding,
+                    });
+                }
+                done += batch.len();
+                on_progress(Progress {
+                    embedded: done,
+                    to_embed: total,
+                });
+            }
+            let v = |e| IndexerError::Vectors(e);
+            for doc in &removed_docs {
+                vectors.delete_document(doc).map_err(v)?;
+            }
+            vectors.delete_chunks(&removed_chunks).map_err(v)?;
+            vectors.upsert_batched(&writes).map_err(v)?;
+        } else {
+            report.chunks_reused = reused.len();
+        }
+
+        let l = IndexerError::Lexical;
+        for doc in &removed_docs {
+            self.lexical.delete_document(doc).map_err(l)?;
+        }
+        self.lexical.delete_chunks(&removed_chunks).map_err(l)?;
+        for part in lexical_writes.chunks(4096) {
+            self.lexical.upsert(part).map_err(l)?;
+        }
+        self.lexical.commit().map_err(l)?;
+        if let Some((_, vectors)) = self.dense {
+            vectors.commit().map_err(IndexerError::Vectors)?;
+        }
+        Ok((next, report))
+    }
+
+    /// Removes documents from both indexes and returns the new catalog. Unknown IDs are ignored.
+    pub fn remove(
+        &self,
+        catalog: &Catalog,
+        ids: &[DocId],
+    ) -> Result<(Catalog, IndexReport), IndexerError> {
+        let mut next = catalog.clone();
+        let mut report = IndexReport::default();
+        for id in ids {
+            if let Some(entry) = next.docs.remove(id) {
+                report.docs_removed += 1;
+                report.chunks_removed += entry.chunk_ids.len();
+                self.lexical
+                    .delete_document(id)
+                    .map_err(IndexerError::Lexical)?;
+                if let Some((_, vectors)) = self.dense {
+                    vectors.delete_document(id).map_err(IndexerError::Vectors)?;
+                }
+            }
+        }
+        self.lexical.commit().map_err(IndexerError::Lexical)?;
+        if let Some((_, vectors)) = self.dense {
+            vectors.commit().map_err(IndexerError::Vectors)?;
+        }
+        Ok((next, report))
+    }
+}

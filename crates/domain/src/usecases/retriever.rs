@@ -1,0 +1,394 @@
+//! Hybrid retrieval: routes, fusion, revision re-check, budget.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::contracts::{Chunk, ChunkId, DocId, Filter};
+use crate::ports::{
+    Embedder, LexicalIndex, ScoredChunk, SourceError, SourceRecord, SourceStore, VectorIndex,
+};
+use crate::rules::budget::RetrievalBudget;
+use crate::rules::fusion::{FusionConfig, Route, reciprocal_rank_fusion};
+use crate::rules::revision::{self, DropReason};
+
+/// Which routes a retrieval uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetrievalMode {
+    /// Dense and lexical, fused.
+    Hybrid,
+    /// BM25 only.
+    Lexical,
+    /// Vectors only.
+    Dense,
+}
+
+impl RetrievalMode {
+    fn wants(self, route: Route) -> bool {
+        matches!(
+            (self, route),
+            (Self::Hybrid, _) | (Self::Lexical, Route::Lexical) | (Self::Dense, Route::Dense)
+        )
+    }
+}
+
+/// One retrieval.
+#[derive(Debug, Clone)]
+pub struct RetrievalRequest<'q> {
+    /// The query text.
+    pub query: &'q str,
+    /// The trusted filter, from the caller's identity.
+    pub filter: &'q Filter,
+    /// Routes to use.
+    pub mode: RetrievalMode,
+    /// Evidence wanted after fusion and the revision check.
+    pub k: usize,
+    /// Limits on what is kept of the top `k`, when the evidence feeds a context.
+    pub budget: Option<RetrievalBudget>,
+}
+
+/// How a route fared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RouteStatus {
+    /// The route ran and returned this many candidates.
+    Ran {
+        /// Candidates returned.
+        hits: usize,
+    },
+    /// The route could not run.
+    Unavailable {
+        /// Why, in words.
+        reason: String,
+    },
+    /// The mode did not ask for the route.
+    NotRequested,
+}
+
+/// A route and its status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteReport {
+    /// The route.
+    pub route: Route,
+    /// What happened.
+    #[serde(flatten)]
+    pub status: RouteStatus,
+}
+
+/// One route's view of a piece of evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RouteHit {
+    /// The route.
+    pub route: Route,
+    /// 1-based rank within the route.
+    pub rank: usize,
+    /// The route's own score.
+    pub score: f32,
+}
+
+/// A retrieved chunk that survived the revision check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    /// The chunk.
+    #[serde(skip)]
+    pub chunk: Chunk,
+    /// Its ID (for serialisation).
+    pub chunk_id: ChunkId,
+    /// 1-based rank after fusion and checks.
+    pub rank: usize,
+    /// The fused score.
+    pub score: f64,
+    /// Which routes found it.
+    pub routes: Vec<RouteHit>,
+}
+
+/// A retrieved chunk removed by the revision check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dropped {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// Its document.
+    pub doc_id: DocId,
+    /// Why.
+    #[serde(flatten)]
+    pub reason: DropReason,
+}
+
+/// The outcome of a retrieval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Retrieval {
+    /// Evidence in rank order.
+    pub evidence: Vec<Evidence>,
+    /// Hits dropped by the revision check.
+    pub dropped: Vec<Dropped>,
+    /// Evidence left out by the budget, whole.
+    pub budget_dropped: Vec<ChunkId>,
+    /// True when the budget left anything out.
+    pub truncated: bool,
+    /// Each route's status.
+    pub routes: Vec<RouteReport>,
+    /// Candidates per route before fusion.
+    pub candidates: BTreeMap<Route, Vec<(ChunkId, f32)>>,
+}
+
+impl Retrieval {
+    /// The routes that ran.
+    pub fn routes_ran(&self) -> Vec<Route> {
+        self.routes
+            .iter()
+            .filter(|r| matches!(r.status, RouteStatus::Ran { .. }))
+            .map(|r| r.route)
+            .collect()
+    }
+}
+
+/// Why a retrieval could not run at all. "Nothing relevant" is not an error: it is an empty
+/// [`Retrieval`].
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    /// No requested route could run.
+    #[error("cannot retrieve: {}", describe(.routes))]
+    CannotRetrieve {
+        /// Each route's status.
+        routes: Vec<RouteReport>,
+    },
+    /// The revision check could not read the source.
+    #[error("cannot check retrieved evidence against the source: {0}")]
+    Source(#[from] SourceError),
+    /// The request is malformed.
+    #[error("invalid retrieval request: {0}")]
+    InvalidInput(String),
+}
+
+fn describe(routes: &[RouteReport]) -> String {
+    routes
+        .iter()
+        .map(|r| match &r.status {
+            RouteStatus::Unavailable { reason } => {
+                format!("{} route unavailable ({reason})", r.route)
+            }
+            RouteStatus::NotRequested => format!("{} route not requested", r.route),
+            RouteStatus::Ran { hits } => format!("{} route ran ({hits} hits)", r.route),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Runs dense and lexical routes with the same trusted filter, fuses them with reciprocal rank
+/// fusion, drops hits the source no longer backs, and applies the budget.
+pub struct Retriever<'a> {
+    dense: Option<(&'a dyn Embedder, &'a dyn VectorIndex)>,
+    dense_missing: Option<String>,
+    lexical: Option<&'a dyn LexicalIndex>,
+    source: &'a dyn SourceStore,
+    fusion: FusionConfig,
+    candidates: usize,
+}
+
+impl std::fmt::Debug for Retriever<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retriever")
+            .field("dense", &self.dense.is_some())
+            .field("lexical", &self.lexical.is_some())
+            .field("fusion", &self.fusion)
+            .field("candidates", &self.candidates)
+            .finish()
+    }
+}
+
+impl<'a> Retriever<'a> {
+    /// A retriever with no routes yet, checking hits against `source`.
+    pub fn new(source: &'a dyn SourceStore) -> Self {
+        Self {
+            dense: None,
+            dense_missing: Some("no embedder is configured".into()),
+            lexical: None,
+            source,
+            fusion: FusionConfig::default(),
+            candidates: 50,
+        }
+    }
+
+    /// Adds the dense route.
+    pub fn with_dense(mut self, embedder: &'a dyn Embedder, vectors: &'a dyn VectorIndex) -> Self {
+        self.dense = Some((embedder, vectors));
+        self.dense_missing = None;
+        self
+    }
+
+    /// Records why the dense route is absent (shown in route reports).
+    pub fn without_dense(mut self, reason: impl Into<String>) -> Self {
+        self.dense = None;
+        self.dense_missing = Some(reason.into());
+        self
+    }
+
+    /// Adds the lexical route.
+    pub fn with_lexical(mut self, lexical: &'a dyn LexicalIndex) -> Self {
+        self.lexical = Some(lexical);
+        self
+    }
+
+    /// Sets the fusion parameters.
+    pub fn with_fusion(mut self, fusion: FusionConfig) -> Self {
+        self.fusion = fusion;
+        self
+    }
+
+    /// Candidates each route contributes to fusion (default 50).
+    pub fn with_candidates(mut self, candidates: usize) -> Self {
+        self.candidates = candidates.max(1);
+        self
+    }
+
+    fn run_dense(
+        &self,
+        request: &RetrievalRequest<'_>,
+        k: usize,
+    ) -> Result<Vec<ScoredChunk>, String> {
+        let Some((embedder, vectors)) = self.dense else {
+            return Err(self
+                .dense_missing
+                .clone()
+                .unwrap_or_else(|| "no embedder is configured".into()));
+        };
+        let query = embedder
+            .embed_query(request.query)
+            .map_err(|e| e.to_string())?;
+        vectors
+            .search(&query, k, request.filter)
+            .map_err(|e| e.to_string())
+    }
+
+    fn run_lexical(
+        &self,
+        request: &RetrievalRequest<'_>,
+        k: usize,
+    ) -> Result<Vec<ScoredChunk>, String> {
+        let Some(lexical) = self.lexical else {
+            return Err("no lexical index is configured".into());
+        };
+        lexical
+            .search(request.query, k, request.filter)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Retrieves evidence for `request`.
+    pub fn retrieve(&self, request: &RetrievalRequest<'_>) -> Result<Retrieval, RetrieveError> {
+        if request.query.trim().is_empty() {
+            return Err(RetrieveError::InvalidInput("the query is empty".into()));
+        }
+        if request.k == 0 {
+            return Err(RetrieveError::InvalidInput("k must be at least 1".into()));
+        }
+        let per_route = self.candidates.max(request.k);
+        let mut routes = Vec::new();
+        let mut lists: Vec<(Route, Vec<ChunkId>)> = Vec::new();
+        let mut candidates: BTreeMap<Route, Vec<(ChunkId, f32)>> = BTreeMap::new();
+        let mut chunks: HashMap<ChunkId, Chunk> = HashMap::new();
+        let mut route_hits: HashMap<ChunkId, Vec<RouteHit>> = HashMap::new();
+
+        for route in [Route::Dense, Route::Lexical] {
+            if !request.mode.wants(route) {
+                routes.push(RouteReport {
+                    route,
+                    status: RouteStatus::NotRequested,
+                });
+                continue;
+            }
+            let result = match route {
+                Route::Dense => self.run_dense(request, per_route),
+                Route::Lexical => self.run_lexical(request, per_route),
+            };
+            match result {
+                Ok(hits) => {
+                    routes.push(RouteReport {
+                        route,
+                        status: RouteStatus::Ran { hits: hits.len() },
+                    });
+                    let mut ids = Vec::with_capacity(hits.len());
+                    for (i, hit) in hits.into_iter().enumerate() {
+                        let id = hit.chunk.chunk_id().clone();
+                        route_hits.entry(id.clone()).or_default().push(RouteHit {
+                            route,
+                            rank: i + 1,
+                            score: hit.score,
+                        });
+                        candidates
+                            .entry(route)
+                            .or_default()
+                            .push((id.clone(), hit.score));
+                        chunks.entry(id.clone()).or_insert(hit.chunk);
+                        ids.push(id);
+                    }
+                    lists.push((route, ids));
+                }
+                Err(reason) => routes.push(RouteReport {
+                    route,
+                    status: RouteStatus::Unavailable { reason },
+                }),
+            }
+        }
+        if lists.is_empty() {
+            return Err(RetrieveError::CannotRetrieve { routes });
+        }
+
+        let fused = reciprocal_rank_fusion(&lists, &self.fusion);
+        let mut sources: HashMap<DocId, Option<SourceRecord>> = HashMap::new();
+        let mut evidence = Vec::new();
+        let mut dropped = Vec::new();
+        for item in fused {
+            if evidence.len() == request.k {
+                break;
+            }
+            let Some(chunk) = chunks.remove(&item.chunk_id) else {
+                continue;
+            };
+            let doc = chunk.doc_id().clone();
+            let record = match sources.get(&doc) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = self.source.lookup(&doc)?;
+                    sources.insert(doc.clone(), r.clone());
+                    r
+                }
+            };
+            match revision::check(&chunk, record.as_ref(), request.filter) {
+                Ok(()) => evidence.push(Evidence {
+                    chunk_id: item.chunk_id.clone(),
+                    rank: evidence.len() + 1,
+                    score: item.score,
+                    routes: route_hits.remove(&item.chunk_id).unwrap_or_default(),
+                    chunk,
+                }),
+                Err(reason) => dropped.push(Dropped {
+                    chunk_id: item.chunk_id,
+                    doc_id: doc,
+                    reason,
+                }),
+            }
+        }
+
+        let (evidence, budget_dropped, truncated) = match request.budget {
+            Some(budget) => {
+                let out = budget.apply(evidence, |e| e.chunk.char_len());
+                let mut kept = out.kept;
+                for (i, e) in kept.iter_mut().enumerate() {
+                    e.rank = i + 1;
+                }
+                let left: Vec<ChunkId> = out.dropped.into_iter().map(|e| e.chunk_id).collect();
+                (kept, left, out.truncated)
+            }
+            None => (evidence, Vec::new(), false),
+        };
+        Ok(Retrieval {
+            evidence,
+            dropped,
+            budget_dropped,
+            truncated,
+            routes,
+            candidates,
+        })
+    }
+}
