@@ -103,16 +103,20 @@ def repeat_corpus(doc_ids, doc_texts, n):
 # Tokenization
 # --------------------------------------------------------------------------
 
-def is_noise(token):
-    """True when a token is only whitespace and/or punctuation."""
-    return all(ch.isspace() or unicodedata.category(ch).startswith("P") for ch in token)
+def is_noise(token, keep_punct=False):
+    """True when a token is only whitespace and/or punctuation (only
+    whitespace when keep_punct is set)."""
+    return all(
+        ch.isspace() or (not keep_punct and unicodedata.category(ch).startswith("P"))
+        for ch in token
+    )
 
 
-def make_tokenizer(jieba, use_stop_words):
+def make_tokenizer(jieba, use_stop_words, keep_punct=False):
     def tokenize(text):
         out = []
         for tok in jieba.lcut(text.lower()):
-            if is_noise(tok):
+            if is_noise(tok, keep_punct):
                 continue
             if use_stop_words and tok in STOP_WORDS:
                 continue
@@ -207,7 +211,11 @@ def run(args):
     jieba.initialize()
     dict_load_s = time.perf_counter() - t0
 
-    tokenize = make_tokenizer(jieba, use_stop_words=args.stack == "jieba_stop_rank_bm25")
+    tokenize = make_tokenizer(
+        jieba,
+        use_stop_words=args.stack == "jieba_stop_rank_bm25",
+        keep_punct=args.keep_punct,
+    )
     retriever = Bm25sRetriever() if args.stack == "jieba_bm25s" else RankBm25Retriever()
 
     # Build = tokenizing every document + building the index.
@@ -263,6 +271,8 @@ def main(argv=None):
     ap.add_argument("--stack", required=True, choices=STACKS)
     ap.add_argument("--repeat-corpus", type=int, default=1, metavar="N",
                     help="repeat each passage N times (perturbed copies) to grow the corpus")
+    ap.add_argument("--keep-punct", action="store_true",
+                    help="keep punctuation tokens (drop only whitespace ones)")
     ap.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     args = ap.parse_args(argv)
     if args.repeat_corpus < 1:

@@ -114,27 +114,45 @@ impl Filter {
     /// The reference semantics: true when `chunk` passes every condition.
     pub fn matches(&self, chunk: &Chunk) -> bool {
         let doc = chunk.doc();
-        if !self.scopes.contains(&doc.scope) {
+        let metadata_terms = if self.metadata.is_empty() {
+            Vec::new()
+        } else {
+            doc.metadata.filter_terms()
+        };
+        self.matches_terms(
+            chunk.doc_id(),
+            &doc.scope,
+            &doc.locale.match_terms(),
+            &metadata_terms,
+        )
+    }
+
+    /// The same semantics over precomputed terms, for adapters that index them:
+    /// `locale_terms` from [`Locale::match_terms`], `metadata_terms` (sorted) from
+    /// [`Metadata::filter_terms`].
+    pub fn matches_terms(
+        &self,
+        doc_id: &DocId,
+        scope: &Scope,
+        locale_terms: &[String],
+        metadata_terms: &[String],
+    ) -> bool {
+        if !self.scopes.contains(scope) {
             return false;
         }
         if let Some(ids) = &self.doc_ids
-            && !ids.contains(chunk.doc_id())
+            && !ids.contains(doc_id)
         {
             return false;
         }
         if let Some(term) = self.locale_term()
-            && !doc.locale.match_terms().contains(&term)
+            && !locale_terms.contains(&term)
         {
             return false;
         }
-        if !self.metadata.is_empty() {
-            let terms = doc.metadata.filter_terms();
-            return self
-                .metadata_terms()
-                .iter()
-                .all(|t| terms.binary_search(t).is_ok());
-        }
-        true
+        self.metadata
+            .iter()
+            .all(|(k, v)| metadata_terms.binary_search(&metadata_term(k, v)).is_ok())
     }
 }
 

@@ -1,0 +1,150 @@
+//! Builders for the chunks and vectors the properties use.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use zhiku_domain::ports::EmbeddedChunk;
+use zhiku_domain::{
+    Chunk, DocId, Document, Embedding, EmbeddingSpace, Locale, Metadata, Normalization, Pooling,
+    Scope, Source, Title,
+};
+
+/// Dimensions of the suite's vector space.
+pub const DIMS: usize = 8;
+
+/// The space vector-index properties run in.
+pub fn space() -> EmbeddingSpace {
+    EmbeddingSpace::new(
+        "contract-suite",
+        "v1",
+        DIMS,
+        Pooling::None,
+        Normalization::L2,
+    )
+    .expect("valid space")
+}
+
+/// Another space with the same dimensions.
+pub fn other_space() -> EmbeddingSpace {
+    EmbeddingSpace::new(
+        "another-model",
+        "v1",
+        DIMS,
+        Pooling::None,
+        Normalization::L2,
+    )
+    .expect("valid space")
+}
+
+/// A chunk's attributes.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Document id.
+    pub doc: String,
+    /// Chunk start.
+    pub start: usize,
+    /// Content.
+    pub content: String,
+    /// Scope.
+    pub scope: &'static str,
+    /// Locale.
+    pub locale: &'static str,
+    /// Title.
+    pub title: &'static str,
+    /// Metadata as JSON.
+    pub metadata: serde_json::Value,
+}
+
+impl Spec {
+    /// A chunk of `doc` in scope `scope` with `content`.
+    pub fn new(doc: impl Into<String>, scope: &'static str, content: impl Into<String>) -> Self {
+        Self {
+            doc: doc.into(),
+            start: 0,
+            content: content.into(),
+            scope,
+            locale: "en",
+            title: "",
+            metadata: json!({}),
+        }
+    }
+
+    /// Sets the start offset (distinct chunks of one document need distinct starts).
+    pub fn at(mut self, start: usize) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// Sets the locale.
+    pub fn locale(mut self, locale: &'static str) -> Self {
+        self.locale = locale;
+        self
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: &'static str) -> Self {
+        self.title = title;
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn metadata(mut self, metadata: serde_json::Value) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Builds the chunk. Its document's revision is computed from the chunk content.
+    pub fn chunk(&self) -> Chunk {
+        let metadata: Metadata = serde_json::from_value(self.metadata.clone()).expect("metadata");
+        let doc = Document::builder(
+            DocId::new(&self.doc).expect("doc id"),
+            Source::new(format!("contract/{}", self.doc)).expect("source"),
+            self.content.clone(),
+        )
+        .scope(Scope::new(self.scope).expect("scope"))
+        .locale(Locale::new(self.locale).expect("locale"))
+        .title(Title::new(self.title).expect("title"))
+        .metadata(metadata)
+        .build();
+        Chunk::new(
+            doc.id().clone(),
+            self.start,
+            self.content.clone(),
+            vec!["Contract".to_string()],
+            0,
+            Arc::clone(doc.attributes()),
+        )
+    }
+}
+
+/// A unit vector of the suite's space pointing mostly along `axis`, tilted by `tilt` towards the
+/// next axis (so different tilts give different cosines to [`axis`]).
+pub fn vector(axis: usize, tilt: f32) -> Embedding {
+    vector_in(&space(), axis, tilt)
+}
+
+/// Like [`vector`] in another space.
+pub fn vector_in(space: &EmbeddingSpace, axis: usize, tilt: f32) -> Embedding {
+    let dims = space.dims();
+    let mut values = vec![0f32; dims];
+    values[axis % dims] = 1.0;
+    values[(axis + 1) % dims] += tilt;
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    for v in &mut values {
+        *v /= norm;
+    }
+    space.embedding(values, false).expect("valid vector")
+}
+
+/// The unit vector along `axis`.
+pub fn axis(axis: usize) -> Embedding {
+    vector(axis, 0.0)
+}
+
+/// A chunk with a vector.
+pub fn embedded(spec: &Spec, embedding: Embedding) -> EmbeddedChunk {
+    EmbeddedChunk {
+        chunk: spec.chunk(),
+        embedding,
+    }
+}

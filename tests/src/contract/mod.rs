@@ -1,0 +1,134 @@
+//! Properties of each port, and the macros that turn them into tests.
+
+pub mod embedder;
+pub mod fixtures;
+pub mod lexical;
+pub mod vector;
+
+/// Prints the loud notice a skipped contract test shows.
+pub fn skipped(adapter: &str, property: &str, why: &str) {
+    eprintln!("SKIPPED {adapter}::{property}: {why}");
+    println!("SKIPPED {adapter}::{property}: {why}");
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __contract_tests {
+    ($module:ident, $make:expr, $arg:expr, [$($property:ident),* $(,)?]) => {
+        $(
+            #[test]
+            fn $property() {
+                let make = $make;
+                match make($arg) {
+                    Some(port) => $crate::contract::$module::$property(&*port),
+                    None => $crate::contract::skipped(
+                        module_path!(),
+                        stringify!($property),
+                        "backend not available (see the factory's message above)",
+                    ),
+                }
+            }
+        )*
+    };
+}
+
+/// Generates the vector-index contract tests. `$make` is a closure taking the
+/// [`EmbeddingSpace`](zhiku_domain::EmbeddingSpace) the index must hold and returning
+/// `Option<Box<dyn VectorIndex>>` (an empty index, or `None` to skip).
+#[macro_export]
+macro_rules! vector_index_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            vector,
+            $make,
+            $crate::contract::fixtures::space(),
+            [
+                upsert_then_search_finds_it,
+                reupsert_replaces_the_chunk,
+                delete_document_removes_only_its_chunks,
+                delete_chunks_removes_only_those,
+                scope_filter_never_leaks,
+                scope_filter_never_leaks_on_random_data,
+                other_filters_apply_inside_the_search,
+                k_is_respected,
+                k_zero_is_invalid,
+                empty_index_returns_nothing,
+                wrong_space_is_refused,
+                wrong_dimension_is_refused,
+                ties_are_ordered_by_chunk_id,
+                results_are_ordered_by_score,
+                chunk_ids_lists_a_documents_chunks,
+                embeddings_returns_stored_vectors,
+                stored_chunks_round_trip,
+            ]
+        );
+    };
+}
+
+/// Generates the lexical-index contract tests. `$make` is a closure taking `()` and returning
+/// `Option<Box<dyn LexicalIndex>>` (an empty index, or `None` to skip).
+#[macro_export]
+macro_rules! lexical_index_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            lexical,
+            $make,
+            (),
+            [
+                upsert_then_search_finds_it,
+                reupsert_replaces_the_chunk,
+                delete_document_removes_only_its_chunks,
+                delete_chunks_removes_only_those,
+                scope_filter_never_leaks,
+                scope_filter_never_leaks_on_random_data,
+                other_filters_apply_inside_the_search,
+                k_is_respected,
+                k_zero_is_invalid,
+                empty_index_returns_nothing,
+                query_without_terms_returns_nothing,
+                ties_are_ordered_by_chunk_id,
+                results_are_ordered_by_score,
+                chunk_ids_lists_a_documents_chunks,
+                stored_chunks_round_trip,
+                analyzer_is_named,
+            ]
+        );
+    };
+}
+
+/// Generates the embedder contract tests. `$make` is a closure taking `()` and returning
+/// `Option<Box<dyn Embedder>>`; `$tolerance` is the largest per-component difference allowed
+/// between a batch and single embeddings (0 for exact).
+#[macro_export]
+macro_rules! embedder_contract {
+    ($make:expr, $tolerance:expr) => {
+        $crate::__contract_tests!(
+            embedder,
+            $make,
+            (),
+            [
+                embeddings_are_deterministic,
+                embeddings_have_the_reported_dimension,
+                embeddings_carry_the_space_identity,
+                normalised_spaces_give_unit_vectors,
+                empty_batch_gives_no_vectors,
+                empty_text_is_valid,
+                query_embeddings_share_the_space,
+            ]
+        );
+        #[test]
+        fn batch_equals_single_embeddings() {
+            let make = $make;
+            match make(()) {
+                Some(port) => {
+                    $crate::contract::embedder::batch_equals_single_embeddings(&*port, $tolerance)
+                }
+                None => $crate::contract::skipped(
+                    module_path!(),
+                    "batch_equals_single_embeddings",
+                    "backend not available",
+                ),
+            }
+        }
+    };
+}

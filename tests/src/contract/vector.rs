@@ -1,0 +1,396 @@
+//! Properties every [`VectorIndex`] has. Each function takes an empty index of
+//! [`fixtures::space`](super::fixtures::space).
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::json;
+use zhiku_domain::ports::{IndexError, VectorIndex};
+use zhiku_domain::{ChunkId, DocId, EmbeddingSpace, Filter, Locale, Normalization, Pooling, Scope};
+
+use super::fixtures::{Spec, axis, embedded, other_space, space, vector, vector_in};
+
+fn scope(s: &str) -> Filter {
+    Filter::for_scope(Scope::new(s).expect("scope"))
+}
+
+fn ids(hits: &[zhiku_domain::ports::ScoredChunk]) -> Vec<String> {
+    hits.iter()
+        .map(|h| h.chunk.chunk_id().to_string())
+        .collect()
+}
+
+fn doc(id: &str) -> DocId {
+    DocId::new(id).expect("doc id")
+}
+
+/// Upserting a chunk and committing makes it the best match for its own vector.
+pub fn upsert_then_search_finds_it(index: &dyn VectorIndex) {
+    let spec = Spec::new("a", "s", "alpha");
+    index.upsert(&[embedded(&spec, axis(0))]).unwrap();
+    index
+        .upsert(&[embedded(&Spec::new("b", "s", "beta"), axis(3))])
+        .unwrap();
+    index.commit().unwrap();
+    let hits = index.search(&axis(0), 1, &scope("s")).unwrap();
+    assert_eq!(ids(&hits), vec![spec.chunk().chunk_id().to_string()]);
+    assert!(
+        (hits[0].score - 1.0).abs() < 1e-4,
+        "cosine of a vector with itself is 1"
+    );
+    assert_eq!(index.count().unwrap(), 2);
+}
+
+/// Upserting an ID that is present replaces the chunk and its vector; it is never duplicated.
+pub fn reupsert_replaces_the_chunk(index: &dyn VectorIndex) {
+    let spec = Spec::new("a", "s", "alpha");
+    index.upsert(&[embedded(&spec, axis(0))]).unwrap();
+    index.commit().unwrap();
+    let replaced = Spec::new("a", "s", "alpha").title("new title");
+    index.upsert(&[embedded(&replaced, axis(5))]).unwrap();
+    index.commit().unwrap();
+    assert_eq!(index.count().unwrap(), 1);
+    let hits = index.search(&axis(5), 10, &scope("s")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].chunk.doc().title.as_str(), "new title");
+    assert!(
+        (hits[0].score - 1.0).abs() < 1e-4,
+        "the vector was replaced too"
+    );
+}
+
+/// Deleting a document removes all of its chunks and nothing else.
+pub fn delete_document_removes_only_its_chunks(index: &dyn VectorIndex) {
+    let a: Vec<Spec> = (0..5)
+        .map(|i| Spec::new("a", "s", format!("a{i}")).at(i * 10))
+        .collect();
+    let b = Spec::new("b", "s", "b0");
+    let mut items: Vec<_> = a.iter().map(|s| embedded(s, axis(0))).collect();
+    items.push(embedded(&b, axis(0)));
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    index.delete_document(&doc("a")).unwrap();
+    index.commit().unwrap();
+    assert_eq!(index.count().unwrap(), 1);
+    assert!(index.chunk_ids(&doc("a")).unwrap().is_empty());
+    let hits = index.search(&axis(0), 10, &scope("s")).unwrap();
+    assert_eq!(ids(&hits), vec![b.chunk().chunk_id().to_string()]);
+    index.delete_document(&doc("never-indexed")).unwrap();
+}
+
+/// Deleting chunks by ID removes exactly those; absent IDs are ignored.
+pub fn delete_chunks_removes_only_those(index: &dyn VectorIndex) {
+    let specs: Vec<Spec> = (0..3)
+        .map(|i| Spec::new("a", "s", format!("c{i}")).at(i * 10))
+        .collect();
+    let items: Vec<_> = specs.iter().map(|s| embedded(s, axis(1))).collect();
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    let gone = specs[1].chunk().chunk_id().clone();
+    let absent = ChunkId::parse("zz:0:0000000000000000").unwrap();
+    index.delete_chunks(&[gone.clone(), absent]).unwrap();
+    index.commit().unwrap();
+    let left = index.chunk_ids(&doc("a")).unwrap();
+    assert_eq!(left.len(), 2);
+    assert!(!left.contains(&gone));
+}
+
+/// A filter for scope A never returns a chunk of scope B, even when B's chunks match better.
+pub fn scope_filter_never_leaks(index: &dyn VectorIndex) {
+    let mut items = Vec::new();
+    for i in 0..20 {
+        items.push(embedded(
+            &Spec::new("b", "team-b", format!("b{i}")).at(i * 10),
+            axis(0),
+        ));
+    }
+    let a = Spec::new("a", "team-a", "a");
+    items.push(embedded(&a, vector(0, 0.9)));
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    let hits = index.search(&axis(0), 5, &scope("team-a")).unwrap();
+    assert_eq!(ids(&hits), vec![a.chunk().chunk_id().to_string()]);
+    let none = index.search(&axis(0), 5, &scope("team-c")).unwrap();
+    assert!(none.is_empty());
+    let both =
+        Filter::for_scopes([Scope::new("team-a").unwrap(), Scope::new("team-b").unwrap()]).unwrap();
+    assert_eq!(index.search(&axis(0), 50, &both).unwrap().len(), 21);
+}
+
+/// Property over random data: every hit of a scoped search is in one of the filter's scopes.
+pub fn scope_filter_never_leaks_on_random_data(index: &dyn VectorIndex) {
+    let scopes = ["s0", "s1", "s2"];
+    let mut runner = TestRunner::new(Config {
+        cases: 24,
+        ..Config::default()
+    });
+    let round = std::cell::Cell::new(0usize);
+    runner
+        .run(
+            &(
+                prop::collection::vec((0usize..3, 0usize..8, -1.0f32..1.0), 1..30),
+                0usize..3,
+                0usize..8,
+                1usize..40,
+            ),
+            |(points, wanted, query_axis, k)| {
+                round.set(round.get() + 1);
+                let doc_name = format!("r{}", round.get());
+                let items: Vec<_> = points
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (s, ax, tilt))| {
+                        embedded(
+                            &Spec::new(doc_name.as_str(), scopes[*s], format!("p{i}")).at(i),
+                            vector(*ax, *tilt),
+                        )
+                    })
+                    .collect();
+                index.upsert(&items).unwrap();
+                index.commit().unwrap();
+                let filter = scope(scopes[wanted]).with_doc_ids([doc(&doc_name)]);
+                let hits = index.search(&axis(query_axis), k, &filter).unwrap();
+                let expected = points.iter().filter(|(s, _, _)| *s == wanted).count();
+                prop_assert_eq!(hits.len(), expected.min(k));
+                for h in &hits {
+                    prop_assert_eq!(h.chunk.doc().scope.as_str(), scopes[wanted]);
+                }
+                index.delete_document(&doc(&doc_name)).unwrap();
+                index.commit().unwrap();
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+/// Document, locale and metadata conditions are applied inside the search (or refused as
+/// unsupported, never ignored).
+pub fn other_filters_apply_inside_the_search(index: &dyn VectorIndex) {
+    let zh = Spec::new("zh", "s", "zh")
+        .locale("zh-CN")
+        .metadata(json!({"tags": ["x", "y"], "year": 2024}));
+    let en = Spec::new("en", "s", "en")
+        .locale("en")
+        .metadata(json!({"tags": "y", "year": 2023}));
+    index
+        .upsert(&[embedded(&zh, axis(2)), embedded(&en, axis(2))])
+        .unwrap();
+    index.commit().unwrap();
+    let caps = index.capabilities();
+    let check = |filter: Filter, supported: bool, expected: &[&Spec]| match index.search(
+        &axis(2),
+        10,
+        &filter,
+    ) {
+        Ok(hits) => {
+            assert!(
+                supported,
+                "{} accepted a filter it says it does not support",
+                caps.adapter
+            );
+            let mut got = ids(&hits);
+            got.sort();
+            let mut want: Vec<String> = expected
+                .iter()
+                .map(|s| s.chunk().chunk_id().to_string())
+                .collect();
+            want.sort();
+            assert_eq!(got, want, "filter {filter:?}");
+        }
+        Err(IndexError::Unsupported { .. }) => assert!(!supported),
+        Err(e) => panic!("unexpected error {e}"),
+    };
+    check(
+        scope("s").with_doc_ids([doc("zh")]),
+        caps.filter_doc_ids,
+        &[&zh],
+    );
+    check(
+        scope("s").with_locale(Locale::new("zh").unwrap()),
+        caps.filter_locale,
+        &[&zh],
+    );
+    check(
+        scope("s").with_locale(Locale::new("en").unwrap()),
+        caps.filter_locale,
+        &[&en],
+    );
+    check(
+        scope("s").with_metadata("tags", "x").unwrap(),
+        caps.filter_metadata,
+        &[&zh],
+    );
+    check(
+        scope("s").with_metadata("tags", "y").unwrap(),
+        caps.filter_metadata,
+        &[&zh, &en],
+    );
+    check(
+        scope("s").with_metadata("year", "2023").unwrap(),
+        caps.filter_metadata,
+        &[&en],
+    );
+    check(
+        scope("s")
+            .with_metadata("year", "2023")
+            .unwrap()
+            .with_metadata("tags", "x")
+            .unwrap(),
+        caps.filter_metadata,
+        &[],
+    );
+}
+
+/// A search returns at most `k` chunks.
+pub fn k_is_respected(index: &dyn VectorIndex) {
+    let items: Vec<_> = (0..12)
+        .map(|i| {
+            embedded(
+                &Spec::new("a", "s", format!("c{i}")).at(i),
+                vector(0, i as f32 / 10.0),
+            )
+        })
+        .collect();
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    for k in [1, 5, 12, 100] {
+        assert_eq!(
+            index.search(&axis(0), k, &scope("s")).unwrap().len(),
+            k.min(12)
+        );
+    }
+}
+
+/// `k == 0` is invalid input.
+pub fn k_zero_is_invalid(index: &dyn VectorIndex) {
+    let err = index.search(&axis(0), 0, &scope("s")).unwrap_err();
+    assert!(matches!(err, IndexError::InvalidInput(_)), "{err}");
+}
+
+/// An empty index returns an empty list.
+pub fn empty_index_returns_nothing(index: &dyn VectorIndex) {
+    assert!(index.search(&axis(0), 10, &scope("s")).unwrap().is_empty());
+    assert_eq!(index.count().unwrap(), 0);
+    assert!(index.chunk_ids(&doc("a")).unwrap().is_empty());
+}
+
+/// A vector of another space is refused, by upsert and by search, and changes nothing.
+pub fn wrong_space_is_refused(index: &dyn VectorIndex) {
+    let foreign = vector_in(&other_space(), 0, 0.0);
+    let err = index
+        .upsert(&[embedded(&Spec::new("a", "s", "x"), foreign.clone())])
+        .unwrap_err();
+    assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+    let err = index.search(&foreign, 1, &scope("s")).unwrap_err();
+    assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+    index.commit().unwrap();
+    assert_eq!(index.count().unwrap(), 0);
+    assert_eq!(index.space(), &space());
+}
+
+/// A vector of another dimension is refused.
+pub fn wrong_dimension_is_refused(index: &dyn VectorIndex) {
+    let wider = EmbeddingSpace::new(
+        "contract-suite",
+        "v1",
+        space().dims() + 1,
+        Pooling::None,
+        Normalization::L2,
+    )
+    .unwrap();
+    let v = vector_in(&wider, 0, 0.0);
+    let good = embedded(&Spec::new("ok", "s", "ok"), axis(0));
+    let err = index
+        .upsert(&[good, embedded(&Spec::new("a", "s", "x"), v.clone())])
+        .unwrap_err();
+    assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+    assert!(matches!(
+        index.search(&v, 1, &scope("s")).unwrap_err(),
+        IndexError::SpaceMismatch { .. }
+    ));
+    index.commit().unwrap();
+    assert_eq!(index.count().unwrap(), 0, "a refused batch changes nothing");
+}
+
+/// Equal scores are ordered by ascending chunk ID.
+pub fn ties_are_ordered_by_chunk_id(index: &dyn VectorIndex) {
+    let items: Vec<_> = ["d", "b", "e", "a", "c"]
+        .iter()
+        .map(|d| embedded(&Spec::new(*d, "s", "same"), axis(4)))
+        .collect();
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    let got = ids(&index.search(&axis(4), 10, &scope("s")).unwrap());
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(got, sorted);
+    assert_eq!(got.len(), 5);
+}
+
+/// Results come in descending score order and the score is the cosine similarity.
+pub fn results_are_ordered_by_score(index: &dyn VectorIndex) {
+    let tilts = [0.0f32, 0.3, 0.6, 1.0, 2.0];
+    let items: Vec<_> = tilts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| embedded(&Spec::new("a", "s", format!("t{i}")).at(i), vector(6, *t)))
+        .collect();
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    let hits = index.search(&axis(6), 5, &scope("s")).unwrap();
+    let contents: Vec<&str> = hits.iter().map(|h| h.chunk.content()).collect();
+    assert_eq!(contents, vec!["t0", "t1", "t2", "t3", "t4"]);
+    for (hit, tilt) in hits.iter().zip(tilts) {
+        let cosine = 1.0 / (1.0 + tilt * tilt).sqrt();
+        assert!(
+            (hit.score - cosine).abs() < 1e-3,
+            "score {} vs cosine {cosine}",
+            hit.score
+        );
+    }
+}
+
+/// `chunk_ids` lists exactly a document's chunks, sorted.
+pub fn chunk_ids_lists_a_documents_chunks(index: &dyn VectorIndex) {
+    let specs: Vec<Spec> = (0..4)
+        .map(|i| Spec::new("a", "s", format!("c{i}")).at(i * 7))
+        .collect();
+    let mut items: Vec<_> = specs.iter().map(|s| embedded(s, axis(0))).collect();
+    items.push(embedded(&Spec::new("b", "s", "other"), axis(0)));
+    index.upsert(&items).unwrap();
+    index.commit().unwrap();
+    let mut want: Vec<ChunkId> = specs.iter().map(|s| s.chunk().chunk_id().clone()).collect();
+    want.sort();
+    assert_eq!(index.chunk_ids(&doc("a")).unwrap(), want);
+}
+
+/// `embeddings` returns the stored vectors, and `None` for absent chunks.
+pub fn embeddings_returns_stored_vectors(index: &dyn VectorIndex) {
+    let spec = Spec::new("a", "s", "x");
+    let v = vector(3, 0.5);
+    index.upsert(&[embedded(&spec, v.clone())]).unwrap();
+    index.commit().unwrap();
+    let absent = ChunkId::parse("zz:0:0000000000000000").unwrap();
+    let got = index
+        .embeddings(&[spec.chunk().chunk_id().clone(), absent])
+        .unwrap();
+    assert_eq!(got.len(), 2);
+    let stored = got[0].as_ref().expect("stored vector");
+    assert_eq!(stored.space(), v.space());
+    for (a, b) in stored.values().iter().zip(v.values()) {
+        assert!((a - b).abs() < 1e-5);
+    }
+    assert!(got[1].is_none());
+}
+
+/// A returned chunk equals the stored one: content, offsets, headings and every attribute.
+pub fn stored_chunks_round_trip(index: &dyn VectorIndex) {
+    let spec = Spec::new("guides/切分.md", "s", "切分策略 chunking 🚀\r\n")
+        .at(17)
+        .locale("zh-CN")
+        .title("切分 Chunking")
+        .metadata(json!({"tags": ["a", "b"], "n": 1.5, "ok": true, "nested": {"x": 1}}));
+    index.upsert(&[embedded(&spec, axis(7))]).unwrap();
+    index.commit().unwrap();
+    let hits = index.search(&axis(7), 1, &scope("s")).unwrap();
+    assert_eq!(hits[0].chunk, spec.chunk());
+}

@@ -1,0 +1,27 @@
+//! The contract suite over the reference in-memory adapters.
+
+use zhiku_adapters_memory::{HashingEmbedder, MemoryLexicalIndex, MemoryVectorIndex};
+use zhiku_domain::EmbeddingSpace;
+use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
+
+mod memory_vector {
+    use super::*;
+    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| -> Option<Box<dyn VectorIndex>> {
+        Some(Box::new(MemoryVectorIndex::new(space)))
+    });
+}
+
+mod memory_lexical {
+    use super::*;
+    zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
+        Some(Box::new(MemoryLexicalIndex::new()))
+    });
+}
+
+mod hashing_embedder {
+    use super::*;
+    zhiku_tests::embedder_contract!(
+        |()| -> Option<Box<dyn Embedder>> { Some(Box::new(HashingEmbedder::new(384).unwrap())) },
+        0.0
+    );
+}

@@ -1,0 +1,522 @@
+//! The indexer and retriever use cases over the reference adapters.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use zhiku_adapters_memory::{
+    HashingEmbedder, MemoryLexicalIndex, MemorySourceStore, MemoryVectorIndex,
+};
+use zhiku_domain::ports::{EmbedError, Embedder, LexicalIndex, SourceRecord, VectorIndex};
+use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::rules::fusion::{FusionConfig, Route};
+use zhiku_domain::usecases::{
+    Catalog, Indexer, IndexerError, RetrievalMode, RetrievalRequest, RetrieveError, Retriever,
+    RouteStatus, SyncMode,
+};
+use zhiku_domain::{
+    ChunkingPolicy, DocId, Document, Embedding, EmbeddingSpace, Filter, Revision, Scope, Source,
+};
+
+struct Kb {
+    embedder: HashingEmbedder,
+    vectors: MemoryVectorIndex,
+    lexical: MemoryLexicalIndex,
+    source: MemorySourceStore,
+    catalog: Catalog,
+}
+
+fn policy() -> ChunkingPolicy {
+    ChunkingPolicy::with_sizes(120, 16).unwrap()
+}
+
+fn doc(id: &str, scope: &str, content: &str) -> Document {
+    Document::builder(
+        DocId::new(id).unwrap(),
+        Source::new(format!("kb/{id}")).unwrap(),
+        content,
+    )
+    .scope(Scope::new(scope).unwrap())
+    .build()
+}
+
+fn long_doc(tail: &str) -> String {
+    let mut s = String::from("# 增量索引\n\n");
+    for i in 0..6 {
+        s.push_str(&format!(
+            "第{i}段：索引器比较指纹，没有变化的文档被跳过，变化的文档只嵌入新的块。\n\n"
+        ));
+    }
+    s.push_str(tail);
+    s
+}
+
+impl Kb {
+    fn new() -> Self {
+        let embedder = HashingEmbedder::new(256).unwrap();
+        let vectors = MemoryVectorIndex::new(embedder.space().clone());
+        let lexical = MemoryLexicalIndex::new();
+        let catalog = Indexer::hybrid(policy(), &embedder, &vectors, &lexical)
+            .unwrap()
+            .empty_catalog();
+        Self {
+            embedder,
+            vectors,
+            lexical,
+            source: MemorySourceStore::new(),
+            catalog,
+        }
+    }
+
+    fn index(
+        &mut self,
+        docs: Vec<Document>,
+        mode: SyncMode,
+    ) -> zhiku_domain::usecases::IndexReport {
+        for d in &docs {
+            self.source.put(d);
+        }
+        let indexer =
+            Indexer::hybrid(policy(), &self.embedder, &self.vectors, &self.lexical).unwrap();
+        let (catalog, report) = indexer.run(&self.catalog, docs, mode, &mut |_| {}).unwrap();
+        self.catalog = catalog;
+        report
+    }
+
+    fn retriever(&self) -> Retriever<'_> {
+        Retriever::new(&self.source)
+            .with_dense(&self.embedder, &self.vectors)
+            .with_lexical(&self.lexical)
+    }
+}
+
+fn scope(s: &str) -> Filter {
+    Filter::for_scope(Scope::new(s).unwrap())
+}
+
+fn request<'q>(query: &'q str, filter: &'q Filter, mode: RetrievalMode) -> RetrievalRequest<'q> {
+    RetrievalRequest {
+        query,
+        filter,
+        mode,
+        k: 5,
+        budget: None,
+    }
+}
+
+#[test]
+fn first_index_embeds_everything_and_fills_both_indexes() {
+    let mut kb = Kb::new();
+    let report = kb.index(
+        vec![
+            doc("a", "s", &long_doc("结尾。")),
+            doc("b", "s", "short note"),
+        ],
+        SyncMode::Full,
+    );
+    let chunks = kb.catalog.chunk_count();
+    assert_eq!(report.docs_added, 2);
+    assert_eq!(report.chunks_embedded, chunks);
+    assert_eq!(report.chunks_reused, 0);
+    assert_eq!(kb.vectors.count().unwrap(), chunks);
+    assert_eq!(kb.lexical.count().unwrap(), chunks);
+    assert!(chunks > 3, "the long document was cut into several chunks");
+}
+
+#[test]
+fn unchanged_documents_are_skipped_and_embed_nothing() {
+    let mut kb = Kb::new();
+    let docs = || {
+        vec![
+            doc("a", "s", &long_doc("结尾。")),
+            doc("b", "s", "short note"),
+        ]
+    };
+    kb.index(docs(), SyncMode::Full);
+    let report = kb.index(docs(), SyncMode::Full);
+    assert_eq!(report.docs_skipped, 2);
+    assert_eq!(report.chunks_embedded, 0);
+    assert_eq!(report.chunks_removed, 0);
+}
+
+#[test]
+fn an_edited_paragraph_re_embeds_only_changed_chunks() {
+    let mut kb = Kb::new();
+    kb.index(vec![doc("a", "s", &long_doc("结尾。"))], SyncMode::Full);
+    let before = kb.catalog.docs[&DocId::new("a").unwrap()].chunk_ids.clone();
+    let report = kb.index(
+        vec![doc("a", "s", &long_doc("新的结尾，完全不同的内容。"))],
+        SyncMode::Full,
+    );
+    let after = kb.catalog.docs[&DocId::new("a").unwrap()].chunk_ids.clone();
+    let kept = before.iter().filter(|id| after.contains(id)).count();
+    assert_eq!(report.docs_changed, 1);
+    assert!(kept >= 2, "earlier chunks keep their IDs");
+    assert_eq!(report.chunks_reused, kept);
+    assert_eq!(report.chunks_embedded, after.len() - kept);
+    assert_eq!(report.chunks_removed, before.len() - kept);
+    assert_eq!(kb.vectors.count().unwrap(), after.len());
+    assert_eq!(kb.lexical.count().unwrap(), after.len());
+    // Reused chunks were re-stored with the new revision, so the revision check keeps them.
+    let f = scope("s");
+    let got = kb
+        .retriever()
+        .retrieve(&request("第0段 索引器", &f, RetrievalMode::Hybrid))
+        .unwrap();
+    assert!(got.dropped.is_empty(), "{:?}", got.dropped);
+    let revision = Revision::of_content(&long_doc("新的结尾，完全不同的内容。"));
+    assert!(
+        got.evidence
+            .iter()
+            .all(|e| e.chunk.doc().revision == revision)
+    );
+}
+
+#[test]
+fn a_scope_change_is_re_indexed_without_embedding() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![doc("a", "public", "release notes for version two")],
+        SyncMode::Full,
+    );
+    let report = kb.index(
+        vec![doc("a", "secret", "release notes for version two")],
+        SyncMode::Full,
+    );
+    assert_eq!(
+        (
+            report.docs_changed,
+            report.chunks_embedded,
+            report.chunks_reused
+        ),
+        (1, 0, 1)
+    );
+    let public = scope("public");
+    assert!(
+        kb.vectors
+            .search(&kb.embedder.embed_query("release").unwrap(), 5, &public)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(kb.lexical.search("release", 5, &public).unwrap().is_empty());
+    assert_eq!(
+        kb.lexical
+            .search("release", 5, &scope("secret"))
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn full_sync_removes_missing_documents_and_partial_sync_does_not() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![doc("a", "s", "alpha text"), doc("b", "s", "beta text")],
+        SyncMode::Full,
+    );
+    let report = kb.index(vec![doc("c", "s", "gamma text")], SyncMode::Partial);
+    assert_eq!(report.docs_removed, 0);
+    assert_eq!(kb.lexical.count().unwrap(), 3);
+    let report = kb.index(vec![doc("c", "s", "gamma text")], SyncMode::Full);
+    assert_eq!(
+        (
+            report.docs_removed,
+            report.chunks_removed,
+            report.docs_skipped
+        ),
+        (2, 2, 1)
+    );
+    assert_eq!(kb.vectors.count().unwrap(), 1);
+    assert_eq!(kb.lexical.count().unwrap(), 1);
+    assert!(
+        kb.lexical
+            .chunk_ids(&DocId::new("a").unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        kb.vectors
+            .chunk_ids(&DocId::new("b").unwrap())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn duplicate_ids_and_other_configurations_are_refused() {
+    let mut kb = Kb::new();
+    let indexer = Indexer::hybrid(policy(), &kb.embedder, &kb.vectors, &kb.lexical).unwrap();
+    let err = indexer
+        .run(
+            &kb.catalog,
+            vec![doc("a", "s", "x"), doc("a", "s", "y")],
+            SyncMode::Full,
+            &mut |_| {},
+        )
+        .unwrap_err();
+    assert!(matches!(err, IndexerError::DuplicateDocument(_)), "{err}");
+    kb.index(vec![doc("a", "s", "x")], SyncMode::Full);
+    let other = ChunkingPolicy::with_sizes(200, 16).unwrap();
+    let indexer = Indexer::hybrid(other, &kb.embedder, &kb.vectors, &kb.lexical).unwrap();
+    let err = indexer
+        .run(
+            &kb.catalog,
+            vec![doc("a", "s", "x")],
+            SyncMode::Full,
+            &mut |_| {},
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("chunking policy"), "{err}");
+    let lexical_only = Indexer::lexical_only(policy(), &kb.lexical);
+    let err = lexical_only
+        .run(&kb.catalog, vec![], SyncMode::Full, &mut |_| {})
+        .unwrap_err();
+    assert!(err.to_string().contains("embedding space"), "{err}");
+}
+
+/// An embedder that can be switched off, to test failure paths.
+struct Flaky {
+    inner: HashingEmbedder,
+    down: AtomicBool,
+}
+
+impl Embedder for Flaky {
+    fn space(&self) -> &EmbeddingSpace {
+        self.inner.space()
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(EmbedError::Unavailable {
+                adapter: "flaky",
+                message: "switched off".into(),
+            });
+        }
+        self.inner.embed_documents(texts)
+    }
+    fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(EmbedError::Unavailable {
+                adapter: "flaky",
+                message: "switched off".into(),
+            });
+        }
+        self.inner.embed_query(text)
+    }
+}
+
+#[test]
+fn a_failing_embedder_fails_the_run_and_keeps_the_catalog() {
+    let kb = Kb::new();
+    let flaky = Flaky {
+        inner: kb.embedder.clone(),
+        down: AtomicBool::new(true),
+    };
+    let indexer = Indexer::hybrid(policy(), &flaky, &kb.vectors, &kb.lexical).unwrap();
+    let err = indexer
+        .run(
+            &kb.catalog,
+            vec![doc("a", "s", "x")],
+            SyncMode::Full,
+            &mut |_| {},
+        )
+        .unwrap_err();
+    assert!(matches!(err, IndexerError::Embed(_)));
+    assert!(kb.catalog.docs.is_empty());
+    assert_eq!(
+        kb.lexical.count().unwrap(),
+        0,
+        "nothing was written before embedding succeeded"
+    );
+}
+
+#[test]
+fn hybrid_retrieval_reports_which_route_found_each_hit() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![
+            doc("a", "s", "reciprocal rank fusion merges ranked lists"),
+            doc("b", "s", "jieba segments Chinese text into words"),
+            doc("c", "other", "reciprocal rank fusion in another scope"),
+        ],
+        SyncMode::Full,
+    );
+    let f = scope("s");
+    let got = kb
+        .retriever()
+        .retrieve(&request(
+            "reciprocal rank fusion",
+            &f,
+            RetrievalMode::Hybrid,
+        ))
+        .unwrap();
+    assert_eq!(got.routes_ran(), vec![Route::Dense, Route::Lexical]);
+    let top = &got.evidence[0];
+    assert_eq!(top.chunk.doc_id().as_str(), "a");
+    let routes: Vec<Route> = top.routes.iter().map(|r| r.route).collect();
+    assert_eq!(routes, vec![Route::Dense, Route::Lexical]);
+    assert!(
+        got.evidence
+            .iter()
+            .all(|e| e.chunk.doc().scope.as_str() == "s"),
+        "the filter applies to both routes"
+    );
+    assert_eq!(top.rank, 1);
+}
+
+#[test]
+fn stale_deleted_and_invisible_hits_are_dropped_with_a_reason() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![
+            doc("stale", "s", "shared topic one"),
+            doc("gone", "s", "shared topic two"),
+            doc("hidden", "s", "shared topic three"),
+            doc("fine", "s", "shared topic four"),
+        ],
+        SyncMode::Full,
+    );
+    let id = |s: &str| DocId::new(s).unwrap();
+    kb.source
+        .put(&doc("stale", "s", "shared topic one, edited at the source"));
+    kb.source.remove(&id("gone"));
+    kb.source.set(
+        id("hidden"),
+        SourceRecord {
+            revision: Revision::of_content("shared topic three"),
+            scope: Scope::new("s").unwrap(),
+            visible: false,
+        },
+    );
+    let f = scope("s");
+    let got = kb
+        .retriever()
+        .retrieve(&request("shared topic", &f, RetrievalMode::Lexical))
+        .unwrap();
+    let kept: Vec<&str> = got
+        .evidence
+        .iter()
+        .map(|e| e.chunk.doc_id().as_str())
+        .collect();
+    assert_eq!(kept, vec!["fine"]);
+    let mut reasons: Vec<(String, &str)> = got
+        .dropped
+        .iter()
+        .map(|d| (d.doc_id.to_string(), d.reason.code()))
+        .collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        vec![
+            ("gone".into(), "deleted"),
+            ("hidden".into(), "not_visible"),
+            ("stale".into(), "stale_revision")
+        ]
+    );
+}
+
+#[test]
+fn an_unavailable_dense_route_falls_back_to_lexical_and_says_why() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![doc("a", "s", "fallback keeps answering")],
+        SyncMode::Full,
+    );
+    let flaky = Flaky {
+        inner: kb.embedder.clone(),
+        down: AtomicBool::new(true),
+    };
+    let retriever = Retriever::new(&kb.source)
+        .with_dense(&flaky, &kb.vectors)
+        .with_lexical(&kb.lexical);
+    let f = scope("s");
+    let got = retriever
+        .retrieve(&request("fallback", &f, RetrievalMode::Hybrid))
+        .unwrap();
+    assert_eq!(got.routes_ran(), vec![Route::Lexical]);
+    assert!(
+        matches!(&got.routes[0].status, RouteStatus::Unavailable { reason } if reason.contains("switched off"))
+    );
+    assert_eq!(got.evidence.len(), 1);
+}
+
+#[test]
+fn no_route_is_cannot_retrieve_and_no_match_is_an_empty_result() {
+    let mut kb = Kb::new();
+    kb.index(vec![doc("a", "s", "some content")], SyncMode::Full);
+    let flaky = Flaky {
+        inner: kb.embedder.clone(),
+        down: AtomicBool::new(true),
+    };
+    let dense_only = Retriever::new(&kb.source).with_dense(&flaky, &kb.vectors);
+    let f = scope("s");
+    let err = dense_only
+        .retrieve(&request("content", &f, RetrievalMode::Hybrid))
+        .unwrap_err();
+    assert!(matches!(err, RetrieveError::CannotRetrieve { .. }), "{err}");
+    let none = kb
+        .retriever()
+        .retrieve(&request("完全无关的问题", &f, RetrievalMode::Lexical))
+        .unwrap();
+    assert!(none.evidence.is_empty());
+    assert_eq!(none.routes_ran(), vec![Route::Lexical]);
+}
+
+#[test]
+fn the_budget_keeps_whole_chunks_and_flags_truncation() {
+    let mut kb = Kb::new();
+    kb.index(vec![doc("a", "s", &long_doc("结尾。"))], SyncMode::Full);
+    let f = scope("s");
+    let mut req = request("索引器 指纹", &f, RetrievalMode::Hybrid);
+    req.budget = Some(RetrievalBudget::new(2, 10_000).unwrap());
+    let got = kb.retriever().retrieve(&req).unwrap();
+    assert_eq!(got.evidence.len(), 2);
+    assert!(got.truncated);
+    assert!(!got.budget_dropped.is_empty());
+    req.budget = Some(RetrievalBudget::new(10, 130).unwrap());
+    let got = kb.retriever().retrieve(&req).unwrap();
+    let used: usize = got.evidence.iter().map(|e| e.chunk.char_len()).sum();
+    assert!(used <= 130);
+    for e in &got.evidence {
+        assert_eq!(
+            e.chunk.content().chars().count(),
+            e.chunk.char_len(),
+            "chunks are never cut"
+        );
+    }
+}
+
+#[test]
+fn route_weights_really_apply() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![
+            doc("a", "s", "alpha beta"),
+            doc("b", "s", "alpha alpha alpha"),
+        ],
+        SyncMode::Full,
+    );
+    let f = scope("s");
+    let mut weights = FusionConfig::default();
+    weights.weights.insert(Route::Dense, 0.0);
+    let lexical_only = kb
+        .retriever()
+        .with_fusion(weights)
+        .retrieve(&request("alpha", &f, RetrievalMode::Hybrid))
+        .unwrap();
+    let plain = kb
+        .retriever()
+        .retrieve(&request("alpha", &f, RetrievalMode::Lexical))
+        .unwrap();
+    let order = |r: &zhiku_domain::usecases::Retrieval| {
+        r.evidence
+            .iter()
+            .map(|e| e.chunk_id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(order(&lexical_only), order(&plain));
+    for (w, p) in lexical_only.evidence.iter().zip(&plain.evidence) {
+        assert!(
+            (w.score - p.score).abs() < 1e-12,
+            "a zero weight removes the dense contribution"
+        );
+    }
+}
