@@ -1,0 +1,127 @@
+//! The contract suite and adapter-specific tests for the tantivy lexical index.
+
+use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+use zhiku_domain::ports::{IndexError, LexicalIndex};
+use zhiku_domain::{Filter, Scope};
+use zhiku_tests::contract::fixtures::Spec;
+
+mod tantivy_ram {
+    use super::*;
+    zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
+        Some(Box::new(
+            TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap(),
+        ))
+    });
+}
+
+mod tantivy_disk {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Keeps each test's directory alive for the whole test process.
+    static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
+
+    zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
+        let dir = tempfile::tempdir().unwrap();
+        let index =
+            TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+        DIRS.lock().unwrap().push(dir);
+        Some(Box::new(index))
+    });
+}
+
+fn scope() -> Filter {
+    Filter::for_scope(Scope::new("s").unwrap())
+}
+
+#[test]
+fn committed_chunks_survive_a_reopen_and_uncommitted_ones_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index =
+            TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+        index
+            .upsert(&[Spec::new("a", "s", "持久化 committed").chunk()])
+            .unwrap();
+        index.commit().unwrap();
+        // Written but never committed: a crash here must leave the previous commit readable.
+        index
+            .upsert(&[Spec::new("b", "s", "持久化 uncommitted").chunk()])
+            .unwrap();
+    }
+    let index = TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+    let hits = index.search("持久化", 10, &scope()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].chunk.doc_id().as_str(), "a");
+}
+
+#[test]
+fn an_index_built_with_another_analyzer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = zhiku_adapters_tantivy::tantivy::Index::create_in_dir(
+            dir.path(),
+            zhiku_adapters_tantivy::tantivy::schema::Schema::builder().build(),
+        )
+        .unwrap();
+        let mut writer: zhiku_adapters_tantivy::tantivy::IndexWriter =
+            index.writer(15_000_000).unwrap();
+        let mut prepared = writer.prepare_commit().unwrap();
+        prepared.set_payload("some-other-tokenizer/3");
+        prepared.commit().unwrap();
+    }
+    let err =
+        TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::ConfigMismatch {
+                what: "lexical analyzer",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("rebuild"), "{err}");
+}
+
+#[test]
+fn mixed_chinese_english_and_digit_queries_match() {
+    let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
+    let dims = Spec::new(
+        "dims",
+        "s",
+        "bge-small-zh-v1.5 的维度是 512，使用 CLS 池化。",
+    );
+    let http = Spec::new("http", "s", "遇到 HTTP 404 错误时，先检查地址是否正确。");
+    let other = Spec::new("other", "s", "混合检索把两个路由的结果融合在一起。");
+    index
+        .upsert(&[dims.chunk(), http.chunk(), other.chunk()])
+        .unwrap();
+    index.commit().unwrap();
+    let top = |q: &str| {
+        index.search(q, 1, &scope()).unwrap()[0]
+            .chunk
+            .doc_id()
+            .to_string()
+    };
+    assert_eq!(top("bge-small-zh-v1.5 的维度"), "dims");
+    assert_eq!(top("HTTP 404 错误"), "http");
+    assert_eq!(top("404"), "http");
+}
+
+#[test]
+fn title_matches_weigh_more_than_content_matches() {
+    let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
+    let titled =
+        Spec::new("titled", "s", "这篇文章讲的是别的事情，只有标题提到它。").title("倒排索引");
+    let body = Spec::new(
+        "body",
+        "s",
+        "倒排索引出现在正文里，这篇文章讲的是别的事情。",
+    );
+    index.upsert(&[titled.chunk(), body.chunk()]).unwrap();
+    index.commit().unwrap();
+    let hits = index.search("倒排索引", 2, &scope()).unwrap();
+    assert_eq!(hits[0].chunk.doc_id().as_str(), "titled");
+}
