@@ -36,7 +36,9 @@ const ADAPTER: &str = "tantivy";
 /// Tuning of the BM25 query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LexicalConfig {
-    /// Weight of title matches relative to content matches.
+    /// Weight of title matches relative to content matches. The title is its own BM25 field,
+    /// so its short length already lifts title matches; 1.0 was best on CMRC 2018 dev
+    /// (hit@1 0.969 at 0, 0.986 at 1, 0.973 at 2, 0.958 at 3).
     pub title_boost: f32,
     /// Writer memory budget in bytes.
     pub writer_memory: usize,
@@ -47,7 +49,7 @@ pub struct LexicalConfig {
 impl Default for LexicalConfig {
     fn default() -> Self {
         Self {
-            title_boost: 2.0,
+            title_boost: 1.0,
             writer_memory: 96 * 1024 * 1024,
             writer_threads: 2,
         }

@@ -1,0 +1,104 @@
+//! An in-memory knowledge base built from a corpus, for evaluation and benchmarks.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use zhiku_adapters_memory::{HashingEmbedder, MemorySourceStore, MemoryVectorIndex};
+use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+use zhiku_domain::ports::Embedder;
+use zhiku_domain::usecases::{Catalog, IndexReport, Indexer, Retriever, SyncMode};
+use zhiku_domain::{ChunkingPolicy, Document, Scope};
+
+use crate::beir::{Passage, passage_document};
+
+/// The scope corpus documents are indexed in.
+pub fn corpus_scope() -> Scope {
+    Scope::default_scope()
+}
+
+/// A corpus indexed lexically (tantivy in RAM) and, optionally, densely.
+pub struct CorpusIndex {
+    /// The BM25 index.
+    pub lexical: TantivyLexicalIndex,
+    /// The dense route, when built.
+    pub dense: Option<(Box<dyn Embedder>, MemoryVectorIndex)>,
+    /// The corpus as the source of truth.
+    pub source: MemorySourceStore,
+    /// What was indexed.
+    pub catalog: Catalog,
+    /// The indexer's report.
+    pub report: IndexReport,
+    /// Seconds spent chunking, analysing, embedding and committing.
+    pub build_seconds: f64,
+}
+
+impl std::fmt::Debug for CorpusIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CorpusIndex")
+            .field("report", &self.report)
+            .finish()
+    }
+}
+
+/// Which embedder backs the dense route of a corpus index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenseChoice {
+    /// No dense route.
+    None,
+    /// The hashing test double (no semantics; for wiring checks only).
+    Hashing,
+}
+
+/// Converts passages to documents and indexes them.
+pub fn build_corpus_index(
+    passages: &[Passage],
+    policy: ChunkingPolicy,
+    lexical_config: LexicalConfig,
+    dense: DenseChoice,
+) -> Result<CorpusIndex> {
+    let scope = corpus_scope();
+    let docs: Vec<Document> = passages
+        .iter()
+        .map(|p| passage_document(p, &scope).with_context(|| format!("passage {}", p.id)))
+        .collect::<Result<_>>()?;
+    let source = MemorySourceStore::new();
+    for d in &docs {
+        source.put(d);
+    }
+    let lexical = TantivyLexicalIndex::in_ram(lexical_config)?;
+    let dense: Option<(Box<dyn Embedder>, MemoryVectorIndex)> = match dense {
+        DenseChoice::None => None,
+        DenseChoice::Hashing => {
+            let embedder = HashingEmbedder::new(384)?;
+            let vectors = MemoryVectorIndex::new(embedder.space().clone());
+            Some((Box::new(embedder), vectors))
+        }
+    };
+    let started = Instant::now();
+    let indexer = match &dense {
+        Some((embedder, vectors)) => Indexer::hybrid(policy, embedder.as_ref(), vectors, &lexical)?,
+        None => Indexer::lexical_only(policy, &lexical),
+    };
+    let empty = indexer.empty_catalog();
+    let (catalog, report) = indexer.run(&empty, docs, SyncMode::Full, &mut |_| {})?;
+    let build_seconds = started.elapsed().as_secs_f64();
+    Ok(CorpusIndex {
+        lexical,
+        dense,
+        source,
+        catalog,
+        report,
+        build_seconds,
+    })
+}
+
+impl CorpusIndex {
+    /// A retriever over this index's routes.
+    pub fn retriever(&self) -> Retriever<'_> {
+        let r = Retriever::new(&self.source).with_lexical(&self.lexical);
+        match &self.dense {
+            Some((embedder, vectors)) => r.with_dense(embedder.as_ref(), vectors),
+            None => r.without_dense("no embedder was built for this corpus"),
+        }
+    }
+}

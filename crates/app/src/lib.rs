@@ -1,0 +1,6 @@
+//! The zhiku application: the composition root that picks adapters, and the use cases it exposes
+//! on the command line.
+
+pub mod beir;
+pub mod corpus;
+pub mod eval;
