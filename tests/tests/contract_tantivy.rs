@@ -111,8 +111,7 @@ fn mixed_chinese_english_and_digit_queries_match() {
 }
 
 #[test]
-fn title_matches_weigh_more_than_content_matches() {
-    let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
+fn title_matches_count_and_the_title_boost_applies() {
     let titled =
         Spec::new("titled", "s", "这篇文章讲的是别的事情，只有标题提到它。").title("倒排索引");
     let body = Spec::new(
@@ -120,8 +119,38 @@ fn title_matches_weigh_more_than_content_matches() {
         "s",
         "倒排索引出现在正文里，这篇文章讲的是别的事情。",
     );
-    index.upsert(&[titled.chunk(), body.chunk()]).unwrap();
-    index.commit().unwrap();
-    let hits = index.search("倒排索引", 2, &scope()).unwrap();
-    assert_eq!(hits[0].chunk.doc_id().as_str(), "titled");
+    let both = Spec::new(
+        "both",
+        "s",
+        "倒排索引出现在正文里，这篇文章讲的是别的事情。",
+    )
+    .title("倒排索引");
+    let order = |boost: f32| {
+        let index = TantivyLexicalIndex::in_ram(LexicalConfig {
+            title_boost: boost,
+            ..LexicalConfig::default()
+        })
+        .unwrap();
+        index
+            .upsert(&[titled.chunk(), body.chunk(), both.chunk()])
+            .unwrap();
+        index.commit().unwrap();
+        let hits = index.search("倒排索引", 3, &scope()).unwrap();
+        hits.iter()
+            .map(|h| h.chunk.doc_id().to_string())
+            .collect::<Vec<_>>()
+    };
+    // A match in the title adds to a match in the content.
+    assert_eq!(order(LexicalConfig::default().title_boost)[0], "both");
+    // The boost really applies: heavy titles lift the title-only chunk over the body-only one.
+    let heavy = order(4.0);
+    assert!(
+        heavy.iter().position(|d| d == "titled") < heavy.iter().position(|d| d == "body"),
+        "{heavy:?}"
+    );
+    let none = order(0.0);
+    assert!(
+        none.iter().position(|d| d == "body") < none.iter().position(|d| d == "titled"),
+        "{none:?}"
+    );
 }

@@ -12,17 +12,22 @@
 
 mod analyzer;
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::index::SegmentId;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
+    Term,
+};
 use zhiku_domain::ports::{IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
-use zhiku_domain::{Chunk, ChunkId, ChunkRecord, DocId, Filter};
+use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter};
 
 pub use analyzer::{
     ANALYZER_IDENTITY, JiebaTokenizer, STOP_WORDS_ZH, TOKENIZER_NAME, analyze, jieba, terms,
@@ -44,14 +49,18 @@ pub struct LexicalConfig {
     pub writer_memory: usize,
     /// Writer threads.
     pub writer_threads: usize,
+    /// Parsed chunk records kept in memory, so a popular hit is not fetched and validated
+    /// again on every query (0 disables the cache).
+    pub record_cache: usize,
 }
 
 impl Default for LexicalConfig {
     fn default() -> Self {
         Self {
             title_boost: 1.0,
-            writer_memory: 96 * 1024 * 1024,
-            writer_threads: 2,
+            writer_memory: 16 * 1024 * 1024,
+            writer_threads: 1,
+            record_cache: 16_384,
         }
     }
 }
@@ -88,6 +97,16 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
+/// Stored chunk records are fetched for every hit, so the document store is kept uncompressed
+/// in small blocks: a hit costs a copy, not the decompression of a 16 KiB block.
+fn index_settings() -> tantivy::IndexSettings {
+    tantivy::IndexSettings {
+        docstore_compression: tantivy::store::Compressor::None,
+        docstore_blocksize: 4096,
+        ..tantivy::IndexSettings::default()
+    }
+}
+
 fn backend(e: impl std::error::Error + Send + Sync + 'static) -> IndexError {
     IndexError::backend(ADAPTER, e)
 }
@@ -100,6 +119,9 @@ pub struct TantivyLexicalIndex {
     fields: Fields,
     config: LexicalConfig,
     persistent: bool,
+    /// Parsed records by (segment, document): segments are immutable, so an entry never goes
+    /// stale; entries of merged-away segments are simply never asked for again.
+    records: RwLock<HashMap<(SegmentId, DocId), Arc<Chunk>>>,
 }
 
 impl std::fmt::Debug for TantivyLexicalIndex {
@@ -115,7 +137,11 @@ impl TantivyLexicalIndex {
     /// A fresh index in RAM.
     pub fn in_ram(config: LexicalConfig) -> Result<Self, IndexError> {
         let (schema, fields) = schema();
-        let index = Index::create_in_ram(schema);
+        let index = Index::builder()
+            .schema(schema)
+            .settings(index_settings())
+            .create_in_ram()
+            .map_err(backend)?;
         let this = Self::wrap(index, fields, config, false)?;
         this.commit_payload()?;
         Ok(this)
@@ -161,8 +187,7 @@ impl TantivyLexicalIndex {
             }
             Self::wrap(index, fields, config, true)
         } else {
-            let index = Index::create(directory, schema, tantivy::IndexSettings::default())
-                .map_err(backend)?;
+            let index = Index::create(directory, schema, index_settings()).map_err(backend)?;
             let this = Self::wrap(index, fields, config, true)?;
             this.commit_payload()?;
             Ok(this)
@@ -199,6 +224,7 @@ impl TantivyLexicalIndex {
             fields,
             config,
             persistent,
+            records: RwLock::new(HashMap::new()),
         })
     }
 
@@ -260,6 +286,35 @@ impl TantivyLexicalIndex {
             .ok_or_else(|| IndexError::backend(ADAPTER, "stored document has no record"))?;
         let record: ChunkRecord = serde_json::from_str(text).map_err(backend)?;
         Chunk::from_record(record).map_err(backend)
+    }
+
+    fn cached_chunk(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> Result<Arc<Chunk>, IndexError> {
+        let key = (
+            searcher.segment_reader(address.segment_ord).segment_id(),
+            address.doc_id,
+        );
+        if let Some(chunk) = self
+            .records
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(Arc::clone(chunk));
+        }
+        let doc: TantivyDocument = searcher.doc(address).map_err(backend)?;
+        let chunk = Arc::new(self.chunk_of(&doc)?);
+        if self.config.record_cache > 0 {
+            let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
+            if records.len() >= self.config.record_cache {
+                records.clear();
+            }
+            records.insert(key, Arc::clone(&chunk));
+        }
+        Ok(chunk)
     }
 
     fn delete_terms(
@@ -334,7 +389,7 @@ impl LexicalIndex for TantivyLexicalIndex {
         Ok(())
     }
 
-    fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
+    fn delete_document(&self, doc: &zhiku_domain::DocId) -> Result<(), IndexError> {
         let writer = self.writer();
         self.delete_terms(&writer, self.fields.doc_id, [doc.to_string()]);
         Ok(())
@@ -375,7 +430,7 @@ impl LexicalIndex for TantivyLexicalIndex {
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
         // Fetch past k while scores tie with the k-th, so ties can be ordered by chunk ID.
-        let mut limit = k + 8;
+        let mut limit = k + 1;
         let top = loop {
             let top = searcher
                 .search(&query, &TopDocs::with_limit(limit).order_by_score())
@@ -390,9 +445,9 @@ impl LexicalIndex for TantivyLexicalIndex {
         };
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let doc: TantivyDocument = searcher.doc(address).map_err(backend)?;
+            let chunk = self.cached_chunk(&searcher, address)?;
             hits.push(ScoredChunk {
-                chunk: self.chunk_of(&doc)?,
+                chunk: Chunk::clone(&chunk),
                 score,
             });
         }
@@ -400,7 +455,7 @@ impl LexicalIndex for TantivyLexicalIndex {
         Ok(hits)
     }
 
-    fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
+    fn chunk_ids(&self, doc: &zhiku_domain::DocId) -> Result<Vec<ChunkId>, IndexError> {
         let searcher = self.reader.searcher();
         let query = TermQuery::new(
             Term::from_field_text(self.fields.doc_id, doc.as_str()),
