@@ -8,11 +8,14 @@
 //!   words), the reference for lexical adapters.
 //! - [`HashingEmbedder`]: the test double embedder. It hashes tokens into a fixed number of
 //!   dimensions: deterministic and fast, with **no semantics** beyond shared tokens.
+//! - [`FileVectorIndex`]: the memory vector index committed atomically to one file, the
+//!   vector store of the embedded default.
 //! - [`MemorySourceStore`], [`MemoryTraceSink`].
 
 mod analyzer;
 mod embedder;
 mod lexical;
+mod persist;
 mod source;
 mod table;
 mod trace;
@@ -21,6 +24,7 @@ mod vector;
 pub use analyzer::simple_tokens;
 pub use embedder::HashingEmbedder;
 pub use lexical::MemoryLexicalIndex;
+pub use persist::FileVectorIndex;
 pub use source::MemorySourceStore;
 pub use trace::MemoryTraceSink;
 pub use vector::MemoryVectorIndex;

@@ -34,6 +34,20 @@ impl MemoryVectorIndex {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Table<Vec<f32>>> {
         self.table.write().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Every stored chunk ID, sorted.
+    pub fn all_chunk_ids(&self) -> Vec<ChunkId> {
+        self.read().rows.keys().cloned().collect()
+    }
+
+    /// A copy of every stored chunk and its vector, in chunk-ID order.
+    pub fn snapshot(&self) -> Vec<(zhiku_domain::Chunk, Vec<f32>)> {
+        self.read()
+            .rows
+            .values()
+            .map(|row| (row.chunk.clone(), row.payload.clone()))
+            .collect()
+    }
 }
 
 /// Scales `values` to unit length (zero vectors stay zero).

@@ -456,23 +456,11 @@ impl LexicalIndex for TantivyLexicalIndex {
     }
 
     fn chunk_ids(&self, doc: &zhiku_domain::DocId) -> Result<Vec<ChunkId>, IndexError> {
-        let searcher = self.reader.searcher();
         let query = TermQuery::new(
             Term::from_field_text(self.fields.doc_id, doc.as_str()),
             IndexRecordOption::Basic,
         );
-        let addresses = searcher.search(&query, &DocSetCollector).map_err(backend)?;
-        let mut ids = Vec::with_capacity(addresses.len());
-        for address in addresses {
-            let stored: TantivyDocument = searcher.doc(address).map_err(backend)?;
-            let id = stored
-                .get_first(self.fields.chunk_id)
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| IndexError::backend(ADAPTER, "stored document has no chunk id"))?;
-            ids.push(ChunkId::parse(id).map_err(backend)?);
-        }
-        ids.sort();
-        Ok(ids)
+        self.ids_matching(&query)
     }
 
     fn count(&self) -> Result<usize, IndexError> {
@@ -493,6 +481,28 @@ impl LexicalIndex for TantivyLexicalIndex {
 }
 
 impl TantivyLexicalIndex {
+    /// Every stored chunk ID, sorted (for consistency checks and repair).
+    pub fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        self.ids_matching(&tantivy::query::AllQuery)
+    }
+
+    /// The sorted chunk IDs of the documents matching `query`.
+    fn ids_matching(&self, query: &dyn Query) -> Result<Vec<ChunkId>, IndexError> {
+        let searcher = self.reader.searcher();
+        let addresses = searcher.search(query, &DocSetCollector).map_err(backend)?;
+        let mut ids = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            let stored: TantivyDocument = searcher.doc(address).map_err(backend)?;
+            let id = stored
+                .get_first(self.fields.chunk_id)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| IndexError::backend(ADAPTER, "stored document has no chunk id"))?;
+            ids.push(ChunkId::parse(id).map_err(backend)?);
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
     /// The tantivy index (for diagnostics such as on-disk size).
     pub fn raw(&self) -> &Index {
         &self.index

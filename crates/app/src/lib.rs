@@ -2,5 +2,9 @@
 //! on the command line.
 
 pub mod beir;
+pub mod config;
 pub mod corpus;
 pub mod eval;
+pub mod loader;
+pub mod source;
+pub mod store;

@@ -1,17 +1,30 @@
 //! `zhiku`: the command-line entry point.
+//!
+//! Exit codes: 0 success; 1 error; 2 usage error; 3 finished, but some files were skipped;
+//! 4 the store was built with another configuration and must be rebuilt; 5 cannot retrieve
+//! (no retrieval route could run); 6 `verify` found an inconsistency.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::json;
 use zhiku_adapters_tantivy::LexicalConfig;
-use zhiku_app::beir::load_beir;
+use zhiku_app::beir::{load_beir, load_golden, passage_document};
+use zhiku_app::config::Config;
 use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
-use zhiku_app::eval::evaluate;
-use zhiku_domain::usecases::RetrievalMode;
-use zhiku_domain::{ChunkingPolicy, Filter};
+use zhiku_app::eval::{Summary, evaluate};
+use zhiku_app::loader::{LoaderConfig, Skipped, load_folder};
+use zhiku_app::source::{CorpusSource, FolderSource};
+use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store};
+use zhiku_domain::ports::SourceStore;
+use zhiku_domain::usecases::{
+    IndexReport, RetrievalMode, RetrievalRequest, RetrieveError, RouteStatus, SyncMode,
+};
+use zhiku_domain::{DocId, Document, Filter, Scope};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -20,151 +33,777 @@ use zhiku_domain::{ChunkingPolicy, Filter};
     about = "知库: a knowledge-base engine for retrieval-augmented generation"
 )]
 struct Cli {
+    #[command(flatten)]
+    global: Global,
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Mode {
-    Lexical,
-    Dense,
-    Hybrid,
+#[derive(Args, Debug, Clone)]
+struct Global {
+    /// The knowledge-base folder.
+    #[arg(long, global = true, env = "ZHIKU_KB")]
+    kb: Option<PathBuf>,
+    /// The store directory (default: .zhiku/ inside the knowledge base).
+    #[arg(long, global = true, env = "ZHIKU_STORE")]
+    store: Option<PathBuf>,
+    /// Configuration file (default: zhiku.toml in the knowledge base, if present).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Profile: dev, local (default) or prod.
+    #[arg(long, global = true)]
+    profile: Option<String>,
+    /// More detail.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    /// Only errors and results.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum EmbedderChoice {
-    /// No embedder: only the lexical route can run.
-    None,
-    /// The hashing test double: deterministic, no semantics (wiring checks only).
-    Hashing,
+enum Mode {
+    Hybrid,
+    Lexical,
+    Dense,
+}
+
+impl From<Mode> for RetrievalMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Hybrid => RetrievalMode::Hybrid,
+            Mode::Lexical => RetrievalMode::Lexical,
+            Mode::Dense => RetrievalMode::Dense,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Evaluate retrieval on a BEIR-layout directory (corpus.jsonl, queries.jsonl,
-    /// qrels/test.tsv, optional spans.jsonl).
-    Eval {
-        /// The BEIR directory.
+    /// Index a knowledge-base folder (or a BEIR corpus) incrementally.
+    Index {
+        /// The folder (default: --kb).
+        dir: Option<PathBuf>,
+        /// Index a BEIR corpus.jsonl from this directory instead of a folder.
+        #[arg(long, conflicts_with = "dir")]
+        beir: Option<PathBuf>,
+        /// Discard the store and build it again (after a policy, model or tokenizer change).
         #[arg(long)]
-        beir: PathBuf,
+        rebuild: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the knowledge base and print the ranked evidence.
+    Search {
+        /// The query.
+        query: String,
+        /// Number of results.
+        #[arg(long, short = 'k')]
+        k: Option<usize>,
+        /// Retrieval routes.
+        #[arg(long, value_enum, default_value = "hybrid")]
+        mode: Mode,
+        /// Scopes to search (default: the configured scopes).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// Metadata equality filter, key=value (repeatable).
+        #[arg(long = "filter")]
+        filters: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Do not refresh the index before searching.
+        #[arg(long)]
+        no_refresh: bool,
+    },
+    /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
+    Eval {
+        /// A BEIR directory (corpus, queries, qrels, optional spans), indexed in memory.
+        #[arg(long, conflicts_with = "golden")]
+        beir: Option<PathBuf>,
+        /// A golden JSONL file evaluated against the knowledge base (--kb).
+        #[arg(long)]
+        golden: Option<PathBuf>,
         /// Retrieval mode.
         #[arg(long, value_enum, default_value = "lexical")]
         mode: Mode,
-        /// Embedder for the dense route.
-        #[arg(long, value_enum, default_value = "none")]
-        embedder: EmbedderChoice,
-        /// Print the one-line JSON summary only.
+        /// Print the one-line JSON summary.
         #[arg(long)]
         json: bool,
-        /// Largest chunk in characters (default: the default chunking policy).
-        #[arg(long)]
-        max_chars: Option<usize>,
-        /// Overlap in characters (default: the default chunking policy).
-        #[arg(long)]
-        overlap_chars: Option<usize>,
-        /// Weight of title matches in BM25 (default 2).
-        #[arg(long)]
-        title_boost: Option<f32>,
-        /// Write per-query results (rank of the first hit, top-10 ids) as JSONL to this file.
+        /// Write per-query results (rank of the first hit, top-10 ids) as JSONL.
         #[arg(long)]
         per_query: Option<PathBuf>,
+        /// BEIR only: use the hashing test double as the dense route.
+        #[arg(long)]
+        hashing: bool,
+    },
+    /// Show what the store holds and which adapters were picked.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check that manifest, lexical index and vectors agree.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(1)
+            if e.downcast_ref::<NeedsRebuild>().is_some() {
+                ExitCode::from(4)
+            } else if matches!(
+                e.downcast_ref::<RetrieveError>(),
+                Some(RetrieveError::CannotRetrieve { .. })
+            ) {
+                ExitCode::from(5)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }
 
+struct Ctx {
+    global: Global,
+}
+
+impl Ctx {
+    fn kb(&self) -> Result<PathBuf> {
+        match &self.global.kb {
+            Some(kb) => Ok(kb.clone()),
+            None => bail!("no knowledge base given: pass --kb DIR (or set ZHIKU_KB)"),
+        }
+    }
+
+    fn store_dir(&self, kb: Option<&Path>) -> Result<PathBuf> {
+        match (&self.global.store, kb) {
+            (Some(s), _) => Ok(s.clone()),
+            (None, Some(kb)) => Ok(kb.join(".zhiku")),
+            (None, None) => bail!("no store given: pass --store DIR or --kb DIR"),
+        }
+    }
+
+    fn config(&self, kb: Option<&Path>) -> Result<Config> {
+        let file = self
+            .global
+            .config
+            .clone()
+            .or_else(|| kb.and_then(Config::default_file));
+        Config::resolve(file.as_deref(), self.global.profile.as_deref(), &|k| {
+            std::env::var(k).ok()
+        })
+    }
+
+    fn note(&self, text: &str) {
+        if !self.global.quiet {
+            eprintln!("{text}");
+        }
+    }
+
+    fn open(&self, kb: Option<&Path>, purpose: Purpose, rebuild: bool) -> Result<Store> {
+        let config = self.config(kb)?;
+        let dir = self.store_dir(kb)?;
+        let store = Store::open(&dir, config, purpose, rebuild, kb)?;
+        if store.repair.repaired() {
+            self.note(&format!(
+                "repaired the store: {} orphan chunks removed, {} documents queued for re-indexing ({})",
+                store.repair.orphans_removed,
+                store.repair.docs_requeued.len(),
+                store.repair.docs_requeued.join(", ")
+            ));
+        }
+        Ok(store)
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
+    let ctx = Ctx { global: cli.global };
     match cli.command {
+        Command::Index {
+            dir,
+            beir,
+            rebuild,
+            json,
+        } => cmd_index(&ctx, dir, beir, rebuild, json),
+        Command::Search {
+            query,
+            k,
+            mode,
+            scopes,
+            filters,
+            json,
+            no_refresh,
+        } => cmd_search(
+            &ctx,
+            &query,
+            k,
+            mode.into(),
+            &scopes,
+            &filters,
+            json,
+            no_refresh,
+        ),
         Command::Eval {
             beir,
+            golden,
             mode,
-            embedder,
             json,
             per_query,
-            max_chars,
-            overlap_chars,
-            title_boost,
-        } => {
-            let set = load_beir(&beir).with_context(|| format!("loading {}", beir.display()))?;
-            let dense = match embedder {
-                EmbedderChoice::None => DenseChoice::None,
-                EmbedderChoice::Hashing => DenseChoice::Hashing,
-            };
-            let mode = match mode {
-                Mode::Lexical => RetrievalMode::Lexical,
-                Mode::Dense => RetrievalMode::Dense,
-                Mode::Hybrid => RetrievalMode::Hybrid,
-            };
-            let default = ChunkingPolicy::default();
-            let policy = ChunkingPolicy::with_sizes(
-                max_chars.unwrap_or(default.max_chars()),
-                overlap_chars.unwrap_or(default.overlap_chars()),
-            )?;
-            let mut lexical = LexicalConfig::default();
-            if let Some(boost) = title_boost {
-                lexical.title_boost = boost;
+            hashing,
+        } => cmd_eval(&ctx, beir, golden, mode.into(), json, per_query, hashing),
+        Command::Status { json } => cmd_status(&ctx, json),
+        Command::Verify { json } => cmd_verify(&ctx, json),
+    }
+}
+
+/// The outcome of a refresh, as printed.
+struct Indexed {
+    report: IndexReport,
+    skipped: Vec<Skipped>,
+    docs: usize,
+}
+
+fn loader_config(config: &Config) -> Result<LoaderConfig> {
+    Ok(LoaderConfig {
+        max_file_bytes: config.max_file_bytes,
+        default_scope: Scope::new(&config.default_scope)?,
+    })
+}
+
+/// Loads the origin and indexes it incrementally; the manifest is saved after both indexes
+/// committed.
+fn refresh(ctx: &Ctx, store: &mut Store, origin: Origin) -> Result<Indexed> {
+    let (docs, skipped): (Vec<Document>, Vec<Skipped>) = match &origin {
+        Origin::Folder { root } => {
+            let loaded = load_folder(root, &loader_config(&store.config)?)?;
+            (loaded.docs, loaded.skipped)
+        }
+        Origin::Beir { dir } => {
+            let set = load_beir(dir)?;
+            let scope = Scope::new(&store.config.default_scope)?;
+            let docs = set
+                .corpus
+                .iter()
+                .map(|p| passage_document(p, &scope))
+                .collect::<Result<_>>()?;
+            (docs, Vec::new())
+        }
+    };
+    // Files that could not be read keep their previously indexed documents.
+    let skipped_paths: BTreeSet<&str> = skipped.iter().map(|s| s.path.as_str()).collect();
+    let keep: BTreeSet<DocId> = store
+        .manifest
+        .sources
+        .iter()
+        .filter(|(_, path)| skipped_paths.contains(path.as_str()))
+        .map(|(id, _)| id.clone())
+        .collect();
+    let sources: Vec<(DocId, String)> = docs
+        .iter()
+        .map(|d| (d.id().clone(), d.attributes().source.to_string()))
+        .collect();
+    let count = docs.len();
+    let bar = progress_bar(ctx);
+    let (catalog, report) = {
+        let indexer = store.indexer()?;
+        indexer.run(
+            &store.manifest.catalog,
+            docs,
+            SyncMode::FullKeeping(keep.clone()),
+            &mut |p| {
+                if let Some(bar) = &bar {
+                    bar.set_length(p.to_embed as u64);
+                    bar.set_position(p.embedded as u64);
+                }
+            },
+        )?
+    };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    store
+        .manifest
+        .sources
+        .retain(|id, _| catalog.docs.contains_key(id));
+    for (id, path) in sources {
+        store.manifest.sources.insert(id, path);
+    }
+    store.manifest.catalog = catalog;
+    store.manifest.origin = Some(origin);
+    store.save_manifest()?;
+    Ok(Indexed {
+        report,
+        skipped,
+        docs: count + keep.len(),
+    })
+}
+
+fn progress_bar(ctx: &Ctx) -> Option<indicatif::ProgressBar> {
+    if ctx.global.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("embedding {bar:40} {pos}/{len} chunks ({eta})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+fn origin_for(
+    ctx: &Ctx,
+    dir: Option<PathBuf>,
+    beir: Option<PathBuf>,
+) -> Result<(Origin, Option<PathBuf>)> {
+    if let Some(beir) = beir {
+        let dir = std::fs::canonicalize(&beir)
+            .with_context(|| format!("{} does not exist", beir.display()))?;
+        return Ok((Origin::Beir { dir }, None));
+    }
+    let kb = match dir {
+        Some(d) => d,
+        None => ctx.kb()?,
+    };
+    let root = std::fs::canonicalize(&kb)
+        .with_context(|| format!("knowledge base {} does not exist", kb.display()))?;
+    Ok((Origin::Folder { root }, Some(kb)))
+}
+
+fn print_index_summary(ctx: &Ctx, indexed: &Indexed, json: bool) {
+    let r = &indexed.report;
+    if json {
+        let line = json!({
+            "docs_added": r.docs_added,
+            "docs_changed": r.docs_changed,
+            "docs_unchanged": r.docs_skipped,
+            "docs_removed": r.docs_removed,
+            "chunks_reused": r.chunks_reused,
+            "chunks_embedded": r.chunks_embedded,
+            "chunks_removed": r.chunks_removed,
+            "chunks_truncated": r.chunks_truncated,
+            "skipped": indexed.skipped,
+        });
+        println!("{line}");
+        return;
+    }
+    for s in &indexed.skipped {
+        eprintln!("skipped {}: {}", s.path, s.reason);
+    }
+    if r.docs_added + r.docs_changed + r.docs_removed == 0 {
+        ctx.note(&format!(
+            "{} documents, nothing changed: 0 chunks embedded",
+            indexed.docs
+        ));
+    }
+    println!(
+        "documents: {} added, {} changed, {} unchanged, {} removed; chunks: {} reused, {} embedded, {} removed{}",
+        r.docs_added,
+        r.docs_changed,
+        r.docs_skipped,
+        r.docs_removed,
+        r.chunks_reused,
+        r.chunks_embedded,
+        r.chunks_removed,
+        if indexed.skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} files skipped", indexed.skipped.len())
+        }
+    );
+}
+
+fn cmd_index(
+    ctx: &Ctx,
+    dir: Option<PathBuf>,
+    beir: Option<PathBuf>,
+    rebuild: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let (origin, kb) = origin_for(ctx, dir, beir.clone())?;
+    let store_kb = kb.clone().or(beir);
+    let mut store = ctx.open(store_kb.as_deref(), Purpose::Write, rebuild)?;
+    if let Some(notice) = &store.dense_notice {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let indexed = refresh(ctx, &mut store, origin)?;
+    print_index_summary(ctx, &indexed, json);
+    Ok(if indexed.skipped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {
+    Ok(match &store.manifest.origin {
+        Some(Origin::Folder { root }) => Box::new(FolderSource::new(
+            root.clone(),
+            store.manifest.sources.clone(),
+            loader_config(&store.config)?,
+        )),
+        Some(Origin::Beir { dir }) => Box::new(CorpusSource::new(
+            dir.clone(),
+            Scope::new(&store.config.default_scope)?,
+        )),
+        None => bail!("the store is empty: run zhiku index first"),
+    })
+}
+
+fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<Filter> {
+    let scopes: Vec<Scope> = if scopes.is_empty() {
+        store.config.trusted_scopes()?
+    } else {
+        scopes
+            .iter()
+            .map(|s| Ok(Scope::new(s)?))
+            .collect::<Result<_>>()?
+    };
+    let mut filter = Filter::for_scopes(scopes)?;
+    for f in filters {
+        let Some((k, v)) = f.split_once('=') else {
+            bail!("--filter {f:?} must be key=value")
+        };
+        filter = filter.with_metadata(k.trim(), v.trim())?;
+    }
+    Ok(filter)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cmd_search(
+    ctx: &Ctx,
+    query: &str,
+    k: Option<usize>,
+    mode: RetrievalMode,
+    scopes: &[String],
+    filters: &[String],
+    json: bool,
+    no_refresh: bool,
+) -> Result<ExitCode> {
+    let kb = ctx.global.kb.clone();
+    let purpose = if no_refresh {
+        Purpose::Read
+    } else {
+        Purpose::Write
+    };
+    let mut store = ctx.open(kb.as_deref(), purpose, false)?;
+    let mut skipped = 0;
+    if !no_refresh && let Some(kb) = &kb {
+        let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
+        let indexed = refresh(ctx, &mut store, origin)?;
+        let r = &indexed.report;
+        skipped = indexed.skipped.len();
+        for s in &indexed.skipped {
+            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
+        }
+        if r.docs_added + r.docs_changed + r.docs_removed > 0 {
+            ctx.note(&format!(
+                "indexed: {} added, {} changed, {} removed ({} chunks embedded)",
+                r.docs_added, r.docs_changed, r.docs_removed, r.chunks_embedded
+            ));
+        }
+    }
+    if let Some(notice) = &store.dense_notice
+        && !matches!(mode, RetrievalMode::Lexical)
+    {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let filter = build_filter(&store, scopes, filters)?;
+    let source = source_for(&store)?;
+    let retriever = store.retriever(source.as_ref());
+    let k = k.unwrap_or(store.config.k);
+    let request = RetrievalRequest {
+        query,
+        filter: &filter,
+        mode,
+        k,
+        budget: None,
+    };
+    let retrieval = retriever.retrieve(&request)?;
+    if json {
+        let evidence: Vec<_> = retrieval
+            .evidence
+            .iter()
+            .map(|e| {
+                json!({
+                    "rank": e.rank,
+                    "chunk_id": e.chunk_id,
+                    "doc_id": e.chunk.doc_id(),
+                    "title": e.chunk.doc().title,
+                    "source": e.chunk.doc().source,
+                    "heading_path": e.chunk.heading_path(),
+                    "score": e.score,
+                    "routes": e.routes,
+                    "content": e.chunk.content(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "query": query,
+                "mode": mode,
+                "routes": retrieval.routes,
+                "notice": store.dense_notice,
+                "evidence": evidence,
+                "dropped": retrieval.dropped,
+            })
+        );
+    } else {
+        for r in &retrieval.routes {
+            if let RouteStatus::Unavailable { reason } = &r.status {
+                ctx.note(&format!("{} route unavailable: {reason}", r.route));
             }
-            let index = build_corpus_index(&set.corpus, policy, lexical, dense)?;
-            eprintln!(
+        }
+        if retrieval.evidence.is_empty() {
+            println!(
+                "no matching documents for {query:?} in scopes {}",
+                filter
+                    .scopes()
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let mut out = std::io::stdout().lock();
+        for e in &retrieval.evidence {
+            let routes: Vec<String> = e
+                .routes
+                .iter()
+                .map(|r| format!("{} #{} ({:.3})", r.route, r.rank, r.score))
+                .collect();
+            let snippet: String = e
+                .chunk
+                .content()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(160)
+                .collect();
+            writeln!(
+                out,
+                "{:>2}. {}  score {:.4}  [{}]",
+                e.rank,
+                e.chunk_id,
+                e.score,
+                routes.join(", ")
+            )?;
+            writeln!(
+                out,
+                "    {} — {}",
+                e.chunk.doc().title,
+                e.chunk.doc().source
+            )?;
+            writeln!(out, "    {snippet}")?;
+        }
+        for d in &retrieval.dropped {
+            ctx.note(&format!("dropped {} ({})", d.chunk_id, d.reason.code()));
+        }
+    }
+    Ok(if skipped > 0 {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn write_eval(summary: &Summary, json: bool, warnings: usize) {
+    let line = summary.to_json();
+    if json {
+        println!("{line}");
+        return;
+    }
+    println!("queries     {}", summary.totals.queries);
+    for key in [
+        "hit@1",
+        "hit@5",
+        "hit@10",
+        "mrr@10",
+        "ndcg@10",
+        "recall@10",
+        "span_hit@5",
+    ] {
+        if let Some(v) = line.get(key) {
+            println!("{key:<11} {v}");
+        }
+    }
+    if warnings > 0 {
+        println!("warnings    {warnings} (see above)");
+    }
+}
+
+fn cmd_eval(
+    ctx: &Ctx,
+    beir: Option<PathBuf>,
+    golden: Option<PathBuf>,
+    mode: RetrievalMode,
+    json: bool,
+    per_query: Option<PathBuf>,
+    hashing: bool,
+) -> Result<ExitCode> {
+    let mut out = match &per_query {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let mut warnings = 0usize;
+    let mut on_query = |r: &zhiku_app::eval::QueryResult| {
+        if let Some(w) = &r.warning {
+            warnings += 1;
+            eprintln!("warning: query {}: {w}", r.id);
+        }
+        if let Some(out) = out.as_mut() {
+            let _ = serde_json::to_writer(&mut *out, r).map(|_| writeln!(out));
+        }
+    };
+    let summary = match (beir, golden) {
+        (Some(dir), _) => {
+            let set = load_beir(&dir).with_context(|| format!("loading {}", dir.display()))?;
+            let config = ctx.config(None)?;
+            let dense = if hashing {
+                DenseChoice::Hashing
+            } else {
+                DenseChoice::None
+            };
+            let index = build_corpus_index(
+                &set.corpus,
+                config.policy()?,
+                LexicalConfig::default(),
+                dense,
+            )?;
+            ctx.note(&format!(
                 "indexed {} passages into {} chunks in {:.2} s",
                 set.corpus.len(),
                 index.catalog.chunk_count(),
                 index.build_seconds
-            );
-            let mut out: Option<std::io::BufWriter<std::fs::File>> = match &per_query {
-                Some(p) => Some(std::io::BufWriter::new(
-                    std::fs::File::create(p)
-                        .with_context(|| format!("cannot create {}", p.display()))?,
-                )),
-                None => None,
-            };
-            let mut warnings = 0usize;
+            ));
+            if !hashing && !matches!(mode, RetrievalMode::Lexical) {
+                ctx.note("notice: no embedder for BEIR evaluation in this build (--hashing uses the test double); dense route unavailable");
+            }
             let filter = Filter::for_scope(corpus_scope());
-            let retriever = index.retriever();
-            let summary = evaluate(&retriever, &filter, mode, &set, &mut |r| {
-                if let Some(w) = &r.warning {
-                    warnings += 1;
-                    eprintln!("warning: query {}: {w}", r.id);
-                }
-                if let Some(out) = out.as_mut() {
-                    let _ = serde_json::to_writer(&mut *out, r).map(|_| writeln!(out));
-                }
-            })?;
-            if let Some(mut out) = out {
-                out.flush()?;
+            evaluate(&index.retriever(), &filter, mode, &set, &mut on_query)?
+        }
+        (None, Some(path)) => {
+            let set = load_golden(&path)?;
+            let kb = ctx.kb()?;
+            let mut store = ctx.open(Some(&kb), Purpose::Write, false)?;
+            let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
+            refresh(ctx, &mut store, origin)?;
+            let source = source_for(&store)?;
+            let filter = build_filter(&store, &[], &[])?;
+            evaluate(
+                &store.retriever(source.as_ref()),
+                &filter,
+                mode,
+                &set,
+                &mut on_query,
+            )?
+        }
+        (None, None) => bail!("give --beir DIR or --golden FILE"),
+    };
+    if let Some(mut out) = out {
+        out.flush()?;
+    }
+    write_eval(&summary, json, warnings);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_status(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+    let kb = ctx.global.kb.clone();
+    let store = ctx.open(kb.as_deref(), Purpose::Read, false)?;
+    let c = &store.manifest.catalog;
+    let status = json!({
+        "store": store.dir,
+        "documents": c.docs.len(),
+        "chunks": c.chunk_count(),
+        "policy": c.policy.describe(),
+        "policy_fingerprint": c.policy.fingerprint(),
+        "embedding_space": c.space,
+        "analyzer": c.analyzer,
+        "disk_bytes": store.disk_bytes(),
+        "adapters": store.picked.iter().map(|(k, v)| json!({"port": k, "choice": v})).collect::<Vec<_>>(),
+        "config_origins": store.config.origins.iter().map(|(k, v)| json!({"key": k, "from": v})).collect::<Vec<_>>(),
+        "notice": store.dense_notice,
+    });
+    if json {
+        println!("{status}");
+    } else {
+        println!("store       {}", store.dir.display());
+        println!("documents   {}", c.docs.len());
+        println!("chunks      {}", c.chunk_count());
+        println!(
+            "policy      {} (fingerprint {})",
+            c.policy.describe(),
+            c.policy.fingerprint()
+        );
+        println!(
+            "space       {}",
+            c.space.as_deref().unwrap_or("none (lexical only)")
+        );
+        println!("analyzer    {}", c.analyzer);
+        println!("on disk     {:.1} KiB", store.disk_bytes() as f64 / 1024.0);
+        for (port, choice) in &store.picked {
+            println!("{port:<11} {choice}");
+        }
+        if ctx.global.verbose {
+            for (key, from) in &store.config.origins {
+                println!("  {key} from {from}");
             }
-            let line = summary.to_json();
-            if json {
-                println!("{line}");
-            } else {
-                let t = &summary.totals;
-                println!("queries     {}", t.queries);
-                for key in [
-                    "hit@1",
-                    "hit@5",
-                    "hit@10",
-                    "mrr@10",
-                    "ndcg@10",
-                    "recall@10",
-                    "span_hit@5",
-                ] {
-                    if let Some(v) = line.get(key) {
-                        println!("{key:<11} {v}");
-                    }
-                }
-                if warnings > 0 {
-                    println!("warnings    {warnings} (see above)");
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        }
+        if let Some(n) = &store.dense_notice {
+            println!("notice      {n}");
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_verify(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+    let kb = ctx.global.kb.clone();
+    let store = ctx.open(kb.as_deref(), Purpose::Read, false)?;
+    let problems = store.problems()?;
+    if json {
+        println!(
+            "{}",
+            json!({"consistent": problems.is_empty(), "repaired_on_open": store.repair, "problems": problems})
+        );
+    } else if problems.is_empty() {
+        println!(
+            "consistent: {} documents, {} chunks in the manifest, the lexical index{}",
+            store.manifest.catalog.docs.len(),
+            store.manifest.catalog.chunk_count(),
+            if store.dense.is_some() {
+                " and the vectors"
+            } else {
+                ""
+            }
+        );
+    } else {
+        println!("inconsistent store {}:", store.dir.display());
+        for id in &problems.lexical_orphans {
+            println!("  lexical index holds {id}, which the manifest does not list");
+        }
+        for id in &problems.vector_orphans {
+            println!("  vector index holds {id}, which the manifest does not list");
+        }
+        for doc in &problems.docs_missing_chunks {
+            println!("  document {doc} has chunks missing from an index");
+        }
+        println!("fix: zhiku index (repairs from the manifest) or zhiku index --rebuild");
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(6)
+    })
 }

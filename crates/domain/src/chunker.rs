@@ -5,7 +5,8 @@
 //! 1. **Sections.** The text is cut before every ATX Markdown heading (`#` to `######`, up to
 //!    three spaces of indentation, outside fenced code blocks). Each section knows the headings
 //!    above it (its `heading_path`). Text before the first heading is a section with an empty
-//!    path; when it is only whitespace it joins the first section.
+//!    path. A section with nothing but its heading (or a whitespace-only preamble) joins the
+//!    section after it, so a title never forms a chunk of its own.
 //! 2. **Units.** A section is cut into paragraphs: a heading line is a unit of its own, and a
 //!    paragraph ends after its run of blank lines (blank lines inside a fenced code block do not
 //!    end it). Units tile the section.
@@ -103,10 +104,6 @@ impl Text {
 
     fn len(&self) -> usize {
         self.chars.len()
-    }
-
-    fn is_blank(&self, start: usize, end: usize) -> bool {
-        self.chars[start..end].iter().all(|c| c.is_whitespace())
     }
 
     /// The lines as `(start, end)` with `end` after the line break.
@@ -222,16 +219,31 @@ fn sections(t: &Text) -> Vec<Section> {
     if current.end > current.start {
         sections.push(current);
     }
-    // A whitespace-only preamble joins the first real section.
-    if sections.len() > 1 && sections[0].heading_path.is_empty() {
-        let first = &sections[0];
-        if t.is_blank(first.start, first.end) {
-            let start = first.start;
-            sections.remove(0);
-            sections[0].start = start;
+    // A whitespace-only preamble, or a section that holds nothing but its heading (a title
+    // directly followed by a subheading), joins the section after it.
+    let mut merged: Vec<Section> = Vec::with_capacity(sections.len());
+    let mut carry: Option<usize> = None;
+    let count = sections.len();
+    for (i, mut section) in sections.into_iter().enumerate() {
+        if let Some(start) = carry.take() {
+            section.start = start;
         }
+        if i + 1 < count && is_empty_section(t, &section) {
+            carry = Some(section.start);
+            continue;
+        }
+        merged.push(section);
     }
-    sections
+    merged
+}
+
+/// True when a section has no text besides its heading line and whitespace.
+fn is_empty_section(t: &Text, section: &Section) -> bool {
+    let lines = t.lines(section.start, section.end);
+    lines.iter().all(|&line| {
+        let text = t.line_text(line);
+        text.trim().is_empty() || atx_heading(&text).is_some()
+    })
 }
 
 /// Cuts a section into units (paragraphs and heading lines) and then into pieces of at most
@@ -488,6 +500,18 @@ mod tests {
                 vec!["A".to_string(), "B".to_string()],
                 vec!["C".to_string()]
             ]
+        );
+    }
+
+    #[test]
+    fn a_title_directly_followed_by_a_subheading_joins_it() {
+        let text = "# Title\n\n## Sub\n\ntext\n\n## Next\n\nmore\n";
+        let spans = split(text, &policy(1000, 0));
+        assert_eq!(spans.len(), 2);
+        assert_eq!(spans[0].start, 0);
+        assert_eq!(
+            spans[0].heading_path,
+            vec!["Title".to_string(), "Sub".to_string()]
         );
     }
 

@@ -13,10 +13,13 @@ use crate::ports::{
 use super::catalog::{Catalog, CatalogEntry};
 
 /// Whether documents absent from the input are removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SyncMode {
     /// The input is the whole knowledge base: documents not in it are removed.
     Full,
+    /// Like `Full`, but the listed documents are kept as indexed even though they are absent
+    /// (their source could not be read this time: bad input loses nothing).
+    FullKeeping(BTreeSet<DocId>),
     /// The input adds or replaces documents; nothing else is touched.
     Partial,
 }
@@ -230,9 +233,14 @@ impl<'a> Indexer<'a> {
             }
         }
 
-        if mode == SyncMode::Full {
+        let keep = match &mode {
+            SyncMode::Full => Some(BTreeSet::new()),
+            SyncMode::FullKeeping(keep) => Some(keep.clone()),
+            SyncMode::Partial => None,
+        };
+        if let Some(keep) = keep {
             for (id, entry) in &catalog.docs {
-                if !seen.contains(id) {
+                if !seen.contains(id) && !keep.contains(id) {
                     removed_docs.push(id.clone());
                     report.docs_removed += 1;
                     report.chunks_removed += entry.chunk_ids.len();

@@ -1,0 +1,569 @@
+//! The embedded store and the composition root: the only place that picks adapters.
+//!
+//! Layout of a store directory (default `.zhiku/` beside the knowledge base):
+//!
+//! ```text
+//! manifest.json   policy, embedding space, analyzer, every document's revision, fingerprint,
+//!                 chunk IDs and source path
+//! lexical/        the tantivy index
+//! vectors.bin     the vector file (when the store has an embedding space)
+//! ```
+//!
+//! Writes are crash-safe: both indexes commit first, then the manifest is replaced atomically
+//! (write, fsync, rename). On open the store checks that manifest, vectors and lexical index
+//! agree; on a mismatch it repairs from the manifest (orphan chunks are deleted, documents with
+//! missing chunks are queued for re-indexing). A store built with another chunking policy,
+//! embedding space or analyzer is refused with the difference and the rebuild command.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow};
+use serde::{Deserialize, Serialize};
+use zhiku_adapters_memory::{FileVectorIndex, HashingEmbedder, MemoryVectorIndex};
+use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
+use zhiku_domain::usecases::{Catalog, Indexer, Retriever};
+use zhiku_domain::{ChunkId, DocId};
+
+use crate::config::{Config, EmbedderKind, LexicalKind, VectorsKind};
+
+/// The on-disk manifest format.
+pub const MANIFEST_FORMAT: &str = "zhiku-store/1";
+
+/// What the knowledge base was loaded from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Origin {
+    /// A folder of Markdown and text files.
+    Folder {
+        /// Absolute path of the folder.
+        root: PathBuf,
+    },
+    /// A BEIR corpus.
+    Beir {
+        /// Absolute path of the BEIR directory.
+        dir: PathBuf,
+    },
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// What was indexed.
+    pub catalog: Catalog,
+    /// Each document's source path (relative to the origin).
+    pub sources: BTreeMap<DocId, String>,
+    /// Where the documents came from.
+    pub origin: Option<Origin>,
+}
+
+/// The store refused to open because it was built with another configuration.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the store at {store} was built with {what} {recorded}, but this run uses {requested}.\n  \
+     Rebuild it: zhiku index --rebuild{kb_flag}"
+)]
+pub struct NeedsRebuild {
+    /// Store directory.
+    pub store: String,
+    /// What differs.
+    pub what: String,
+    /// Recorded value.
+    pub recorded: String,
+    /// Requested value.
+    pub requested: String,
+    /// ` --kb DIR` when known.
+    pub kb_flag: String,
+}
+
+/// What [`Store::check_and_repair`] found and did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Repair {
+    /// Chunks present in an index but not in the manifest, deleted.
+    pub orphans_removed: usize,
+    /// Documents with chunks missing from an index, dropped from the manifest so the next
+    /// `zhiku index` re-indexes them.
+    pub docs_requeued: Vec<String>,
+}
+
+impl Repair {
+    /// True when something was repaired.
+    pub fn repaired(&self) -> bool {
+        self.orphans_removed > 0 || !self.docs_requeued.is_empty()
+    }
+}
+
+/// How the store will be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Searching only: a missing embedder degrades to lexical retrieval.
+    Read,
+    /// Indexing: every configured index must be writable.
+    Write,
+}
+
+/// An opened knowledge base: its adapters and manifest.
+pub struct Store {
+    /// Store directory.
+    pub dir: PathBuf,
+    /// The resolved configuration.
+    pub config: Config,
+    /// The manifest (in memory; [`Store::save_manifest`] persists it).
+    pub manifest: Manifest,
+    /// The lexical index.
+    pub lexical: TantivyLexicalIndex,
+    /// Embedder and vector index, when the dense route is available.
+    pub dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)>,
+    /// Why the dense route is unavailable, when it is.
+    pub dense_notice: Option<String>,
+    /// The adapters picked and why, for `zhiku status`.
+    pub picked: Vec<(String, String)>,
+    /// What the consistency check repaired on open.
+    pub repair: Repair,
+    file_vectors: Option<Arc<FileVectorIndex>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.dir)
+            .field("picked", &self.picked)
+            .finish()
+    }
+}
+
+/// Resolves the configured embedder, or says why there is none.
+pub fn resolve_embedder(config: &Config) -> (Option<Box<dyn Embedder>>, String) {
+    match config.embedder {
+        EmbedderKind::None => (None, "embedder = none: lexical retrieval only".into()),
+        EmbedderKind::Hashing => match HashingEmbedder::new(384) {
+            Ok(e) => (
+                Some(Box::new(e)),
+                "hashing test double (no semantics)".into(),
+            ),
+            Err(e) => (None, format!("hashing embedder: {e}")),
+        },
+        EmbedderKind::Candle => (
+            None,
+            format!(
+                "the candle embedder ({}) is not part of this build yet, so retrieval is lexical only",
+                config.model
+            ),
+        ),
+    }
+}
+
+fn manifest_path(dir: &Path) -> PathBuf {
+    dir.join("manifest.json")
+}
+
+fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
+    let path = manifest_path(dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let manifest: Manifest = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a valid zhiku manifest; rebuild with zhiku index --rebuild",
+            path.display()
+        )
+    })?;
+    if manifest.format != MANIFEST_FORMAT {
+        return Err(anyhow!(
+            "{} has format {:?}, this build reads {MANIFEST_FORMAT:?}; rebuild with zhiku index --rebuild",
+            path.display(),
+            manifest.format
+        ));
+    }
+    Ok(Some(manifest))
+}
+
+/// Writes `contents` to `path` atomically: temporary file, fsync, rename, fsync of the folder.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut file = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
+    if let Some(parent) = path.parent()
+        && let Ok(dir) = std::fs::File::open(parent)
+    {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`. With `rebuild`, everything in it is discarded first.
+    pub fn open(
+        dir: &Path,
+        config: Config,
+        purpose: Purpose,
+        rebuild: bool,
+        kb_hint: Option<&Path>,
+    ) -> Result<Self> {
+        let persistent = config.lexical == LexicalKind::Disk || config.vectors == VectorsKind::File;
+        if rebuild && dir.exists() {
+            for name in ["manifest.json", "vectors.bin", "lexical"] {
+                let path = dir.join(name);
+                if path.is_dir() {
+                    std::fs::remove_dir_all(&path)?;
+                } else if path.exists() {
+                    std::fs::remove_file(&path)?;
+                }
+            }
+        }
+        if persistent {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create store {}", dir.display()))?;
+        }
+        let kb_flag = kb_hint
+            .map(|k| format!(" --kb {}", k.display()))
+            .unwrap_or_default();
+        let needs_rebuild = |what: &str, recorded: String, requested: String| NeedsRebuild {
+            store: dir.display().to_string(),
+            what: what.to_string(),
+            recorded,
+            requested,
+            kb_flag: kb_flag.clone(),
+        };
+
+        let mut picked = vec![("profile".to_string(), config.profile.clone())];
+        let (embedder, embedder_why) = resolve_embedder(&config);
+        picked.push(("embedder".into(), embedder_why.clone()));
+        let policy = config.policy()?;
+        let recorded = if persistent {
+            read_manifest(dir)?
+        } else {
+            None
+        };
+        let requested_space = embedder.as_ref().map(|e| e.space().identity().to_string());
+
+        // The lexical index: always present.
+        let lexical = match config.lexical {
+            LexicalKind::Ram => TantivyLexicalIndex::in_ram(LexicalConfig::default())?,
+            LexicalKind::Disk => {
+                TantivyLexicalIndex::open_or_create(&dir.join("lexical"), LexicalConfig::default())
+                    .map_err(|e| match e {
+                        zhiku_domain::ports::IndexError::ConfigMismatch {
+                            what,
+                            expected,
+                            found,
+                        } => {
+                            anyhow!(needs_rebuild(what, expected, found))
+                        }
+                        other => anyhow!(other),
+                    })?
+            }
+        };
+        picked.push((
+            "lexical".into(),
+            format!(
+                "tantivy {} ({})",
+                if config.lexical == LexicalKind::Disk {
+                    "on disk"
+                } else {
+                    "in RAM"
+                },
+                lexical.analyzer()
+            ),
+        ));
+
+        let mut dense_notice = None;
+        let mut manifest = match recorded {
+            Some(m) => {
+                let c = &m.catalog;
+                if c.policy != policy {
+                    return Err(needs_rebuild(
+                        "chunking policy",
+                        c.policy.describe(),
+                        policy.describe(),
+                    )
+                    .into());
+                }
+                if c.analyzer != lexical.analyzer() {
+                    return Err(needs_rebuild(
+                        "lexical analyzer",
+                        c.analyzer.clone(),
+                        lexical.analyzer(),
+                    )
+                    .into());
+                }
+                match (&c.space, &requested_space, purpose) {
+                    (a, b, _) if a == b => {}
+                    (Some(recorded), None, Purpose::Read) => {
+                        dense_notice = Some(format!(
+                            "the store's vectors ({recorded}) cannot be queried: {embedder_why}"
+                        ));
+                    }
+                    (None, Some(_), Purpose::Read) => {
+                        dense_notice = Some("the store was built without vectors (lexical only); `zhiku index --rebuild` adds the dense route".into());
+                    }
+                    (recorded, requested, _) => {
+                        let show = |s: &Option<String>| {
+                            s.clone()
+                                .unwrap_or_else(|| format!("no vectors ({embedder_why})"))
+                        };
+                        return Err(needs_rebuild(
+                            "embedding space",
+                            show(recorded),
+                            show(requested),
+                        )
+                        .into());
+                    }
+                }
+                m
+            }
+            None => Manifest {
+                format: MANIFEST_FORMAT.into(),
+                catalog: Catalog::new(policy, requested_space.clone(), lexical.analyzer()),
+                sources: BTreeMap::new(),
+                origin: None,
+            },
+        };
+        if embedder.is_none() && dense_notice.is_none() {
+            dense_notice = Some(embedder_why.clone());
+        }
+
+        // The vector index, in the space the manifest records.
+        let mut file_vectors = None;
+        let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> = match (
+            embedder,
+            &manifest.catalog.space,
+        ) {
+            (Some(embedder), Some(space)) if space == embedder.space().identity() => {
+                let vectors: Arc<dyn VectorIndex> = match config.vectors {
+                    VectorsKind::Memory => {
+                        Arc::new(MemoryVectorIndex::new(embedder.space().clone()))
+                    }
+                    VectorsKind::File => {
+                        let path = dir.join("vectors.bin");
+                        let file = Arc::new(
+                            FileVectorIndex::open(&path, embedder.space().clone()).map_err(
+                                |e| match e {
+                                    zhiku_domain::ports::IndexError::SpaceMismatch {
+                                        expected,
+                                        found,
+                                    } => {
+                                        anyhow!(needs_rebuild("embedding space", expected, found))
+                                    }
+                                    other => anyhow!(other),
+                                },
+                            )?,
+                        );
+                        file_vectors = Some(Arc::clone(&file));
+                        file
+                    }
+                    VectorsKind::Qdrant => {
+                        return Err(anyhow!(
+                            "profile {} asks for Qdrant vectors, but the Qdrant adapter is not part of this build yet; use --profile local",
+                            config.profile
+                        ));
+                    }
+                };
+                picked.push((
+                    "vectors".into(),
+                    format!("{} in {}", vectors.capabilities().adapter, embedder.space()),
+                ));
+                Some((embedder, vectors))
+            }
+            _ => {
+                picked.push(("vectors".into(), "none: the dense route is off".into()));
+                None
+            }
+        };
+        if dense.is_some() {
+            dense_notice = None;
+        }
+        if manifest.catalog.space.is_none() && manifest.catalog.docs.is_empty() {
+            manifest.catalog.space = dense
+                .as_ref()
+                .map(|(e, _)| e.space().identity().to_string());
+        }
+
+        let mut store = Store {
+            dir: dir.to_path_buf(),
+            config,
+            manifest,
+            lexical,
+            dense,
+            dense_notice,
+            picked,
+            repair: Repair::default(),
+            file_vectors,
+        };
+        store.repair = store.check_and_repair()?;
+        Ok(store)
+    }
+
+    /// Chunk IDs the manifest expects.
+    fn expected_ids(&self) -> BTreeSet<ChunkId> {
+        self.manifest
+            .catalog
+            .docs
+            .values()
+            .flat_map(|e| e.chunk_ids.iter().cloned())
+            .collect()
+    }
+
+    /// Compares manifest, lexical index and vectors chunk by chunk; deletes orphan chunks and
+    /// queues documents with missing chunks for re-indexing.
+    pub fn check_and_repair(&mut self) -> Result<Repair> {
+        let problems = self.problems()?;
+        if problems.is_empty() {
+            return Ok(Repair::default());
+        }
+        let mut repair = Repair::default();
+        if !problems.lexical_orphans.is_empty() {
+            self.lexical.delete_chunks(&problems.lexical_orphans)?;
+            self.lexical.commit()?;
+        }
+        if let Some((_, vectors)) = &self.dense
+            && !problems.vector_orphans.is_empty()
+        {
+            vectors.delete_chunks(&problems.vector_orphans)?;
+            vectors.commit()?;
+        }
+        repair.orphans_removed = problems.lexical_orphans.len() + problems.vector_orphans.len();
+        for doc in &problems.docs_missing_chunks {
+            if let Ok(id) = DocId::new(doc) {
+                self.manifest.catalog.docs.remove(&id);
+            }
+        }
+        repair.docs_requeued = problems.docs_missing_chunks;
+        if repair.repaired() && self.is_persistent() {
+            self.save_manifest()?;
+        }
+        Ok(repair)
+    }
+
+    /// A full consistency check: every manifest chunk in every index, nothing else there.
+    pub fn problems(&self) -> Result<Problems> {
+        let expected = self.expected_ids();
+        let lexical: BTreeSet<ChunkId> = self.lexical.all_chunk_ids()?.into_iter().collect();
+        let vectors: Option<BTreeSet<ChunkId>> = match &self.dense {
+            Some((_, v)) if self.file_vectors.is_none() => {
+                let mut all = BTreeSet::new();
+                for doc in self.manifest.catalog.docs.keys() {
+                    all.extend(v.chunk_ids(doc)?);
+                }
+                Some(all)
+            }
+            Some(_) => self
+                .file_vectors
+                .as_ref()
+                .map(|f| f.all_chunk_ids().into_iter().collect()),
+            None => None,
+        };
+        let mut docs_missing = BTreeSet::new();
+        for (doc, entry) in &self.manifest.catalog.docs {
+            let missing = entry.chunk_ids.iter().any(|id| {
+                !lexical.contains(id) || vectors.as_ref().is_some_and(|v| !v.contains(id))
+            });
+            if missing {
+                docs_missing.insert(doc.to_string());
+            }
+        }
+        Ok(Problems {
+            lexical_orphans: lexical.difference(&expected).cloned().collect(),
+            vector_orphans: vectors
+                .map(|v| v.difference(&expected).cloned().collect())
+                .unwrap_or_default(),
+            docs_missing_chunks: docs_missing.into_iter().collect(),
+        })
+    }
+
+    /// True when the store lives on disk.
+    pub fn is_persistent(&self) -> bool {
+        self.config.lexical == LexicalKind::Disk || self.config.vectors == VectorsKind::File
+    }
+
+    /// Persists the manifest atomically (call only after both indexes committed).
+    pub fn save_manifest(&self) -> Result<()> {
+        if !self.is_persistent() {
+            return Ok(());
+        }
+        let json = serde_json::to_vec_pretty(&self.manifest)?;
+        write_atomically(&manifest_path(&self.dir), &json)
+    }
+
+    /// An indexer over this store's adapters.
+    pub fn indexer(&self) -> Result<Indexer<'_>> {
+        let policy = self.config.policy()?;
+        Ok(match &self.dense {
+            Some((embedder, vectors)) => {
+                Indexer::hybrid(policy, embedder.as_ref(), vectors.as_ref(), &self.lexical)?
+            }
+            None => Indexer::lexical_only(policy, &self.lexical),
+        })
+    }
+
+    /// A retriever over this store's routes, checking hits against `source`.
+    pub fn retriever<'a>(
+        &'a self,
+        source: &'a dyn zhiku_domain::ports::SourceStore,
+    ) -> Retriever<'a> {
+        let r = Retriever::new(source)
+            .with_lexical(&self.lexical)
+            .with_candidates(self.config.candidates);
+        match &self.dense {
+            Some((embedder, vectors)) => r.with_dense(embedder.as_ref(), vectors.as_ref()),
+            None => r.without_dense(
+                self.dense_notice
+                    .clone()
+                    .unwrap_or_else(|| "no embedder".into()),
+            ),
+        }
+    }
+
+    /// Bytes the store occupies on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        fn walk(p: &Path) -> u64 {
+            match std::fs::read_dir(p) {
+                Ok(entries) => entries
+                    .flatten()
+                    .map(|e| {
+                        let path = e.path();
+                        if path.is_dir() {
+                            walk(&path)
+                        } else {
+                            e.metadata().map(|m| m.len()).unwrap_or(0)
+                        }
+                    })
+                    .sum(),
+                Err(_) => 0,
+            }
+        }
+        walk(&self.dir)
+    }
+}
+
+/// Inconsistencies between manifest and indexes.
+#[derive(Debug, Default, Serialize)]
+pub struct Problems {
+    /// Chunks in the lexical index that the manifest does not list.
+    pub lexical_orphans: Vec<ChunkId>,
+    /// Chunks in the vector index that the manifest does not list.
+    pub vector_orphans: Vec<ChunkId>,
+    /// Documents with at least one chunk missing from an index.
+    pub docs_missing_chunks: Vec<String>,
+}
+
+impl Problems {
+    /// True when manifest and indexes agree.
+    pub fn is_empty(&self) -> bool {
+        self.lexical_orphans.is_empty()
+            && self.vector_orphans.is_empty()
+            && self.docs_missing_chunks.is_empty()
+    }
+}

@@ -1,0 +1,355 @@
+//! End-to-end tests of the `zhiku` binary against temporary knowledge bases.
+//!
+//! They run the `local` profile (store on disk) with the hashing embedder, so that embedding
+//! counts are real without a model.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn zhiku(kb: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("zhiku").unwrap();
+    cmd.env_clear()
+        .env("ZHIKU_EMBEDDER", "hashing")
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .arg("--kb")
+        .arg(kb);
+    cmd
+}
+
+fn write(kb: &Path, rel: &str, text: &str) {
+    let path = kb.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn long_doc(last: &str) -> String {
+    let mut s = String::from("---\nid: long\ntitle: 增量索引\nscope: public\n---\n# 增量索引\n\n");
+    for i in 0..16 {
+        s.push_str(&format!(
+            "第{i}段：索引器先比较文档指纹，没有变化的文档被跳过；变化的文档只把新出现的片段送去嵌入，消失的片段从两个索引里删除，保留下来的片段沿用已经存好的向量。\n\n"
+        ));
+    }
+    s.push_str(last);
+    s
+}
+
+fn sample(kb: &Path) {
+    write(kb, "long.md", &long_doc("最后一段。\n"));
+    write(
+        kb,
+        "en/fusion.md",
+        "---\ntitle: Fusion\ntags: [retrieval, rrf]\n---\n# Fusion\n\nReciprocal rank fusion merges the dense and lexical lists.\n",
+    );
+    write(
+        kb,
+        "notes.txt",
+        "纯文本笔记：混合检索在融合之前应用可信的范围过滤。\n",
+    );
+    write(
+        kb,
+        "secret.md",
+        "---\nid: secret\nscope: internal\n---\n# 内部\n\n内部发布清单，只有内部范围可见。\n",
+    );
+}
+
+fn index_json(kb: &Path) -> Value {
+    let out = zhiku(kb).args(["index", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "index failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn status(kb: &Path) -> Value {
+    let out = zhiku(kb).args(["status", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn first_index_then_an_unchanged_reindex_embeds_nothing() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    let first = index_json(kb.path());
+    assert_eq!(first["docs_added"], 4);
+    let chunks = status(kb.path())["chunks"].as_u64().unwrap();
+    assert_eq!(first["chunks_embedded"].as_u64().unwrap(), chunks);
+    let again = index_json(kb.path());
+    assert_eq!(again["docs_unchanged"], 4);
+    assert_eq!(again["chunks_embedded"], 0);
+    assert_eq!(again["chunks_removed"], 0);
+    zhiku(kb.path())
+        .arg("index")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "nothing changed: 0 chunks embedded",
+        ));
+}
+
+#[test]
+fn an_edited_paragraph_re_embeds_only_the_changed_chunks() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    index_json(kb.path());
+    write(
+        kb.path(),
+        "long.md",
+        &long_doc("最后一段改写了，内容完全不同，讨论删除文档时两个索引如何同时更新。\n"),
+    );
+    let edit = index_json(kb.path());
+    assert_eq!(edit["docs_changed"], 1);
+    assert_eq!(edit["docs_unchanged"], 3);
+    let embedded = edit["chunks_embedded"].as_u64().unwrap();
+    let reused = edit["chunks_reused"].as_u64().unwrap();
+    assert!(
+        (1..=2).contains(&embedded),
+        "only the last window(s) change: {edit}"
+    );
+    assert!(reused >= 2, "earlier chunks keep their vectors: {edit}");
+    zhiku(kb.path()).arg("verify").assert().success();
+}
+
+#[test]
+fn a_deleted_file_disappears_from_both_indexes() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    index_json(kb.path());
+    let before = status(kb.path())["chunks"].as_u64().unwrap();
+    std::fs::remove_file(kb.path().join("en/fusion.md")).unwrap();
+    let out = index_json(kb.path());
+    assert_eq!(out["docs_removed"], 1);
+    let removed = out["chunks_removed"].as_u64().unwrap();
+    assert!(removed >= 1);
+    assert_eq!(
+        status(kb.path())["chunks"].as_u64().unwrap(),
+        before - removed
+    );
+    zhiku(kb.path())
+        .args(["verify", "--json"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("\"consistent\":true"));
+    let out = zhiku(kb.path())
+        .args([
+            "search",
+            "reciprocal rank fusion",
+            "--json",
+            "--mode",
+            "hybrid",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["doc_id"] != "en/fusion.md"),
+        "{v}"
+    );
+}
+
+#[test]
+fn bad_input_is_reported_by_path_and_the_rest_is_indexed() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    std::fs::write(kb.path().join("latin1.md"), b"caf\xe9 au lait\n").unwrap();
+    std::fs::write(kb.path().join("binary.txt"), b"abc\x00def").unwrap();
+    write(kb.path(), "big.md", &"大".repeat(4000));
+    write(
+        kb.path(),
+        "broken-front.md",
+        "---\ntitle: [unclosed\n---\nbody\n",
+    );
+    write(kb.path(), "dup-a.md", "---\nid: same\n---\nA\n");
+    write(kb.path(), "dup-b.md", "---\nid: same\n---\nB\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(kb.path().join("missing.md"), kb.path().join("dangling.md"))
+        .unwrap();
+    let out = zhiku(kb.path())
+        .env("ZHIKU_MAX_FILE_BYTES", "8000")
+        .args(["index", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "skips exit with 3: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["docs_added"], 4, "every good document is indexed: {v}");
+    let skipped: Vec<(String, String)> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["path"].as_str().unwrap().to_string(),
+                s["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let reason = |p: &str| {
+        skipped
+            .iter()
+            .find(|(path, _)| path == p)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| panic!("{p} not reported: {skipped:?}"))
+    };
+    assert!(reason("latin1.md").contains("UTF-8"));
+    assert!(reason("binary.txt").contains("binary"));
+    assert!(reason("big.md").contains("limit"));
+    assert!(reason("broken-front.md").contains("front matter"));
+    assert!(
+        reason("dup-a.md").contains("dup-b.md"),
+        "a duplicate names both files"
+    );
+    assert!(reason("dup-b.md").contains("dup-a.md"));
+    #[cfg(unix)]
+    assert!(reason("dangling.md").contains("broken symlink"));
+    zhiku(kb.path()).arg("verify").assert().success();
+}
+
+#[test]
+fn a_store_built_with_another_policy_is_refused_with_a_rebuild_hint() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    index_json(kb.path());
+    zhiku(kb.path())
+        .env("ZHIKU_MAX_CHARS", "300")
+        .arg("index")
+        .assert()
+        .code(4)
+        .stderr(predicates::str::contains("chunking policy"))
+        .stderr(predicates::str::contains("max=480"))
+        .stderr(predicates::str::contains("zhiku index --rebuild"));
+    let out = zhiku(kb.path())
+        .env("ZHIKU_MAX_CHARS", "300")
+        .args(["index", "--rebuild", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["docs_added"], 4);
+}
+
+#[test]
+fn a_manifest_left_behind_by_a_killed_process_is_detected_and_repaired() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    index_json(kb.path());
+    let manifest = kb.path().join(".zhiku/manifest.json");
+    let old = std::fs::read(&manifest).unwrap();
+    // The next run commits both indexes, then "dies" before replacing the manifest.
+    write(
+        kb.path(),
+        "new.md",
+        "# 新文档\n\n一篇新加入的文档，用来模拟崩溃。\n",
+    );
+    std::fs::remove_file(kb.path().join("notes.txt")).unwrap();
+    index_json(kb.path());
+    std::fs::write(&manifest, old).unwrap();
+    // Opening the store notices indexes that disagree with the manifest and repairs them.
+    let out = zhiku(kb.path()).args(["index", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("repaired the store"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["docs_added"], 1, "the new document is indexed again: {v}");
+    // The deleted document's chunks were already gone from the indexes: the repair dropped it
+    // from the manifest, and it stays gone.
+    assert_eq!(v["docs_removed"], 0, "{v}");
+    let st = status(kb.path());
+    assert_eq!(st["documents"], 4, "{st}");
+    zhiku(kb.path())
+        .args(["verify", "--json"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("\"consistent\":true"));
+}
+
+#[test]
+fn search_prints_ranked_evidence_within_the_callers_scopes() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    let out = zhiku(kb.path())
+        .args(["search", "内部发布清单", "--mode", "lexical", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["doc_id"] != "secret"),
+        "internal stays hidden by default"
+    );
+    let out = zhiku(kb.path())
+        .args(["search", "内部发布清单", "--scope", "internal", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let top = &v["evidence"][0];
+    assert_eq!(top["doc_id"], "secret");
+    assert!(top["chunk_id"].as_str().unwrap().starts_with("secret:"));
+    assert!(
+        !top["routes"].as_array().unwrap().is_empty(),
+        "each hit says which route found it"
+    );
+    let out = zhiku(kb.path())
+        .args(["search", "fusion", "--filter", "tags=rrf", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let docs: Vec<&str> = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["doc_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        docs.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        1
+    );
+    assert_eq!(docs[0], "en/fusion.md");
+    zhiku(kb.path())
+        .args(["search", "reciprocal rank fusion"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("en/fusion.md:"))
+        .stdout(predicates::str::contains("lexical #"));
+}
+
+#[test]
+fn without_an_embedder_search_falls_back_to_lexical_with_a_notice() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    zhiku(kb.path())
+        .env("ZHIKU_EMBEDDER", "candle")
+        .args(["search", "reciprocal rank fusion"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("notice:"))
+        .stdout(predicates::str::contains("en/fusion.md"));
+}
