@@ -93,6 +93,9 @@ enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Keep running and re-index when files change (debounced).
+        #[arg(long, conflicts_with = "beir")]
+        watch: bool,
     },
     /// Search the knowledge base and print the ranked evidence.
     Search {
@@ -233,7 +236,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             beir,
             rebuild,
             json,
-        } => cmd_index(&ctx, dir, beir, rebuild, json),
+            watch,
+        } => cmd_index(&ctx, dir, beir, rebuild, json, watch),
         Command::Search {
             query,
             k,
@@ -427,6 +431,7 @@ fn cmd_index(
     beir: Option<PathBuf>,
     rebuild: bool,
     json: bool,
+    watch: bool,
 ) -> Result<ExitCode> {
     let (origin, kb) = origin_for(ctx, dir, beir.clone())?;
     let store_kb = kb.clone().or(beir);
@@ -434,13 +439,57 @@ fn cmd_index(
     if let Some(notice) = &store.dense_notice {
         ctx.note(&format!("notice: {notice}"));
     }
-    let indexed = refresh(ctx, &mut store, origin)?;
+    let indexed = refresh(ctx, &mut store, origin.clone())?;
     print_index_summary(ctx, &indexed, json);
+    if watch {
+        return watch_and_reindex(ctx, &mut store, origin, json);
+    }
     Ok(if indexed.skipped.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(3)
     })
+}
+
+/// Re-indexes whenever files under the knowledge base change, after 500 ms without further
+/// changes. Changes inside the store directory are ignored. Runs until interrupted.
+fn watch_and_reindex(ctx: &Ctx, store: &mut Store, origin: Origin, json: bool) -> Result<ExitCode> {
+    use notify::{RecursiveMode, Watcher};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let Origin::Folder { root } = &origin else {
+        bail!("--watch needs a folder")
+    };
+    let store_dir = std::fs::canonicalize(&store.dir).unwrap_or_else(|_| store.dir.clone());
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            let _ = tx.send(event);
+        }
+    })?;
+    watcher.watch(root, RecursiveMode::Recursive)?;
+    ctx.note(&format!(
+        "watching {} for changes (Ctrl-C to stop)",
+        root.display()
+    ));
+    let relevant = |event: &notify::Event| {
+        !matches!(event.kind, notify::EventKind::Access(_))
+            && event.paths.iter().any(|p| !p.starts_with(&store_dir))
+    };
+    loop {
+        let event = rx.recv()?;
+        if !relevant(&event) {
+            continue;
+        }
+        // Debounce: wait until the folder has been quiet for 500 ms.
+        while rx.recv_timeout(Duration::from_millis(500)).is_ok() {}
+        match refresh(ctx, store, origin.clone()) {
+            Ok(indexed) => print_index_summary(ctx, &indexed, json),
+            Err(e) => eprintln!("error: {e:#}"),
+        }
+        let _ = std::io::stdout().flush();
+    }
 }
 
 fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {

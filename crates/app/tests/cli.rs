@@ -353,3 +353,45 @@ fn without_an_embedder_search_falls_back_to_lexical_with_a_notice() {
         .stderr(predicates::str::contains("notice:"))
         .stdout(predicates::str::contains("en/fusion.md"));
 }
+
+#[test]
+fn watch_re_indexes_a_changed_file() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("zhiku"))
+        .env("ZHIKU_EMBEDDER", "hashing")
+        .arg("--kb")
+        .arg(kb.path())
+        .args(["index", "--watch", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let first: Value =
+        serde_json::from_str(&rx.recv_timeout(Duration::from_secs(60)).unwrap()).unwrap();
+    assert_eq!(first["docs_added"], 4);
+    // Give the watcher a moment to be installed after the first summary, then edit a file.
+    std::thread::sleep(Duration::from_millis(300));
+    write(
+        kb.path(),
+        "notes.txt",
+        "纯文本笔记：改过了，现在讲的是监视模式。\n",
+    );
+    let second = rx.recv_timeout(Duration::from_secs(30));
+    let _ = child.kill();
+    let _ = child.wait();
+    let second: Value = serde_json::from_str(&second.expect("a re-index after the edit")).unwrap();
+    assert_eq!(second["docs_changed"], 1, "{second}");
+    assert_eq!(second["docs_unchanged"], 3, "{second}");
+}
