@@ -36,6 +36,8 @@ pub struct EvalQuery {
     pub spans: Vec<GoldSpan>,
     /// When true, the answer's citations must all come from this round's retrieval.
     pub citation_must_be_valid: bool,
+    /// The knowledge base has no material on this question (not graded for retrieval).
+    pub no_answer: bool,
 }
 
 /// A corpus and its queries.
@@ -130,6 +132,7 @@ pub fn load_beir(dir: &Path) -> Result<EvalSet> {
                 text: q.text,
                 relevant,
                 citation_must_be_valid: false,
+                no_answer: false,
             })
         })
         .collect();
@@ -138,7 +141,7 @@ pub fn load_beir(dir: &Path) -> Result<EvalSet> {
 
 /// Loads a golden set in zhiku's format, one JSON object per line:
 /// `{"id", "query", "expected": {"doc_ids": [...], "spans": [{"doc_id", "start", "end"}]},
-/// "citationMustBeValid": bool}`.
+/// "noAnswer": bool, "citationMustBeValid": bool}`.
 pub fn load_golden(path: &Path) -> Result<EvalSet> {
     #[derive(Deserialize)]
     struct Expected {
@@ -161,6 +164,8 @@ pub fn load_golden(path: &Path) -> Result<EvalSet> {
         expected: Option<Expected>,
         #[serde(default, rename = "citationMustBeValid")]
         citation_must_be_valid: bool,
+        #[serde(default, rename = "noAnswer")]
+        no_answer: bool,
     }
     let cases: Vec<Case> = jsonl(path)?;
     let queries = cases
@@ -186,6 +191,7 @@ pub fn load_golden(path: &Path) -> Result<EvalSet> {
                     })
                     .collect(),
                 citation_must_be_valid: c.citation_must_be_valid,
+                no_answer: c.no_answer,
             }
         })
         .collect();

@@ -41,6 +41,8 @@ pub struct QueryResult {
 pub struct Summary {
     /// Running sums.
     pub totals: MetricTotals,
+    /// Cases marked as having no answer in the knowledge base (not graded for retrieval).
+    pub no_answer_cases: usize,
 }
 
 impl Summary {
@@ -60,6 +62,9 @@ impl Summary {
         if let Some(s) = t.span_hit5_mean() {
             map.insert("span_hit@5".into(), round(s).into());
         }
+        if self.no_answer_cases > 0 {
+            map.insert("no_answer_cases".into(), self.no_answer_cases.into());
+        }
         serde_json::Value::Object(map)
     }
 }
@@ -73,6 +78,16 @@ pub fn evaluate_query(
     summary: &mut Summary,
 ) -> Result<QueryResult, RetrieveError> {
     let has_spans = !query.spans.is_empty();
+    if query.no_answer {
+        summary.no_answer_cases += 1;
+        return Ok(QueryResult {
+            id: query.id.clone(),
+            first_hit_rank: None,
+            top10: Vec::new(),
+            span_hit_at_5: None,
+            warning: None,
+        });
+    }
     if query.text.trim().is_empty() {
         summary.totals.add::<String>(&[], &query.relevant);
         if has_spans {
