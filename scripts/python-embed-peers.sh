@@ -47,6 +47,8 @@ REQS=(
   "tqdm>=4.60"
   "typing_extensions>=4.13"
   "onnxruntime==1.32.0"
+  # Lets embed_peer.py --export-onnx write an ONNX file with torch.onnx.
+  "onnx==1.23.2"
 )
 ST="sentence-transformers==6.2.0"
 WANT="$TORCH skip=[$SKIP_DISTS|$SKIP_TOOLKIT_EXTRAS] ${REQS[*]} $ST"

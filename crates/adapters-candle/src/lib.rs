@@ -1,1 +1,594 @@
-//! Filled by a later issue.
+//! BERT-family sentence embedders for zhiku, run by candle.
+//!
+//! [`CandleEmbedder`] loads a sentence-transformers style model folder (`config.json`,
+//! `tokenizer.json`, `model.safetensors`, and when present `1_Pooling/config.json`,
+//! `modules.json`, `sentence_bert_config.json`) from a local directory or from a model id
+//! resolved through `hf-hub` (its cache, `HF_HOME` and offline mode honoured). The same loading
+//! code serves both.
+//!
+//! - Pooling (CLS or mean) and L2 normalisation are read from the sentence-transformers files;
+//!   `BAAI/bge-*` models default to CLS pooling, normalisation and their retrieval instruction
+//!   for queries.
+//! - Texts are tokenised with truncation at the model's maximum sequence length (reported per
+//!   embedding, never silent) and padded to the longest text of each batch; batches are formed
+//!   after sorting by length, to cut padding, and results are returned in input order.
+//! - The space records model id, the hub revision or a hash of the weights file, dimensions,
+//!   pooling and normalisation.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use sha2::{Digest, Sha256};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use zhiku_domain::ports::{EmbedError, Embedder};
+use zhiku_domain::{Embedding, EmbeddingSpace, Normalization, Pooling};
+
+const ADAPTER: &str = "candle";
+
+/// The default model: Chinese retrieval embeddings, 512 dimensions, CLS pooling.
+pub const DEFAULT_MODEL: &str = "BAAI/bge-small-zh-v1.5";
+
+/// The instruction bge-zh models expect in front of retrieval queries.
+pub const BGE_ZH_QUERY_INSTRUCTION: &str = "为这个句子生成表示以用于检索相关文章：";
+
+/// Why a model could not be loaded. Every variant names the file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A required file is missing.
+    #[error("missing model file {path}: {hint}")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// How to fix it.
+        hint: String,
+    },
+    /// A file exists but cannot be parsed.
+    #[error("invalid model file {path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The model is not a BERT-family encoder.
+    #[error("{path} describes a {found} model; this embedder runs BERT-family encoders only")]
+    Architecture {
+        /// The config file.
+        path: PathBuf,
+        /// The architecture found.
+        found: String,
+    },
+    /// The hub could not provide the model (offline, unreachable, unknown id).
+    #[error("cannot fetch {model} from the model hub: {reason}")]
+    Hub {
+        /// The model id.
+        model: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl From<LoadError> for EmbedError {
+    fn from(e: LoadError) -> Self {
+        EmbedError::Unavailable {
+            adapter: ADAPTER,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Where the model comes from.
+#[derive(Debug, Clone)]
+pub enum ModelSource {
+    /// A local folder.
+    Dir(PathBuf),
+    /// A model id on the hub, optionally pinned to a revision.
+    Hub {
+        /// e.g. `BAAI/bge-small-zh-v1.5`.
+        id: String,
+        /// Branch, tag or commit (default `main`).
+        revision: Option<String>,
+    },
+}
+
+impl ModelSource {
+    /// A local folder when `spec` is an existing directory, otherwise a hub id
+    /// (`owner/name` or `owner/name@revision`).
+    pub fn parse(spec: &str) -> Self {
+        let path = Path::new(spec);
+        if path.is_dir() {
+            return Self::Dir(path.to_path_buf());
+        }
+        match spec.split_once('@') {
+            Some((id, rev)) => Self::Hub {
+                id: id.to_string(),
+                revision: Some(rev.to_string()),
+            },
+            None => Self::Hub {
+                id: spec.to_string(),
+                revision: None,
+            },
+        }
+    }
+}
+
+/// Tuning of the embedder.
+#[derive(Debug, Clone)]
+pub struct EmbedderOptions {
+    /// Texts per forward pass.
+    pub batch_size: usize,
+    /// Overrides the maximum sequence length from the model files.
+    pub max_seq_length: Option<usize>,
+    /// Overrides the query instruction (empty string for none).
+    pub query_instruction: Option<String>,
+}
+
+impl Default for EmbedderOptions {
+    fn default() -> Self {
+        Self {
+            batch_size: 32,
+            max_seq_length: None,
+            query_instruction: None,
+        }
+    }
+}
+
+/// A BERT-family sentence embedder.
+pub struct CandleEmbedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    space: EmbeddingSpace,
+    pooling: Pooling,
+    normalize: bool,
+    max_seq_length: usize,
+    query_instruction: String,
+    batch_size: usize,
+    device: Device,
+}
+
+impl std::fmt::Debug for CandleEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CandleEmbedder")
+            .field("space", &self.space.identity())
+            .field("max_seq_length", &self.max_seq_length)
+            .field("batch_size", &self.batch_size)
+            .finish()
+    }
+}
+
+/// The files of a model folder.
+struct ModelFiles {
+    dir: PathBuf,
+    model_id: String,
+    revision: Option<String>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            LoadError::Missing {
+                path: path.to_path_buf(),
+                hint: "the model folder needs config.json, tokenizer.json and model.safetensors"
+                    .into(),
+            }
+        } else {
+            LoadError::Invalid {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }
+        }
+    })
+}
+
+fn read_json(path: &Path) -> Result<Option<serde_json::Value>, LoadError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let bytes = read(path)?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| LoadError::Invalid {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
+}
+
+fn resolve(source: &ModelSource) -> Result<ModelFiles, LoadError> {
+    match source {
+        ModelSource::Dir(dir) => {
+            let model_id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "local-model".into());
+            Ok(ModelFiles {
+                dir: dir.clone(),
+                model_id,
+                revision: None,
+            })
+        }
+        ModelSource::Hub { id, revision } => resolve_hub(id, revision.as_deref()),
+    }
+}
+
+const HUB_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+const OPTIONAL_FILES: [&str; 3] = [
+    "1_Pooling/config.json",
+    "modules.json",
+    "sentence_bert_config.json",
+];
+
+/// The hub cache first (works offline); the network only when the cache lacks the model, offline
+/// mode is off and the endpoint answers within a few seconds.
+fn resolve_hub(id: &str, revision: Option<&str>) -> Result<ModelFiles, LoadError> {
+    let hub_error = |reason: String| LoadError::Hub {
+        model: id.to_string(),
+        reason,
+    };
+    let repo = hf_hub::Repo::with_revision(
+        id.to_string(),
+        hf_hub::RepoType::Model,
+        revision.unwrap_or("main").to_string(),
+    );
+    let cache = hf_hub::Cache::from_env().repo(repo.clone());
+    let cached: Option<Vec<PathBuf>> = HUB_FILES.iter().map(|f| cache.get(f)).collect();
+    let config = match cached {
+        Some(paths) => paths[0].clone(),
+        None => {
+            let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| v == "1" || v == "true");
+            if offline {
+                return Err(hub_error(
+                    "not in the local hub cache and HF_HUB_OFFLINE is set; download it once or use a local folder".into(),
+                ));
+            }
+            probe_endpoint().map_err(hub_error)?;
+            let api = hf_hub::api::sync::ApiBuilder::from_env()
+                .with_progress(false)
+                .build()
+                .map_err(|e| hub_error(e.to_string()))?;
+            let remote = api.repo(repo);
+            let config = remote
+                .get(HUB_FILES[0])
+                .map_err(|e| hub_error(e.to_string()))?;
+            for file in &HUB_FILES[1..] {
+                remote.get(file).map_err(|e| hub_error(e.to_string()))?;
+            }
+            for file in OPTIONAL_FILES {
+                let _ = remote.get(file);
+            }
+            config
+        }
+    };
+    let dir = config
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    // Hub snapshots live under .../snapshots/<commit>/: that commit is the revision.
+    let commit = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().take(12).collect::<String>());
+    Ok(ModelFiles {
+        dir,
+        model_id: id.to_string(),
+        revision: commit,
+    })
+}
+
+/// Fails within seconds when the hub endpoint cannot be reached, instead of hanging.
+fn probe_endpoint() -> Result<(), String> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    use std::time::Duration;
+    let endpoint = std::env::var("HF_ENDPOINT").unwrap_or_else(|_| "https://huggingface.co".into());
+    let host = endpoint
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let with_port = if host.contains(':') {
+        host.clone()
+    } else if endpoint.starts_with("http://") {
+        format!("{host}:80")
+    } else {
+        format!("{host}:443")
+    };
+    let addrs: Vec<_> = with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("the hub {endpoint} cannot be resolved: {e}"))?
+        .collect();
+    for addr in addrs {
+        if TcpStream::connect_timeout(&addr, Duration::from_secs(3)).is_ok() {
+            return Ok(());
+        }
+    }
+    Err(format!("the hub {endpoint} does not answer"))
+}
+
+impl CandleEmbedder {
+    /// Loads a model from a folder or the hub.
+    pub fn load(source: &ModelSource, options: &EmbedderOptions) -> Result<Self, LoadError> {
+        let files = resolve(source)?;
+        let dir = &files.dir;
+        let config_path = dir.join("config.json");
+        let config_json = read_json(&config_path)?.ok_or_else(|| LoadError::Missing {
+            path: config_path.clone(),
+            hint: "the model folder needs config.json".into(),
+        })?;
+        let model_type = config_json
+            .get("model_type")
+            .and_then(|v| v.as_str())
+            .unwrap_or("bert");
+        let architectures: Vec<String> = config_json
+            .get("architectures")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let bert_like =
+            matches!(model_type, "bert") && architectures.iter().all(|a| a.starts_with("Bert"));
+        if !bert_like {
+            return Err(LoadError::Architecture {
+                path: config_path,
+                found: if architectures.is_empty() {
+                    model_type.to_string()
+                } else {
+                    format!("{model_type} ({})", architectures.join(", "))
+                },
+            });
+        }
+        let config: BertConfig =
+            serde_json::from_value(config_json.clone()).map_err(|e| LoadError::Invalid {
+                path: config_path.clone(),
+                reason: e.to_string(),
+            })?;
+
+        let weights_path = dir.join("model.safetensors");
+        let weights = read(&weights_path)?;
+        let weights_hash = {
+            let digest = Sha256::digest(&weights);
+            digest
+                .iter()
+                .take(6)
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let device = Device::Cpu;
+        let vb =
+            VarBuilder::from_buffered_safetensors(weights, DType::F32, &device).map_err(|e| {
+                LoadError::Invalid {
+                    path: weights_path.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        let model = BertModel::load(vb, &config).map_err(|e| LoadError::Invalid {
+            path: weights_path.clone(),
+            reason: format!("weights do not fit config.json: {e}"),
+        })?;
+
+        let is_bge = files.model_id.to_ascii_lowercase().contains("bge");
+        let pooling_json = read_json(&dir.join("1_Pooling/config.json"))?;
+        let pooling = match pooling_json {
+            Some(p) if p.get("pooling_mode_cls_token").and_then(|v| v.as_bool()) == Some(true) => {
+                Pooling::Cls
+            }
+            Some(p)
+                if p.get("pooling_mode_mean_tokens").and_then(|v| v.as_bool()) == Some(true) =>
+            {
+                Pooling::Mean
+            }
+            Some(_) => {
+                return Err(LoadError::Invalid {
+                    path: dir.join("1_Pooling/config.json"),
+                    reason: "only CLS and mean pooling are supported".into(),
+                });
+            }
+            None if is_bge => Pooling::Cls,
+            None => Pooling::Mean,
+        };
+        let modules = read_json(&dir.join("modules.json"))?;
+        let normalize = match &modules {
+            Some(m) => m.as_array().is_some_and(|mods| {
+                mods.iter().any(|x| {
+                    x.get("type")
+                        .and_then(|t| t.as_str())
+                        .is_some_and(|t| t.ends_with("Normalize"))
+                })
+            }),
+            None => true,
+        };
+        let sbert = read_json(&dir.join("sentence_bert_config.json"))?;
+        let max_seq_length = options
+            .max_seq_length
+            .or_else(|| {
+                sbert
+                    .as_ref()
+                    .and_then(|s| s.get("max_seq_length"))
+                    .and_then(|v| v.as_u64())
+                    .map(|v| v as usize)
+            })
+            .unwrap_or(config.max_position_embeddings)
+            .min(config.max_position_embeddings);
+
+        let tokenizer_path = dir.join("tokenizer.json");
+        let tokenizer_bytes = read(&tokenizer_path)?;
+        let mut tokenizer =
+            Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| LoadError::Invalid {
+                path: tokenizer_path.clone(),
+                reason: e.to_string(),
+            })?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_seq_length,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| LoadError::Invalid {
+                path: tokenizer_path.clone(),
+                reason: e.to_string(),
+            })?;
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..PaddingParams::default()
+        }));
+
+        let revision = files
+            .revision
+            .unwrap_or_else(|| format!("sha256-{weights_hash}"));
+        let model_id = files.model_id.replace([' ', '@', ':'], "_");
+        let space = EmbeddingSpace::new(
+            model_id,
+            revision,
+            config.hidden_size,
+            pooling,
+            if normalize {
+                Normalization::L2
+            } else {
+                Normalization::None
+            },
+        )
+        .map_err(|e| LoadError::Invalid {
+            path: config_path,
+            reason: e.to_string(),
+        })?;
+        let query_instruction = options.query_instruction.clone().unwrap_or_else(|| {
+            if is_bge && files.model_id.contains("-zh") {
+                BGE_ZH_QUERY_INSTRUCTION.to_string()
+            } else {
+                String::new()
+            }
+        });
+        Ok(Self {
+            model,
+            tokenizer,
+            space,
+            pooling,
+            normalize,
+            max_seq_length,
+            query_instruction,
+            batch_size: options.batch_size.max(1),
+            device,
+        })
+    }
+
+    /// The maximum sequence length in tokens (longer texts are truncated and reported).
+    pub fn max_seq_length(&self) -> usize {
+        self.max_seq_length
+    }
+
+    /// Number of tokens of `text` after truncation, including special tokens.
+    pub fn token_count(&self, text: &str) -> Result<usize, EmbedError> {
+        let enc = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| EmbedError::InvalidInput(e.to_string()))?;
+        Ok(enc.get_ids().len())
+    }
+
+    fn backend(e: impl std::error::Error + Send + Sync + 'static) -> EmbedError {
+        EmbedError::Backend {
+            adapter: ADAPTER,
+            source: Box::new(e),
+            temporary: false,
+        }
+    }
+
+    /// Embeds one batch (already padded together by the tokenizer).
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::InvalidInput(e.to_string()))?;
+        let n = encodings.len();
+        let len = encodings.first().map_or(0, |e| e.get_ids().len());
+        let mut ids = Vec::with_capacity(n * len);
+        let mut types = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for e in &encodings {
+            ids.extend(e.get_ids().iter().copied());
+            types.extend(e.get_type_ids().iter().copied());
+            mask.extend(e.get_attention_mask().iter().copied());
+        }
+        let shape = (n, len);
+        let ids = Tensor::from_vec(ids, shape, &self.device).map_err(Self::backend)?;
+        let types = Tensor::from_vec(types, shape, &self.device).map_err(Self::backend)?;
+        let mask_t = Tensor::from_vec(mask, shape, &self.device).map_err(Self::backend)?;
+        let hidden = self
+            .model
+            .forward(&ids, &types, Some(&mask_t))
+            .map_err(Self::backend)?;
+        let pooled = match self.pooling {
+            Pooling::Cls => hidden.narrow(1, 0, 1).and_then(|t| t.squeeze(1)),
+            _ => {
+                let m = mask_t
+                    .to_dtype(DType::F32)
+                    .and_then(|m| m.unsqueeze(2))
+                    .map_err(Self::backend)?;
+                let summed = hidden.broadcast_mul(&m).and_then(|t| t.sum(1));
+                let counts = m.sum(1).and_then(|c| c.clamp(1e-9, f64::MAX));
+                summed.and_then(|s| counts.and_then(|c| s.broadcast_div(&c)))
+            }
+        }
+        .map_err(Self::backend)?;
+        let rows: Vec<Vec<f32>> = pooled.to_vec2().map_err(Self::backend)?;
+        rows.into_iter()
+            .zip(&encodings)
+            .map(|(mut v, enc)| {
+                if self.normalize {
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    if norm > 0.0 {
+                        for x in &mut v {
+                            *x /= norm;
+                        }
+                    }
+                }
+                self.space
+                    .embedding(v, !enc.get_overflowing().is_empty())
+                    .map_err(|e| EmbedError::Backend {
+                        adapter: ADAPTER,
+                        source: Box::new(e),
+                        temporary: false,
+                    })
+            })
+            .collect()
+    }
+
+    /// Embeds texts in batches formed after sorting by length; results in input order.
+    fn embed_all(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let mut out: Vec<Option<Embedding>> = vec![None; texts.len()];
+        for group in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
+            for (i, e) in group.iter().zip(self.embed_batch(&batch)?) {
+                out[*i] = Some(e);
+            }
+        }
+        out.into_iter()
+            .map(|e| e.ok_or_else(|| EmbedError::InvalidInput("missing embedding".into())))
+            .collect()
+    }
+}
+
+impl Embedder for CandleEmbedder {
+    fn space(&self) -> &EmbeddingSpace {
+        &self.space
+    }
+
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.embed_all(texts)
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
+        let query = format!("{}{text}", self.query_instruction);
+        self.embed_batch(&[query.as_str()])?
+            .pop()
+            .ok_or_else(|| EmbedError::InvalidInput("empty result".into()))
+    }
+}

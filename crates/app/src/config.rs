@@ -76,6 +76,8 @@ pub struct Config {
     pub k: usize,
     /// Candidates per route before fusion.
     pub candidates: usize,
+    /// Texts per embedder forward pass.
+    pub embed_batch: usize,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
 }
@@ -94,6 +96,7 @@ struct Layer {
     max_file_bytes: Option<u64>,
     k: Option<usize>,
     candidates: Option<usize>,
+    embed_batch: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -164,6 +167,9 @@ fn env_layer(env: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
         candidates: get("CANDIDATES")
             .map(|v| parse("ZHIKU_CANDIDATES", v))
             .transpose()?,
+        embed_batch: get("EMBED_BATCH")
+            .map(|v| parse("ZHIKU_EMBED_BATCH", v))
+            .transpose()?,
     })
 }
 
@@ -230,6 +236,7 @@ impl Config {
             max_file_bytes: pick!(max_file_bytes, 10 * 1024 * 1024),
             k: pick!(k, 8),
             candidates: pick!(candidates, 50),
+            embed_batch: pick!(embed_batch, 32),
             profile,
             origins,
         };

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
+use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{FileVectorIndex, HashingEmbedder, MemoryVectorIndex};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
@@ -148,13 +149,25 @@ pub fn resolve_embedder(config: &Config) -> (Option<Box<dyn Embedder>>, String) 
             ),
             Err(e) => (None, format!("hashing embedder: {e}")),
         },
-        EmbedderKind::Candle => (
-            None,
-            format!(
-                "the candle embedder ({}) is not part of this build yet, so retrieval is lexical only",
-                config.model
-            ),
-        ),
+        EmbedderKind::Candle => {
+            let source = ModelSource::parse(&config.model);
+            let options = EmbedderOptions {
+                batch_size: config.embed_batch,
+                ..EmbedderOptions::default()
+            };
+            match CandleEmbedder::load(&source, &options) {
+                Ok(e) => {
+                    let why = format!("candle {} (max {} tokens)", e.space(), e.max_seq_length());
+                    (Some(Box::new(e)), why)
+                }
+                Err(e) => (
+                    None,
+                    format!(
+                        "embedder unavailable, retrieval is lexical only: {e} (set ZHIKU_MODEL to a model folder or hub id)"
+                    ),
+                ),
+            }
+        }
     }
 }
 
