@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{HashingEmbedder, MemorySourceStore, MemoryVectorIndex};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::Embedder;
@@ -41,12 +42,14 @@ impl std::fmt::Debug for CorpusIndex {
 }
 
 /// Which embedder backs the dense route of a corpus index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DenseChoice {
     /// No dense route.
     None,
     /// The hashing test double (no semantics; for wiring checks only).
     Hashing,
+    /// A BERT-family model run by candle: a folder or a hub id.
+    Candle(String),
 }
 
 /// Converts passages to documents and indexes them.
@@ -70,6 +73,12 @@ pub fn build_corpus_index(
         DenseChoice::None => None,
         DenseChoice::Hashing => {
             let embedder = HashingEmbedder::new(384)?;
+            let vectors = MemoryVectorIndex::new(embedder.space().clone());
+            Some((Box::new(embedder), vectors))
+        }
+        DenseChoice::Candle(model) => {
+            let embedder =
+                CandleEmbedder::load(&ModelSource::parse(&model), &EmbedderOptions::default())?;
             let vectors = MemoryVectorIndex::new(embedder.space().clone());
             Some((Box::new(embedder), vectors))
         }

@@ -137,9 +137,10 @@ enum Command {
         /// Write per-query results (rank of the first hit, top-10 ids) as JSONL.
         #[arg(long)]
         per_query: Option<PathBuf>,
-        /// BEIR only: use the hashing test double as the dense route.
-        #[arg(long)]
-        hashing: bool,
+        /// BEIR only: the dense route's embedder: none, hashing (the test double) or candle (the
+        /// configured model, ZHIKU_MODEL).
+        #[arg(long, default_value = "none")]
+        embedder: String,
     },
     /// Show what the store holds and which adapters were picked.
     Status {
@@ -262,8 +263,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mode,
             json,
             per_query,
-            hashing,
-        } => cmd_eval(&ctx, beir, golden, mode.into(), json, per_query, hashing),
+            embedder,
+        } => cmd_eval(&ctx, beir, golden, mode.into(), json, per_query, &embedder),
         Command::Status { json } => cmd_status(&ctx, json),
         Command::Verify { json } => cmd_verify(&ctx, json),
     }
@@ -698,7 +699,7 @@ fn cmd_eval(
     mode: RetrievalMode,
     json: bool,
     per_query: Option<PathBuf>,
-    hashing: bool,
+    embedder: &str,
 ) -> Result<ExitCode> {
     let mut out = match &per_query {
         Some(p) => Some(std::io::BufWriter::new(
@@ -720,10 +721,11 @@ fn cmd_eval(
         (Some(dir), _) => {
             let set = load_beir(&dir).with_context(|| format!("loading {}", dir.display()))?;
             let config = ctx.config(None)?;
-            let dense = if hashing {
-                DenseChoice::Hashing
-            } else {
-                DenseChoice::None
+            let dense = match embedder {
+                "none" => DenseChoice::None,
+                "hashing" => DenseChoice::Hashing,
+                "candle" => DenseChoice::Candle(config.model.clone()),
+                other => bail!("--embedder {other:?}: use none, hashing or candle"),
             };
             let index = build_corpus_index(
                 &set.corpus,
@@ -737,8 +739,8 @@ fn cmd_eval(
                 index.catalog.chunk_count(),
                 index.build_seconds
             ));
-            if !hashing && !matches!(mode, RetrievalMode::Lexical) {
-                ctx.note("notice: no embedder for BEIR evaluation in this build (--hashing uses the test double); dense route unavailable");
+            if embedder == "none" && !matches!(mode, RetrievalMode::Lexical) {
+                ctx.note("notice: no embedder (--embedder candle uses ZHIKU_MODEL); the dense route is unavailable");
             }
             let filter = Filter::for_scope(corpus_scope());
             evaluate(&index.retriever(), &filter, mode, &set, &mut on_query)?
