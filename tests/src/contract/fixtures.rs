@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use zhiku_domain::ports::EmbeddedChunk;
+use zhiku_domain::ports::{EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk};
 use zhiku_domain::{
-    Chunk, DocId, Document, Embedding, EmbeddingSpace, Locale, Metadata, Normalization, Pooling,
-    Scope, Source, Title,
+    Chunk, DocId, Document, Embedding, EmbeddingSpace, Filter, Locale, Metadata, Normalization,
+    Pooling, Scope, Source, Title,
 };
 
 /// Dimensions of the suite's vector space.
@@ -147,4 +147,83 @@ pub fn embedded(spec: &Spec, embedding: Embedding) -> EmbeddedChunk {
         chunk: spec.chunk(),
         embedding,
     }
+}
+
+/// Runs the document, locale and metadata filter cases shared by both index suites. `zh` is a
+/// `zh-CN` chunk tagged `x, y` from 2024, `en` an `en` chunk tagged `y` from 2023, both in scope
+/// `s` and both matching the query `search` runs. A filter the adapter supports must select
+/// exactly the expected chunks; one it does not support must be refused as `Unsupported`.
+pub fn check_filter_cases(
+    caps: &IndexCapabilities,
+    zh: &Spec,
+    en: &Spec,
+    search: &dyn Fn(&Filter) -> Result<Vec<ScoredChunk>, IndexError>,
+) {
+    let scope = || Filter::for_scope(Scope::new("s").expect("scope"));
+    let meta = |pairs: &[(&str, &str)]| {
+        pairs.iter().fold(scope(), |f, (k, v)| {
+            f.with_metadata(*k, *v).expect("metadata")
+        })
+    };
+    let cases: Vec<(Filter, bool, Vec<&Spec>)> = vec![
+        (
+            scope().with_doc_ids([DocId::new(&zh.doc).expect("doc")]),
+            caps.filter_doc_ids,
+            vec![zh],
+        ),
+        (
+            scope().with_locale(Locale::new("zh").expect("locale")),
+            caps.filter_locale,
+            vec![zh],
+        ),
+        (
+            scope().with_locale(Locale::new("en").expect("locale")),
+            caps.filter_locale,
+            vec![en],
+        ),
+        (meta(&[("tags", "x")]), caps.filter_metadata, vec![zh]),
+        (meta(&[("tags", "y")]), caps.filter_metadata, vec![zh, en]),
+        (meta(&[("year", "2023")]), caps.filter_metadata, vec![en]),
+        (
+            meta(&[("year", "2023"), ("tags", "x")]),
+            caps.filter_metadata,
+            vec![],
+        ),
+    ];
+    for (filter, supported, expected) in cases {
+        match search(&filter) {
+            Ok(hits) => {
+                assert!(
+                    supported,
+                    "{} accepted a filter it says it does not support",
+                    caps.adapter
+                );
+                let mut got: Vec<String> = hits
+                    .iter()
+                    .map(|h| h.chunk.chunk_id().to_string())
+                    .collect();
+                got.sort();
+                let mut want: Vec<String> = expected
+                    .iter()
+                    .map(|s| s.chunk().chunk_id().to_string())
+                    .collect();
+                want.sort();
+                assert_eq!(got, want, "filter {filter:?}");
+            }
+            Err(IndexError::Unsupported { .. }) => assert!(!supported),
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+}
+
+/// The two chunks [`check_filter_cases`] expects, with the given contents.
+pub fn filter_case_specs(zh_content: &str, en_content: &str) -> (Spec, Spec) {
+    (
+        Spec::new("zh", "s", zh_content)
+            .locale("zh-CN")
+            .metadata(json!({"tags": ["x", "y"], "year": 2024})),
+        Spec::new("en", "s", en_content)
+            .locale("en")
+            .metadata(json!({"tags": "y", "year": 2023})),
+    )
 }

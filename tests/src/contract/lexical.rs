@@ -4,9 +4,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::json;
 use zhiku_domain::ports::{IndexError, LexicalIndex, ScoredChunk};
-use zhiku_domain::{ChunkId, DocId, Filter, Locale, Scope};
+use zhiku_domain::{ChunkId, DocId, Filter, Scope};
 
-use super::fixtures::Spec;
+use super::fixtures::{Spec, check_filter_cases, filter_case_specs};
 
 fn scope(s: &str) -> Filter {
     Filter::for_scope(Scope::new(s).expect("scope"))
@@ -178,76 +178,11 @@ pub fn scope_filter_never_leaks_on_random_data(index: &dyn LexicalIndex) {
 /// Document, locale and metadata conditions are applied inside the search (or refused as
 /// unsupported, never ignored).
 pub fn other_filters_apply_inside_the_search(index: &dyn LexicalIndex) {
-    let zh = Spec::new("zh", "s", "检索 retrieval")
-        .locale("zh-CN")
-        .metadata(json!({"tags": ["x", "y"], "year": 2024}));
-    let en = Spec::new("en", "s", "retrieval 检索")
-        .locale("en")
-        .metadata(json!({"tags": "y", "year": 2023}));
+    let (zh, en) = filter_case_specs("检索 retrieval", "retrieval 检索");
     put(index, &[&zh, &en]);
-    let caps = index.capabilities();
-    let check = |filter: Filter, supported: bool, expected: &[&Spec]| match index.search(
-        "retrieval",
-        10,
-        &filter,
-    ) {
-        Ok(hits) => {
-            assert!(
-                supported,
-                "{} accepted a filter it says it does not support",
-                caps.adapter
-            );
-            let mut got = ids(&hits);
-            got.sort();
-            let mut want: Vec<String> = expected
-                .iter()
-                .map(|s| s.chunk().chunk_id().to_string())
-                .collect();
-            want.sort();
-            assert_eq!(got, want, "filter {filter:?}");
-        }
-        Err(IndexError::Unsupported { .. }) => assert!(!supported),
-        Err(e) => panic!("unexpected error {e}"),
-    };
-    check(
-        scope("s").with_doc_ids([doc("zh")]),
-        caps.filter_doc_ids,
-        &[&zh],
-    );
-    check(
-        scope("s").with_locale(Locale::new("zh").unwrap()),
-        caps.filter_locale,
-        &[&zh],
-    );
-    check(
-        scope("s").with_locale(Locale::new("en").unwrap()),
-        caps.filter_locale,
-        &[&en],
-    );
-    check(
-        scope("s").with_metadata("tags", "x").unwrap(),
-        caps.filter_metadata,
-        &[&zh],
-    );
-    check(
-        scope("s").with_metadata("tags", "y").unwrap(),
-        caps.filter_metadata,
-        &[&zh, &en],
-    );
-    check(
-        scope("s").with_metadata("year", "2023").unwrap(),
-        caps.filter_metadata,
-        &[&en],
-    );
-    check(
-        scope("s")
-            .with_metadata("year", "2023")
-            .unwrap()
-            .with_metadata("tags", "x")
-            .unwrap(),
-        caps.filter_metadata,
-        &[],
-    );
+    check_filter_cases(&index.capabilities(), &zh, &en, &|f| {
+        index.search("retrieval", 10, f)
+    });
 }
 
 /// A search returns at most `k` chunks.

@@ -5,9 +5,12 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::json;
 use zhiku_domain::ports::{IndexError, VectorIndex};
-use zhiku_domain::{ChunkId, DocId, EmbeddingSpace, Filter, Locale, Normalization, Pooling, Scope};
+use zhiku_domain::{ChunkId, DocId, EmbeddingSpace, Filter, Normalization, Pooling, Scope};
 
-use super::fixtures::{Spec, axis, embedded, other_space, space, vector, vector_in};
+use super::fixtures::{
+    Spec, axis, check_filter_cases, embedded, filter_case_specs, other_space, space, vector,
+    vector_in,
+};
 
 fn scope(s: &str) -> Filter {
     Filter::for_scope(Scope::new(s).expect("scope"))
@@ -165,79 +168,14 @@ pub fn scope_filter_never_leaks_on_random_data(index: &dyn VectorIndex) {
 /// Document, locale and metadata conditions are applied inside the search (or refused as
 /// unsupported, never ignored).
 pub fn other_filters_apply_inside_the_search(index: &dyn VectorIndex) {
-    let zh = Spec::new("zh", "s", "zh")
-        .locale("zh-CN")
-        .metadata(json!({"tags": ["x", "y"], "year": 2024}));
-    let en = Spec::new("en", "s", "en")
-        .locale("en")
-        .metadata(json!({"tags": "y", "year": 2023}));
+    let (zh, en) = filter_case_specs("zh", "en");
     index
         .upsert(&[embedded(&zh, axis(2)), embedded(&en, axis(2))])
         .unwrap();
     index.commit().unwrap();
-    let caps = index.capabilities();
-    let check = |filter: Filter, supported: bool, expected: &[&Spec]| match index.search(
-        &axis(2),
-        10,
-        &filter,
-    ) {
-        Ok(hits) => {
-            assert!(
-                supported,
-                "{} accepted a filter it says it does not support",
-                caps.adapter
-            );
-            let mut got = ids(&hits);
-            got.sort();
-            let mut want: Vec<String> = expected
-                .iter()
-                .map(|s| s.chunk().chunk_id().to_string())
-                .collect();
-            want.sort();
-            assert_eq!(got, want, "filter {filter:?}");
-        }
-        Err(IndexError::Unsupported { .. }) => assert!(!supported),
-        Err(e) => panic!("unexpected error {e}"),
-    };
-    check(
-        scope("s").with_doc_ids([doc("zh")]),
-        caps.filter_doc_ids,
-        &[&zh],
-    );
-    check(
-        scope("s").with_locale(Locale::new("zh").unwrap()),
-        caps.filter_locale,
-        &[&zh],
-    );
-    check(
-        scope("s").with_locale(Locale::new("en").unwrap()),
-        caps.filter_locale,
-        &[&en],
-    );
-    check(
-        scope("s").with_metadata("tags", "x").unwrap(),
-        caps.filter_metadata,
-        &[&zh],
-    );
-    check(
-        scope("s").with_metadata("tags", "y").unwrap(),
-        caps.filter_metadata,
-        &[&zh, &en],
-    );
-    check(
-        scope("s").with_metadata("year", "2023").unwrap(),
-        caps.filter_metadata,
-        &[&en],
-    );
-    check(
-        scope("s")
-            .with_metadata("year", "2023")
-            .unwrap()
-            .with_metadata("tags", "x")
-            .unwrap(),
-        caps.filter_metadata,
-        &[],
-    );
+    check_filter_cases(&index.capabilities(), &zh, &en, &|f| {
+        index.search(&axis(2), 10, f)
+    });
 }
 
 /// A search returns at most `k` chunks.
