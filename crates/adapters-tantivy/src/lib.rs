@@ -503,6 +503,34 @@ impl TantivyLexicalIndex {
         Ok(ids)
     }
 
+    /// Merges every committed segment into one and waits for it. After a bulk build this turns
+    /// dozens of small segments into one, so a query visits one term dictionary instead of many.
+    pub fn merge_segments(&self) -> Result<(), IndexError> {
+        // A background merge may retire some of the listed segments first; list them again.
+        let mut attempts = 0;
+        loop {
+            let ids = self.index.searchable_segment_ids().map_err(backend)?;
+            if ids.len() <= 1 {
+                break;
+            }
+            let result = self.writer().merge(&ids).wait();
+            match result {
+                Ok(_) => break,
+                Err(_) if attempts < 10 => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(e) => return Err(backend(e)),
+            }
+        }
+        self.reader.reload().map_err(backend)
+    }
+
+    /// Number of searchable segments.
+    pub fn segment_count(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
+    }
+
     /// The tantivy index (for diagnostics such as on-disk size).
     pub fn raw(&self) -> &Index {
         &self.index

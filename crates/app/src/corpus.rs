@@ -90,6 +90,7 @@ pub fn build_corpus_index(
     };
     let empty = indexer.empty_catalog();
     let (catalog, report) = indexer.run(&empty, docs, SyncMode::Full, &mut |_| {})?;
+    lexical.merge_segments()?;
     let build_seconds = started.elapsed().as_secs_f64();
     Ok(CorpusIndex {
         lexical,
