@@ -1,14 +1,49 @@
 //! The text generation port.
 
+use crate::contracts::ChunkId;
+
 use super::errors::GenerateError;
 
-/// One generation request: instructions and the user turn (which embeds the evidence).
+/// One piece of evidence as the generator sees it: numbered, with its provenance. The text is
+/// untrusted data from the knowledge base, never instructions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceBlock {
+    /// The citation marker number, from 1: the answer cites this block as `[marker]`.
+    pub marker: u32,
+    /// The chunk behind the block.
+    pub chunk_id: ChunkId,
+    /// The document title.
+    pub title: String,
+    /// Where the document came from.
+    pub source: String,
+    /// The chunk's heading path, outermost first.
+    pub heading_path: Vec<String>,
+    /// The chunk's text.
+    pub text: String,
+}
+
+/// One generation request.
+///
+/// Model generators send [`system`](Self::system) and [`prompt`](Self::prompt), which already
+/// embed the delimited sources and any feedback; strategies that work on structure (the
+/// extractive generator) read [`question`](Self::question) and [`sources`](Self::sources).
+/// Both views describe the same request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenerationRequest {
     /// System instructions.
     pub system: String,
-    /// The prompt: question, delimited evidence and any feedback from a rejected attempt.
+    /// The user turn: question, delimited sources and feedback from a rejected attempt.
     pub prompt: String,
+    /// The question as asked.
+    pub question: String,
+    /// This round's evidence, numbered from 1.
+    pub sources: Vec<SourceBlock>,
+    /// Why the previous attempt was rejected, if this is a retry.
+    pub feedback: Option<String>,
+    /// The attempt number, from 1.
+    pub attempt: u32,
+    /// The exact text to answer with when the sources do not answer the question.
+    pub no_material: String,
 }
 
 /// Produces text from a prompt.
@@ -16,8 +51,10 @@ pub struct GenerationRequest {
 /// # Contract
 ///
 /// - [`identity`](Self::identity) names the strategy or model (recorded in traces).
-/// - [`generate`](Self::generate) returns the whole answer text. It MUST NOT hang: network
-///   generators apply a timeout and report [`GenerateError::Unavailable`].
+/// - [`generate`](Self::generate) returns the whole answer text, citing sources with `[n]`
+///   markers, or exactly [`GenerationRequest::no_material`] when the sources do not answer.
+///   It MUST NOT hang: network generators apply a timeout and report
+///   [`GenerateError::Unavailable`].
 /// - [`generate_streaming`](Self::generate_streaming) passes text deltas to `on_delta` as they
 ///   arrive and returns the whole text; the default calls `generate` and emits one delta.
 pub trait Generator: Send + Sync {

@@ -8,6 +8,7 @@
 //! ([`is_temporary`](IndexError::is_temporary)); adapters keep their own error types private and
 //! map them into these.
 
+mod clock;
 mod embedder;
 mod errors;
 mod generator;
@@ -15,9 +16,10 @@ mod index;
 mod source;
 mod trace;
 
+pub use clock::{Clock, FrozenClock, elapsed_ms};
 pub use embedder::Embedder;
 pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
-pub use generator::{GenerationRequest, Generator};
+pub use generator::{GenerationRequest, Generator, SourceBlock};
 pub use index::{
     EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex, VectorIndexExt,
     rank_and_truncate,

@@ -3,6 +3,8 @@
 
 pub mod budget;
 pub mod citation;
+pub mod context;
 pub mod fusion;
 pub mod grading;
 pub mod revision;
+pub mod text;

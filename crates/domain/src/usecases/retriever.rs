@@ -4,9 +4,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::contracts::{Chunk, ChunkId, DocId, Filter};
+use crate::contracts::{Chunk, ChunkId, DocId, EmbeddingSpace, Filter};
 use crate::ports::{
-    Embedder, LexicalIndex, ScoredChunk, SourceError, SourceRecord, SourceStore, VectorIndex,
+    Clock, Embedder, FrozenClock, LexicalIndex, ScoredChunk, SourceError, SourceRecord,
+    SourceStore, VectorIndex, elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
 use crate::rules::fusion::{FusionConfig, Route, reciprocal_rank_fusion};
@@ -130,6 +131,18 @@ pub struct Retrieval {
     pub routes: Vec<RouteReport>,
     /// Candidates per route before fusion.
     pub candidates: BTreeMap<Route, Vec<(ChunkId, f32)>>,
+    /// How long each stage took, in order: `retrieval.dense`, `retrieval.lexical`, `fusion`,
+    /// `revision_check`, `budget` (zero without a clock).
+    pub timings: Vec<StageTiming>,
+}
+
+/// The duration of one stage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageTiming {
+    /// The stage name.
+    pub stage: String,
+    /// Milliseconds.
+    pub ms: f64,
 }
 
 impl Retrieval {
@@ -184,6 +197,7 @@ pub struct Retriever<'a> {
     source: &'a dyn SourceStore,
     fusion: FusionConfig,
     candidates: usize,
+    clock: &'a dyn Clock,
 }
 
 impl std::fmt::Debug for Retriever<'_> {
@@ -207,7 +221,24 @@ impl<'a> Retriever<'a> {
             source,
             fusion: FusionConfig::default(),
             candidates: 50,
+            clock: &FrozenClock,
         }
+    }
+
+    /// Times each stage with `clock` (reported in [`Retrieval::timings`]).
+    pub fn with_clock(mut self, clock: &'a dyn Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The space of the dense route's query vectors, when the route is configured.
+    pub fn dense_space(&self) -> Option<&EmbeddingSpace> {
+        self.dense.map(|(embedder, _)| embedder.space())
+    }
+
+    /// The fusion parameters.
+    pub fn fusion(&self) -> &FusionConfig {
+        &self.fusion
     }
 
     /// Adds the dense route.
@@ -288,6 +319,16 @@ impl<'a> Retriever<'a> {
         let mut candidates: BTreeMap<Route, Vec<(ChunkId, f32)>> = BTreeMap::new();
         let mut chunks: HashMap<ChunkId, Chunk> = HashMap::new();
         let mut route_hits: HashMap<ChunkId, Vec<RouteHit>> = HashMap::new();
+        let mut timings = Vec::new();
+        let mut lap = self.clock.now();
+        let mut mark = |stage: &str, timings: &mut Vec<StageTiming>| {
+            let now = self.clock.now();
+            timings.push(StageTiming {
+                stage: stage.to_string(),
+                ms: elapsed_ms(lap, now),
+            });
+            lap = now;
+        };
 
         for route in [Route::Dense, Route::Lexical] {
             if !request.mode.wants(route) {
@@ -301,6 +342,7 @@ impl<'a> Retriever<'a> {
                 Route::Dense => self.run_dense(request, per_route),
                 Route::Lexical => self.run_lexical(request, per_route),
             };
+            mark(&format!("retrieval.{route}"), &mut timings);
             match result {
                 Ok(hits) => {
                     routes.push(RouteReport {
@@ -335,6 +377,7 @@ impl<'a> Retriever<'a> {
         }
 
         let fused = reciprocal_rank_fusion(&lists, &self.fusion);
+        mark("fusion", &mut timings);
         let mut sources: HashMap<DocId, Option<SourceRecord>> = HashMap::new();
         let mut evidence = Vec::new();
         let mut dropped = Vec::new();
@@ -370,6 +413,7 @@ impl<'a> Retriever<'a> {
             }
         }
 
+        mark("revision_check", &mut timings);
         let (evidence, budget_dropped, truncated) = match request.budget {
             Some(budget) => {
                 let out = budget.apply(evidence, |e| e.chunk.char_len());
@@ -382,6 +426,7 @@ impl<'a> Retriever<'a> {
             }
             None => (evidence, Vec::new(), false),
         };
+        mark("budget", &mut timings);
         Ok(Retrieval {
             evidence,
             dropped,
@@ -389,6 +434,7 @@ impl<'a> Retriever<'a> {
             truncated,
             routes,
             candidates,
+            timings,
         })
     }
 }

@@ -1,0 +1,672 @@
+//! Grounded answers: retrieve, check, budget, generate, validate citations, frame the result,
+//! and record every step as a trace event.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::contracts::{ChunkId, DocId, Filter};
+use crate::ports::{
+    Clock, GenerateError, Generator, SourceBlock, SourceError, TraceEvent, TraceSink, elapsed_ms,
+};
+use crate::rules::budget::RetrievalBudget;
+use crate::rules::citation::{self, CitationViolation};
+use crate::rules::context::{self, build_request, feedback_for};
+use crate::rules::fusion::Route;
+use crate::rules::text;
+
+use super::retriever::{
+    Evidence, Retrieval, RetrievalMode, RetrievalRequest, RetrieveError, Retriever, RouteReport,
+    RouteStatus,
+};
+
+/// How an answer run is shaped.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AnswerPolicy {
+    /// Routes to use.
+    pub mode: RetrievalMode,
+    /// Evidence retrieved before the budget.
+    pub k: usize,
+    /// What of the evidence reaches the context (whole chunks only).
+    pub budget: RetrievalBudget,
+    /// Generation attempts before the run ends `blocked` (at least 1).
+    pub max_attempts: u32,
+}
+
+impl Default for AnswerPolicy {
+    fn default() -> Self {
+        Self {
+            mode: RetrievalMode::Hybrid,
+            k: 8,
+            budget: RetrievalBudget::new(6, 4000).expect("valid default budget"),
+            max_attempts: 3,
+        }
+    }
+}
+
+/// How a run ended. The four are never confused: "nothing relevant" is `not_found`, "could not
+/// look" is `cannot_retrieve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStatus {
+    /// An answer whose citations all name this round's evidence.
+    Answered,
+    /// Retrieval ran and found nothing that answers the question.
+    NotFound,
+    /// No retrieval route could run.
+    CannotRetrieve,
+    /// The generator kept producing answers whose citations failed; nothing is shown.
+    Blocked,
+}
+
+impl AnswerStatus {
+    /// `answered`, `not_found`, `cannot_retrieve` or `blocked`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::NotFound => "not_found",
+            Self::CannotRetrieve => "cannot_retrieve",
+            Self::Blocked => "blocked",
+        }
+    }
+}
+
+/// One citation of an answer, resolved to its chunk and document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Citation {
+    /// The `[n]` marker in the answer.
+    pub marker: u32,
+    /// The cited chunk.
+    pub chunk_id: ChunkId,
+    /// Its document.
+    pub doc_id: DocId,
+    /// The document title.
+    pub title: String,
+    /// Where the document came from.
+    pub source: String,
+    /// The document revision the chunk was read from (checked against the source this round).
+    pub revision: String,
+    /// The sentence of the chunk that best supports the citing text.
+    pub quote: String,
+}
+
+/// One piece of this round's evidence, as shown beside the answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidenceSummary {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// 1-based rank after fusion, checks and budget.
+    pub rank: usize,
+    /// The fused score.
+    pub score: f64,
+    /// Each route's own score for the chunk.
+    pub scores: BTreeMap<Route, f32>,
+    /// Each route's rank for the chunk.
+    pub route_ranks: BTreeMap<Route, usize>,
+    /// The document.
+    pub doc_id: DocId,
+    /// The document title.
+    pub title: String,
+    /// Where the document came from.
+    pub source: String,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnswerFrame {
+    /// The question as asked.
+    pub question: String,
+    /// The answer text (with `[n]` markers), the no-material sentence, or why there is no
+    /// answer. Never uncited generator text.
+    pub answer: String,
+    /// How the run ended.
+    pub status: AnswerStatus,
+    /// The answer's citations, in marker order.
+    pub citations: Vec<Citation>,
+    /// The evidence the generator saw, in rank order.
+    pub evidence: Vec<EvidenceSummary>,
+    /// Each route's status.
+    pub routes: Vec<RouteReport>,
+    /// The run's trace ID.
+    pub trace_id: String,
+    /// True when the budget left evidence out.
+    pub retrieval_truncated: bool,
+    /// Generation attempts made.
+    pub attempts: u32,
+    /// The generator's identity (empty when generation did not run).
+    pub generator: String,
+    /// Total run time in milliseconds.
+    pub latency_ms: f64,
+}
+
+/// Why a run could not produce a frame.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The question or the policy is malformed.
+    #[error("invalid question: {0}")]
+    InvalidInput(String),
+    /// The revision check could not read the source.
+    #[error("cannot check retrieved evidence against the source: {0}")]
+    Source(#[from] SourceError),
+    /// The generator failed (it is unreachable, timed out or refused the request).
+    #[error("{0}")]
+    Generate(#[from] GenerateError),
+}
+
+/// Answers questions from retrieved evidence with enforced citations.
+pub struct Answerer<'a> {
+    retriever: &'a Retriever<'a>,
+    generator: &'a dyn Generator,
+    trace: &'a dyn TraceSink,
+    clock: &'a dyn Clock,
+    policy: AnswerPolicy,
+}
+
+impl std::fmt::Debug for Answerer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answerer")
+            .field("generator", &self.generator.identity())
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+struct Run<'r> {
+    trace_id: &'r str,
+    sink: &'r dyn TraceSink,
+    clock: &'r dyn Clock,
+    started: std::time::Duration,
+    lap: std::time::Duration,
+    stages: Vec<(String, f64)>,
+}
+
+impl Run<'_> {
+    fn emit(&self, stage: &str, data: Value) {
+        self.sink.record(TraceEvent {
+            trace_id: self.trace_id.to_string(),
+            stage: stage.to_string(),
+            data,
+        });
+    }
+
+    /// Milliseconds since the last lap, recorded under `stage`.
+    fn lap(&mut self, stage: &str) -> f64 {
+        let now = self.clock.now();
+        let ms = elapsed_ms(self.lap, now);
+        self.lap = now;
+        self.stages.push((stage.to_string(), ms));
+        ms
+    }
+
+    fn total_ms(&self) -> f64 {
+        elapsed_ms(self.started, self.clock.now())
+    }
+}
+
+impl<'a> Answerer<'a> {
+    /// An answerer over `retriever` and `generator`, recording to `trace` and timing with
+    /// `clock`.
+    pub fn new(
+        retriever: &'a Retriever<'a>,
+        generator: &'a dyn Generator,
+        trace: &'a dyn TraceSink,
+        clock: &'a dyn Clock,
+        policy: AnswerPolicy,
+    ) -> Self {
+        Self {
+            retriever,
+            generator,
+            trace,
+            clock,
+            policy,
+        }
+    }
+
+    /// Answers `question` within `filter` (from the caller's identity: nothing in the question
+    /// or the evidence can widen it). Every step is recorded under `trace_id`.
+    pub fn ask(
+        &self,
+        question: &str,
+        filter: &Filter,
+        trace_id: &str,
+    ) -> Result<AnswerFrame, AskError> {
+        let now = self.clock.now();
+        let mut run = Run {
+            trace_id,
+            sink: self.trace,
+            clock: self.clock,
+            started: now,
+            lap: now,
+            stages: Vec::new(),
+        };
+        if self.policy.max_attempts == 0 {
+            return Err(AskError::InvalidInput(
+                "max_attempts must be at least 1".into(),
+            ));
+        }
+        run.emit(
+            "query",
+            json!({
+                "question": question,
+                "scopes": filter.scopes(),
+                "doc_ids": filter.doc_ids(),
+                "locale": filter.locale(),
+                "metadata": filter.metadata().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+                "mode": self.policy.mode,
+                "k": self.policy.k,
+            }),
+        );
+        let request = RetrievalRequest {
+            query: question,
+            filter,
+            mode: self.policy.mode,
+            k: self.policy.k,
+            budget: Some(self.policy.budget),
+        };
+        let retrieval = match self.retriever.retrieve(&request) {
+            Ok(r) => r,
+            Err(RetrieveError::CannotRetrieve { routes }) => {
+                run.lap("retrieval");
+                for r in &routes {
+                    run.emit("retrieval.route", route_event(r, None, &[], 0.0));
+                }
+                let answer = format!(
+                    "cannot retrieve: {}",
+                    RetrieveError::CannotRetrieve {
+                        routes: routes.clone()
+                    }
+                    .to_string()
+                    .trim_start_matches("cannot retrieve: ")
+                );
+                return Ok(self.finish(
+                    &mut run,
+                    Frame {
+                        question,
+                        answer,
+                        status: AnswerStatus::CannotRetrieve,
+                        citations: Vec::new(),
+                        retrieval: None,
+                        routes,
+                        attempts: 0,
+                        generator: String::new(),
+                    },
+                ));
+            }
+            Err(RetrieveError::Source(e)) => return Err(AskError::Source(e)),
+            Err(RetrieveError::InvalidInput(m)) => return Err(AskError::InvalidInput(m)),
+        };
+        run.lap("retrieval");
+        self.record_retrieval(&run, &retrieval);
+
+        let sources: Vec<SourceBlock> = retrieval
+            .evidence
+            .iter()
+            .enumerate()
+            .map(|(i, e)| SourceBlock {
+                marker: i as u32 + 1,
+                chunk_id: e.chunk_id.clone(),
+                title: e.chunk.doc().title.to_string(),
+                source: e.chunk.doc().source.to_string(),
+                heading_path: e.chunk.heading_path().to_vec(),
+                text: e.chunk.content().to_string(),
+            })
+            .collect();
+        if sources.is_empty() {
+            run.emit(
+                "generation",
+                json!({"skipped": true, "reason": "no evidence survived retrieval"}),
+            );
+            let answer = context::no_material_for(question).to_string();
+            return Ok(self.finish(
+                &mut run,
+                Frame {
+                    question,
+                    answer,
+                    status: AnswerStatus::NotFound,
+                    citations: Vec::new(),
+                    routes: retrieval.routes.clone(),
+                    retrieval: Some(&retrieval),
+                    attempts: 0,
+                    generator: String::new(),
+                },
+            ));
+        }
+
+        let round: Vec<ChunkId> = sources.iter().map(|s| s.chunk_id.clone()).collect();
+        let round_set: BTreeSet<ChunkId> = round.iter().cloned().collect();
+        let generator = self.generator.identity();
+        let mut feedback = None;
+        for attempt in 1..=self.policy.max_attempts {
+            let gen_request = build_request(question, sources.clone(), feedback.take(), attempt);
+            run.emit(
+                "context",
+                json!({
+                    "attempt": attempt,
+                    "sources": sources.len(),
+                    "source_chars": sources.iter().map(|s| s.text.chars().count()).sum::<usize>(),
+                    "system_chars": gen_request.system.chars().count(),
+                    "prompt_chars": gen_request.prompt.chars().count(),
+                    "feedback": gen_request.feedback,
+                }),
+            );
+            let output = self.generator.generate(&gen_request);
+            let ms = run.lap(&format!("generation.{attempt}"));
+            let text = match output {
+                Ok(text) => text,
+                Err(e) => {
+                    run.emit(
+                        "generation",
+                        json!({"attempt": attempt, "generator": generator, "ms": ms,
+                               "error": e.to_string(), "temporary": e.is_temporary()}),
+                    );
+                    run.emit(
+                        "answer",
+                        json!({"status": "error", "error": e.to_string(),
+                               "latency_ms": run.total_ms()}),
+                    );
+                    return Err(AskError::Generate(e));
+                }
+            };
+            run.emit(
+                "generation",
+                json!({"attempt": attempt, "generator": generator, "ms": ms,
+                       "answer_chars": text.chars().count()}),
+            );
+            let text = text.trim().to_string();
+            let resolved = citation::resolve(&text, &round);
+            if resolved.written == 0 && context::is_no_material(&text) {
+                run.emit(
+                    "citation_validation",
+                    json!({"attempt": attempt, "ok": true, "no_material": true}),
+                );
+                return Ok(self.finish(
+                    &mut run,
+                    Frame {
+                        question,
+                        answer: context::no_material_for(question).to_string(),
+                        status: AnswerStatus::NotFound,
+                        citations: Vec::new(),
+                        routes: retrieval.routes.clone(),
+                        retrieval: Some(&retrieval),
+                        attempts: attempt,
+                        generator,
+                    },
+                ));
+            }
+            // Defence in depth: every resolved ID must be in this round's set.
+            let verdict = resolved.check().and_then(|()| {
+                let cited: Vec<ChunkId> = resolved.cited.iter().map(|(_, id)| id.clone()).collect();
+                citation::validate(&cited, &round_set)
+            });
+            match verdict {
+                Ok(()) => {
+                    run.emit(
+                        "citation_validation",
+                        json!({
+                            "attempt": attempt,
+                            "ok": true,
+                            "cited": resolved.cited.iter()
+                                .map(|(m, id)| json!({"marker": m, "chunk_id": id}))
+                                .collect::<Vec<_>>(),
+                        }),
+                    );
+                    let citations = citations_for(&text, &resolved.cited, &retrieval.evidence);
+                    return Ok(self.finish(
+                        &mut run,
+                        Frame {
+                            question,
+                            answer: text,
+                            status: AnswerStatus::Answered,
+                            citations,
+                            routes: retrieval.routes.clone(),
+                            retrieval: Some(&retrieval),
+                            attempts: attempt,
+                            generator,
+                        },
+                    ));
+                }
+                Err(violation) => {
+                    let bad = match &violation {
+                        CitationViolation::AnswerHasNoCitation => Vec::new(),
+                        CitationViolation::CitationNotInThisRound { ids } => ids.clone(),
+                    };
+                    run.emit(
+                        "citation_rejected",
+                        json!({
+                            "attempt": attempt,
+                            "code": violation.code(),
+                            "bad": bad,
+                            "allowed": round,
+                            "retry": attempt < self.policy.max_attempts,
+                        }),
+                    );
+                    feedback = Some(feedback_for(&violation, sources.len()));
+                }
+            }
+        }
+        let answer = format!(
+            "No answer is shown: the generator's citations failed validation {} times.",
+            self.policy.max_attempts
+        );
+        Ok(self.finish(
+            &mut run,
+            Frame {
+                question,
+                answer,
+                status: AnswerStatus::Blocked,
+                citations: Vec::new(),
+                routes: retrieval.routes.clone(),
+                retrieval: Some(&retrieval),
+                attempts: self.policy.max_attempts,
+                generator,
+            },
+        ))
+    }
+
+    fn record_retrieval(&self, run: &Run<'_>, retrieval: &Retrieval) {
+        let ms = |stage: &str| {
+            retrieval
+                .timings
+                .iter()
+                .find(|t| t.stage == stage)
+                .map_or(0.0, |t| t.ms)
+        };
+        for r in &retrieval.routes {
+            let space = match r.route {
+                Route::Dense => self
+                    .retriever
+                    .dense_space()
+                    .map(|s| s.identity().to_string()),
+                Route::Lexical => None,
+            };
+            let hits = retrieval
+                .candidates
+                .get(&r.route)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            run.emit(
+                "retrieval.route",
+                route_event(r, space, hits, ms(&format!("retrieval.{}", r.route))),
+            );
+        }
+        let fusion = self.retriever.fusion();
+        run.emit(
+            "fusion",
+            json!({
+                "method": "reciprocal_rank_fusion",
+                "k": fusion.k,
+                "weights": fusion.weights,
+                "ms": ms("fusion"),
+                "fused": retrieval.evidence.iter().map(|e| json!({
+                    "chunk_id": e.chunk_id, "score": e.score, "routes": e.routes,
+                })).chain(retrieval.budget_dropped.iter().map(|id| json!({
+                    "chunk_id": id, "left_out_by_budget": true,
+                }))).collect::<Vec<_>>(),
+            }),
+        );
+        run.emit(
+            "revision_check",
+            json!({
+                "kept": retrieval.evidence.len() + retrieval.budget_dropped.len(),
+                "dropped": retrieval.dropped,
+                "ms": ms("revision_check"),
+            }),
+        );
+        let budget = self.policy.budget;
+        run.emit(
+            "budget",
+            json!({
+                "max_chunks": budget.max_chunks(),
+                "max_chars": budget.max_chars(),
+                "kept": retrieval.evidence.len(),
+                "chars_used": retrieval.evidence.iter().map(|e| e.chunk.char_len()).sum::<usize>(),
+                "left_out": retrieval.budget_dropped,
+                "retrieval_truncated": retrieval.truncated,
+                "ms": ms("budget"),
+            }),
+        );
+    }
+
+    fn finish(&self, run: &mut Run<'_>, frame: Frame<'_>) -> AnswerFrame {
+        let latency_ms = run.total_ms();
+        let (evidence, truncated) = match frame.retrieval {
+            Some(r) => (r.evidence.iter().map(summarise).collect(), r.truncated),
+            None => (Vec::new(), false),
+        };
+        let out = AnswerFrame {
+            question: frame.question.to_string(),
+            answer: frame.answer,
+            status: frame.status,
+            citations: frame.citations,
+            evidence,
+            routes: frame.routes,
+            trace_id: run.trace_id.to_string(),
+            retrieval_truncated: truncated,
+            attempts: frame.attempts,
+            generator: frame.generator,
+            latency_ms,
+        };
+        let routes_ran: Vec<String> = out
+            .routes
+            .iter()
+            .filter(|r| matches!(r.status, RouteStatus::Ran { .. }))
+            .map(|r| r.route.to_string())
+            .collect();
+        run.emit(
+            "answer",
+            json!({
+                "status": out.status,
+                "attempts": out.attempts,
+                "citations": out.citations.iter().map(|c| json!({
+                    "marker": c.marker, "chunk_id": c.chunk_id,
+                })).collect::<Vec<_>>(),
+                "routes_ran": routes_ran,
+                "retrieval_truncated": out.retrieval_truncated,
+                "answer_chars": out.answer.chars().count(),
+                "latency_ms": latency_ms,
+                "stages_ms": run.stages.iter().map(|(s, ms)| json!({"stage": s, "ms": ms}))
+                    .collect::<Vec<_>>(),
+            }),
+        );
+        out
+    }
+}
+
+struct Frame<'f> {
+    question: &'f str,
+    answer: String,
+    status: AnswerStatus,
+    citations: Vec<Citation>,
+    retrieval: Option<&'f Retrieval>,
+    routes: Vec<RouteReport>,
+    attempts: u32,
+    generator: String,
+}
+
+fn route_event(r: &RouteReport, space: Option<String>, hits: &[(ChunkId, f32)], ms: f64) -> Value {
+    let (status, reason) = match &r.status {
+        RouteStatus::Ran { .. } => ("ran", None),
+        RouteStatus::Unavailable { reason } => ("unavailable", Some(reason.clone())),
+        RouteStatus::NotRequested => ("not_requested", None),
+    };
+    json!({
+        "route": r.route,
+        "status": status,
+        "reason": reason,
+        "embedding_space": space,
+        "ms": ms,
+        "hits": hits.iter().take(20).enumerate().map(|(i, (id, score))| json!({
+            "rank": i + 1, "chunk_id": id, "score": score,
+        })).collect::<Vec<_>>(),
+        "hit_count": hits.len(),
+    })
+}
+
+fn summarise(e: &Evidence) -> EvidenceSummary {
+    EvidenceSummary {
+        chunk_id: e.chunk_id.clone(),
+        rank: e.rank,
+        score: e.score,
+        scores: e.routes.iter().map(|r| (r.route, r.score)).collect(),
+        route_ranks: e.routes.iter().map(|r| (r.route, r.rank)).collect(),
+        doc_id: e.chunk.doc_id().clone(),
+        title: e.chunk.doc().title.to_string(),
+        source: e.chunk.doc().source.to_string(),
+    }
+}
+
+/// The answer text that cites `marker`: each sentence containing it.
+fn citing_text(answer: &str, marker: u32) -> String {
+    let needle = format!("[{marker}]");
+    let parts: Vec<String> = text::sentences(answer)
+        .into_iter()
+        .filter(|s| s.contains(&needle) || citation::markers(s).contains(&marker))
+        .collect();
+    if parts.is_empty() {
+        answer.to_string()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The sentence of `content` sharing the most terms with `claim`.
+fn best_quote(content: &str, claim: &str) -> String {
+    let claim_terms = text::terms(claim);
+    let mut best: Option<(usize, String)> = None;
+    for sentence in text::sentences(content) {
+        let overlap = text::terms(&sentence).intersection(&claim_terms).count();
+        if best.as_ref().is_none_or(|(b, _)| overlap > *b) {
+            best = Some((overlap, sentence));
+        }
+    }
+    let quote = best.map(|(_, s)| s).unwrap_or_default();
+    if quote.chars().count() > 300 {
+        let mut q: String = quote.chars().take(299).collect();
+        q.push('…');
+        q
+    } else {
+        quote
+    }
+}
+
+fn citations_for(answer: &str, cited: &[(u32, ChunkId)], evidence: &[Evidence]) -> Vec<Citation> {
+    let mut out: Vec<Citation> = cited
+        .iter()
+        .filter_map(|(marker, id)| {
+            let e = evidence.iter().find(|e| &e.chunk_id == id)?;
+            let doc = e.chunk.doc();
+            Some(Citation {
+                marker: *marker,
+                chunk_id: id.clone(),
+                doc_id: e.chunk.doc_id().clone(),
+                title: doc.title.to_string(),
+                source: doc.source.to_string(),
+                revision: doc.revision.to_string(),
+                quote: best_quote(e.chunk.content(), &citing_text(answer, *marker)),
+            })
+        })
+        .collect();
+    out.sort_by_key(|c| c.marker);
+    out
+}
