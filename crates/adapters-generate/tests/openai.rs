@@ -1,0 +1,113 @@
+//! The OpenAI-compatible generator against a real server.
+//!
+//! Set `ZHIKU_TEST_LLM_URL` (e.g. `http://127.0.0.1:8088/v1`, started by
+//! `scripts/llm-server.sh`) to run these; without it each test prints SKIPPED and returns.
+//! `ZHIKU_TEST_LLM_MODEL` names the model (default `local`; llama.cpp's server accepts any).
+
+use std::time::{Duration, Instant};
+
+use zhiku_adapters_generate::{OpenAiConfig, OpenAiGenerator};
+use zhiku_domain::ports::{GenerateError, Generator, SourceBlock};
+use zhiku_domain::rules::context::build_request;
+use zhiku_domain::{ChunkId, DocId, sha256_hex};
+
+fn server() -> Option<OpenAiConfig> {
+    match std::env::var("ZHIKU_TEST_LLM_URL") {
+        Ok(url) if !url.is_empty() => {
+            let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
+            let mut c = OpenAiConfig::new(url, model);
+            c.timeout = Duration::from_secs(300);
+            c.max_tokens = 160;
+            Some(c)
+        }
+        _ => {
+            eprintln!(
+                "SKIPPED: no OpenAI-compatible server; set ZHIKU_TEST_LLM_URL=http://127.0.0.1:8088/v1 \
+                 (scripts/llm-server.sh starts one) to run this test"
+            );
+            None
+        }
+    }
+}
+
+fn block(marker: u32, text: &str) -> SourceBlock {
+    SourceBlock {
+        marker,
+        chunk_id: ChunkId::derive(
+            &DocId::new("kb").unwrap(),
+            marker as usize,
+            &sha256_hex(text),
+        ),
+        title: "zhiku notes".into(),
+        source: "kb/notes.md".into(),
+        heading_path: vec![],
+        text: text.into(),
+    }
+}
+
+fn sources() -> Vec<SourceBlock> {
+    vec![
+        block(1, "zhiku is written in Rust."),
+        block(
+            2,
+            "zhiku stores its vectors in Qdrant or in an embedded file.",
+        ),
+    ]
+}
+
+#[test]
+fn answers_a_request_over_http() {
+    let Some(config) = server() else { return };
+    let generator = OpenAiGenerator::new(config);
+    let request = build_request("What language is zhiku written in?", sources(), None, 1);
+    let started = Instant::now();
+    let text = generator.generate(&request).unwrap();
+    eprintln!("answer in {:?}: {text}", started.elapsed());
+    assert!(!text.trim().is_empty());
+    assert!(generator.identity().starts_with("openai-compatible:"));
+}
+
+#[test]
+fn streams_deltas_that_add_up_to_the_answer() {
+    let Some(config) = server() else { return };
+    let generator = OpenAiGenerator::new(config);
+    let request = build_request("Where does zhiku store vectors?", sources(), None, 1);
+    let mut deltas = Vec::new();
+    let text = generator
+        .generate_streaming(&request, &mut |d| deltas.push(d.to_string()))
+        .unwrap();
+    eprintln!("{} deltas: {text}", deltas.len());
+    assert!(deltas.len() > 1, "the server sent one piece: not a stream");
+    assert_eq!(deltas.concat(), text);
+    assert!(!text.trim().is_empty());
+}
+
+#[test]
+fn a_prompt_beyond_the_context_is_a_permanent_error() {
+    let Some(config) = server() else { return };
+    let generator = OpenAiGenerator::new(config);
+    let huge = "zhiku indexes documents. ".repeat(6000);
+    let request = build_request("What does zhiku do?", vec![block(1, &huge)], None, 1);
+    let err = generator.generate(&request).unwrap_err();
+    eprintln!("{err}");
+    assert!(!err.is_temporary(), "{err}");
+}
+
+#[test]
+fn an_unreachable_server_is_unavailable_at_once() {
+    // Nothing listens on port 9 of the loopback: connection refused, no hang.
+    let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "any");
+    config.timeout = Duration::from_secs(5);
+    let generator = OpenAiGenerator::new(config);
+    let request = build_request("q", sources(), None, 1);
+    let started = Instant::now();
+    let err = generator.generate(&request).unwrap_err();
+    assert!(matches!(err, GenerateError::Unavailable { .. }), "{err}");
+    assert!(err.is_temporary());
+    assert!(err.to_string().contains("127.0.0.1:9"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = generator
+        .generate_streaming(&request, &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(err, GenerateError::Unavailable { .. }), "{err}");
+}
