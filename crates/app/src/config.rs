@@ -49,6 +49,16 @@ pub enum LexicalKind {
     Disk,
 }
 
+/// What writes answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GeneratorKind {
+    /// The offline extractive strategy (no model).
+    Extractive,
+    /// An OpenAI-compatible chat-completions server (`llm_url`, `llm_model`).
+    Openai,
+}
+
 /// The resolved configuration of one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -78,6 +88,24 @@ pub struct Config {
     pub candidates: usize,
     /// Texts per embedder forward pass.
     pub embed_batch: usize,
+    /// What writes answers.
+    pub generator: GeneratorKind,
+    /// Base URL of the OpenAI-compatible API (up to `/v1`).
+    pub llm_url: String,
+    /// Model name sent to the server.
+    pub llm_model: String,
+    /// The environment variable holding the API key (the key itself never sits in a file).
+    pub llm_api_key_env: String,
+    /// Generation deadline in milliseconds.
+    pub llm_timeout_ms: u64,
+    /// Most tokens generated per answer.
+    pub llm_max_tokens: u32,
+    /// Generation attempts before an answer run ends `blocked`.
+    pub ask_attempts: u32,
+    /// Most chunks in an answer's context.
+    pub context_chunks: usize,
+    /// Most characters of evidence in an answer's context.
+    pub context_chars: usize,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
 }
@@ -97,6 +125,15 @@ struct Layer {
     k: Option<usize>,
     candidates: Option<usize>,
     embed_batch: Option<usize>,
+    generator: Option<GeneratorKind>,
+    llm_url: Option<String>,
+    llm_model: Option<String>,
+    llm_api_key_env: Option<String>,
+    llm_timeout_ms: Option<u64>,
+    llm_max_tokens: Option<u32>,
+    ask_attempts: Option<u32>,
+    context_chunks: Option<usize>,
+    context_chars: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -170,6 +207,27 @@ fn env_layer(env: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
         embed_batch: get("EMBED_BATCH")
             .map(|v| parse("ZHIKU_EMBED_BATCH", v))
             .transpose()?,
+        generator: get("GENERATOR")
+            .map(|v| parse("ZHIKU_GENERATOR", v))
+            .transpose()?,
+        llm_url: get("LLM_URL"),
+        llm_model: get("LLM_MODEL"),
+        llm_api_key_env: get("LLM_API_KEY_ENV"),
+        llm_timeout_ms: get("LLM_TIMEOUT_MS")
+            .map(|v| parse("ZHIKU_LLM_TIMEOUT_MS", v))
+            .transpose()?,
+        llm_max_tokens: get("LLM_MAX_TOKENS")
+            .map(|v| parse("ZHIKU_LLM_MAX_TOKENS", v))
+            .transpose()?,
+        ask_attempts: get("ASK_ATTEMPTS")
+            .map(|v| parse("ZHIKU_ASK_ATTEMPTS", v))
+            .transpose()?,
+        context_chunks: get("CONTEXT_CHUNKS")
+            .map(|v| parse("ZHIKU_CONTEXT_CHUNKS", v))
+            .transpose()?,
+        context_chars: get("CONTEXT_CHARS")
+            .map(|v| parse("ZHIKU_CONTEXT_CHARS", v))
+            .transpose()?,
     })
 }
 
@@ -237,6 +295,15 @@ impl Config {
             k: pick!(k, 8),
             candidates: pick!(candidates, 50),
             embed_batch: pick!(embed_batch, 32),
+            generator: pick!(generator, GeneratorKind::Extractive),
+            llm_url: pick!(llm_url, "http://127.0.0.1:8088/v1".to_string()),
+            llm_model: pick!(llm_model, "local".to_string()),
+            llm_api_key_env: pick!(llm_api_key_env, "ZHIKU_LLM_API_KEY".to_string()),
+            llm_timeout_ms: pick!(llm_timeout_ms, 60_000),
+            llm_max_tokens: pick!(llm_max_tokens, 512),
+            ask_attempts: pick!(ask_attempts, 3),
+            context_chunks: pick!(context_chunks, 6),
+            context_chars: pick!(context_chars, 4000),
             profile,
             origins,
         };
@@ -245,6 +312,9 @@ impl Config {
         Scope::new(&config.default_scope)?;
         if config.k == 0 {
             bail!("k must be at least 1");
+        }
+        if config.ask_attempts == 0 || config.context_chunks == 0 || config.context_chars == 0 {
+            bail!("ask_attempts, context_chunks and context_chars must be at least 1");
         }
         Ok(config)
     }

@@ -12,7 +12,9 @@ use zhiku_domain::Filter;
 use zhiku_domain::rules::grading::{
     ChunkLocation, MetricTotals, first_relevant_rank, span_hit_at_k,
 };
-use zhiku_domain::usecases::{RetrievalMode, RetrievalRequest, RetrieveError, Retriever};
+use zhiku_domain::usecases::{
+    AnswerStatus, Answerer, AskError, RetrievalMode, RetrievalRequest, RetrieveError, Retriever,
+};
 
 use crate::beir::{EvalQuery, EvalSet};
 
@@ -153,4 +155,138 @@ pub fn evaluate(
         on_query(&result);
     }
     Ok(summary)
+}
+
+/// One answered case, written as a JSONL line by `zhiku eval --golden --per-query`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnswerResult {
+    /// Case id.
+    pub id: String,
+    /// How the run ended.
+    pub status: AnswerStatus,
+    /// True when every citation names a chunk of this round's evidence (and there is one).
+    pub citations_valid: bool,
+    /// True when a citation names one of the expected documents.
+    pub cites_expected: bool,
+    /// Generation attempts.
+    pub attempts: u32,
+    /// The answer text.
+    pub answer: String,
+    /// The run's trace ID.
+    pub trace_id: String,
+}
+
+/// Answer-level figures over a golden set.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AnswerSummary {
+    /// Cases run.
+    pub cases: usize,
+    /// Cases per final status.
+    pub answered: usize,
+    /// Ended `not_found`.
+    pub not_found: usize,
+    /// Ended `blocked`.
+    pub blocked: usize,
+    /// Ended `cannot_retrieve`.
+    pub cannot_retrieve: usize,
+    /// Cases marked `citationMustBeValid` that produced an answer (answered or blocked).
+    pub citation_checked: usize,
+    /// Of those, answers whose citations all come from this round's retrieval.
+    pub citation_valid: usize,
+    /// Answers accepted on the first attempt.
+    pub first_attempt: usize,
+    /// Cases with `noAnswer`.
+    pub no_answer_cases: usize,
+    /// Of those, runs that ended `not_found`.
+    pub no_answer_not_found: usize,
+    /// Answerable cases (with expected documents).
+    pub answerable: usize,
+    /// Of those, runs that ended `answered`.
+    pub answerable_answered: usize,
+    /// Of those, answers citing at least one expected document.
+    pub answerable_cites_expected: usize,
+}
+
+impl AnswerSummary {
+    /// The figures as JSON, with the shares computed: `citation_validity`,
+    /// `no_answer_not_found_rate`, `answered_rate` and `cites_expected_rate`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let share = |a: usize, b: usize| {
+            if b == 0 {
+                serde_json::Value::Null
+            } else {
+                ((a as f64 / b as f64 * 10_000.0).round() / 10_000.0).into()
+            }
+        };
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        v["citation_validity"] = share(self.citation_valid, self.citation_checked);
+        v["no_answer_not_found_rate"] = share(self.no_answer_not_found, self.no_answer_cases);
+        v["answered_rate"] = share(self.answerable_answered, self.answerable);
+        v["cites_expected_rate"] = share(self.answerable_cites_expected, self.answerable_answered);
+        v
+    }
+}
+
+/// Asks every case of `set` and grades the answers: statuses, citation validity against each
+/// round's own evidence, and whether no-answer cases end `not_found`.
+pub fn evaluate_answers(
+    answerer: &Answerer<'_>,
+    filter: &Filter,
+    set: &EvalSet,
+    new_trace_id: &dyn Fn() -> String,
+    on_case: &mut dyn FnMut(&AnswerResult),
+) -> Result<AnswerSummary, AskError> {
+    let mut s = AnswerSummary::default();
+    for case in &set.queries {
+        if case.text.trim().is_empty() {
+            continue;
+        }
+        let frame = answerer.ask(&case.text, filter, &new_trace_id())?;
+        s.cases += 1;
+        match frame.status {
+            AnswerStatus::Answered => s.answered += 1,
+            AnswerStatus::NotFound => s.not_found += 1,
+            AnswerStatus::Blocked => s.blocked += 1,
+            AnswerStatus::CannotRetrieve => s.cannot_retrieve += 1,
+        }
+        let round: HashSet<&str> = frame.evidence.iter().map(|e| e.chunk_id.as_str()).collect();
+        let citations_valid = frame.status == AnswerStatus::Answered
+            && !frame.citations.is_empty()
+            && frame
+                .citations
+                .iter()
+                .all(|c| round.contains(c.chunk_id.as_str()));
+        let produced = matches!(frame.status, AnswerStatus::Answered | AnswerStatus::Blocked);
+        if case.citation_must_be_valid && produced {
+            s.citation_checked += 1;
+            s.citation_valid += usize::from(citations_valid);
+        }
+        if frame.status == AnswerStatus::Answered && frame.attempts == 1 {
+            s.first_attempt += 1;
+        }
+        let cites_expected = frame
+            .citations
+            .iter()
+            .any(|c| case.relevant.contains(c.doc_id.as_str()));
+        if case.no_answer {
+            s.no_answer_cases += 1;
+            s.no_answer_not_found += usize::from(frame.status == AnswerStatus::NotFound);
+        } else if !case.relevant.is_empty() {
+            s.answerable += 1;
+            if frame.status == AnswerStatus::Answered {
+                s.answerable_answered += 1;
+                s.answerable_cites_expected += usize::from(cites_expected);
+            }
+        }
+        on_case(&AnswerResult {
+            id: case.id.clone(),
+            status: frame.status,
+            citations_valid,
+            cites_expected,
+            attempts: frame.attempts,
+            answer: frame.answer,
+            trace_id: frame.trace_id,
+        });
+    }
+    Ok(s)
 }

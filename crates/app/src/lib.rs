@@ -1,6 +1,7 @@
 //! The zhiku application: the composition root that picks adapters, and the use cases it exposes
 //! on the command line.
 
+pub mod answer;
 pub mod beir;
 pub mod config;
 pub mod corpus;

@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 error; 2 usage error; 3 finished, but some files were skipped;
 //! 4 the store was built with another configuration and must be rebuilt; 5 cannot retrieve
-//! (no retrieval route could run); 6 `verify` found an inconsistency.
+//! (no retrieval route could run); 6 `verify` found an inconsistency; 7 `ask` was blocked (the
+//! generator's citations kept failing validation).
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -12,17 +13,22 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
+use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_adapters_tantivy::LexicalConfig;
+use zhiku_app::answer::{
+    JsonlTraceSink, MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
+};
 use zhiku_app::beir::{load_beir, load_golden, passage_document};
 use zhiku_app::config::Config;
 use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
-use zhiku_app::eval::{Summary, evaluate};
+use zhiku_app::eval::{AnswerResult, AnswerSummary, Summary, evaluate, evaluate_answers};
 use zhiku_app::loader::{LoaderConfig, Skipped, load_folder};
 use zhiku_app::source::{CorpusSource, FolderSource};
 use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store};
 use zhiku_domain::ports::SourceStore;
 use zhiku_domain::usecases::{
-    IndexReport, RetrievalMode, RetrievalRequest, RetrieveError, RouteStatus, SyncMode,
+    AnswerFrame, AnswerStatus, Answerer, IndexReport, RetrievalMode, RetrievalRequest,
+    RetrieveError, RouteStatus, SyncMode,
 };
 use zhiku_domain::{DocId, Document, Filter, Scope};
 
@@ -120,6 +126,33 @@ enum Command {
         #[arg(long)]
         no_refresh: bool,
     },
+    /// Answer a question from the knowledge base, with citations checked against this round's
+    /// retrieval.
+    Ask {
+        /// The question.
+        question: String,
+        /// Evidence retrieved before the context budget.
+        #[arg(long, short = 'k')]
+        k: Option<usize>,
+        /// Retrieval routes.
+        #[arg(long, value_enum, default_value = "hybrid")]
+        mode: Mode,
+        /// Scopes to search (default: the configured scopes).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// Metadata equality filter, key=value (repeatable).
+        #[arg(long = "filter")]
+        filters: Vec<String>,
+        /// Print the answer frame as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print the run as a chain of steps.
+        #[arg(long)]
+        trace: bool,
+        /// Do not refresh the index before answering.
+        #[arg(long)]
+        no_refresh: bool,
+    },
     /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
     Eval {
         /// A BEIR directory (corpus, queries, qrels, optional spans), indexed in memory.
@@ -137,6 +170,10 @@ enum Command {
         /// Write per-query results (rank of the first hit, top-10 ids) as JSONL.
         #[arg(long)]
         per_query: Option<PathBuf>,
+        /// Golden sets only: write each case's answer (status, citation validity, trace id) as
+        /// JSONL.
+        #[arg(long)]
+        answers: Option<PathBuf>,
         /// BEIR only: the dense route's embedder: none, hashing (the test double) or candle (the
         /// configured model, ZHIKU_MODEL).
         #[arg(long, default_value = "none")]
@@ -257,14 +294,45 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             no_refresh,
         ),
+        Command::Ask {
+            question,
+            k,
+            mode,
+            scopes,
+            filters,
+            json,
+            trace,
+            no_refresh,
+        } => cmd_ask(
+            &ctx,
+            &question,
+            AskOptions {
+                k,
+                mode: mode.into(),
+                scopes: &scopes,
+                filters: &filters,
+                json,
+                trace,
+                no_refresh,
+            },
+        ),
         Command::Eval {
             beir,
             golden,
             mode,
             json,
             per_query,
+            answers,
             embedder,
-        } => cmd_eval(&ctx, beir, golden, mode.into(), json, per_query, &embedder),
+        } => cmd_eval(
+            &ctx,
+            beir,
+            golden,
+            mode.into(),
+            json,
+            (per_query, answers),
+            &embedder,
+        ),
         Command::Status { json } => cmd_status(&ctx, json),
         Command::Verify { json } => cmd_verify(&ctx, json),
     }
@@ -527,17 +595,9 @@ fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<
     Ok(filter)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn cmd_search(
-    ctx: &Ctx,
-    query: &str,
-    k: Option<usize>,
-    mode: RetrievalMode,
-    scopes: &[String],
-    filters: &[String],
-    json: bool,
-    no_refresh: bool,
-) -> Result<ExitCode> {
+/// Opens the store for a query, first bringing it up to date with the knowledge base unless
+/// `no_refresh`. Returns the store and how many files were skipped.
+fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
     let kb = ctx.global.kb.clone();
     let purpose = if no_refresh {
         Purpose::Read
@@ -561,6 +621,21 @@ fn cmd_search(
             ));
         }
     }
+    Ok((store, skipped))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cmd_search(
+    ctx: &Ctx,
+    query: &str,
+    k: Option<usize>,
+    mode: RetrievalMode,
+    scopes: &[String],
+    filters: &[String],
+    json: bool,
+    no_refresh: bool,
+) -> Result<ExitCode> {
+    let (store, skipped) = open_for_query(ctx, no_refresh)?;
     if let Some(notice) = &store.dense_notice
         && !matches!(mode, RetrievalMode::Lexical)
     {
@@ -667,8 +742,104 @@ fn cmd_search(
     })
 }
 
-fn write_eval(summary: &Summary, json: bool, warnings: usize) {
-    let line = summary.to_json();
+struct AskOptions<'a> {
+    k: Option<usize>,
+    mode: RetrievalMode,
+    scopes: &'a [String],
+    filters: &'a [String],
+    json: bool,
+    trace: bool,
+    no_refresh: bool,
+}
+
+fn cmd_ask(ctx: &Ctx, question: &str, opts: AskOptions<'_>) -> Result<ExitCode> {
+    let (store, skipped) = open_for_query(ctx, opts.no_refresh)?;
+    if let Some(notice) = &store.dense_notice
+        && !matches!(opts.mode, RetrievalMode::Lexical)
+    {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let filter = build_filter(&store, opts.scopes, opts.filters)?;
+    let source = source_for(&store)?;
+    let clock = MonotonicClock::default();
+    let retriever = store.retriever(source.as_ref()).with_clock(&clock);
+    let generator = generator_for(&store.config)?;
+    let policy = policy_for(&store.config, opts.mode, opts.k.unwrap_or(store.config.k))?;
+    let file_sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
+    let memory = MemoryTraceSink::new();
+    let sink = Tee(vec![&file_sink, &memory]);
+    let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
+    let trace_id = new_trace_id();
+    let frame = answerer.ask(question, &filter, &trace_id)?;
+    if opts.trace {
+        eprint!("{}", render_chain(&memory.events_for(&trace_id)));
+    }
+    if opts.json {
+        println!("{}", serde_json::to_string(&frame)?);
+    } else {
+        print_answer(&frame);
+    }
+    Ok(match frame.status {
+        AnswerStatus::CannotRetrieve => ExitCode::from(5),
+        AnswerStatus::Blocked => ExitCode::from(7),
+        _ if skipped > 0 => ExitCode::from(3),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn print_answer(frame: &AnswerFrame) {
+    match frame.status {
+        AnswerStatus::Answered | AnswerStatus::NotFound => println!("{}", frame.answer),
+        AnswerStatus::CannotRetrieve => println!("error: {}", frame.answer),
+        AnswerStatus::Blocked => println!("blocked: {}", frame.answer),
+    }
+    if !frame.citations.is_empty() {
+        println!();
+        for c in &frame.citations {
+            println!(
+                "[{}] {} — {}  ({})",
+                c.marker, c.title, c.source, c.chunk_id
+            );
+            println!("    “{}”", c.quote);
+        }
+    }
+    let ran: Vec<String> = frame
+        .routes
+        .iter()
+        .filter(|r| matches!(r.status, RouteStatus::Ran { .. }))
+        .map(|r| r.route.to_string())
+        .collect();
+    println!();
+    println!(
+        "status {}  routes {}  evidence {}{}  trace {}",
+        frame.status.code(),
+        if ran.is_empty() {
+            "none".to_string()
+        } else {
+            ran.join("+")
+        },
+        frame.evidence.len(),
+        if frame.retrieval_truncated {
+            " (retrieval_truncated)"
+        } else {
+            ""
+        },
+        frame.trace_id
+    );
+}
+
+fn write_eval(
+    summary: &Summary,
+    answers: Option<&(AnswerSummary, String)>,
+    json: bool,
+    warnings: usize,
+) {
+    let mut line = summary.to_json();
+    if let Some((a, generator)) = answers {
+        let mut v = a.to_json();
+        v["generator"] = generator.clone().into();
+        line["answers"] = v;
+    }
     if json {
         println!("{line}");
         return;
@@ -687,6 +858,26 @@ fn write_eval(summary: &Summary, json: bool, warnings: usize) {
             println!("{key:<11} {v}");
         }
     }
+    if let Some((a, generator)) = answers {
+        let v = a.to_json();
+        println!("answers     {} cases with {generator}", a.cases);
+        println!(
+            "  statuses  {} answered, {} not_found, {} blocked, {} cannot_retrieve",
+            a.answered, a.not_found, a.blocked, a.cannot_retrieve
+        );
+        println!(
+            "  citation validity     {} ({} of {} answers)",
+            v["citation_validity"], a.citation_valid, a.citation_checked
+        );
+        println!(
+            "  no-answer → not_found {} ({} of {})",
+            v["no_answer_not_found_rate"], a.no_answer_not_found, a.no_answer_cases
+        );
+        println!(
+            "  answerable answered   {} ({} of {}); citing an expected document {}",
+            v["answered_rate"], a.answerable_answered, a.answerable, v["cites_expected_rate"]
+        );
+    }
     if warnings > 0 {
         println!("warnings    {warnings} (see above)");
     }
@@ -698,7 +889,7 @@ fn cmd_eval(
     golden: Option<PathBuf>,
     mode: RetrievalMode,
     json: bool,
-    per_query: Option<PathBuf>,
+    (per_query, answers_file): (Option<PathBuf>, Option<PathBuf>),
     embedder: &str,
 ) -> Result<ExitCode> {
     let mut out = match &per_query {
@@ -717,6 +908,7 @@ fn cmd_eval(
             let _ = serde_json::to_writer(&mut *out, r).map(|_| writeln!(out));
         }
     };
+    let mut answer_summary = None;
     let summary = match (beir, golden) {
         (Some(dir), _) => {
             let set = load_beir(&dir).with_context(|| format!("loading {}", dir.display()))?;
@@ -753,20 +945,44 @@ fn cmd_eval(
             refresh(ctx, &mut store, origin)?;
             let source = source_for(&store)?;
             let filter = build_filter(&store, &[], &[])?;
-            evaluate(
-                &store.retriever(source.as_ref()),
+            let clock = MonotonicClock::default();
+            let retriever = store.retriever(source.as_ref()).with_clock(&clock);
+            let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
+            // Grounded answers over the same cases: statuses and citation validity.
+            let generator = generator_for(&store.config)?;
+            let policy = policy_for(&store.config, mode, store.config.k)?;
+            let sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
+            let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
+            let mut answers_out = match &answers_file {
+                Some(p) => Some(std::io::BufWriter::new(
+                    std::fs::File::create(p)
+                        .with_context(|| format!("cannot create {}", p.display()))?,
+                )),
+                None => None,
+            };
+            let answers = evaluate_answers(
+                &answerer,
                 &filter,
-                mode,
                 &set,
-                &mut on_query,
-            )?
+                &new_trace_id,
+                &mut |r: &AnswerResult| {
+                    if let Some(out) = answers_out.as_mut() {
+                        let _ = serde_json::to_writer(&mut *out, r).map(|_| writeln!(out));
+                    }
+                },
+            )?;
+            if let Some(mut out) = answers_out {
+                out.flush()?;
+            }
+            answer_summary = Some((answers, generator.identity()));
+            summary
         }
         (None, None) => bail!("give --beir DIR or --golden FILE"),
     };
     if let Some(mut out) = out {
         out.flush()?;
     }
-    write_eval(&summary, json, warnings);
+    write_eval(&summary, answer_summary.as_ref(), json, warnings);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -423,4 +423,107 @@ fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
     // Measured 0.9091 / 1.0 when this test was written; the floor catches regressions.
     assert!(v["hit@1"].as_f64().unwrap() >= 0.85, "{v}");
     assert!(v["hit@5"].as_f64().unwrap() >= 0.95, "{v}");
+    // The extractive generator's answers over the same cases. Measured: 27 of 33 answerable
+    // cases answered, all citations valid, 6 of 6 no-answer cases not_found, none blocked.
+    let a = &v["answers"];
+    assert_eq!(a["cases"], 39, "{a}");
+    assert_eq!(a["citation_validity"], 1.0, "{a}");
+    assert_eq!(a["no_answer_not_found_rate"], 1.0, "{a}");
+    assert_eq!(a["blocked"], 0, "{a}");
+    assert_eq!(a["cannot_retrieve"], 0, "{a}");
+    assert!(a["answered_rate"].as_f64().unwrap() >= 0.75, "{a}");
+    assert!(a["cites_expected_rate"].as_f64().unwrap() >= 0.8, "{a}");
+    assert!(a["generator"].as_str().unwrap().starts_with("extractive"));
+}
+
+#[test]
+fn ask_prints_a_cited_answer_frame_and_records_the_trace() {
+    let kb = tempfile::tempdir().unwrap();
+    sample(kb.path());
+    let out = zhiku(kb.path())
+        .args(["ask", "What does reciprocal rank fusion merge?", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "question",
+        "answer",
+        "status",
+        "citations",
+        "evidence",
+        "routes",
+        "trace_id",
+    ] {
+        assert!(v.get(key).is_some(), "frame lacks {key}: {v}");
+    }
+    assert_eq!(v["status"], "answered", "{v}");
+    let citation = &v["citations"][0];
+    for key in [
+        "marker", "chunk_id", "doc_id", "title", "source", "revision", "quote",
+    ] {
+        assert!(
+            citation.get(key).is_some(),
+            "citation lacks {key}: {citation}"
+        );
+    }
+    assert!(
+        v["answer"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("[{}]", citation["marker"]))
+    );
+    let evidence = v["evidence"].as_array().unwrap();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["chunk_id"] == citation["chunk_id"])
+    );
+    assert!(
+        evidence
+            .iter()
+            .all(|e| e["scores"].is_object() && e["rank"].is_u64())
+    );
+    assert!(evidence.iter().all(|e| e["doc_id"] != "secret"));
+
+    // The trace file holds the run, step by step.
+    let trace_id = v["trace_id"].as_str().unwrap();
+    let trace = std::fs::read_to_string(kb.path().join(".zhiku/traces.jsonl")).unwrap();
+    let stages: Vec<String> = trace
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["trace_id"] == trace_id)
+        .map(|e| e["stage"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(stages.first().map(String::as_str), Some("query"));
+    assert_eq!(stages.last().map(String::as_str), Some("answer"));
+    assert!(stages.iter().any(|s| s == "citation_validation"));
+
+    // --trace prints the chain; a question the knowledge base cannot answer is not_found.
+    zhiku(kb.path())
+        .args(["ask", "明天北京天气怎么样？", "--trace"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("知识库中没有找到相关资料"))
+        .stdout(predicates::str::contains("status not_found"))
+        .stderr(predicates::str::contains("revision check:"))
+        .stderr(predicates::str::contains("answer: not_found"));
+
+    // No route at all: cannot_retrieve, exit code 5, never "no material".
+    zhiku(kb.path())
+        .env("ZHIKU_EMBEDDER", "none")
+        .args([
+            "ask",
+            "倒数排名融合合并什么？",
+            "--mode",
+            "dense",
+            "--no-refresh",
+        ])
+        .assert()
+        .code(5)
+        .stdout(predicates::str::contains("error: cannot retrieve"));
 }

@@ -1,0 +1,357 @@
+//! Answering, as the application runs it: the generator picked by configuration, the clock,
+//! trace IDs, the JSONL trace file and the readable run chain.
+
+use std::collections::hash_map::DefaultHasher;
+use std::fs::{File, OpenOptions};
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use zhiku_adapters_generate::{ExtractiveGenerator, OpenAiConfig, OpenAiGenerator};
+use zhiku_domain::ports::{Clock, Generator, TraceEvent, TraceSink};
+use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::usecases::{AnswerPolicy, RetrievalMode};
+
+use crate::config::{Config, GeneratorKind};
+
+/// The process's monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct MonotonicClock(Instant);
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self(Instant::now())
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// A fresh trace ID: 16 hex digits from the wall clock, the process and a counter.
+pub fn new_trace_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = DefaultHasher::new();
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos()
+        .hash(&mut h);
+    std::process::id().hash(&mut h);
+    COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis()
+}
+
+/// The generator the configuration asks for.
+pub fn generator_for(config: &Config) -> Result<Box<dyn Generator>> {
+    Ok(match config.generator {
+        GeneratorKind::Extractive => Box::new(ExtractiveGenerator::default()),
+        GeneratorKind::Openai => {
+            let mut c = OpenAiConfig::new(&config.llm_url, &config.llm_model);
+            c.api_key = std::env::var(&config.llm_api_key_env)
+                .ok()
+                .filter(|k| !k.is_empty());
+            c.timeout = Duration::from_millis(config.llm_timeout_ms);
+            c.max_tokens = config.llm_max_tokens;
+            Box::new(OpenAiGenerator::new(c))
+        }
+    })
+}
+
+/// The answer policy from the configuration, for `mode` and `k` evidence.
+pub fn policy_for(config: &Config, mode: RetrievalMode, k: usize) -> Result<AnswerPolicy> {
+    Ok(AnswerPolicy {
+        mode,
+        k,
+        budget: RetrievalBudget::new(config.context_chunks, config.context_chars)?,
+        max_attempts: config.ask_attempts,
+    })
+}
+
+/// Appends every event to a JSONL file, one object per line:
+/// `{"at_ms", "trace_id", "stage", "data"}`. A write failure is reported once on stderr and
+/// never fails the run.
+#[derive(Debug)]
+pub struct JsonlTraceSink {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
+    warned: std::sync::atomic::AtomicBool,
+}
+
+impl JsonlTraceSink {
+    /// A sink appending to `path` (created with its parent folder on first write).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            file: Mutex::new(None),
+            warned: Default::default(),
+        }
+    }
+
+    /// The file written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write(&self, line: &str) -> std::io::Result<()> {
+        let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            *guard = Some(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)?,
+            );
+        }
+        let file = guard.as_mut().expect("opened above");
+        // One write per line, so concurrent appenders never interleave within a line.
+        file.write_all(format!("{line}\n").as_bytes())
+    }
+}
+
+impl TraceSink for JsonlTraceSink {
+    fn record(&self, event: TraceEvent) {
+        let line = json!({
+            "at_ms": unix_ms() as u64,
+            "trace_id": event.trace_id,
+            "stage": event.stage,
+            "data": event.data,
+        })
+        .to_string();
+        if let Err(e) = self.write(&line)
+            && !self.warned.swap(true, Ordering::Relaxed)
+        {
+            eprintln!(
+                "warning: cannot write the trace to {}: {e}",
+                self.path.display()
+            );
+        }
+    }
+}
+
+/// Reads the events of `trace_id` back from a JSONL trace file, in order.
+pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<Value>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut out = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        // Cheap pre-filter before parsing.
+        if !line.contains(trace_id) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&line)
+            && v["trace_id"] == trace_id
+        {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// Forwards each event to several sinks.
+pub struct Tee<'a>(pub Vec<&'a dyn TraceSink>);
+
+impl std::fmt::Debug for Tee<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tee({} sinks)", self.0.len())
+    }
+}
+
+impl TraceSink for Tee<'_> {
+    fn record(&self, event: TraceEvent) {
+        for sink in &self.0 {
+            sink.record(event.clone());
+        }
+    }
+}
+
+fn short(v: &Value) -> String {
+    v.as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| v.to_string())
+}
+
+fn ms(v: &Value) -> String {
+    v.as_f64().map(|m| format!("{m:.1} ms")).unwrap_or_default()
+}
+
+/// One line (or a few) per step of a run, for `zhiku ask --trace`.
+pub fn render_chain(events: &[TraceEvent]) -> String {
+    let mut out = String::new();
+    for (i, e) in events.iter().enumerate() {
+        let d = &e.data;
+        let line = match e.stage.as_str() {
+            "query" => format!(
+                "question {}  scopes {}  mode {}  k {}",
+                d["question"],
+                d["scopes"],
+                short(&d["mode"]),
+                d["k"]
+            ),
+            "retrieval.route" => {
+                let mut s = format!("{} route: {}", short(&d["route"]), short(&d["status"]));
+                if let Some(r) = d["reason"].as_str() {
+                    s.push_str(&format!(" ({r})"));
+                }
+                if d["status"] == "ran" {
+                    s.push_str(&format!(", {} hits, {}", d["hit_count"], ms(&d["ms"])));
+                    if let Some(space) = d["embedding_space"].as_str() {
+                        s.push_str(&format!(", space {space}"));
+                    }
+                    for h in d["hits"].as_array().into_iter().flatten().take(3) {
+                        s.push_str(&format!(
+                            "\n       #{} {} ({:.3})",
+                            h["rank"],
+                            short(&h["chunk_id"]),
+                            h["score"].as_f64().unwrap_or_default()
+                        ));
+                    }
+                }
+                s
+            }
+            "fusion" => format!(
+                "fusion: reciprocal rank fusion k={} → {} fused",
+                d["k"],
+                d["fused"].as_array().map_or(0, Vec::len)
+            ),
+            "revision_check" => {
+                let dropped = d["dropped"].as_array().cloned().unwrap_or_default();
+                let mut s = format!(
+                    "revision check: {} kept, {} dropped",
+                    d["kept"],
+                    dropped.len()
+                );
+                for x in dropped {
+                    s.push_str(&format!(
+                        "\n       dropped {} ({})",
+                        short(&x["chunk_id"]),
+                        short(&x["reason"])
+                    ));
+                }
+                s
+            }
+            "budget" => format!(
+                "budget: {} chunks / {} chars kept of max {} / {}{}",
+                d["kept"],
+                d["chars_used"],
+                d["max_chunks"],
+                d["max_chars"],
+                if d["retrieval_truncated"] == true {
+                    format!(
+                        ", retrieval_truncated ({} left out)",
+                        d["left_out"].as_array().map_or(0, Vec::len)
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            "context" => format!(
+                "context (attempt {}): {} sources, prompt {} chars{}",
+                d["attempt"],
+                d["sources"],
+                d["prompt_chars"],
+                d["feedback"]
+                    .as_str()
+                    .map(|f| format!(", feedback: {f}"))
+                    .unwrap_or_default()
+            ),
+            "generation" if d["skipped"] == true => {
+                format!("generation skipped: {}", short(&d["reason"]))
+            }
+            "generation" => match d["error"].as_str() {
+                Some(err) => format!("generation failed ({}): {err}", short(&d["generator"])),
+                None => format!(
+                    "generation (attempt {}): {}, {} chars, {}",
+                    d["attempt"],
+                    short(&d["generator"]),
+                    d["answer_chars"],
+                    ms(&d["ms"])
+                ),
+            },
+            "citation_validation" => {
+                if d["no_material"] == true {
+                    "citations: none needed (the sources do not answer)".to_string()
+                } else {
+                    format!(
+                        "citations valid: {}",
+                        d["cited"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|c| format!("[{}] {}", c["marker"], short(&c["chunk_id"])))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            }
+            "citation_rejected" => format!(
+                "citation_rejected (attempt {}): {} {}",
+                d["attempt"],
+                short(&d["code"]),
+                d["bad"]
+            ),
+            "answer" => format!(
+                "answer: {} after {} attempt(s), {} citation(s), {}",
+                short(&d["status"]),
+                d["attempts"],
+                d["citations"].as_array().map_or(0, Vec::len),
+                ms(&d["latency_ms"])
+            ),
+            other => format!("{other}: {d}"),
+        };
+        out.push_str(&format!("{:>2}. {line}\n", i + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_ids_differ_and_the_jsonl_file_reads_back() {
+        let a = new_trace_id();
+        assert_ne!(a, new_trace_id());
+        assert_eq!(a.len(), 16);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/traces.jsonl");
+        let sink = JsonlTraceSink::new(&path);
+        for (id, stage) in [("t1", "query"), ("t2", "query"), ("t1", "answer")] {
+            sink.record(TraceEvent {
+                trace_id: id.into(),
+                stage: stage.into(),
+                data: json!({"x": 1}),
+            });
+        }
+        let back = read_trace(&path, "t1").unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1]["stage"], "answer");
+        assert!(back[0]["at_ms"].as_u64().unwrap() > 0);
+        assert!(
+            read_trace(&dir.path().join("none"), "t1")
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
