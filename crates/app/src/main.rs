@@ -84,6 +84,30 @@ impl From<Mode> for RetrievalMode {
     }
 }
 
+/// What `search` and `ask` share: routes, scope, filters, output.
+#[derive(Args, Debug, Clone)]
+struct QueryArgs {
+    /// Evidence to retrieve (default: `k` from the configuration). For `ask`, before the
+    /// context budget.
+    #[arg(long, short = 'k')]
+    k: Option<usize>,
+    /// Retrieval routes.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    mode: Mode,
+    /// Scopes to search (default: the configured scopes).
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Metadata equality filter, key=value (repeatable).
+    #[arg(long = "filter")]
+    filters: Vec<String>,
+    /// Print JSON (for `ask`, the answer frame).
+    #[arg(long)]
+    json: bool,
+    /// Do not refresh the index first.
+    #[arg(long)]
+    no_refresh: bool,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Index a knowledge-base folder (or a BEIR corpus) incrementally.
@@ -107,51 +131,19 @@ enum Command {
     Search {
         /// The query.
         query: String,
-        /// Number of results.
-        #[arg(long, short = 'k')]
-        k: Option<usize>,
-        /// Retrieval routes.
-        #[arg(long, value_enum, default_value = "hybrid")]
-        mode: Mode,
-        /// Scopes to search (default: the configured scopes).
-        #[arg(long = "scope")]
-        scopes: Vec<String>,
-        /// Metadata equality filter, key=value (repeatable).
-        #[arg(long = "filter")]
-        filters: Vec<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        /// Do not refresh the index before searching.
-        #[arg(long)]
-        no_refresh: bool,
+        #[command(flatten)]
+        q: QueryArgs,
     },
     /// Answer a question from the knowledge base, with citations checked against this round's
     /// retrieval.
     Ask {
         /// The question.
         question: String,
-        /// Evidence retrieved before the context budget.
-        #[arg(long, short = 'k')]
-        k: Option<usize>,
-        /// Retrieval routes.
-        #[arg(long, value_enum, default_value = "hybrid")]
-        mode: Mode,
-        /// Scopes to search (default: the configured scopes).
-        #[arg(long = "scope")]
-        scopes: Vec<String>,
-        /// Metadata equality filter, key=value (repeatable).
-        #[arg(long = "filter")]
-        filters: Vec<String>,
-        /// Print the answer frame as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        q: QueryArgs,
         /// Print the run as a chain of steps.
         #[arg(long)]
         trace: bool,
-        /// Do not refresh the index before answering.
-        #[arg(long)]
-        no_refresh: bool,
     },
     /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
     Eval {
@@ -276,46 +268,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             watch,
         } => cmd_index(&ctx, dir, beir, rebuild, json, watch),
-        Command::Search {
-            query,
-            k,
-            mode,
-            scopes,
-            filters,
-            json,
-            no_refresh,
-        } => cmd_search(
-            &ctx,
-            &query,
-            k,
-            mode.into(),
-            &scopes,
-            &filters,
-            json,
-            no_refresh,
-        ),
-        Command::Ask {
-            question,
-            k,
-            mode,
-            scopes,
-            filters,
-            json,
-            trace,
-            no_refresh,
-        } => cmd_ask(
-            &ctx,
-            &question,
-            AskOptions {
-                k,
-                mode: mode.into(),
-                scopes: &scopes,
-                filters: &filters,
-                json,
-                trace,
-                no_refresh,
-            },
-        ),
+        Command::Search { query, q } => cmd_search(&ctx, &query, &q),
+        Command::Ask { question, q, trace } => cmd_ask(&ctx, &question, &q, trace),
         Command::Eval {
             beir,
             golden,
@@ -624,17 +578,9 @@ fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
     Ok((store, skipped))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn cmd_search(
-    ctx: &Ctx,
-    query: &str,
-    k: Option<usize>,
-    mode: RetrievalMode,
-    scopes: &[String],
-    filters: &[String],
-    json: bool,
-    no_refresh: bool,
-) -> Result<ExitCode> {
+fn cmd_search(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
+    let (k, mode, json) = (q.k, RetrievalMode::from(q.mode), q.json);
+    let (scopes, filters, no_refresh) = (&q.scopes, &q.filters, q.no_refresh);
     let (store, skipped) = open_for_query(ctx, no_refresh)?;
     if let Some(notice) = &store.dense_notice
         && !matches!(mode, RetrievalMode::Lexical)
@@ -742,39 +688,30 @@ fn cmd_search(
     })
 }
 
-struct AskOptions<'a> {
-    k: Option<usize>,
-    mode: RetrievalMode,
-    scopes: &'a [String],
-    filters: &'a [String],
-    json: bool,
-    trace: bool,
-    no_refresh: bool,
-}
-
-fn cmd_ask(ctx: &Ctx, question: &str, opts: AskOptions<'_>) -> Result<ExitCode> {
-    let (store, skipped) = open_for_query(ctx, opts.no_refresh)?;
+fn cmd_ask(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<ExitCode> {
+    let mode = RetrievalMode::from(q.mode);
+    let (store, skipped) = open_for_query(ctx, q.no_refresh)?;
     if let Some(notice) = &store.dense_notice
-        && !matches!(opts.mode, RetrievalMode::Lexical)
+        && !matches!(mode, RetrievalMode::Lexical)
     {
         ctx.note(&format!("notice: {notice}"));
     }
-    let filter = build_filter(&store, opts.scopes, opts.filters)?;
+    let filter = build_filter(&store, &q.scopes, &q.filters)?;
     let source = source_for(&store)?;
     let clock = MonotonicClock::default();
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;
-    let policy = policy_for(&store.config, opts.mode, opts.k.unwrap_or(store.config.k))?;
+    let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
     let file_sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
     let memory = MemoryTraceSink::new();
     let sink = Tee(vec![&file_sink, &memory]);
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
     let trace_id = new_trace_id();
     let frame = answerer.ask(question, &filter, &trace_id)?;
-    if opts.trace {
+    if trace {
         eprint!("{}", render_chain(&memory.events_for(&trace_id)));
     }
-    if opts.json {
+    if q.json {
         println!("{}", serde_json::to_string(&frame)?);
     } else {
         print_answer(&frame);
