@@ -35,6 +35,7 @@ fn transport_failure(message: &str) -> bool {
         "connection refused",
         "broken pipe",
         "error trying to connect",
+        "failed to connect",
         "connection closed",
         "h2 protocol error",
         "operation was canceled",

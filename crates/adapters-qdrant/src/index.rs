@@ -256,13 +256,14 @@ impl QdrantVectorIndex {
         })
     }
 
-    /// Waits until the server has finished optimising the collection (status green: segments
-    /// merged and HNSW graphs built), polling every 200 ms for at most `limit`. Returns how long
-    /// it waited and the number of vectors in the HNSW index. For benchmarks and bulk loads:
-    /// searches are correct before that, only slower.
+    /// Waits until the server has finished optimising the collection (status green on two
+    /// polls 500 ms apart: segments merged and HNSW graphs built), for at most `limit`. Returns
+    /// how long it waited and the number of vectors in HNSW graphs. For benchmarks and bulk
+    /// loads: searches are correct before that, only slower.
     pub fn wait_until_optimized(&self, limit: Duration) -> Result<(Duration, u64), IndexError> {
         let start = std::time::Instant::now();
         self.run(async {
+            let mut green_before = false;
             loop {
                 let info = self
                     .retry("read the collection", || {
@@ -274,10 +275,11 @@ impl QdrantVectorIndex {
                     i.status == qdrant_client::qdrant::CollectionStatus::Green as i32
                 });
                 let indexed = info.and_then(|i| i.indexed_vectors_count).unwrap_or(0);
-                if green || start.elapsed() >= limit {
+                if (green && green_before) || start.elapsed() >= limit {
                     return Ok((start.elapsed(), indexed));
                 }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                green_before = green;
+                tokio::time::sleep(Duration::from_millis(500)).await;
             }
         })
     }

@@ -7,7 +7,8 @@
 //! - `dev`: vectors in memory, hashing embedder, tantivy in RAM (nothing persists).
 //! - `local` (default): the embedded store on disk (tantivy + vector file), the candle embedder
 //!   when a model is available, otherwise lexical retrieval with a notice.
-//! - `prod`: Qdrant for vectors + candle (needs the Qdrant adapter).
+//! - `prod`: vectors on a Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`, see [`crate::qdrant`]),
+//!   manifest and tantivy on disk, candle.
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +79,8 @@ pub struct Config {
     pub candidates: usize,
     /// Texts per embedder forward pass.
     pub embed_batch: usize,
+    /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
+    pub qdrant: crate::qdrant::QdrantSettings,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
 }
@@ -107,6 +110,7 @@ struct File {
     base: Layer,
     #[serde(default)]
     profiles: std::collections::BTreeMap<String, Layer>,
+    qdrant: Option<crate::qdrant::QdrantTable>,
 }
 
 /// The default model of the candle embedder.
@@ -224,6 +228,8 @@ impl Config {
             }};
         }
         let policy = ChunkingPolicy::default();
+        let qdrant =
+            crate::qdrant::QdrantSettings::resolve(parsed.qdrant.as_ref(), env, &mut origins)?;
         let config = Config {
             vectors: pick!(vectors, VectorsKind::File),
             embedder: pick!(embedder, EmbedderKind::Candle),
@@ -237,6 +243,7 @@ impl Config {
             k: pick!(k, 8),
             candidates: pick!(candidates, 50),
             embed_batch: pick!(embed_batch, 32),
+            qdrant,
             profile,
             origins,
         };

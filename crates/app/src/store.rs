@@ -9,6 +9,11 @@
 //! vectors.bin     the vector file (when the store has an embedding space)
 //! ```
 //!
+//! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead of
+//! `vectors.bin` (see [`crate::qdrant`]); manifest and lexical index stay on disk. A server that
+//! cannot be reached fails `index` before anything is recorded, and makes a read-only open fall
+//! back to lexical retrieval with a notice.
+//!
 //! Writes are crash-safe: both indexes commit first, then the manifest is replaced atomically
 //! (write, fsync, rename). On open the store checks that manifest, vectors and lexical index
 //! agree; on a mismatch it repairs from the manifest (orphan chunks are deleted, documents with
@@ -24,6 +29,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{FileVectorIndex, HashingEmbedder, MemoryVectorIndex};
+use zhiku_adapters_qdrant::QdrantVectorIndex;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
 use zhiku_domain::usecases::{Catalog, Indexer, Retriever};
@@ -82,6 +88,16 @@ pub struct NeedsRebuild {
     pub kb_flag: String,
 }
 
+/// The vector server cannot be reached, so nothing can be indexed now.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot index: the vector index is unreachable ({reason}); nothing was recorded, run zhiku index again once the server is back"
+)]
+pub struct VectorsUnavailable {
+    /// The adapter's error.
+    pub reason: String,
+}
+
 /// What [`Store::check_and_repair`] found and did.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Repair {
@@ -127,6 +143,7 @@ pub struct Store {
     /// What the consistency check repaired on open.
     pub repair: Repair,
     file_vectors: Option<Arc<FileVectorIndex>>,
+    qdrant_vectors: Option<Arc<QdrantVectorIndex>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -226,6 +243,19 @@ impl Store {
         kb_hint: Option<&Path>,
     ) -> Result<Self> {
         let persistent = config.lexical == LexicalKind::Disk || config.vectors == VectorsKind::File;
+        if rebuild && config.vectors == VectorsKind::Qdrant {
+            // Drop the old vectors first: if the server is down, the local store stays whole.
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create store {}", dir.display()))?;
+            let kb = crate::qdrant::kb_name(dir)?;
+            QdrantVectorIndex::drop_kb_collections(&config.qdrant.adapter_config(), &kb).map_err(
+                |e| {
+                    anyhow!(
+                        "cannot drop this store's Qdrant collections before the rebuild ({e}); nothing was changed"
+                    )
+                },
+            )?;
+        }
         if rebuild && dir.exists() {
             for name in ["manifest.json", "vectors.bin", "lexical"] {
                 let path = dir.join(name);
@@ -255,6 +285,7 @@ impl Store {
         let (embedder, embedder_why) = resolve_embedder(&config);
         picked.push(("embedder".into(), embedder_why.clone()));
         let policy = config.policy()?;
+        let policy_fingerprint = policy.fingerprint();
         let recorded = if persistent {
             read_manifest(dir)?
         } else {
@@ -350,51 +381,110 @@ impl Store {
 
         // The vector index, in the space the manifest records.
         let mut file_vectors = None;
-        let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> = match (
-            embedder,
-            &manifest.catalog.space,
-        ) {
-            (Some(embedder), Some(space)) if space == embedder.space().identity() => {
-                let vectors: Arc<dyn VectorIndex> = match config.vectors {
-                    VectorsKind::Memory => {
-                        Arc::new(MemoryVectorIndex::new(embedder.space().clone()))
-                    }
-                    VectorsKind::File => {
-                        let path = dir.join("vectors.bin");
-                        let file = Arc::new(
-                            FileVectorIndex::open(&path, embedder.space().clone()).map_err(
-                                |e| match e {
-                                    zhiku_domain::ports::IndexError::SpaceMismatch {
-                                        expected,
-                                        found,
-                                    } => {
-                                        anyhow!(needs_rebuild("embedding space", expected, found))
+        let mut qdrant_vectors = None;
+        let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> =
+            match (embedder, &manifest.catalog.space) {
+                (Some(embedder), Some(space)) if space == embedder.space().identity() => {
+                    let vectors: Option<Arc<dyn VectorIndex>> = match config.vectors {
+                        VectorsKind::Memory => {
+                            Some(Arc::new(MemoryVectorIndex::new(embedder.space().clone())))
+                        }
+                        VectorsKind::File => {
+                            let path = dir.join("vectors.bin");
+                            let file = Arc::new(
+                                FileVectorIndex::open(&path, embedder.space().clone()).map_err(
+                                    |e| match e {
+                                        zhiku_domain::ports::IndexError::SpaceMismatch {
+                                            expected,
+                                            found,
+                                        } => {
+                                            anyhow!(needs_rebuild(
+                                                "embedding space",
+                                                expected,
+                                                found
+                                            ))
+                                        }
+                                        other => anyhow!(other),
+                                    },
+                                )?,
+                            );
+                            file_vectors = Some(Arc::clone(&file));
+                            Some(file)
+                        }
+                        VectorsKind::Qdrant => {
+                            let settings = config.qdrant.adapter_config();
+                            let kb = crate::qdrant::kb_name(dir)?;
+                            let opened = QdrantVectorIndex::open(
+                                &settings,
+                                &kb,
+                                embedder.space().clone(),
+                                Some(&policy_fingerprint),
+                            );
+                            match opened {
+                                Ok(index) => {
+                                    let index = Arc::new(index);
+                                    qdrant_vectors = Some(Arc::clone(&index));
+                                    Some(index)
+                                }
+                                Err(e) if e.is_temporary() && purpose == Purpose::Read => {
+                                    dense_notice = Some(format!(
+                                        "Qdrant is unreachable, retrieval is lexical only: {e}"
+                                    ));
+                                    None
+                                }
+                                Err(e) if e.is_temporary() => {
+                                    return Err(VectorsUnavailable {
+                                        reason: e.to_string(),
                                     }
-                                    other => anyhow!(other),
-                                },
-                            )?,
-                        );
-                        file_vectors = Some(Arc::clone(&file));
-                        file
+                                    .into());
+                                }
+                                Err(zhiku_domain::ports::IndexError::SpaceMismatch {
+                                    expected,
+                                    found,
+                                }) => {
+                                    return Err(
+                                        needs_rebuild("embedding space", expected, found).into()
+                                    );
+                                }
+                                Err(zhiku_domain::ports::IndexError::ConfigMismatch {
+                                    what,
+                                    expected,
+                                    found,
+                                }) => return Err(needs_rebuild(what, expected, found).into()),
+                                Err(e) => return Err(anyhow!(e)),
+                            }
+                        }
+                    };
+                    match vectors {
+                        Some(vectors) => {
+                            let place = qdrant_vectors
+                                .as_ref()
+                                .map(|q| format!(" ({} on {})", q.collection(), q.url()))
+                                .unwrap_or_default();
+                            picked.push((
+                                "vectors".into(),
+                                format!(
+                                    "{} in {}{place}",
+                                    vectors.capabilities().adapter,
+                                    embedder.space()
+                                ),
+                            ));
+                            Some((embedder, vectors))
+                        }
+                        None => {
+                            picked.push((
+                                "vectors".into(),
+                                "qdrant unreachable: the dense route is off".into(),
+                            ));
+                            None
+                        }
                     }
-                    VectorsKind::Qdrant => {
-                        return Err(anyhow!(
-                            "profile {} asks for Qdrant vectors, but the Qdrant adapter is not part of this build yet; use --profile local",
-                            config.profile
-                        ));
-                    }
-                };
-                picked.push((
-                    "vectors".into(),
-                    format!("{} in {}", vectors.capabilities().adapter, embedder.space()),
-                ));
-                Some((embedder, vectors))
-            }
-            _ => {
-                picked.push(("vectors".into(), "none: the dense route is off".into()));
-                None
-            }
-        };
+                }
+                _ => {
+                    picked.push(("vectors".into(), "none: the dense route is off".into()));
+                    None
+                }
+            };
         if dense.is_some() {
             dense_notice = None;
         }
@@ -414,6 +504,7 @@ impl Store {
             picked,
             repair: Repair::default(),
             file_vectors,
+            qdrant_vectors,
         };
         store.repair = store.check_and_repair()?;
         Ok(store)
@@ -464,19 +555,20 @@ impl Store {
     pub fn problems(&self) -> Result<Problems> {
         let expected = self.expected_ids();
         let lexical: BTreeSet<ChunkId> = self.lexical.all_chunk_ids()?.into_iter().collect();
-        let vectors: Option<BTreeSet<ChunkId>> = match &self.dense {
-            Some((_, v)) if self.file_vectors.is_none() => {
+        let vectors: Option<BTreeSet<ChunkId>> = match (&self.dense, &self.qdrant_vectors) {
+            (Some(_), Some(q)) => Some(q.all_chunk_ids()?.into_iter().collect()),
+            (Some((_, v)), None) if self.file_vectors.is_none() => {
                 let mut all = BTreeSet::new();
                 for doc in self.manifest.catalog.docs.keys() {
                     all.extend(v.chunk_ids(doc)?);
                 }
                 Some(all)
             }
-            Some(_) => self
+            (Some(_), None) => self
                 .file_vectors
                 .as_ref()
                 .map(|f| f.all_chunk_ids().into_iter().collect()),
-            None => None,
+            (None, _) => None,
         };
         let mut docs_missing = BTreeSet::new();
         for (doc, entry) in &self.manifest.catalog.docs {
