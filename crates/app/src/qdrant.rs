@@ -17,11 +17,15 @@
 //! hash of the store's absolute path (see [`kb_name`]).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
-use zhiku_adapters_qdrant::QdrantConfig;
+use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
+use zhiku_domain::EmbeddingSpace;
+
+use crate::store::VectorsUnavailable;
 
 /// The `[qdrant]` table as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -214,6 +218,62 @@ pub fn kb_name(store_dir: &Path) -> Result<String> {
         .unwrap_or_else(|| "kb".into());
     let hash = zhiku_domain::sha256_hex(absolute.to_string_lossy().as_bytes());
     Ok(format!("{name}-{}", &hash[..8]))
+}
+
+/// Drops every collection of the store in `dir` before a rebuild. Runs before any local file
+/// is deleted, so a server that cannot be reached leaves the store whole.
+pub fn drop_before_rebuild(settings: &QdrantSettings, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create store {}", dir.display()))?;
+    let kb = kb_name(dir)?;
+    QdrantVectorIndex::drop_kb_collections(&settings.adapter_config(), &kb).map_err(|e| {
+        anyhow!(
+            "cannot drop this store's Qdrant collections before the rebuild ({e}); nothing was changed"
+        )
+    })?;
+    Ok(())
+}
+
+/// Opens the collection of the store in `dir` for `space`. When the server cannot be reached,
+/// a read-only open returns `None` and says why in `notice` (retrieval goes lexical), and a
+/// writing open fails with [`VectorsUnavailable`]. Other adapter errors come back as
+/// [`IndexError`](zhiku_domain::ports::IndexError) inside the `anyhow` error.
+pub fn open_for_store(
+    settings: &QdrantSettings,
+    dir: &Path,
+    space: &EmbeddingSpace,
+    policy_fingerprint: &str,
+    read_only: bool,
+    picked: &mut Vec<(String, String)>,
+    notice: &mut Option<String>,
+) -> Result<Option<Arc<QdrantVectorIndex>>> {
+    let kb = kb_name(dir)?;
+    match QdrantVectorIndex::open(
+        &settings.adapter_config(),
+        &kb,
+        space.clone(),
+        Some(policy_fingerprint),
+    ) {
+        Ok(index) => {
+            picked.push((
+                "qdrant".into(),
+                format!("collection {} on {}", index.collection(), index.url()),
+            ));
+            Ok(Some(Arc::new(index)))
+        }
+        Err(e) if e.is_temporary() && read_only => {
+            picked.push(("qdrant".into(), format!("unreachable at {}", settings.url)));
+            *notice = Some(format!(
+                "Qdrant is unreachable, retrieval is lexical only: {e}"
+            ));
+            Ok(None)
+        }
+        Err(e) if e.is_temporary() => Err(VectorsUnavailable {
+            reason: e.to_string(),
+        }
+        .into()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

@@ -244,17 +244,7 @@ impl Store {
     ) -> Result<Self> {
         let persistent = config.lexical == LexicalKind::Disk || config.vectors == VectorsKind::File;
         if rebuild && config.vectors == VectorsKind::Qdrant {
-            // Drop the old vectors first: if the server is down, the local store stays whole.
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create store {}", dir.display()))?;
-            let kb = crate::qdrant::kb_name(dir)?;
-            QdrantVectorIndex::drop_kb_collections(&config.qdrant.adapter_config(), &kb).map_err(
-                |e| {
-                    anyhow!(
-                        "cannot drop this store's Qdrant collections before the rebuild ({e}); nothing was changed"
-                    )
-                },
-            )?;
+            crate::qdrant::drop_before_rebuild(&config.qdrant, dir)?;
         }
         if rebuild && dir.exists() {
             for name in ["manifest.json", "vectors.bin", "lexical"] {
@@ -285,7 +275,6 @@ impl Store {
         let (embedder, embedder_why) = resolve_embedder(&config);
         picked.push(("embedder".into(), embedder_why.clone()));
         let policy = config.policy()?;
-        let policy_fingerprint = policy.fingerprint();
         let recorded = if persistent {
             read_manifest(dir)?
         } else {
@@ -379,112 +368,89 @@ impl Store {
             dense_notice = Some(embedder_why.clone());
         }
 
+        // Qdrant first: an unreachable server turns the dense route off for reading and stops
+        // writing before anything is touched.
+        let qdrant_vectors = match (&embedder, &manifest.catalog.space, config.vectors) {
+            (Some(e), Some(space), VectorsKind::Qdrant) if space == e.space().identity() => {
+                crate::qdrant::open_for_store(
+                    &config.qdrant,
+                    dir,
+                    e.space(),
+                    &policy.fingerprint(),
+                    purpose == Purpose::Read,
+                    &mut picked,
+                    &mut dense_notice,
+                )
+                .map_err(|e| {
+                    match e.downcast::<zhiku_domain::ports::IndexError>() {
+                        Ok(zhiku_domain::ports::IndexError::SpaceMismatch { expected, found }) => {
+                            anyhow!(needs_rebuild("embedding space", expected, found))
+                        }
+                        Ok(zhiku_domain::ports::IndexError::ConfigMismatch {
+                            what,
+                            expected,
+                            found,
+                        }) => anyhow!(needs_rebuild(what, expected, found)),
+                        Ok(other) => anyhow!(other),
+                        Err(other) => other,
+                    }
+                })?
+            }
+            _ => None,
+        };
+        let embedder =
+            embedder.filter(|_| config.vectors != VectorsKind::Qdrant || qdrant_vectors.is_some());
+
         // The vector index, in the space the manifest records.
         let mut file_vectors = None;
-        let mut qdrant_vectors = None;
-        let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> =
-            match (embedder, &manifest.catalog.space) {
-                (Some(embedder), Some(space)) if space == embedder.space().identity() => {
-                    let vectors: Option<Arc<dyn VectorIndex>> = match config.vectors {
-                        VectorsKind::Memory => {
-                            Some(Arc::new(MemoryVectorIndex::new(embedder.space().clone())))
-                        }
-                        VectorsKind::File => {
-                            let path = dir.join("vectors.bin");
-                            let file = Arc::new(
-                                FileVectorIndex::open(&path, embedder.space().clone()).map_err(
-                                    |e| match e {
-                                        zhiku_domain::ports::IndexError::SpaceMismatch {
-                                            expected,
-                                            found,
-                                        } => {
-                                            anyhow!(needs_rebuild(
-                                                "embedding space",
-                                                expected,
-                                                found
-                                            ))
-                                        }
-                                        other => anyhow!(other),
-                                    },
-                                )?,
-                            );
-                            file_vectors = Some(Arc::clone(&file));
-                            Some(file)
-                        }
-                        VectorsKind::Qdrant => {
-                            let settings = config.qdrant.adapter_config();
-                            let kb = crate::qdrant::kb_name(dir)?;
-                            let opened = QdrantVectorIndex::open(
-                                &settings,
-                                &kb,
-                                embedder.space().clone(),
-                                Some(&policy_fingerprint),
-                            );
-                            match opened {
-                                Ok(index) => {
-                                    let index = Arc::new(index);
-                                    qdrant_vectors = Some(Arc::clone(&index));
-                                    Some(index)
-                                }
-                                Err(e) if e.is_temporary() && purpose == Purpose::Read => {
-                                    dense_notice = Some(format!(
-                                        "Qdrant is unreachable, retrieval is lexical only: {e}"
-                                    ));
-                                    None
-                                }
-                                Err(e) if e.is_temporary() => {
-                                    return Err(VectorsUnavailable {
-                                        reason: e.to_string(),
-                                    }
-                                    .into());
-                                }
-                                Err(zhiku_domain::ports::IndexError::SpaceMismatch {
-                                    expected,
-                                    found,
-                                }) => {
-                                    return Err(
-                                        needs_rebuild("embedding space", expected, found).into()
-                                    );
-                                }
-                                Err(zhiku_domain::ports::IndexError::ConfigMismatch {
-                                    what,
-                                    expected,
-                                    found,
-                                }) => return Err(needs_rebuild(what, expected, found).into()),
-                                Err(e) => return Err(anyhow!(e)),
-                            }
-                        }
-                    };
-                    match vectors {
-                        Some(vectors) => {
-                            let place = qdrant_vectors
-                                .as_ref()
-                                .map(|q| format!(" ({} on {})", q.collection(), q.url()))
-                                .unwrap_or_default();
-                            picked.push((
-                                "vectors".into(),
-                                format!(
-                                    "{} in {}{place}",
-                                    vectors.capabilities().adapter,
-                                    embedder.space()
-                                ),
-                            ));
-                            Some((embedder, vectors))
-                        }
-                        None => {
-                            picked.push((
-                                "vectors".into(),
-                                "qdrant unreachable: the dense route is off".into(),
-                            ));
-                            None
-                        }
+        let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> = match (
+            embedder,
+            &manifest.catalog.space,
+        ) {
+            (Some(embedder), Some(space)) if space == embedder.space().identity() => {
+                let vectors: Arc<dyn VectorIndex> = match config.vectors {
+                    VectorsKind::Memory => {
+                        Arc::new(MemoryVectorIndex::new(embedder.space().clone()))
                     }
-                }
-                _ => {
-                    picked.push(("vectors".into(), "none: the dense route is off".into()));
-                    None
-                }
-            };
+                    VectorsKind::File => {
+                        let path = dir.join("vectors.bin");
+                        let file = Arc::new(
+                            FileVectorIndex::open(&path, embedder.space().clone()).map_err(
+                                |e| match e {
+                                    zhiku_domain::ports::IndexError::SpaceMismatch {
+                                        expected,
+                                        found,
+                                    } => {
+                                        anyhow!(needs_rebuild("embedding space", expected, found))
+                                    }
+                                    other => anyhow!(other),
+                                },
+                            )?,
+                        );
+                        file_vectors = Some(Arc::clone(&file));
+                        file
+                    }
+                    VectorsKind::Qdrant => match &qdrant_vectors {
+                        Some(index) => index.clone(),
+                        None => {
+                            return Err(anyhow!(
+                                "profile {} asks for Qdrant vectors, but the Qdrant collection is not open; see the notice above, or use --profile local",
+                                config.profile
+                            ));
+                        }
+                    },
+                };
+                picked.push((
+                    "vectors".into(),
+                    format!("{} in {}", vectors.capabilities().adapter, embedder.space()),
+                ));
+                Some((embedder, vectors))
+            }
+            _ => {
+                picked.push(("vectors".into(), "none: the dense route is off".into()));
+                None
+            }
+        };
         if dense.is_some() {
             dense_notice = None;
         }
@@ -555,20 +521,23 @@ impl Store {
     pub fn problems(&self) -> Result<Problems> {
         let expected = self.expected_ids();
         let lexical: BTreeSet<ChunkId> = self.lexical.all_chunk_ids()?.into_iter().collect();
-        let vectors: Option<BTreeSet<ChunkId>> = match (&self.dense, &self.qdrant_vectors) {
-            (Some(_), Some(q)) => Some(q.all_chunk_ids()?.into_iter().collect()),
-            (Some((_, v)), None) if self.file_vectors.is_none() => {
+        let vectors: Option<BTreeSet<ChunkId>> = match &self.dense {
+            Some(_) if self.qdrant_vectors.is_some() => match &self.qdrant_vectors {
+                Some(q) => Some(q.all_chunk_ids()?.into_iter().collect()),
+                None => None,
+            },
+            Some((_, v)) if self.file_vectors.is_none() => {
                 let mut all = BTreeSet::new();
                 for doc in self.manifest.catalog.docs.keys() {
                     all.extend(v.chunk_ids(doc)?);
                 }
                 Some(all)
             }
-            (Some(_), None) => self
+            Some(_) => self
                 .file_vectors
                 .as_ref()
                 .map(|f| f.all_chunk_ids().into_iter().collect()),
-            (None, _) => None,
+            None => None,
         };
         let mut docs_missing = BTreeSet::new();
         for (doc, entry) in &self.manifest.catalog.docs {

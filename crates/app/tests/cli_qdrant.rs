@@ -113,17 +113,23 @@ fn prod_indexes_and_searches_through_qdrant_and_falls_back_when_it_is_gone() {
     assert!(embedded > 0, "{first}");
 
     let status = run_json(zhiku(store.path(), &url, &prefix).args(["status", "--json"]));
-    let vectors = status["adapters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["port"] == "vectors")
-        .unwrap()["choice"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(vectors.starts_with("qdrant in hashing"), "{vectors}");
-    assert!(vectors.contains(&prefix), "{vectors}");
+    let choice = |port: &str| {
+        status["adapters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["port"] == port)
+            .unwrap_or_else(|| panic!("no {port} in {status}"))["choice"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        choice("vectors").starts_with("qdrant in hashing"),
+        "{status}"
+    );
+    assert!(choice("qdrant").contains(&prefix), "{status}");
+    assert!(choice("qdrant").contains(&url), "{status}");
     assert_eq!(status["chunks"].as_u64().unwrap(), embedded, "{status}");
     assert!(
         !store.path().join("vectors.bin").exists(),
