@@ -1,1 +1,18 @@
-//! Filled by a later issue.
+//! zhiku's [`VectorIndex`](zhiku_domain::ports::VectorIndex) on a Qdrant server, for knowledge
+//! bases that outgrow one machine.
+//!
+//! [`QdrantVectorIndex`] keeps one knowledge base in one embedding space per collection, talks
+//! gRPC through `qdrant-client`, and applies the domain [`Filter`](zhiku_domain::Filter) inside
+//! Qdrant's search as payload conditions (scope is the tenant key). See
+//! [`payload`] for the layout of a point and [`QdrantConfig`] for the settings.
+//!
+//! Its contract tests run against a real server: set `ZHIKU_TEST_QDRANT_URL` (e.g.
+//! `http://127.0.0.1:6334`); without it they print `SKIPPED`.
+
+mod config;
+mod error;
+mod index;
+pub mod payload;
+
+pub use config::QdrantConfig;
+pub use index::QdrantVectorIndex;

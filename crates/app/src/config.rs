@@ -7,7 +7,8 @@
 //! - `dev`: vectors in memory, hashing embedder, tantivy in RAM (nothing persists).
 //! - `local` (default): the embedded store on disk (tantivy + vector file), the candle embedder
 //!   when a model is available, otherwise lexical retrieval with a notice.
-//! - `prod`: Qdrant for vectors + candle (needs the Qdrant adapter).
+//! - `prod`: vectors on a Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`, see [`crate::qdrant`]),
+//!   manifest and tantivy on disk, candle.
 
 use std::path::{Path, PathBuf};
 
@@ -106,6 +107,8 @@ pub struct Config {
     pub context_chunks: usize,
     /// Most characters of evidence in an answer's context.
     pub context_chars: usize,
+    /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
+    pub qdrant: crate::qdrant::QdrantSettings,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
 }
@@ -144,6 +147,7 @@ struct File {
     base: Layer,
     #[serde(default)]
     profiles: std::collections::BTreeMap<String, Layer>,
+    qdrant: Option<crate::qdrant::QdrantTable>,
 }
 
 /// The default model of the candle embedder.
@@ -282,6 +286,8 @@ impl Config {
             }};
         }
         let policy = ChunkingPolicy::default();
+        let qdrant =
+            crate::qdrant::QdrantSettings::resolve(parsed.qdrant.as_ref(), env, &mut origins)?;
         let config = Config {
             vectors: pick!(vectors, VectorsKind::File),
             embedder: pick!(embedder, EmbedderKind::Candle),
@@ -304,6 +310,7 @@ impl Config {
             ask_attempts: pick!(ask_attempts, 3),
             context_chunks: pick!(context_chunks, 6),
             context_chars: pick!(context_chars, 4000),
+            qdrant,
             profile,
             origins,
         };

@@ -7,5 +7,6 @@ pub mod config;
 pub mod corpus;
 pub mod eval;
 pub mod loader;
+pub mod qdrant;
 pub mod source;
 pub mod store;

@@ -24,7 +24,7 @@ use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_app::eval::{AnswerResult, AnswerSummary, Summary, evaluate, evaluate_answers};
 use zhiku_app::loader::{LoaderConfig, Skipped, load_folder};
 use zhiku_app::source::{CorpusSource, FolderSource};
-use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store};
+use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store, VectorsUnavailable};
 use zhiku_domain::ports::SourceStore;
 use zhiku_domain::usecases::{
     AnswerFrame, AnswerStatus, Answerer, IndexReport, RetrievalMode, RetrievalRequest,
@@ -558,9 +558,23 @@ fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
     } else {
         Purpose::Write
     };
-    let mut store = ctx.open(kb.as_deref(), purpose, false)?;
+    let mut refresh_first = !no_refresh;
+    let mut store = match ctx.open(kb.as_deref(), purpose, false) {
+        Ok(store) => store,
+        // The vector server is down: search what is indexed, lexically, rather than fail.
+        Err(e) if purpose == Purpose::Write => match e.downcast_ref::<VectorsUnavailable>() {
+            Some(_) => {
+                // The read-only open below reports the reason.
+                ctx.note("notice: the index was not refreshed: the vector index is unreachable");
+                refresh_first = false;
+                ctx.open(kb.as_deref(), Purpose::Read, false)?
+            }
+            None => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
     let mut skipped = 0;
-    if !no_refresh && let Some(kb) = &kb {
+    if refresh_first && let Some(kb) = &kb {
         let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
         let indexed = refresh(ctx, &mut store, origin)?;
         let r = &indexed.report;

@@ -9,6 +9,11 @@
 //! vectors.bin     the vector file (when the store has an embedding space)
 //! ```
 //!
+//! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead of
+//! `vectors.bin` (see [`crate::qdrant`]); manifest and lexical index stay on disk. A server that
+//! cannot be reached fails `index` before anything is recorded, and makes a read-only open fall
+//! back to lexical retrieval with a notice.
+//!
 //! Writes are crash-safe: both indexes commit first, then the manifest is replaced atomically
 //! (write, fsync, rename). On open the store checks that manifest, vectors and lexical index
 //! agree; on a mismatch it repairs from the manifest (orphan chunks are deleted, documents with
@@ -24,6 +29,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{FileVectorIndex, HashingEmbedder, MemoryVectorIndex};
+use zhiku_adapters_qdrant::QdrantVectorIndex;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
 use zhiku_domain::usecases::{Catalog, Indexer, Retriever};
@@ -82,6 +88,16 @@ pub struct NeedsRebuild {
     pub kb_flag: String,
 }
 
+/// The vector server cannot be reached, so nothing can be indexed now.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot index: the vector index is unreachable ({reason}); nothing was recorded, run zhiku index again once the server is back"
+)]
+pub struct VectorsUnavailable {
+    /// The adapter's error.
+    pub reason: String,
+}
+
 /// What [`Store::check_and_repair`] found and did.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Repair {
@@ -127,6 +143,7 @@ pub struct Store {
     /// What the consistency check repaired on open.
     pub repair: Repair,
     file_vectors: Option<Arc<FileVectorIndex>>,
+    qdrant_vectors: Option<Arc<QdrantVectorIndex>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -226,6 +243,9 @@ impl Store {
         kb_hint: Option<&Path>,
     ) -> Result<Self> {
         let persistent = config.lexical == LexicalKind::Disk || config.vectors == VectorsKind::File;
+        if rebuild && config.vectors == VectorsKind::Qdrant {
+            crate::qdrant::drop_before_rebuild(&config.qdrant, dir)?;
+        }
         if rebuild && dir.exists() {
             for name in ["manifest.json", "vectors.bin", "lexical"] {
                 let path = dir.join(name);
@@ -348,6 +368,39 @@ impl Store {
             dense_notice = Some(embedder_why.clone());
         }
 
+        // Qdrant first: an unreachable server turns the dense route off for reading and stops
+        // writing before anything is touched.
+        let qdrant_vectors = match (&embedder, &manifest.catalog.space, config.vectors) {
+            (Some(e), Some(space), VectorsKind::Qdrant) if space == e.space().identity() => {
+                crate::qdrant::open_for_store(
+                    &config.qdrant,
+                    dir,
+                    e.space(),
+                    &policy.fingerprint(),
+                    purpose == Purpose::Read,
+                    &mut picked,
+                    &mut dense_notice,
+                )
+                .map_err(|e| {
+                    match e.downcast::<zhiku_domain::ports::IndexError>() {
+                        Ok(zhiku_domain::ports::IndexError::SpaceMismatch { expected, found }) => {
+                            anyhow!(needs_rebuild("embedding space", expected, found))
+                        }
+                        Ok(zhiku_domain::ports::IndexError::ConfigMismatch {
+                            what,
+                            expected,
+                            found,
+                        }) => anyhow!(needs_rebuild(what, expected, found)),
+                        Ok(other) => anyhow!(other),
+                        Err(other) => other,
+                    }
+                })?
+            }
+            _ => None,
+        };
+        let embedder =
+            embedder.filter(|_| config.vectors != VectorsKind::Qdrant || qdrant_vectors.is_some());
+
         // The vector index, in the space the manifest records.
         let mut file_vectors = None;
         let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> = match (
@@ -377,12 +430,15 @@ impl Store {
                         file_vectors = Some(Arc::clone(&file));
                         file
                     }
-                    VectorsKind::Qdrant => {
-                        return Err(anyhow!(
-                            "profile {} asks for Qdrant vectors, but the Qdrant adapter is not part of this build yet; use --profile local",
-                            config.profile
-                        ));
-                    }
+                    VectorsKind::Qdrant => match &qdrant_vectors {
+                        Some(index) => index.clone(),
+                        None => {
+                            return Err(anyhow!(
+                                "profile {} asks for Qdrant vectors, but the Qdrant collection is not open; see the notice above, or use --profile local",
+                                config.profile
+                            ));
+                        }
+                    },
                 };
                 picked.push((
                     "vectors".into(),
@@ -414,6 +470,7 @@ impl Store {
             picked,
             repair: Repair::default(),
             file_vectors,
+            qdrant_vectors,
         };
         store.repair = store.check_and_repair()?;
         Ok(store)
@@ -465,6 +522,10 @@ impl Store {
         let expected = self.expected_ids();
         let lexical: BTreeSet<ChunkId> = self.lexical.all_chunk_ids()?.into_iter().collect();
         let vectors: Option<BTreeSet<ChunkId>> = match &self.dense {
+            Some(_) if self.qdrant_vectors.is_some() => match &self.qdrant_vectors {
+                Some(q) => Some(q.all_chunk_ids()?.into_iter().collect()),
+                None => None,
+            },
             Some((_, v)) if self.file_vectors.is_none() => {
                 let mut all = BTreeSet::new();
                 for doc in self.manifest.catalog.docs.keys() {

@@ -7,8 +7,15 @@ pub mod vector;
 
 /// Prints the loud notice a skipped contract test shows.
 pub fn skipped(adapter: &str, property: &str, why: &str) {
-    eprintln!("SKIPPED {adapter}::{property}: {why}");
-    println!("SKIPPED {adapter}::{property}: {why}");
+    notice(&format!("SKIPPED {adapter}::{property}: {why}"));
+}
+
+/// Writes `line` to the process's standard error directly. The test harness captures `print!`
+/// and `eprint!` of passing tests, so a skip notice written with them would never be seen in a
+/// plain `cargo test` run; a direct write always is.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 #[doc(hidden)]

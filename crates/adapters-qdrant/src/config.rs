@@ -1,0 +1,150 @@
+//! How to reach the server and how to lay out collections on it.
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use zhiku_domain::EmbeddingSpace;
+
+/// Connection and layout settings of a [`QdrantVectorIndex`](crate::QdrantVectorIndex).
+#[derive(Clone, PartialEq, Eq)]
+pub struct QdrantConfig {
+    /// gRPC URL of the server, e.g. `http://127.0.0.1:6334` (the gRPC port, not the REST one).
+    pub url: String,
+    /// API key, when the server requires one (sent as the `api-key` header).
+    pub api_key: Option<String>,
+    /// Prefix of every collection zhiku creates, so one server can host several installations.
+    pub collection_prefix: String,
+    /// Deadline of one request; connecting gets the same deadline, at most 5 s.
+    pub timeout: Duration,
+    /// Points per upsert request.
+    pub batch_size: usize,
+    /// Shards of a new collection (a distributed cluster spreads them over its nodes).
+    pub shard_number: u32,
+    /// Copies of each shard in a new collection (a distributed cluster keeps them on different
+    /// nodes).
+    pub replication_factor: u32,
+    /// Retries of a request that failed with a temporary error (unavailable, timeout,
+    /// overloaded) before the error is reported.
+    pub max_retries: u32,
+    /// Delay before the first retry; it doubles on each further retry, up to 5 s.
+    pub initial_backoff: Duration,
+    /// Exact (brute-force) search instead of HNSW. For measurements and tiny collections.
+    pub exact: bool,
+}
+
+impl Default for QdrantConfig {
+    fn default() -> Self {
+        Self {
+            url: "http://127.0.0.1:6334".into(),
+            api_key: None,
+            collection_prefix: "zhiku_".into(),
+            timeout: Duration::from_secs(10),
+            batch_size: 256,
+            shard_number: 1,
+            replication_factor: 1,
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(100),
+            exact: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for QdrantConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key itself.
+        f.debug_struct("QdrantConfig")
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("collection_prefix", &self.collection_prefix)
+            .field("timeout", &self.timeout)
+            .field("batch_size", &self.batch_size)
+            .field("shard_number", &self.shard_number)
+            .field("replication_factor", &self.replication_factor)
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("exact", &self.exact)
+            .finish()
+    }
+}
+
+impl QdrantConfig {
+    /// The defaults with another URL.
+    pub fn with_url(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The collection of knowledge base `kb` in `space`:
+    /// `{prefix}{kb}_{first 8 hex of sha256(space identity)}`, with `kb` reduced to lower-case
+    /// ASCII letters, digits, `-` and `_`. A new model or model revision therefore gets a new
+    /// collection instead of mixing vectors of two spaces.
+    pub fn collection_name(&self, kb: &str, space: &EmbeddingSpace) -> String {
+        format!(
+            "{}{}_{}",
+            self.collection_prefix,
+            sanitize(kb),
+            space_tag(space)
+        )
+    }
+
+    /// The start every collection of `kb` shares, whatever its space.
+    pub fn kb_prefix(&self, kb: &str) -> String {
+        format!("{}{}_", self.collection_prefix, sanitize(kb))
+    }
+}
+
+/// First 8 hex digits of the sha256 of the space identity.
+pub(crate) fn space_tag(space: &EmbeddingSpace) -> String {
+    let digest = Sha256::digest(space.identity().as_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sanitize(kb: &str) -> String {
+    let mut out: String = kb
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    if out.is_empty() {
+        out.push_str("kb");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zhiku_domain::{Normalization, Pooling};
+
+    #[test]
+    fn collection_names_depend_on_kb_and_space() {
+        let a = EmbeddingSpace::new("m", "v1", 4, Pooling::Cls, Normalization::L2).unwrap();
+        let b = EmbeddingSpace::new("m", "v2", 4, Pooling::Cls, Normalization::L2).unwrap();
+        let c = QdrantConfig::default();
+        let name = c.collection_name("My KB/知库", &a);
+        assert!(name.starts_with("zhiku_my_kb____"), "{name}");
+        assert!(name.starts_with(&c.kb_prefix("My KB/知库")));
+        assert_eq!(name.len(), "zhiku_my_kb____".len() + 8);
+        assert_ne!(name, c.collection_name("My KB/知库", &b));
+        assert_eq!(name, c.collection_name("My KB/知库", &a));
+        assert!(c.collection_name("", &a).starts_with("zhiku_kb_"));
+    }
+
+    #[test]
+    fn debug_hides_the_api_key() {
+        let c = QdrantConfig {
+            api_key: Some("secret".into()),
+            ..QdrantConfig::default()
+        };
+        assert!(!format!("{c:?}").contains("secret"));
+    }
+}

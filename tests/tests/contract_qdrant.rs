@@ -1,0 +1,587 @@
+//! The vector-index contract suite and adapter tests on a real Qdrant server.
+//!
+//! Set `ZHIKU_TEST_QDRANT_URL` to the gRPC URL of a Qdrant server (e.g.
+//! `ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334`). Every test works in its own collection,
+//! named `zhiku_test_…`, and drops it afterwards. Without the variable every test prints a
+//! `SKIPPED` line naming it and checks nothing: these tests never pass against a fake.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
+use zhiku_domain::ports::{EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex};
+use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+
+const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
+
+/// The server's URL, or `None` after printing the loud notice.
+fn server(test: &str) -> Option<String> {
+    match std::env::var(VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
+        _ => {
+            let line = format!(
+                "SKIPPED qdrant::{test}: set {VAR}=http://127.0.0.1:6334 (the gRPC port of a Qdrant server) to run it against a real server"
+            );
+            zhiku_tests::contract::notice(&line);
+            None
+        }
+    }
+}
+
+/// A collection name no other test (or test run) uses.
+fn unique_collection(tag: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "zhiku_test_{tag}_{}_{}_{nanos:08x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn config(url: &str) -> QdrantConfig {
+    QdrantConfig {
+        batch_size: 128,
+        ..QdrantConfig::with_url(url)
+    }
+}
+
+/// An index whose collection is dropped when the test is done with it.
+#[derive(Debug)]
+struct Scratch(QdrantVectorIndex);
+
+impl Scratch {
+    fn open(url: &str, tag: &str, space: EmbeddingSpace) -> Self {
+        let name = unique_collection(tag);
+        Self(
+            QdrantVectorIndex::open_collection(&config(url), &name, space, None)
+                .unwrap_or_else(|e| panic!("cannot open {name} on {url}: {e}")),
+        )
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.drop_collection() {
+            eprintln!(
+                "warning: could not drop test collection {}: {e}",
+                self.0.collection()
+            );
+        }
+    }
+}
+
+impl VectorIndex for Scratch {
+    fn capabilities(&self) -> IndexCapabilities {
+        self.0.capabilities()
+    }
+    fn space(&self) -> &EmbeddingSpace {
+        self.0.space()
+    }
+    fn upsert(&self, items: &[EmbeddedChunk]) -> Result<(), IndexError> {
+        self.0.upsert(items)
+    }
+    fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
+        self.0.delete_chunks(ids)
+    }
+    fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
+        self.0.delete_document(doc)
+    }
+    fn search(
+        &self,
+        query: &Embedding,
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>, IndexError> {
+        self.0.search(query, k, filter)
+    }
+    fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
+        self.0.chunk_ids(doc)
+    }
+    fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {
+        self.0.embeddings(ids)
+    }
+    fn count(&self) -> Result<usize, IndexError> {
+        self.0.count()
+    }
+    fn commit(&self) -> Result<(), IndexError> {
+        self.0.commit()
+    }
+}
+
+mod qdrant_vector {
+    use super::*;
+
+    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| -> Option<Box<dyn VectorIndex>> {
+        let url = server("vector_index_contract")?;
+        Some(Box::new(Scratch::open(&url, "contract", space)))
+    });
+}
+
+mod adapter {
+    use super::*;
+    use serde_json::json;
+    use zhiku_adapters_memory::{
+        HashingEmbedder, MemoryLexicalIndex, MemorySourceStore, MemoryVectorIndex,
+    };
+    use zhiku_domain::ports::Embedder;
+    use zhiku_domain::rules::fusion::Route;
+    use zhiku_domain::usecases::{
+        Indexer, IndexerError, RetrievalMode, RetrievalRequest, Retriever, RouteStatus, SyncMode,
+    };
+    use zhiku_domain::{ChunkingPolicy, Document, Locale, Normalization, Pooling, Scope, Source};
+    use zhiku_tests::contract::fixtures::{Spec, axis, embedded, other_space, space, vector};
+
+    fn scope(s: &str) -> Filter {
+        Filter::for_scope(Scope::new(s).unwrap())
+    }
+
+    fn doc(id: &str) -> DocId {
+        DocId::new(id).unwrap()
+    }
+
+    /// `n` chunks of one document, spread over the axes so they have different scores.
+    fn many(doc: &str, scope: &'static str, n: usize) -> Vec<EmbeddedChunk> {
+        (0..n)
+            .map(|i| {
+                embedded(
+                    &Spec::new(doc, scope, format!("{doc} chunk {i}")).at(i * 100),
+                    vector(i % 8, (i % 97) as f32 / 50.0),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reupserting_the_same_chunks_keeps_the_point_count() {
+        let Some(url) = server("reupserting_the_same_chunks_keeps_the_point_count") else {
+            return;
+        };
+        let index = Scratch::open(&url, "reupsert", space());
+        let items = many("a", "s", 500);
+        index.upsert(&items).unwrap();
+        assert_eq!(index.count().unwrap(), 500);
+        index.upsert(&items).unwrap();
+        index.upsert(&items[..100]).unwrap();
+        index.commit().unwrap();
+        assert_eq!(
+            index.count().unwrap(),
+            500,
+            "re-upserts replace, never duplicate"
+        );
+        // Duplicates inside one call: the last write wins.
+        let first = embedded(&Spec::new("b", "s", "same").title("old"), axis(1));
+        let last = embedded(&Spec::new("b", "s", "same").title("new"), axis(2));
+        index.upsert(&[first, last]).unwrap();
+        assert_eq!(index.count().unwrap(), 501);
+        let hit = &index
+            .search(&axis(2), 1, &scope("s").with_doc_ids([doc("b")]))
+            .unwrap()[0];
+        assert_eq!(hit.chunk.doc().title.as_str(), "new");
+        assert!((hit.score - 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn deleting_a_document_removes_thousands_of_points() {
+        let Some(url) = server("deleting_a_document_removes_thousands_of_points") else {
+            return;
+        };
+        let index = Scratch::open(&url, "delete_doc", space());
+        let big = many("big", "s", 3000);
+        let small = many("small", "s", 7);
+        index.upsert(&big).unwrap();
+        index.upsert(&small).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.count().unwrap(), 3007);
+        // Listing pages through the scroll API (3 pages of 1000 and one more).
+        let listed = index.chunk_ids(&doc("big")).unwrap();
+        let mut want: Vec<ChunkId> = big.iter().map(|i| i.chunk.chunk_id().clone()).collect();
+        want.sort();
+        assert_eq!(listed, want);
+        assert_eq!(index.0.all_chunk_ids().unwrap().len(), 3007);
+
+        index.delete_document(&doc("big")).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.count().unwrap(), 7);
+        assert!(index.chunk_ids(&doc("big")).unwrap().is_empty());
+        assert_eq!(index.chunk_ids(&doc("small")).unwrap().len(), 7);
+        let hits = index.search(&axis(0), 50, &scope("s")).unwrap();
+        assert_eq!(hits.len(), 7);
+        assert!(hits.iter().all(|h| h.chunk.doc_id().as_str() == "small"));
+    }
+
+    /// Every `Filter` field, alone and combined, selects in Qdrant exactly what the reference
+    /// semantics (the exact memory index) selects, in the same order with the same scores.
+    #[test]
+    fn every_filter_field_is_translated_like_the_reference() {
+        let Some(url) = server("every_filter_field_is_translated_like_the_reference") else {
+            return;
+        };
+        let index = Scratch::open(&url, "filters", space());
+        let reference = MemoryVectorIndex::new(space());
+        let specs = [
+            Spec::new("zh-doc", "team-a", "zh 1")
+                .locale("zh-CN")
+                .metadata(json!({"tags": ["x", "y"], "year": 2024, "draft": false})),
+            Spec::new("zh-doc", "team-a", "zh 2")
+                .at(10)
+                .locale("zh-CN")
+                .metadata(json!({"tags": ["x", "y"], "year": 2024, "draft": false})),
+            Spec::new("hant", "team-a", "hant")
+                .locale("zh-Hant-TW")
+                .metadata(json!({"tags": "z", "year": 2023, "score": 1.5})),
+            Spec::new("en-doc", "team-b", "en")
+                .locale("en")
+                .metadata(json!({"tags": ["y"], "year": 2023, "draft": true})),
+            Spec::new("en-gb", "team-c", "en-gb")
+                .locale("en-GB")
+                .metadata(json!({"nested": {"tags": "x"}, "year": "2024"})),
+        ];
+        let items: Vec<EmbeddedChunk> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| embedded(s, vector(3, i as f32 / 4.0)))
+            .collect();
+        index.upsert(&items).unwrap();
+        reference.upsert(&items).unwrap();
+        let scopes = |names: &[&str]| {
+            Filter::for_scopes(names.iter().map(|s| Scope::new(s).unwrap())).unwrap()
+        };
+        let all = || scopes(&["team-a", "team-b", "team-c"]);
+        let meta = |f: Filter, k: &str, v: &str| f.with_metadata(k, v).unwrap();
+        let locale = |f: Filter, l: &str| f.with_locale(Locale::new(l).unwrap());
+        let cases: Vec<(&str, Filter, usize)> = vec![
+            ("one scope", scopes(&["team-a"]), 3),
+            ("two scopes", scopes(&["team-a", "team-b"]), 4),
+            ("unknown scope", scopes(&["team-z"]), 0),
+            (
+                "doc ids",
+                all().with_doc_ids([doc("zh-doc"), doc("en-gb")]),
+                3,
+            ),
+            (
+                "doc ids outside the scope",
+                scopes(&["team-b"]).with_doc_ids([doc("zh-doc")]),
+                0,
+            ),
+            ("no doc ids", all().with_doc_ids([]), 0),
+            ("locale language", locale(all(), "zh"), 3),
+            ("locale region", locale(all(), "zh-CN"), 2),
+            ("locale case", locale(all(), "zh-cn"), 2),
+            ("locale script", locale(all(), "zh-Hant"), 1),
+            ("locale en", locale(all(), "en"), 2),
+            ("locale en-US", locale(all(), "en-US"), 0),
+            ("array element", meta(all(), "tags", "x"), 2),
+            ("scalar string", meta(all(), "tags", "z"), 1),
+            ("array or scalar", meta(all(), "tags", "y"), 3),
+            ("number", meta(all(), "year", "2023"), 2),
+            (
+                "string that looks like a number",
+                meta(all(), "year", "2024"),
+                3,
+            ),
+            ("float", meta(all(), "score", "1.5"), 1),
+            ("bool", meta(all(), "draft", "true"), 1),
+            (
+                "a key only inside a nested object",
+                meta(all(), "tags", "x").with_doc_ids([doc("en-gb")]),
+                0,
+            ),
+            (
+                "two metadata pairs",
+                meta(meta(all(), "tags", "y"), "year", "2023"),
+                1,
+            ),
+            (
+                "everything at once",
+                meta(
+                    meta(locale(scopes(&["team-a", "team-b"]), "zh"), "tags", "y"),
+                    "year",
+                    "2024",
+                )
+                .with_doc_ids([doc("zh-doc"), doc("en-doc")]),
+                2,
+            ),
+        ];
+        for (name, filter, expected) in cases {
+            let got = index.search(&axis(3), 10, &filter).unwrap();
+            let want = reference.search(&axis(3), 10, &filter).unwrap();
+            let ids = |h: &[ScoredChunk]| {
+                h.iter()
+                    .map(|x| x.chunk.chunk_id().to_string())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(ids(&got), ids(&want), "{name}");
+            assert_eq!(got.len(), expected, "{name}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g.score - w.score).abs() < 1e-4,
+                    "{name}: {} vs {}",
+                    g.score,
+                    w.score
+                );
+                assert_eq!(g.chunk, w.chunk, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn reopening_checks_the_recorded_space_and_policy() {
+        let Some(url) = server("reopening_checks_the_recorded_space_and_policy") else {
+            return;
+        };
+        let config = config(&url);
+        let name = unique_collection("reopen");
+        let first =
+            QdrantVectorIndex::open_collection(&config, &name, space(), Some("policy-1")).unwrap();
+        let guard = Scratch(first);
+        guard
+            .upsert(&[embedded(&Spec::new("a", "s", "kept"), axis(1))])
+            .unwrap();
+        guard.commit().unwrap();
+
+        // The same space reopens and finds the committed chunk.
+        let again =
+            QdrantVectorIndex::open_collection(&config, &name, space(), Some("policy-1")).unwrap();
+        let hits = again.search(&axis(1), 5, &scope("s")).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].chunk.content(), "kept");
+        drop(again);
+
+        // Another model with the same dimension: the embedded store's typed error.
+        let err =
+            QdrantVectorIndex::open_collection(&config, &name, other_space(), Some("policy-1"))
+                .unwrap_err();
+        assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+        assert!(err.to_string().contains("contract-suite"), "{err}");
+        assert!(!err.is_temporary());
+        // Another dimension.
+        let wider =
+            EmbeddingSpace::new("contract-suite", "v1", 9, Pooling::None, Normalization::L2)
+                .unwrap();
+        let err = QdrantVectorIndex::open_collection(&config, &name, wider, None).unwrap_err();
+        assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+        // Another chunking policy.
+        let err = QdrantVectorIndex::open_collection(&config, &name, space(), Some("policy-2"))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                IndexError::ConfigMismatch {
+                    what: "chunking policy",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Nothing was changed by the refused opens.
+        assert_eq!(guard.count().unwrap(), 1);
+
+        // Collection names keep spaces apart on their own.
+        let c = QdrantConfig::default();
+        assert_ne!(
+            c.collection_name("kb", &space()),
+            c.collection_name("kb", &other_space())
+        );
+    }
+
+    #[test]
+    fn a_bad_address_is_a_clear_temporary_error() {
+        let Some(_url) = server("a_bad_address_is_a_clear_temporary_error") else {
+            return;
+        };
+        // A port nothing listens on: bind one, note it, free it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = QdrantConfig {
+            max_retries: 1,
+            initial_backoff: Duration::from_millis(10),
+            timeout: Duration::from_secs(2),
+            ..QdrantConfig::with_url(format!("http://127.0.0.1:{port}"))
+        };
+        let err = QdrantVectorIndex::open_collection(&config, "zhiku_test_never", space(), None)
+            .unwrap_err();
+        assert!(matches!(err, IndexError::Unavailable { .. }), "{err}");
+        assert!(err.is_temporary());
+        assert!(
+            err.to_string().contains(&format!("127.0.0.1:{port}")),
+            "{err}"
+        );
+    }
+
+    /// A TCP forwarder in front of the real server: cutting it is a real network failure.
+    struct Forwarder {
+        runtime: Option<tokio::runtime::Runtime>,
+        port: u16,
+    }
+
+    impl Forwarder {
+        fn start(upstream: &str) -> Self {
+            let upstream = upstream
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let listener = runtime
+                .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+                .unwrap();
+            let port = listener.local_addr().unwrap().port();
+            runtime.spawn(async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    let upstream = upstream.clone();
+                    tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                }
+            });
+            Self {
+                runtime: Some(runtime),
+                port,
+            }
+        }
+
+        fn url(&self) -> String {
+            format!("http://127.0.0.1:{}", self.port)
+        }
+
+        /// Closes the listener and every forwarded connection.
+        fn cut(&mut self) {
+            if let Some(runtime) = self.runtime.take() {
+                runtime.shutdown_timeout(Duration::from_secs(2));
+            }
+        }
+    }
+
+    impl Drop for Forwarder {
+        fn drop(&mut self) {
+            self.cut();
+        }
+    }
+
+    fn kb_doc(id: &str, content: &str) -> Document {
+        Document::builder(doc(id), Source::new(format!("kb/{id}")).unwrap(), content)
+            .scope(Scope::new("s").unwrap())
+            .build()
+    }
+
+    /// The server goes away while zhiku is running: searches fall back to the lexical route and
+    /// say why, indexing fails with a clear temporary error and hands back no new catalog.
+    #[test]
+    fn the_retriever_falls_back_to_lexical_when_the_server_goes_away() {
+        let Some(url) = server("the_retriever_falls_back_to_lexical_when_the_server_goes_away")
+        else {
+            return;
+        };
+        let mut forwarder = Forwarder::start(&url);
+        let embedder = HashingEmbedder::new(64).unwrap();
+        let name = unique_collection("fallback");
+        let config = QdrantConfig {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(20),
+            timeout: Duration::from_secs(3),
+            ..QdrantConfig::with_url(forwarder.url())
+        };
+        let vectors =
+            QdrantVectorIndex::open_collection(&config, &name, embedder.space().clone(), None)
+                .unwrap();
+        // Dropped through the direct connection once the test is over.
+        let cleanup = Scratch(
+            QdrantVectorIndex::open_collection(
+                &QdrantConfig::with_url(&url),
+                &name,
+                embedder.space().clone(),
+                None,
+            )
+            .unwrap(),
+        );
+        let lexical = MemoryLexicalIndex::new();
+        let source = MemorySourceStore::new();
+        let policy = ChunkingPolicy::with_sizes(200, 20).unwrap();
+        let docs = vec![
+            kb_doc(
+                "rrf",
+                "Reciprocal rank fusion merges the dense and the lexical route.",
+            ),
+            kb_doc(
+                "chunk",
+                "The chunker cuts Markdown by headings and paragraphs.",
+            ),
+            kb_doc(
+                "scope",
+                "Every search is scoped to what the caller may read.",
+            ),
+        ];
+        for d in &docs {
+            source.put(d);
+        }
+        let indexer = Indexer::hybrid(policy, &embedder, &vectors, &lexical).unwrap();
+        let (catalog, _) = indexer
+            .run(&indexer.empty_catalog(), docs, SyncMode::Full, &mut |_| {})
+            .unwrap();
+        assert_eq!(cleanup.count().unwrap(), 3);
+
+        let filter = scope("s");
+        let request = RetrievalRequest {
+            query: "rank fusion of routes",
+            filter: &filter,
+            mode: RetrievalMode::Hybrid,
+            k: 3,
+            budget: None,
+        };
+        let retriever = Retriever::new(&source)
+            .with_dense(&embedder, &vectors)
+            .with_lexical(&lexical);
+        let before = retriever.retrieve(&request).unwrap();
+        assert_eq!(before.routes_ran(), vec![Route::Dense, Route::Lexical]);
+
+        forwarder.cut();
+
+        let err = vectors
+            .search(&embedder.embed_query("rank").unwrap(), 3, &filter)
+            .unwrap_err();
+        assert!(matches!(err, IndexError::Unavailable { .. }), "{err}");
+        assert!(err.is_temporary());
+
+        let after = retriever.retrieve(&request).unwrap();
+        assert_eq!(after.routes_ran(), vec![Route::Lexical]);
+        let dense = after
+            .routes
+            .iter()
+            .find(|r| r.route == Route::Dense)
+            .unwrap();
+        match &dense.status {
+            RouteStatus::Unavailable { reason } => {
+                assert!(reason.contains("qdrant is unavailable"), "{reason}");
+                assert!(reason.contains(&forwarder.url()), "{reason}");
+            }
+            other => panic!("dense route should be unavailable, got {other:?}"),
+        }
+        assert!(!after.evidence.is_empty());
+        assert_eq!(after.evidence[0].chunk.doc_id().as_str(), "rrf");
+
+        // Indexing a change now fails with the vector index's temporary error.
+        let changed = vec![kb_doc("rrf", "Reciprocal rank fusion, changed.")];
+        let err = indexer
+            .run(&catalog, changed, SyncMode::Partial, &mut |_| {})
+            .unwrap_err();
+        match &err {
+            IndexerError::Vectors(e) => assert!(e.is_temporary(), "{e}"),
+            other => panic!("expected a vector index error, got {other}"),
+        }
+        // The server itself is fine: the direct connection still sees the three chunks.
+        assert_eq!(cleanup.count().unwrap(), 3);
+    }
+}
