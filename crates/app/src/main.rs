@@ -4,6 +4,12 @@
 //! 4 the store was built with another configuration and must be rebuilt; 5 cannot retrieve
 //! (no retrieval route could run); 6 `verify` found an inconsistency.
 
+// Candle allocates a fresh buffer per tensor operation; mimalloc serves these much faster than
+// glibc's malloc (measured by `cargo bench -p zhiku --bench embed`, see the README).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
