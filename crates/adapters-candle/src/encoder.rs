@@ -177,7 +177,7 @@ impl BertEncoder {
             vb
         };
         let h = config.hidden_size;
-        if config.num_attention_heads == 0 || h % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0 || !h.is_multiple_of(config.num_attention_heads) {
             candle_core::bail!(
                 "hidden_size {h} is not a multiple of num_attention_heads {}",
                 config.num_attention_heads
@@ -606,7 +606,7 @@ pub(crate) fn exp(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let er = p * r * r + r + 1.0;
     // 2ⁿ: the biased exponent n + 127 in the exponent field (integer ops only, so it vectorises).
     let n_bits = y.to_bits().wrapping_sub(ROUND.to_bits());

@@ -85,9 +85,9 @@ impl From<LoadError> for EmbedError {
     }
 }
 
-/// Tokens per packed forward pass. The matrix multiplies run as fast with 2,048 rows as with
-/// more (measured by `crates/app/benches/embed.rs`), while every intermediate buffer stays below
-/// 13 MB for a 384-wide model, so larger batches cost no extra memory.
+/// Tokens per packed forward pass: enough rows (2,048) for long gemm calls, few enough that every
+/// intermediate buffer of a 384-wide model stays below 13 MB, so larger batches cost no extra
+/// memory.
 const MAX_PACKED_TOKENS: usize = 2048;
 
 /// Where the model comes from.
