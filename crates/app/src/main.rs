@@ -4,8 +4,7 @@
 //! 4 the store was built with another configuration and must be rebuilt; 5 cannot retrieve
 //! (no retrieval route could run); 6 `verify` found an inconsistency.
 
-// Candle allocates a fresh buffer per tensor operation; mimalloc serves these much faster than
-// glibc's malloc (measured by `cargo bench -p zhiku --bench embed`, see the README).
+// Opt-in (`--features mimalloc`): faster lexical builds, more memory; see the README.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
