@@ -24,6 +24,12 @@ default place is ${ZHIKU_CACHE_DIR:-~/.cache/zhiku}/models/<name>-onnx/model.onn
 Without an ONNX model the peer prints {"engine": "onnxruntime", "skipped": ...}
 and exits 0.
 
+With --write-english FILE the script instead writes English passages (JSONL, one
+{"id", "text"} per line) for the benchmark's English corpus: the prose of the Python
+language reference that ships with every CPython interpreter (pydoc_data.topics, the
+text behind help("topics")), cut at blank lines and packed into passages of at most
+--passage-chars characters, in the order of the sorted topic names.
+
 The environment from scripts/python-embed-peers.sh has every package needed.
 """
 
@@ -70,7 +76,15 @@ def count_tokens(tok, texts: list[str]) -> int:
 
 
 def peak_rss_mib() -> float:
-    # ru_maxrss is in KiB on Linux.
+    # VmHWM belongs to this process image. ru_maxrss would not do: Linux carries it across
+    # fork and exec, so it reports the parent's peak (the Rust bench) when that is larger.
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -218,10 +232,45 @@ class OnnxRuntimeEngine:
         return vectors
 
 
+def english_passages(max_chars: int) -> list[str]:
+    """Paragraphs of the Python language reference, packed into passages of <= max_chars."""
+    from pydoc_data.topics import topics
+
+    passages: list[str] = []
+    current = ""
+    for name in sorted(topics):
+        for para in topics[name].split("\n\n"):
+            # Words made only of *, =, -, ~ or ^ are heading underlines.
+            para = " ".join(w for w in para.split() if not set(w) <= set("*=-~^"))
+            if not para:
+                continue
+            para = para[:max_chars]
+            if current and len(current) + 1 + len(para) > max_chars:
+                passages.append(current)
+                current = ""
+            current = f"{current}\n{para}" if current else para
+    if current:
+        passages.append(current)
+    return passages
+
+
+def write_english(out: Path, limit: int | None, max_chars: int) -> None:
+    passages = english_passages(max_chars)
+    if limit is not None:
+        passages = passages[:limit]
+    with out.open("w", encoding="utf-8") as f:
+        for i, text in enumerate(passages):
+            f.write(json.dumps({"id": f"pyref-{i}", "text": text}, ensure_ascii=False) + "\n")
+    print(f"wrote {len(passages)} English passages to {out}", file=sys.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description="Python embedding peer (throughput).")
-    ap.add_argument("--model-dir", required=True, type=Path)
-    ap.add_argument("--texts", required=True, type=Path, help="JSONL, one {\"text\": ...} per line")
+    ap.add_argument("--write-english", type=Path, default=None, metavar="FILE",
+                    help="write English passages (Python language reference) and exit")
+    ap.add_argument("--passage-chars", type=int, default=900)
+    ap.add_argument("--model-dir", type=Path)
+    ap.add_argument("--texts", type=Path, help="JSONL, one {\"text\": ...} per line")
     ap.add_argument("--engine", choices=["sentence-transformers", "onnxruntime"],
                     default="sentence-transformers")
     ap.add_argument("--batch-size", type=int, default=32)
@@ -234,6 +283,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print only the JSON result line")
     args = ap.parse_args()
 
+    if args.write_english is not None:
+        write_english(args.write_english, args.limit, args.passage_chars)
+        return 0
+    if args.model_dir is None or args.texts is None:
+        ap.error("--model-dir and --texts are required")
     if args.batch_size < 1 or args.threads < 1:
         ap.error("--batch-size and --threads must be at least 1")
 

@@ -10,20 +10,26 @@
 //!   `BAAI/bge-*` models default to CLS pooling, normalisation and their retrieval instruction
 //!   for queries.
 //! - Texts are tokenised with truncation at the model's maximum sequence length (reported per
-//!   embedding, never silent) and padded to the longest text of each batch; batches are formed
-//!   after sorting by length, to cut padding, and results are returned in input order.
+//!   embedding, never silent). Batches are formed after sorting by token count and are *packed*:
+//!   the tokens of all texts of a batch are the rows of one matrix, with no padding at all
+//!   (attention runs per text); results are returned in input order.
+//! - The forward pass is [`encoder`]'s: candle tensors for the matrix multiplies, fused and
+//!   vectorised loops for everything between them.
 //! - The space records model id, the hub revision or a hash of the weights file, dimensions,
 //!   pooling and normalisation.
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use sha2::{Digest, Sha256};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 use zhiku_domain::ports::{EmbedError, Embedder};
 use zhiku_domain::{Embedding, EmbeddingSpace, Normalization, Pooling};
+
+mod encoder;
+
+use encoder::{BertConfig, BertEncoder};
 
 const ADAPTER: &str = "candle";
 
@@ -78,6 +84,11 @@ impl From<LoadError> for EmbedError {
         }
     }
 }
+
+/// Tokens per packed forward pass: enough rows (2,048) for long gemm calls, few enough that every
+/// intermediate buffer of a 384-wide model stays below 13 MB, so larger batches cost no extra
+/// memory.
+const MAX_PACKED_TOKENS: usize = 2048;
 
 /// Where the model comes from.
 #[derive(Debug, Clone)]
@@ -137,7 +148,7 @@ impl Default for EmbedderOptions {
 
 /// A BERT-family sentence embedder.
 pub struct CandleEmbedder {
-    model: BertModel,
+    model: BertEncoder,
     tokenizer: Tokenizer,
     space: EmbeddingSpace,
     pooling: Pooling,
@@ -145,7 +156,6 @@ pub struct CandleEmbedder {
     max_seq_length: usize,
     query_instruction: String,
     batch_size: usize,
-    device: Device,
 }
 
 impl std::fmt::Debug for CandleEmbedder {
@@ -365,7 +375,7 @@ impl CandleEmbedder {
                     reason: e.to_string(),
                 }
             })?;
-        let model = BertModel::load(vb, &config).map_err(|e| LoadError::Invalid {
+        let model = BertEncoder::load(vb, &config).map_err(|e| LoadError::Invalid {
             path: weights_path.clone(),
             reason: format!("weights do not fit config.json: {e}"),
         })?;
@@ -430,10 +440,8 @@ impl CandleEmbedder {
                 path: tokenizer_path.clone(),
                 reason: e.to_string(),
             })?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..PaddingParams::default()
-        }));
+        // Batches are packed, never padded (some tokenizer.json files ask for padding).
+        tokenizer.with_padding(None);
 
         let revision = files
             .revision
@@ -470,7 +478,6 @@ impl CandleEmbedder {
             max_seq_length,
             query_instruction,
             batch_size: options.batch_size.max(1),
-            device,
         })
     }
 
@@ -496,47 +503,56 @@ impl CandleEmbedder {
         }
     }
 
-    /// Embeds one batch (already padded together by the tokenizer).
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
-        let encodings = self
-            .tokenizer
+    fn tokenize(&self, texts: &[&str]) -> Result<Vec<Encoding>, EmbedError> {
+        self.tokenizer
             .encode_batch(texts.to_vec(), true)
-            .map_err(|e| EmbedError::InvalidInput(e.to_string()))?;
-        let n = encodings.len();
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        let mut ids = Vec::with_capacity(n * len);
-        let mut types = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for e in &encodings {
-            ids.extend(e.get_ids().iter().copied());
-            types.extend(e.get_type_ids().iter().copied());
-            mask.extend(e.get_attention_mask().iter().copied());
-        }
-        let shape = (n, len);
-        let ids = Tensor::from_vec(ids, shape, &self.device).map_err(Self::backend)?;
-        let types = Tensor::from_vec(types, shape, &self.device).map_err(Self::backend)?;
-        let mask_t = Tensor::from_vec(mask, shape, &self.device).map_err(Self::backend)?;
-        let hidden = self
-            .model
-            .forward(&ids, &types, Some(&mask_t))
-            .map_err(Self::backend)?;
-        let pooled = match self.pooling {
-            Pooling::Cls => hidden.narrow(1, 0, 1).and_then(|t| t.squeeze(1)),
-            _ => {
-                let m = mask_t
-                    .to_dtype(DType::F32)
-                    .and_then(|m| m.unsqueeze(2))
-                    .map_err(Self::backend)?;
-                let summed = hidden.broadcast_mul(&m).and_then(|t| t.sum(1));
-                let counts = m.sum(1).and_then(|c| c.clamp(1e-9, f64::MAX));
-                summed.and_then(|s| counts.and_then(|c| s.broadcast_div(&c)))
+            .map_err(|e| EmbedError::InvalidInput(e.to_string()))
+    }
+
+    /// Embeds one batch of tokenised texts, packed into forward passes of at most
+    /// [`MAX_PACKED_TOKENS`] tokens (one text per pass when a text alone is longer).
+    fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Embedding>, EmbedError> {
+        let mut out = Vec::with_capacity(encodings.len());
+        let mut from = 0;
+        while from < encodings.len() {
+            let mut to = from + 1;
+            let mut tokens = encodings[from].get_ids().len();
+            while to < encodings.len()
+                && tokens + encodings[to].get_ids().len() <= MAX_PACKED_TOKENS
+            {
+                tokens += encodings[to].get_ids().len();
+                to += 1;
             }
+            out.extend(self.embed_packed(&encodings[from..to])?);
+            from = to;
         }
-        .map_err(Self::backend)?;
-        let rows: Vec<Vec<f32>> = pooled.to_vec2().map_err(Self::backend)?;
-        rows.into_iter()
-            .zip(&encodings)
-            .map(|(mut v, enc)| {
+        Ok(out)
+    }
+
+    /// Embeds tokenised texts in one packed forward pass.
+    fn embed_packed(&self, encodings: &[&Encoding]) -> Result<Vec<Embedding>, EmbedError> {
+        let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+        let types: Vec<&[u32]> = encodings.iter().map(|e| e.get_type_ids()).collect();
+        let hidden = self.model.forward(&ids, &types).map_err(Self::backend)?;
+        let h = self.model.hidden_size();
+        let mut rows = hidden.chunks_exact(h);
+        encodings
+            .iter()
+            .map(|enc| {
+                let len = enc.get_ids().len();
+                let mut v = vec![0f32; h];
+                for (i, row) in rows.by_ref().take(len).enumerate() {
+                    if i == 0 || self.pooling != Pooling::Cls {
+                        for (a, &x) in v.iter_mut().zip(row) {
+                            *a += x;
+                        }
+                    }
+                }
+                if self.pooling != Pooling::Cls && len > 0 {
+                    for a in &mut v {
+                        *a /= len as f32;
+                    }
+                }
                 if self.normalize {
                     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
                     if norm > 0.0 {
@@ -556,13 +572,14 @@ impl CandleEmbedder {
             .collect()
     }
 
-    /// Embeds texts in batches formed after sorting by length; results in input order.
+    /// Embeds texts in batches formed after sorting by token count; results in input order.
     fn embed_all(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        let encodings = self.tokenize(texts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
         let mut out: Vec<Option<Embedding>> = vec![None; texts.len()];
         for group in order.chunks(self.batch_size) {
-            let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
+            let batch: Vec<&Encoding> = group.iter().map(|&i| &encodings[i]).collect();
             for (i, e) in group.iter().zip(self.embed_batch(&batch)?) {
                 out[*i] = Some(e);
             }
@@ -587,7 +604,8 @@ impl Embedder for CandleEmbedder {
 
     fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
         let query = format!("{}{text}", self.query_instruction);
-        self.embed_batch(&[query.as_str()])?
+        let encodings = self.tokenize(&[query.as_str()])?;
+        self.embed_batch(&encodings.iter().collect::<Vec<_>>())?
             .pop()
             .ok_or_else(|| EmbedError::InvalidInput("empty result".into()))
     }

@@ -5,6 +5,11 @@
 //! (no retrieval route could run); 6 `verify` found an inconsistency; 7 `ask` was blocked (the
 //! generator's citations kept failing validation).
 
+// Opt-in (`--features mimalloc`): faster lexical builds, more memory; see the README.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
