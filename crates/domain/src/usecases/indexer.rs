@@ -78,6 +78,30 @@ pub enum IndexerError {
     Wiring(String),
 }
 
+/// A run chunked and embedded by [`Indexer::prepare`], not yet written.
+#[derive(Debug)]
+pub struct Prepared {
+    next: Catalog,
+    report: IndexReport,
+    removed_docs: Vec<DocId>,
+    removed_chunks: Vec<ChunkId>,
+    lexical_writes: Vec<Chunk>,
+    vector_writes: Vec<EmbeddedChunk>,
+    space: Option<String>,
+}
+
+impl Prepared {
+    /// What the run will do once applied.
+    pub fn report(&self) -> &IndexReport {
+        &self.report
+    }
+
+    /// The catalog the run will produce.
+    pub fn catalog(&self) -> &Catalog {
+        &self.next
+    }
+}
+
 /// Progress of a run, for progress bars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
@@ -164,7 +188,8 @@ impl<'a> Indexer<'a> {
         )
     }
 
-    /// Indexes `docs` against `catalog` and returns the new catalog.
+    /// Indexes `docs` against `catalog` and returns the new catalog: [`Indexer::prepare`]
+    /// followed by [`Indexer::apply`].
     pub fn run(
         &self,
         catalog: &Catalog,
@@ -172,6 +197,20 @@ impl<'a> Indexer<'a> {
         mode: SyncMode,
         on_progress: &mut dyn FnMut(Progress),
     ) -> Result<(Catalog, IndexReport), IndexerError> {
+        let prepared = self.prepare(catalog, docs, mode, on_progress)?;
+        self.apply(prepared)
+    }
+
+    /// The slow, read-only half of a run: chunks the documents, diffs them against `catalog`
+    /// and embeds the new chunks. Nothing is written to either index, so searches may run
+    /// meanwhile; [`Indexer::apply`] then writes the result in one short step.
+    pub fn prepare(
+        &self,
+        catalog: &Catalog,
+        docs: impl IntoIterator<Item = Document>,
+        mode: SyncMode,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Result<Prepared, IndexerError> {
         let space = self.dense.map(|(e, _)| e.space().identity().to_string());
         if let Some((what, recorded, requested)) =
             catalog.config_difference(&self.policy, space.as_deref(), &self.lexical.analyzer())
@@ -250,6 +289,7 @@ impl<'a> Indexer<'a> {
         }
         report.chunks_removed += removed_chunks.len();
 
+        let mut vector_writes: Vec<EmbeddedChunk> = Vec::new();
         if let Some((embedder, vectors)) = self.dense {
             // Chunks that kept their ID keep their vector; a vector missing from the index
             // (an index repaired or rebuilt behind the catalog's back) is embedded again.
@@ -293,29 +333,55 @@ impl<'a> Indexer<'a> {
                     to_embed: total,
                 });
             }
-            let v = |e| IndexerError::Vectors(e);
-            for doc in &removed_docs {
-                vectors.delete_document(doc).map_err(v)?;
-            }
-            vectors.delete_chunks(&removed_chunks).map_err(v)?;
-            vectors.upsert_batched(&writes).map_err(v)?;
+            vector_writes = writes;
         } else {
             report.chunks_reused = reused.len();
         }
+        Ok(Prepared {
+            next,
+            report,
+            removed_docs,
+            removed_chunks,
+            lexical_writes,
+            vector_writes,
+            space,
+        })
+    }
+
+    /// The write half of a run: deletes, upserts and commits both indexes, then returns the
+    /// new catalog. `prepared` must come from [`Indexer::prepare`] of an indexer over the same
+    /// indexes, against the catalog that is still current.
+    pub fn apply(&self, prepared: Prepared) -> Result<(Catalog, IndexReport), IndexerError> {
+        let space = self.dense.map(|(e, _)| e.space().identity().to_string());
+        if space != prepared.space {
+            return Err(IndexerError::Wiring(
+                "the prepared run was embedded for another vector space".into(),
+            ));
+        }
+        if let Some((_, vectors)) = self.dense {
+            let v = |e| IndexerError::Vectors(e);
+            for doc in &prepared.removed_docs {
+                vectors.delete_document(doc).map_err(v)?;
+            }
+            vectors.delete_chunks(&prepared.removed_chunks).map_err(v)?;
+            vectors.upsert_batched(&prepared.vector_writes).map_err(v)?;
+        }
 
         let l = IndexerError::Lexical;
-        for doc in &removed_docs {
+        for doc in &prepared.removed_docs {
             self.lexical.delete_document(doc).map_err(l)?;
         }
-        self.lexical.delete_chunks(&removed_chunks).map_err(l)?;
-        for part in lexical_writes.chunks(4096) {
+        self.lexical
+            .delete_chunks(&prepared.removed_chunks)
+            .map_err(l)?;
+        for part in prepared.lexical_writes.chunks(4096) {
             self.lexical.upsert(part).map_err(l)?;
         }
         self.lexical.commit().map_err(l)?;
         if let Some((_, vectors)) = self.dense {
             vectors.commit().map_err(IndexerError::Vectors)?;
         }
-        Ok((next, report))
+        Ok((prepared.next, prepared.report))
     }
 
     /// Removes documents from both indexes and returns the new catalog. Unknown IDs are ignored.

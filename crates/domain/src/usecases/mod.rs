@@ -9,7 +9,7 @@ pub use answerer::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, EvidenceSummary,
 };
 pub use catalog::{Catalog, CatalogEntry};
-pub use indexer::{IndexReport, Indexer, IndexerError, Progress, SyncMode};
+pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
 pub use retriever::{
     Dropped, Evidence, Retrieval, RetrievalMode, RetrievalRequest, RetrieveError, Retriever,
     RouteHit, RouteReport, RouteStatus, StageTiming,
