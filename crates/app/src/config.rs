@@ -109,6 +109,8 @@ pub struct Config {
     pub context_chars: usize,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: crate::qdrant::QdrantSettings,
+    /// The HTTP server (`[serve]`, `ZHIKU_SERVE_*`).
+    pub serve: crate::serve::settings::ServeSettings,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
 }
@@ -148,6 +150,7 @@ struct File {
     #[serde(default)]
     profiles: std::collections::BTreeMap<String, Layer>,
     qdrant: Option<crate::qdrant::QdrantTable>,
+    serve: Option<crate::serve::settings::ServeTable>,
 }
 
 /// The default model of the candle embedder.
@@ -288,6 +291,11 @@ impl Config {
         let policy = ChunkingPolicy::default();
         let qdrant =
             crate::qdrant::QdrantSettings::resolve(parsed.qdrant.as_ref(), env, &mut origins)?;
+        let serve = crate::serve::settings::ServeSettings::resolve(
+            parsed.serve.as_ref(),
+            env,
+            &mut origins,
+        )?;
         let config = Config {
             vectors: pick!(vectors, VectorsKind::File),
             embedder: pick!(embedder, EmbedderKind::Candle),
@@ -311,6 +319,7 @@ impl Config {
             context_chunks: pick!(context_chunks, 6),
             context_chars: pick!(context_chars, 4000),
             qdrant,
+            serve,
             profile,
             origins,
         };

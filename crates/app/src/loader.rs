@@ -224,11 +224,24 @@ fn string_key(meta: &BTreeMap<String, serde_json::Value>, key: &str) -> Result<O
 /// Loads one file (`rel` is its path relative to the knowledge-base root).
 pub fn load_path(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
     let text = read_text(path, config.max_file_bytes)?;
+    load_text(path, rel, &text, config)
+}
+
+/// Parses `text` as the content of the file at `path` (`rel` relative to the root), exactly as
+/// [`load_path`] would once the file holds `text`; a sidecar beside `path` is read from disk.
+pub fn load_text(path: &Path, rel: &str, text: &str, config: &LoaderConfig) -> Result<Document> {
+    if text.len() as u64 > config.max_file_bytes {
+        bail!(
+            "{} bytes exceed the {} byte limit",
+            text.len(),
+            config.max_file_bytes
+        );
+    }
     let is_markdown = !rel.to_ascii_lowercase().ends_with(".txt");
     let (front, body) = if is_markdown {
-        split_front_matter(&text)?
+        split_front_matter(text)?
     } else {
-        (None, text.as_str())
+        (None, text)
     };
     let mut meta: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let sidecar = path.with_extension("metadata.yaml");

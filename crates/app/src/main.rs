@@ -10,7 +10,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,19 +22,20 @@ use zhiku_adapters_tantivy::LexicalConfig;
 use zhiku_app::answer::{
     JsonlTraceSink, MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
 };
-use zhiku_app::beir::{load_beir, load_golden, passage_document};
+use zhiku_app::beir::{load_beir, load_golden};
 use zhiku_app::config::Config;
 use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_app::eval::{AnswerResult, AnswerSummary, Summary, evaluate, evaluate_answers};
-use zhiku_app::loader::{LoaderConfig, Skipped, load_folder};
-use zhiku_app::source::{CorpusSource, FolderSource};
+use zhiku_app::kb::{self, source_for};
+use zhiku_app::loader::Skipped;
+use zhiku_app::serve::settings::{Tokens, token_digest};
+use zhiku_app::serve::{self, AppState};
 use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store, VectorsUnavailable};
-use zhiku_domain::ports::SourceStore;
 use zhiku_domain::usecases::{
     AnswerFrame, AnswerStatus, Answerer, IndexReport, RetrievalMode, RetrievalRequest,
-    RetrieveError, RouteStatus, SyncMode,
+    RetrieveError, RouteStatus,
 };
-use zhiku_domain::{DocId, Document, Filter, Scope};
+use zhiku_domain::{Filter, Scope};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -176,6 +176,33 @@ enum Command {
         #[arg(long, default_value = "none")]
         embedder: String,
     },
+    /// Serve the knowledge base over HTTP: the JSON API under /v1, the web page at /, and MCP
+    /// (streamable HTTP) at /mcp.
+    Serve {
+        /// Listen address (default: [serve] bind, 127.0.0.1:7878).
+        #[arg(long)]
+        bind: Option<String>,
+        /// Do not refresh the index from the knowledge base before serving.
+        #[arg(long)]
+        no_refresh: bool,
+    },
+    /// Serve the knowledge base over the Model Context Protocol on stdin/stdout.
+    Mcp {
+        /// Do not refresh the index from the knowledge base first.
+        #[arg(long)]
+        no_refresh: bool,
+    },
+    /// Print a new random bearer token and the line to put in zhiku.toml for it.
+    Token {
+        /// The token's name.
+        name: String,
+        /// Scopes it may read (repeatable).
+        #[arg(long = "scope", required = true)]
+        scopes: Vec<String>,
+        /// It may also add and remove documents.
+        #[arg(long)]
+        write: bool,
+    },
     /// Show what the store holds and which adapters were picked.
     Status {
         /// Print JSON.
@@ -292,6 +319,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             (per_query, answers),
             &embedder,
         ),
+        Command::Serve { bind, no_refresh } => cmd_serve(&ctx, bind, no_refresh),
+        Command::Mcp { no_refresh } => cmd_mcp(&ctx, no_refresh),
+        Command::Token {
+            name,
+            scopes,
+            write,
+        } => cmd_token(&name, &scopes, write),
         Command::Status { json } => cmd_status(&ctx, json),
         Command::Verify { json } => cmd_verify(&ctx, json),
     }
@@ -304,78 +338,22 @@ struct Indexed {
     docs: usize,
 }
 
-fn loader_config(config: &Config) -> Result<LoaderConfig> {
-    Ok(LoaderConfig {
-        max_file_bytes: config.max_file_bytes,
-        default_scope: Scope::new(&config.default_scope)?,
-    })
-}
-
-/// Loads the origin and indexes it incrementally; the manifest is saved after both indexes
-/// committed.
+/// Loads the origin and indexes it incrementally, with a progress bar.
 fn refresh(ctx: &Ctx, store: &mut Store, origin: Origin) -> Result<Indexed> {
-    let (docs, skipped): (Vec<Document>, Vec<Skipped>) = match &origin {
-        Origin::Folder { root } => {
-            let loaded = load_folder(root, &loader_config(&store.config)?)?;
-            (loaded.docs, loaded.skipped)
-        }
-        Origin::Beir { dir } => {
-            let set = load_beir(dir)?;
-            let scope = Scope::new(&store.config.default_scope)?;
-            let docs = set
-                .corpus
-                .iter()
-                .map(|p| passage_document(p, &scope))
-                .collect::<Result<_>>()?;
-            (docs, Vec::new())
-        }
-    };
-    // Files that could not be read keep their previously indexed documents.
-    let skipped_paths: BTreeSet<&str> = skipped.iter().map(|s| s.path.as_str()).collect();
-    let keep: BTreeSet<DocId> = store
-        .manifest
-        .sources
-        .iter()
-        .filter(|(_, path)| skipped_paths.contains(path.as_str()))
-        .map(|(id, _)| id.clone())
-        .collect();
-    let sources: Vec<(DocId, String)> = docs
-        .iter()
-        .map(|d| (d.id().clone(), d.attributes().source.to_string()))
-        .collect();
-    let count = docs.len();
     let bar = progress_bar(ctx);
-    let (catalog, report) = {
-        let indexer = store.indexer()?;
-        indexer.run(
-            &store.manifest.catalog,
-            docs,
-            SyncMode::FullKeeping(keep.clone()),
-            &mut |p| {
-                if let Some(bar) = &bar {
-                    bar.set_length(p.to_embed as u64);
-                    bar.set_position(p.embedded as u64);
-                }
-            },
-        )?
-    };
+    let refreshed = kb::refresh(store, origin, &mut |p| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.to_embed as u64);
+            bar.set_position(p.embedded as u64);
+        }
+    })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    store
-        .manifest
-        .sources
-        .retain(|id, _| catalog.docs.contains_key(id));
-    for (id, path) in sources {
-        store.manifest.sources.insert(id, path);
-    }
-    store.manifest.catalog = catalog;
-    store.manifest.origin = Some(origin);
-    store.save_manifest()?;
     Ok(Indexed {
-        report,
-        skipped,
-        docs: count + keep.len(),
+        report: refreshed.report,
+        skipped: refreshed.skipped,
+        docs: refreshed.docs,
     })
 }
 
@@ -520,21 +498,6 @@ fn watch_and_reindex(ctx: &Ctx, store: &mut Store, origin: Origin, json: bool) -
     }
 }
 
-fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {
-    Ok(match &store.manifest.origin {
-        Some(Origin::Folder { root }) => Box::new(FolderSource::new(
-            root.clone(),
-            store.manifest.sources.clone(),
-            loader_config(&store.config)?,
-        )),
-        Some(Origin::Beir { dir }) => Box::new(CorpusSource::new(
-            dir.clone(),
-            Scope::new(&store.config.default_scope)?,
-        )),
-        None => bail!("the store is empty: run zhiku index first"),
-    })
-}
-
 fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<Filter> {
     let scopes: Vec<Scope> = if scopes.is_empty() {
         store.config.trusted_scopes()?
@@ -544,14 +507,14 @@ fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<
             .map(|s| Ok(Scope::new(s)?))
             .collect::<Result<_>>()?
     };
-    let mut filter = Filter::for_scopes(scopes)?;
+    let mut metadata = Vec::new();
     for f in filters {
         let Some((k, v)) = f.split_once('=') else {
             bail!("--filter {f:?} must be key=value")
         };
-        filter = filter.with_metadata(k.trim(), v.trim())?;
+        metadata.push((k.to_string(), v.to_string()));
     }
-    Ok(filter)
+    kb::filter_for(scopes, &metadata, None)
 }
 
 /// Opens the store for a query, first bringing it up to date with the knowledge base unless
@@ -939,6 +902,149 @@ fn cmd_eval(
         out.flush()?;
     }
     write_eval(&summary, answer_summary.as_ref(), json, warnings);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the store and wraps it for serving, refreshing it from `--kb` first unless told not to.
+fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> {
+    let kb_dir = ctx.global.kb.clone();
+    let mut refresh_from = None;
+    let store = if no_refresh || kb_dir.is_none() {
+        ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
+    } else {
+        match ctx.open(kb_dir.as_deref(), Purpose::Write, false) {
+            Ok(store) => {
+                refresh_from = Some(origin_for(ctx, kb_dir.clone(), None)?.0);
+                store
+            }
+            Err(e) if e.downcast_ref::<VectorsUnavailable>().is_some() => {
+                ctx.note("notice: the index was not refreshed: the vector index is unreachable");
+                ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    if let Some(notice) = &store.dense_notice {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let (service, refreshed) = kb::KnowledgeBase::new(store, refresh_from)?;
+    if let Some(r) = refreshed {
+        for s in &r.skipped {
+            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
+        }
+        let rep = &r.report;
+        ctx.note(&format!(
+            "indexed: {} documents ({} added, {} changed, {} removed, {} chunks embedded)",
+            r.docs, rep.docs_added, rep.docs_changed, rep.docs_removed, rep.chunks_embedded
+        ));
+    }
+    Ok(std::sync::Arc::new(service))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCode> {
+    let service = open_service(ctx, no_refresh)?;
+    let config = ctx.config(ctx.global.kb.as_deref())?;
+    let mut settings = config.serve.clone();
+    if let Some(bind) = bind {
+        settings.bind = bind;
+    }
+    let addr: std::net::SocketAddr = settings.bind.parse().with_context(|| {
+        format!(
+            "--bind {:?} is not an address like 127.0.0.1:7878",
+            settings.bind
+        )
+    })?;
+    let anonymous = kb::Caller {
+        name: "anonymous".into(),
+        scopes: config.trusted_scopes()?,
+        write: false,
+    };
+    let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
+    if !tokens.required() && !addr.ip().is_loopback() {
+        bail!(
+            "refusing to serve {addr} without tokens: add [[serve.tokens]] to zhiku.toml (zhiku token NAME --scope S prints one), or bind a loopback address"
+        );
+    }
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+    hosts.push(addr.ip().to_string());
+    let mcp = zhiku_app::mcp::http_router(service.clone(), hosts);
+    let state = AppState::new(service, settings.clone(), tokens.clone());
+    let app = serve::router(state, Some(mcp));
+    runtime()?.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        ctx.note(&format!(
+            "zhiku serving http://{local}  (API /v1, page /, MCP /mcp; {})",
+            if tokens.required() {
+                format!("{} bearer token(s)", settings.tokens.len())
+            } else {
+                "no tokens: anonymous read-only access to the trusted scopes".to_string()
+            }
+        ));
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .context("the server failed")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+fn cmd_mcp(ctx: &Ctx, no_refresh: bool) -> Result<ExitCode> {
+    let service = open_service(ctx, no_refresh)?;
+    let caller = service.local_caller()?;
+    runtime()?.block_on(zhiku_app::mcp::serve_stdio(service, caller))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_token(name: &str, scopes: &[String], write: bool) -> Result<ExitCode> {
+    for s in scopes {
+        Scope::new(s)?;
+    }
+    let mut bytes = [0u8; 32];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").context("cannot read /dev/urandom")?,
+        &mut bytes,
+    )?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    println!("token (give it to the caller; it is not stored anywhere):\n  {token}\n");
+    println!("add to zhiku.toml:\n");
+    println!("[[serve.tokens]]");
+    println!("name = {name:?}");
+    println!("sha256 = {:?}", token_digest(&token));
+    println!("scopes = {scopes:?}");
+    if write {
+        println!("write = true");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

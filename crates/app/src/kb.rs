@@ -1,0 +1,996 @@
+//! One knowledge base as a long-lived service: the use cases the CLI runs once per command,
+//! shared by many callers at a time (the HTTP server and the MCP server).
+//!
+//! Who may see what is decided here, not by the caller's request: every call carries a
+//! [`Caller`] whose scopes come from the server's configuration (a bearer token) or, locally,
+//! from the trusted scopes of `zhiku.toml`. Searches, answers, documents and traces outside the
+//! caller's scopes are reported as not found, never as forbidden, so their existence does not
+//! leak.
+//!
+//! Concurrency: searches and answers hold a read lock on the store for their retrieval; an
+//! ingest chunks and embeds its document under that same read lock (searches go on), then takes
+//! the write lock only to write the file, apply both indexes and save the manifest. A search
+//! therefore sees the knowledge base either before or after an ingest, never half of it. One
+//! ingest runs at a time.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Serialize;
+use serde_json::Value;
+use zhiku_domain::chunker::chunk_document;
+use zhiku_domain::ports::{Generator, SourceStore, TraceSink};
+use zhiku_domain::usecases::{
+    AnswerFrame, Answerer, IndexReport, RetrievalMode, RetrievalRequest, RetrieveError,
+    RouteReport, SyncMode,
+};
+use zhiku_domain::{DocId, Document, Filter, Scope};
+
+use crate::answer::{JsonlTraceSink, MonotonicClock, Tee, generator_for, policy_for, read_trace};
+use crate::beir::{load_beir, passage_document};
+use crate::loader::{LoaderConfig, Skipped, load_folder, load_text};
+use crate::source::{CorpusSource, FolderSource};
+use crate::store::{Origin, Store, write_atomically};
+
+/// Who is calling, as established by the server (never by the request body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// A name for logs and traces.
+    pub name: String,
+    /// The scopes this caller may read (and, with `write`, write).
+    pub scopes: Vec<Scope>,
+    /// May add and remove documents.
+    pub write: bool,
+}
+
+impl Caller {
+    /// The local user: the configuration's trusted scopes, with write rights.
+    pub fn local(store_config: &crate::config::Config) -> Result<Self> {
+        Ok(Self {
+            name: "local".into(),
+            scopes: store_config.trusted_scopes()?,
+            write: true,
+        })
+    }
+
+    fn sees(&self, scope: &Scope) -> bool {
+        self.scopes.contains(scope)
+    }
+}
+
+/// Why a call failed, in terms a protocol can map to its own codes.
+#[derive(Debug, thiserror::Error)]
+pub enum KbError {
+    /// The request is malformed or out of bounds.
+    #[error("{0}")]
+    Invalid(String),
+    /// The caller lacks a right (writing).
+    #[error("{0}")]
+    Forbidden(String),
+    /// Nothing the caller may see has this name.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with what is stored.
+    #[error("{0}")]
+    Conflict(String),
+    /// A backend (vector server, generator) or every retrieval route is unavailable now.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Anything else.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<RetrieveError> for KbError {
+    fn from(e: RetrieveError) -> Self {
+        match e {
+            RetrieveError::CannotRetrieve { .. } => KbError::Unavailable(e.to_string()),
+            RetrieveError::InvalidInput(_) => KbError::Invalid(e.to_string()),
+            RetrieveError::Source(_) => KbError::Unavailable(e.to_string()),
+        }
+    }
+}
+
+/// What is known about a document without reading it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DocInfo {
+    /// Its ID.
+    pub id: DocId,
+    /// Its title.
+    pub title: String,
+    /// Its source path (relative to the knowledge-base root) or corpus name.
+    pub source: String,
+    /// Its scope.
+    pub scope: Scope,
+}
+
+impl DocInfo {
+    fn of(doc: &Document) -> Self {
+        let a = doc.attributes();
+        Self {
+            id: doc.id().clone(),
+            title: a.title.to_string(),
+            source: a.source.to_string(),
+            scope: a.scope.clone(),
+        }
+    }
+}
+
+/// Loader settings from the configuration.
+pub fn loader_config(config: &crate::config::Config) -> Result<LoaderConfig> {
+    Ok(LoaderConfig {
+        max_file_bytes: config.max_file_bytes,
+        default_scope: Scope::new(&config.default_scope)?,
+    })
+}
+
+/// The source store that re-checks hits of `store` against its origin.
+pub fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {
+    Ok(match &store.manifest.origin {
+        Some(Origin::Folder { root }) => Box::new(FolderSource::new(
+            root.clone(),
+            store.manifest.sources.clone(),
+            loader_config(&store.config)?,
+        )),
+        Some(Origin::Beir { dir }) => Box::new(CorpusSource::new(
+            dir.clone(),
+            Scope::new(&store.config.default_scope)?,
+        )),
+        None => bail!("the store is empty: run zhiku index first"),
+    })
+}
+
+/// A filter over `scopes` with `key=value` metadata terms and an optional locale prefix.
+pub fn filter_for(
+    scopes: Vec<Scope>,
+    metadata: &[(String, String)],
+    locale: Option<&str>,
+) -> Result<Filter> {
+    let mut filter = Filter::for_scopes(scopes)?;
+    for (k, v) in metadata {
+        filter = filter.with_metadata(k.trim(), v.trim())?;
+    }
+    if let Some(locale) = locale {
+        filter = filter.with_locale(zhiku_domain::Locale::new(locale)?);
+    }
+    Ok(filter)
+}
+
+/// The outcome of bringing a store up to date with its origin.
+#[derive(Debug)]
+pub struct Refreshed {
+    /// What the indexer did.
+    pub report: IndexReport,
+    /// Files that could not be loaded (their earlier documents are kept).
+    pub skipped: Vec<Skipped>,
+    /// Documents in the knowledge base afterwards.
+    pub docs: usize,
+    /// What is known of each loaded document.
+    pub infos: Vec<DocInfo>,
+}
+
+fn load_origin(store: &Store, origin: &Origin) -> Result<(Vec<Document>, Vec<Skipped>)> {
+    Ok(match origin {
+        Origin::Folder { root } => {
+            let loaded = load_folder(root, &loader_config(&store.config)?)?;
+            (loaded.docs, loaded.skipped)
+        }
+        Origin::Beir { dir } => {
+            let set = load_beir(dir)?;
+            let scope = Scope::new(&store.config.default_scope)?;
+            let docs = set
+                .corpus
+                .iter()
+                .map(|p| passage_document(p, &scope))
+                .collect::<Result<_>>()?;
+            (docs, Vec::new())
+        }
+    })
+}
+
+/// Loads `origin` and indexes it incrementally; the manifest is saved after both indexes
+/// committed. Files that cannot be read keep their previously indexed documents.
+pub fn refresh(
+    store: &mut Store,
+    origin: Origin,
+    on_progress: &mut dyn FnMut(zhiku_domain::usecases::Progress),
+) -> Result<Refreshed> {
+    let (docs, skipped) = load_origin(store, &origin)?;
+    let skipped_paths: BTreeSet<&str> = skipped.iter().map(|s| s.path.as_str()).collect();
+    let keep: BTreeSet<DocId> = store
+        .manifest
+        .sources
+        .iter()
+        .filter(|(_, path)| skipped_paths.contains(path.as_str()))
+        .map(|(id, _)| id.clone())
+        .collect();
+    let sources: Vec<(DocId, String)> = docs
+        .iter()
+        .map(|d| (d.id().clone(), d.attributes().source.to_string()))
+        .collect();
+    let infos: Vec<DocInfo> = docs.iter().map(DocInfo::of).collect();
+    let count = docs.len();
+    let (catalog, report) = {
+        let indexer = store.indexer()?;
+        indexer.run(
+            &store.manifest.catalog,
+            docs,
+            SyncMode::FullKeeping(keep.clone()),
+            on_progress,
+        )?
+    };
+    store
+        .manifest
+        .sources
+        .retain(|id, _| catalog.docs.contains_key(id));
+    for (id, path) in sources {
+        store.manifest.sources.insert(id, path);
+    }
+    store.manifest.catalog = catalog;
+    store.manifest.origin = Some(origin);
+    store.save_manifest()?;
+    Ok(Refreshed {
+        report,
+        skipped,
+        docs: count + keep.len(),
+        infos,
+    })
+}
+
+/// A search as the service takes it.
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    /// The query text.
+    pub query: String,
+    /// Evidence wanted (default: the configured `k`).
+    pub k: Option<usize>,
+    /// Which routes.
+    pub mode: RetrievalMode,
+    /// `key=value` metadata terms, all required.
+    pub metadata: Vec<(String, String)>,
+    /// Locale prefix.
+    pub locale: Option<String>,
+}
+
+/// One piece of evidence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    /// 1-based rank.
+    pub rank: usize,
+    /// The chunk.
+    pub chunk_id: String,
+    /// Its document.
+    pub doc_id: String,
+    /// The document's title.
+    pub title: String,
+    /// The document's source.
+    pub source: String,
+    /// Headings above the chunk.
+    pub heading_path: Vec<String>,
+    /// Fused score.
+    pub score: f64,
+    /// Each route's rank and score.
+    pub routes: Vec<zhiku_domain::usecases::RouteHit>,
+    /// The chunk's text.
+    pub content: String,
+}
+
+/// A search's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// The query as asked.
+    pub query: String,
+    /// The routes asked for.
+    pub mode: RetrievalMode,
+    /// What each route did.
+    pub routes: Vec<RouteReport>,
+    /// Why the dense route is missing, when it is.
+    pub notice: Option<String>,
+    /// Evidence in rank order.
+    pub hits: Vec<Hit>,
+    /// Hits dropped by the revision check (stale, deleted, invisible).
+    pub dropped: Vec<zhiku_domain::usecases::Dropped>,
+    /// Milliseconds spent.
+    pub latency_ms: f64,
+}
+
+/// A document to add or replace.
+#[derive(Debug, Clone, Default)]
+pub struct NewDocument {
+    /// Its ID (stable across updates).
+    pub id: String,
+    /// Path of its file relative to the knowledge-base root (default: `api/<id>.md`).
+    pub path: Option<String>,
+    /// Title (default: the first heading).
+    pub title: Option<String>,
+    /// Markdown body.
+    pub text: String,
+    /// Scope (default: the caller's first scope); must be one of the caller's.
+    pub scope: Option<String>,
+    /// Locale.
+    pub locale: Option<String>,
+    /// Filterable metadata.
+    pub metadata: BTreeMap<String, Value>,
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ingested {
+    /// The document.
+    pub doc_id: String,
+    /// Its file, relative to the knowledge-base root.
+    pub path: String,
+    /// Its revision.
+    pub revision: String,
+    /// Its chunks.
+    pub chunk_ids: Vec<String>,
+    /// What the indexer did.
+    pub report: IndexReport,
+}
+
+/// A chunk of a document, for showing where a citation points.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkView {
+    /// The chunk.
+    pub chunk_id: String,
+    /// Headings above it.
+    pub heading_path: Vec<String>,
+    /// Byte offsets in the document's text.
+    pub start: usize,
+    /// End offset.
+    pub end: usize,
+    /// Its text.
+    pub content: String,
+}
+
+/// A document as the caller may read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentView {
+    /// ID.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Source path.
+    pub source: String,
+    /// Scope.
+    pub scope: String,
+    /// Locale, when declared.
+    pub locale: Option<String>,
+    /// Revision (content hash).
+    pub revision: String,
+    /// Metadata.
+    pub metadata: BTreeMap<String, Value>,
+    /// The text.
+    pub text: String,
+    /// Its chunks under the current chunking policy.
+    pub chunks: Vec<ChunkView>,
+}
+
+/// The knowledge base's state, as a caller may see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Documents in the caller's scopes.
+    pub documents: usize,
+    /// Their chunks.
+    pub chunks: usize,
+    /// The caller's scopes.
+    pub scopes: Vec<String>,
+    /// Whether the caller may write.
+    pub write: bool,
+    /// Profile.
+    pub profile: String,
+    /// Adapters picked and why.
+    pub adapters: BTreeMap<String, String>,
+    /// The embedding space of the dense route, when there is one.
+    pub embedding_space: Option<String>,
+    /// Why there is no dense route, when there is none.
+    pub dense_notice: Option<String>,
+    /// The generator.
+    pub generator: String,
+    /// `folder` or `beir`.
+    pub origin: Option<String>,
+    /// Seconds since the service started.
+    pub uptime_s: u64,
+}
+
+struct Inner {
+    store: Store,
+    docs: BTreeMap<DocId, DocInfo>,
+    /// BEIR passages are not files; their documents are kept for reading.
+    passages: BTreeMap<DocId, Document>,
+}
+
+/// One knowledge base, shared by many callers.
+pub struct KnowledgeBase {
+    inner: RwLock<Inner>,
+    writer: Mutex<()>,
+    generator: Box<dyn Generator>,
+    clock: MonotonicClock,
+    traces: JsonlTraceSink,
+    started: Instant,
+}
+
+impl std::fmt::Debug for KnowledgeBase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnowledgeBase")
+            .field("traces", &self.traces.path())
+            .finish()
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> KbError {
+    KbError::Invalid(e.to_string())
+}
+
+impl KnowledgeBase {
+    /// Serves `store`. When `refresh_from` is given the store is first brought up to date with
+    /// that origin (a folder or BEIR corpus); otherwise the recorded origin is loaded only to
+    /// learn each document's scope.
+    pub fn new(
+        mut store: Store,
+        refresh_from: Option<Origin>,
+    ) -> Result<(Self, Option<Refreshed>)> {
+        let generator = generator_for(&store.config)?;
+        let (infos, refreshed, beir) = match refresh_from {
+            Some(origin) => {
+                let beir = matches!(origin, Origin::Beir { .. });
+                let r = refresh(&mut store, origin, &mut |_| {})?;
+                (r.infos.clone(), Some(r), beir)
+            }
+            None => match store.manifest.origin.clone() {
+                Some(origin) => {
+                    let (docs, _) = load_origin(&store, &origin)?;
+                    let beir = matches!(origin, Origin::Beir { .. });
+                    (docs.iter().map(DocInfo::of).collect(), None, beir)
+                }
+                None => (Vec::new(), None, false),
+            },
+        };
+        let mut passages = BTreeMap::new();
+        if beir && let Some(origin) = &store.manifest.origin {
+            let (docs, _) = load_origin(&store, origin)?;
+            passages = docs.into_iter().map(|d| (d.id().clone(), d)).collect();
+        }
+        // Only documents the catalog holds are served.
+        let docs = infos
+            .into_iter()
+            .filter(|i| store.manifest.catalog.docs.contains_key(&i.id))
+            .map(|i| (i.id.clone(), i))
+            .collect();
+        let traces = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
+        Ok((
+            Self {
+                inner: RwLock::new(Inner {
+                    store,
+                    docs,
+                    passages,
+                }),
+                writer: Mutex::new(()),
+                generator,
+                clock: MonotonicClock::default(),
+                traces,
+                started: Instant::now(),
+            },
+            refreshed,
+        ))
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        // A panic while holding the lock leaves the data as consistent as the last write.
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The configured default `k`.
+    pub fn default_k(&self) -> usize {
+        self.read().store.config.k
+    }
+
+    /// The local caller of this knowledge base's configuration.
+    pub fn local_caller(&self) -> Result<Caller> {
+        Caller::local(&self.read().store.config)
+    }
+
+    /// Searches within the caller's scopes.
+    pub fn search(&self, caller: &Caller, q: &SearchQuery) -> Result<SearchResult, KbError> {
+        let started = Instant::now();
+        let filter =
+            filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
+        let inner = self.read();
+        let store = &inner.store;
+        let source = source_for(store)?;
+        let retriever = store.retriever(source.as_ref());
+        let request = RetrievalRequest {
+            query: &q.query,
+            filter: &filter,
+            mode: q.mode,
+            k: q.k.unwrap_or(store.config.k),
+            budget: None,
+        };
+        let retrieval = retriever.retrieve(&request)?;
+        let hits = retrieval
+            .evidence
+            .iter()
+            .map(|e| Hit {
+                rank: e.rank,
+                chunk_id: e.chunk_id.to_string(),
+                doc_id: e.chunk.doc_id().to_string(),
+                title: e.chunk.doc().title.to_string(),
+                source: e.chunk.doc().source.to_string(),
+                heading_path: e.chunk.heading_path().to_vec(),
+                score: e.score,
+                routes: e.routes.clone(),
+                content: e.chunk.content().to_string(),
+            })
+            .collect();
+        Ok(SearchResult {
+            query: q.query.clone(),
+            mode: q.mode,
+            routes: retrieval.routes,
+            notice: store.dense_notice.clone(),
+            hits,
+            dropped: retrieval.dropped,
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+    }
+
+    /// Answers within the caller's scopes; every trace event also goes to `also` (a stream).
+    pub fn ask(
+        &self,
+        caller: &Caller,
+        q: &SearchQuery,
+        trace_id: &str,
+        also: Option<&dyn TraceSink>,
+    ) -> Result<AnswerFrame, KbError> {
+        let filter =
+            filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
+        let inner = self.read();
+        let store = &inner.store;
+        let source = source_for(store)?;
+        let retriever = store.retriever(source.as_ref()).with_clock(&self.clock);
+        let policy = policy_for(&store.config, q.mode, q.k.unwrap_or(store.config.k))?;
+        let mut sinks: Vec<&dyn TraceSink> = vec![&self.traces];
+        if let Some(also) = also {
+            sinks.push(also);
+        }
+        let sink = Tee(sinks);
+        let answerer = Answerer::new(
+            &retriever,
+            self.generator.as_ref(),
+            &sink,
+            &self.clock,
+            policy,
+        );
+        answerer
+            .ask(&q.query, &filter, trace_id)
+            .map_err(|e| match e {
+                zhiku_domain::usecases::AskError::InvalidInput(m) => KbError::Invalid(m),
+                other => KbError::Unavailable(other.to_string()),
+            })
+    }
+
+    /// The events of one answer run, when the caller may see every scope it searched.
+    pub fn trace(&self, caller: &Caller, trace_id: &str) -> Result<Vec<Value>, KbError> {
+        let events = read_trace(self.traces.path(), trace_id)?;
+        let allowed = events
+            .iter()
+            .find(|e| e["stage"] == "query")
+            .and_then(|e| e["data"]["scopes"].as_array())
+            .is_some_and(|scopes| {
+                scopes.iter().all(|s| {
+                    s.as_str()
+                        .and_then(|s| Scope::new(s).ok())
+                        .is_some_and(|s| caller.sees(&s))
+                })
+            });
+        if events.is_empty() || !allowed {
+            return Err(KbError::NotFound(format!("no trace {trace_id:?}")));
+        }
+        Ok(events)
+    }
+
+    /// Documents in the caller's scopes, by ID, from `offset`, at most `limit`.
+    pub fn documents(&self, caller: &Caller, offset: usize, limit: usize) -> (Vec<DocInfo>, usize) {
+        let inner = self.read();
+        let visible: Vec<&DocInfo> = inner
+            .docs
+            .values()
+            .filter(|d| caller.sees(&d.scope))
+            .collect();
+        let total = visible.len();
+        (
+            visible
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .cloned()
+                .collect(),
+            total,
+        )
+    }
+
+    fn visible_info(&self, inner: &Inner, caller: &Caller, id: &str) -> Result<DocInfo, KbError> {
+        let not_found = || KbError::NotFound(format!("no document {id:?}"));
+        let id = DocId::new(id).map_err(|_| not_found())?;
+        match inner.docs.get(&id) {
+            Some(info) if caller.sees(&info.scope) => Ok(info.clone()),
+            _ => Err(not_found()),
+        }
+    }
+
+    /// One document with its chunks, as it is now in the source.
+    pub fn document(&self, caller: &Caller, id: &str) -> Result<DocumentView, KbError> {
+        let inner = self.read();
+        let info = self.visible_info(&inner, caller, id)?;
+        let store = &inner.store;
+        let doc = match (&store.manifest.origin, inner.passages.get(&info.id)) {
+            (_, Some(doc)) => doc.clone(),
+            (Some(Origin::Folder { root }), None) => {
+                let rel = store
+                    .manifest
+                    .sources
+                    .get(&info.id)
+                    .ok_or_else(|| KbError::NotFound(format!("no document {id:?}")))?;
+                crate::loader::load_path(&root.join(rel), rel, &loader_config(&store.config)?)
+                    .map_err(|e| {
+                        KbError::NotFound(format!("document {id:?} cannot be read now: {e:#}"))
+                    })?
+            }
+            _ => return Err(KbError::NotFound(format!("no document {id:?}"))),
+        };
+        if !caller.sees(&doc.attributes().scope) {
+            return Err(KbError::NotFound(format!("no document {id:?}")));
+        }
+        let policy = store.config.policy()?;
+        let a = doc.attributes();
+        Ok(DocumentView {
+            id: doc.id().to_string(),
+            title: a.title.to_string(),
+            source: a.source.to_string(),
+            scope: a.scope.to_string(),
+            locale: Some(a.locale.to_string()).filter(|l| !l.is_empty()),
+            revision: doc.revision().to_string(),
+            metadata: a
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            text: doc.content().to_string(),
+            chunks: chunk_document(&doc, &policy)
+                .iter()
+                .map(|c| ChunkView {
+                    chunk_id: c.chunk_id().to_string(),
+                    heading_path: c.heading_path().to_vec(),
+                    start: c.start(),
+                    end: c.end(),
+                    content: c.content().to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Adds or replaces a document: writes its Markdown file into the knowledge-base folder and
+    /// indexes it incrementally (only new chunks are embedded).
+    pub fn put_document(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write documents",
+                caller.name
+            )));
+        }
+        let id = DocId::new(&new.id).map_err(invalid)?;
+        let scope = match &new.scope {
+            Some(s) => Scope::new(s).map_err(invalid)?,
+            None => caller
+                .scopes
+                .first()
+                .cloned()
+                .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
+        };
+        if !caller.sees(&scope) {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write to scope {scope}",
+                caller.name
+            )));
+        }
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+
+        // Plan and embed under the read lock: searches go on meanwhile.
+        let (root, rel, text, doc, prepared, previous_text) = {
+            let inner = self.read();
+            let store = &inner.store;
+            let Some(Origin::Folder { root }) = &store.manifest.origin else {
+                return Err(KbError::Conflict(
+                    "this knowledge base is not a folder; documents cannot be added over the API"
+                        .into(),
+                ));
+            };
+            if let Some(existing) = inner.docs.get(&id)
+                && !caller.sees(&existing.scope)
+            {
+                // Another scope's document: do not reveal it, do not touch it.
+                return Err(KbError::Conflict(format!(
+                    "the document id {id:?} cannot be used"
+                )));
+            }
+            let recorded = store.manifest.sources.get(&id).cloned();
+            let rel = match (&new.path, &recorded) {
+                (Some(p), Some(r)) if p != r => {
+                    return Err(KbError::Conflict(format!(
+                        "document {id:?} lives at {r}; it cannot move to {p}"
+                    )));
+                }
+                (Some(p), _) => p.clone(),
+                (None, Some(r)) => r.clone(),
+                (None, None) => default_path(&id),
+            };
+            check_relative_path(&rel)?;
+            if recorded.is_none()
+                && let Some((other, _)) = store.manifest.sources.iter().find(|(_, p)| **p == rel)
+            {
+                return Err(KbError::Conflict(format!(
+                    "{rel} already holds document {:?}",
+                    if inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope)) {
+                        other.as_str()
+                    } else {
+                        "(another scope's)"
+                    }
+                )));
+            }
+            let text = render_markdown(&id, &scope, &new)?;
+            let path = root.join(&rel);
+            let doc = load_text(&path, &rel, &text, &loader_config(&store.config)?)
+                .map_err(|e| KbError::Invalid(format!("{e:#}")))?;
+            if doc.id() != &id || doc.attributes().scope != scope {
+                return Err(KbError::Invalid(
+                    "a sidecar metadata file beside this path overrides the document's id or scope"
+                        .into(),
+                ));
+            }
+            let previous_text = std::fs::read(&path).ok();
+            let indexer = store.indexer()?;
+            let prepared = indexer
+                .prepare(
+                    &store.manifest.catalog,
+                    [doc.clone()],
+                    SyncMode::Partial,
+                    &mut |_| {},
+                )
+                .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
+            (root.clone(), rel, text, doc, prepared, previous_text)
+        };
+
+        // Write file, indexes and manifest under the write lock: searches wait briefly.
+        let mut inner = self.write();
+        let path = root.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        write_atomically(&path, text.as_bytes())?;
+        let applied = {
+            let indexer = inner.store.indexer()?;
+            indexer.apply(prepared)
+        };
+        let (catalog, report) = match applied {
+            Ok(done) => done,
+            Err(e) => {
+                // Put the file back as it was; the indexes are rewritten by the next refresh.
+                match &previous_text {
+                    Some(old) => {
+                        let _ = write_atomically(&path, old);
+                    }
+                    None => {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                return Err(KbError::Unavailable(format!("cannot index: {e}")));
+            }
+        };
+        let chunk_ids = catalog
+            .docs
+            .get(&id)
+            .map(|e| e.chunk_ids.iter().map(|c| c.to_string()).collect())
+            .unwrap_or_default();
+        inner.store.manifest.catalog = catalog;
+        inner.store.manifest.sources.insert(id.clone(), rel.clone());
+        inner.store.save_manifest()?;
+        inner.docs.insert(id.clone(), DocInfo::of(&doc));
+        Ok(Ingested {
+            doc_id: id.to_string(),
+            path: rel,
+            revision: doc.revision().to_string(),
+            chunk_ids,
+            report,
+        })
+    }
+
+    /// Removes a document from both indexes and deletes its file.
+    pub fn delete_document(&self, caller: &Caller, id: &str) -> Result<IndexReport, KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not delete documents",
+                caller.name
+            )));
+        }
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.write();
+        let info = self.visible_info(&inner, caller, id)?;
+        let Some(Origin::Folder { root }) = inner.store.manifest.origin.clone() else {
+            return Err(KbError::Conflict(
+                "this knowledge base is not a folder; documents cannot be removed over the API"
+                    .into(),
+            ));
+        };
+        let (catalog, report) = {
+            let store = &inner.store;
+            let indexer = store.indexer()?;
+            indexer
+                .remove(&store.manifest.catalog, std::slice::from_ref(&info.id))
+                .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))?
+        };
+        if let Some(rel) = inner.store.manifest.sources.remove(&info.id) {
+            let path = root.join(&rel);
+            std::fs::remove_file(&path)
+                .or_else(|e| {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .with_context(|| format!("cannot delete {}", path.display()))?;
+            let _ = std::fs::remove_file(path.with_extension("metadata.yaml"));
+        }
+        inner.store.manifest.catalog = catalog;
+        inner.store.save_manifest()?;
+        inner.docs.remove(&info.id);
+        Ok(report)
+    }
+
+    /// The state of the knowledge base as the caller may see it.
+    pub fn status(&self, caller: &Caller) -> Status {
+        let inner = self.read();
+        let store = &inner.store;
+        let visible: Vec<&DocInfo> = inner
+            .docs
+            .values()
+            .filter(|d| caller.sees(&d.scope))
+            .collect();
+        let chunks = visible
+            .iter()
+            .filter_map(|d| store.manifest.catalog.docs.get(&d.id))
+            .map(|e| e.chunk_ids.len())
+            .sum();
+        Status {
+            documents: visible.len(),
+            chunks,
+            scopes: caller.scopes.iter().map(|s| s.to_string()).collect(),
+            write: caller.write,
+            profile: store.config.profile.clone(),
+            adapters: store.picked.iter().cloned().collect(),
+            embedding_space: store
+                .dense
+                .as_ref()
+                .map(|(e, _)| e.space().identity().to_string()),
+            dense_notice: store.dense_notice.clone(),
+            generator: self.generator.identity(),
+            origin: store.manifest.origin.as_ref().map(|o| match o {
+                Origin::Folder { .. } => "folder".to_string(),
+                Origin::Beir { .. } => "beir".to_string(),
+            }),
+            uptime_s: self.started.elapsed().as_secs(),
+        }
+    }
+}
+
+/// `api/<id>.md`, with characters that do not belong in a file name replaced.
+fn default_path(id: &DocId) -> String {
+    let name: String = id
+        .as_str()
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let name = name.trim_start_matches('.');
+    if name.ends_with(".md") {
+        format!("api/{name}")
+    } else {
+        format!("api/{name}.md")
+    }
+}
+
+/// A path inside the knowledge base: relative, no `..`, not hidden, a Markdown or text file.
+fn check_relative_path(rel: &str) -> Result<(), KbError> {
+    let path = Path::new(rel);
+    let bad = |why: &str| Err(KbError::Invalid(format!("path {rel:?} {why}")));
+    if rel.is_empty() || path.is_absolute() || rel.contains('\\') {
+        return bad("must be relative, with / separators");
+    }
+    for c in path.components() {
+        match c {
+            Component::Normal(part) => {
+                if part.to_string_lossy().starts_with('.') {
+                    return bad("must not name a hidden file or folder");
+                }
+            }
+            _ => return bad("must not contain `.`, `..` or a root"),
+        }
+    }
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !matches!(ext.as_deref(), Some("md" | "markdown")) {
+        return bad("must end in .md or .markdown");
+    }
+    let _: PathBuf = path.to_path_buf();
+    Ok(())
+}
+
+/// The Markdown file of a document: YAML front matter with its attributes, then the body.
+fn render_markdown(id: &DocId, scope: &Scope, new: &NewDocument) -> Result<String, KbError> {
+    let mut front: BTreeMap<String, Value> = BTreeMap::new();
+    for (k, v) in &new.metadata {
+        if matches!(k.as_str(), "id" | "title" | "scope" | "locale") {
+            return Err(KbError::Invalid(format!(
+                "metadata key {k:?} is reserved; use the request's field"
+            )));
+        }
+        zhiku_domain::Metadata::check_key(k).map_err(invalid)?;
+        front.insert(k.clone(), v.clone());
+    }
+    front.insert("id".into(), Value::String(id.to_string()));
+    front.insert("scope".into(), Value::String(scope.to_string()));
+    if let Some(t) = &new.title {
+        front.insert("title".into(), Value::String(t.clone()));
+    }
+    if let Some(l) = &new.locale {
+        front.insert("locale".into(), Value::String(l.clone()));
+    }
+    let yaml = serde_yaml_ng::to_string(&front).map_err(|e| KbError::Internal(anyhow!(e)))?;
+    Ok(format!("---\n{yaml}---\n{}", new.text))
+}
+
+/// A shared handle.
+pub type SharedKb = Arc<KnowledgeBase>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside_the_knowledge_base() {
+        for bad in [
+            "",
+            "/etc/x.md",
+            "../x.md",
+            "a/../../x.md",
+            ".hidden.md",
+            "a/.git/x.md",
+            "x.txt",
+            "x",
+        ] {
+            assert!(check_relative_path(bad).is_err(), "{bad}");
+        }
+        for good in ["x.md", "a/b/c.markdown", "指南/安装.md"] {
+            assert!(check_relative_path(good).is_ok(), "{good}");
+        }
+        assert_eq!(
+            default_path(&DocId::new("team/a b").unwrap()),
+            "api/team_a_b.md"
+        );
+        assert_eq!(default_path(&DocId::new("..x.md").unwrap()), "api/x.md");
+    }
+}

@@ -1,0 +1,262 @@
+//! The Model Context Protocol server: tools `search_knowledge` and `ask_knowledge`, and the
+//! knowledge base's documents as resources (`zhiku://documents/{id}`).
+//!
+//! `zhiku mcp` serves it over stdio for the local user (the configuration's trusted scopes);
+//! `zhiku serve` also mounts it at `/mcp` over streamable HTTP, where the bearer token of each
+//! request decides the caller, exactly as for the HTTP API.
+
+use std::sync::Arc;
+
+use axum::http::request::Parts;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::answer::new_trace_id;
+use crate::kb::{Caller, KbError, SearchQuery, SharedKb};
+
+/// URI prefix of document resources.
+pub const RESOURCE_PREFIX: &str = "zhiku://documents/";
+
+/// Most evidence a tool call may ask for.
+const MAX_K: usize = 50;
+
+/// `search_knowledge` arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SearchArgs {
+    /// What to look for, in Chinese or English.
+    pub query: String,
+    /// How many chunks to return (default: the knowledge base's k, at most 50).
+    pub k: Option<usize>,
+}
+
+/// `ask_knowledge` arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct AskArgs {
+    /// The question to answer from the knowledge base.
+    pub question: String,
+    /// How many chunks to retrieve (default: the knowledge base's k, at most 50).
+    pub k: Option<usize>,
+}
+
+/// The MCP handler over one knowledge base.
+#[derive(Debug, Clone)]
+pub struct ZhikuMcp {
+    kb: SharedKb,
+    /// The caller when the transport carries none (stdio: the local user).
+    local: Option<Caller>,
+    tool_router: ToolRouter<Self>,
+}
+
+fn to_error(e: KbError) -> ErrorData {
+    match e {
+        KbError::Invalid(m) => ErrorData::invalid_params(m, None),
+        KbError::NotFound(m) => ErrorData::resource_not_found(m, None),
+        other => ErrorData::internal_error(other.to_string(), None),
+    }
+}
+
+impl ZhikuMcp {
+    /// A handler for the local user (stdio).
+    pub fn local(kb: SharedKb, caller: Caller) -> Self {
+        Self {
+            kb,
+            local: Some(caller),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// A handler whose callers come from each HTTP request (set by the server's token check).
+    pub fn per_request(kb: SharedKb) -> Self {
+        Self {
+            kb,
+            local: None,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+        if let Some(caller) = ctx
+            .extensions
+            .get::<Parts>()
+            .and_then(|p| p.extensions.get::<Caller>())
+        {
+            return Ok(caller.clone());
+        }
+        self.local
+            .clone()
+            .ok_or_else(|| ErrorData::invalid_request("no authenticated caller", None))
+    }
+
+    fn query(text: String, k: Option<usize>) -> Result<SearchQuery, ErrorData> {
+        if text.trim().is_empty() {
+            return Err(ErrorData::invalid_params(
+                "the text must not be empty",
+                None,
+            ));
+        }
+        if k.is_some_and(|k| k == 0 || k > MAX_K) {
+            return Err(ErrorData::invalid_params(
+                format!("k must be between 1 and {MAX_K}"),
+                None,
+            ));
+        }
+        Ok(SearchQuery {
+            query: text,
+            k,
+            mode: zhiku_domain::usecases::RetrievalMode::Hybrid,
+            metadata: Vec::new(),
+            locale: None,
+        })
+    }
+
+    async fn blocking<T: Send + 'static>(
+        f: impl FnOnce() -> Result<T, KbError> + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .map_err(to_error)
+    }
+}
+
+#[tool_router]
+impl ZhikuMcp {
+    #[tool(
+        description = "Search the knowledge base. Returns ranked chunks with their chunk IDs, document IDs, titles, sources, scores and text."
+    )]
+    async fn search_knowledge(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let q = Self::query(args.query, args.k)?;
+        let kb = self.kb.clone();
+        let result = Self::blocking(move || kb.search(&caller, &q)).await?;
+        Ok(CallToolResult::structured(json!({
+            "query": result.query,
+            "hits": result.hits,
+            "notice": result.notice,
+        })))
+    }
+
+    #[tool(
+        description = "Answer a question from the knowledge base. Returns the answer frame: the answer with [n] citation markers, its status (answered, not_found, cannot_retrieve, blocked), the validated citations (chunk IDs, titles, sources, quotes) and the trace ID."
+    )]
+    async fn ask_knowledge(
+        &self,
+        Parameters(args): Parameters<AskArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let q = Self::query(args.question, args.k)?;
+        let kb = self.kb.clone();
+        let frame = Self::blocking(move || kb.ask(&caller, &q, &new_trace_id(), None)).await?;
+        Ok(CallToolResult::structured(json!(frame)))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for ZhikuMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("zhiku", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "zhiku knowledge base: search_knowledge finds cited evidence, ask_knowledge answers with validated citations; documents are resources under zhiku://documents/.",
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        const PAGE: usize = 200;
+        let caller = self.caller(&ctx)?;
+        let offset: usize = request
+            .and_then(|r| r.cursor)
+            .map(|c| c.parse())
+            .transpose()
+            .map_err(|_| ErrorData::invalid_params("bad cursor", None))?
+            .unwrap_or(0);
+        let kb = self.kb.clone();
+        let (docs, total) = Self::blocking(move || Ok(kb.documents(&caller, offset, PAGE))).await?;
+        let resources = docs
+            .into_iter()
+            .map(|d| {
+                Resource::new(format!("{RESOURCE_PREFIX}{}", d.id), d.id.to_string())
+                    .with_title(d.title)
+                    .with_description(format!("{} (scope {})", d.source, d.scope))
+                    .with_mime_type("text/markdown")
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        if offset + PAGE < total {
+            result.next_cursor = Some((offset + PAGE).to_string());
+        }
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let uri = request.uri.clone();
+        let Some(id) = uri.strip_prefix(RESOURCE_PREFIX).map(str::to_string) else {
+            return Err(ErrorData::resource_not_found(
+                format!("{uri} is not a zhiku document"),
+                None,
+            ));
+        };
+        let kb = self.kb.clone();
+        let doc = Self::blocking(move || kb.document(&caller, &id)).await?;
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(doc.text, uri).with_mime_type("text/markdown"),
+        ])
+        .into())
+    }
+}
+
+/// Serves MCP over stdin/stdout until the client disconnects.
+pub async fn serve_stdio(kb: SharedKb, caller: Caller) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let service = ZhikuMcp::local(kb, caller)
+        .serve(rmcp::transport::stdio())
+        .await?;
+    service.waiting().await?;
+    Ok(())
+}
+
+/// The streamable-HTTP MCP endpoint, to be mounted at `/mcp` behind the token check.
+pub fn http_router(
+    kb: SharedKb,
+    allowed_hosts: Vec<String>,
+) -> axum::Router<crate::serve::AppState> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let mut config = StreamableHttpServerConfig::default();
+    config.allowed_hosts = allowed_hosts;
+    let service: StreamableHttpService<ZhikuMcp, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(ZhikuMcp::per_request(kb.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    axum::Router::new().nest_service("/mcp", service)
+}

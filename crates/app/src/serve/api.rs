@@ -1,0 +1,169 @@
+//! The HTTP API's request bodies: wire types, kept apart from the domain and service types so
+//! the API can evolve without touching either. Unknown fields are refused, so a client that
+//! sends `scopes` learns at once that scope comes from its token, not from the body.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+use zhiku_domain::usecases::RetrievalMode;
+
+use crate::kb::{KbError, NewDocument, SearchQuery};
+
+use super::settings::ServeSettings;
+
+/// Which routes to run.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeParam {
+    /// Lexical and dense, fused.
+    #[default]
+    Hybrid,
+    /// BM25 only.
+    Lexical,
+    /// Vectors only.
+    Dense,
+}
+
+impl From<ModeParam> for RetrievalMode {
+    fn from(m: ModeParam) -> Self {
+        match m {
+            ModeParam::Hybrid => RetrievalMode::Hybrid,
+            ModeParam::Lexical => RetrievalMode::Lexical,
+            ModeParam::Dense => RetrievalMode::Dense,
+        }
+    }
+}
+
+/// Narrowing within the caller's scopes.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterParam {
+    /// Metadata `key: value` terms, all required.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    /// Locale prefix, e.g. `zh`.
+    pub locale: Option<String>,
+}
+
+/// `POST /v1/search`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    /// The query.
+    pub query: String,
+    /// Evidence wanted.
+    pub k: Option<usize>,
+    /// Routes.
+    #[serde(default)]
+    pub mode: ModeParam,
+    /// Narrowing.
+    #[serde(default)]
+    pub filter: FilterParam,
+}
+
+/// `POST /v1/ask`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    /// The question.
+    pub question: String,
+    /// Evidence retrieved.
+    pub k: Option<usize>,
+    /// Routes.
+    #[serde(default)]
+    pub mode: ModeParam,
+    /// Narrowing.
+    #[serde(default)]
+    pub filter: FilterParam,
+    /// Stream stages and the answer as server-sent events (also chosen by
+    /// `Accept: text/event-stream`).
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// `POST /v1/documents`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentRequest {
+    /// Stable document ID.
+    pub id: String,
+    /// File path relative to the knowledge base (default `api/<id>.md`).
+    pub path: Option<String>,
+    /// Title (default: the first heading).
+    pub title: Option<String>,
+    /// Markdown body.
+    pub text: String,
+    /// One of the token's scopes (default: its first).
+    pub scope: Option<String>,
+    /// Locale, e.g. `zh-CN`.
+    pub locale: Option<String>,
+    /// Filterable metadata.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, Value>,
+}
+
+/// `GET /v1/documents` query.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    /// First item.
+    #[serde(default)]
+    pub offset: usize,
+    /// Most items (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// Checks the shared bounds of a query or question and converts it.
+pub fn query(
+    text: &str,
+    what: &str,
+    k: Option<usize>,
+    mode: ModeParam,
+    filter: &FilterParam,
+    limits: &ServeSettings,
+) -> Result<SearchQuery, KbError> {
+    if text.trim().is_empty() {
+        return Err(KbError::Invalid(format!("{what} must not be empty")));
+    }
+    let chars = text.chars().count();
+    if chars > limits.max_query_chars {
+        return Err(KbError::Invalid(format!(
+            "{what} has {chars} characters; at most {} are accepted",
+            limits.max_query_chars
+        )));
+    }
+    if let Some(k) = k
+        && (k == 0 || k > limits.max_k)
+    {
+        return Err(KbError::Invalid(format!(
+            "k must be between 1 and {}",
+            limits.max_k
+        )));
+    }
+    Ok(SearchQuery {
+        query: text.to_string(),
+        k,
+        mode: mode.into(),
+        metadata: filter
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        locale: filter.locale.clone(),
+    })
+}
+
+impl From<DocumentRequest> for NewDocument {
+    fn from(r: DocumentRequest) -> Self {
+        NewDocument {
+            id: r.id,
+            path: r.path,
+            title: r.title,
+            text: r.text,
+            scope: r.scope,
+            locale: r.locale,
+            metadata: r.metadata,
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! `zhiku serve`: the knowledge base over HTTP (axum), with the web page at `/` and the MCP
+//! server at `/mcp`.
+//!
+//! Every `/v1` route and `/mcp` pass the bearer-token check first ([`settings::Tokens`]); the
+//! caller it yields is the only source of scopes. Use cases run on the blocking pool (the
+//! ports are synchronous), at most `max_concurrent` at once (503 beyond), each within
+//! `timeout_ms` (504 beyond). Bodies are capped at `max_body_bytes` (413).
+
+pub mod api;
+pub mod settings;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use zhiku_domain::ports::{TraceEvent, TraceSink};
+
+use crate::answer::new_trace_id;
+use crate::kb::{Caller, KbError, SharedKb};
+
+use self::api::{AskRequest, DocumentRequest, Page, SearchRequest};
+use self::settings::{Denied, ServeSettings, Tokens};
+
+/// The OpenAPI document of this API.
+pub const OPENAPI: &str = include_str!("openapi.json");
+const PAGE: &str = include_str!("page.html");
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    kb: SharedKb,
+    tokens: Arc<Tokens>,
+    limits: Arc<ServeSettings>,
+    permits: Arc<Semaphore>,
+}
+
+impl AppState {
+    /// State over `kb` with these settings and tokens.
+    pub fn new(kb: SharedKb, limits: ServeSettings, tokens: Tokens) -> Self {
+        Self {
+            kb,
+            permits: Arc::new(Semaphore::new(limits.max_concurrent)),
+            tokens: Arc::new(tokens),
+            limits: Arc::new(limits),
+        }
+    }
+}
+
+/// An error as the API reports it: `{"error": {"code", "message"}}` with a fitting status.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<KbError> for ApiError {
+    fn from(e: KbError) -> Self {
+        let (status, code) = match &e {
+            KbError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            KbError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            KbError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            KbError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            KbError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            KbError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        let message = match &e {
+            KbError::Internal(inner) => format!("{inner:#}"),
+            other => other.to_string(),
+        };
+        Self::new(status, code, message)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let status = r.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "too_large"
+        } else {
+            "invalid_request"
+        };
+        Self::new(status, code, r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", r.body_text())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"zhiku\""),
+            );
+        }
+        if self.status == StatusCode::SERVICE_UNAVAILABLE && self.code == "busy" {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// Runs a use case on the blocking pool within the concurrency and time limits.
+async fn run<T, F>(state: &AppState, work: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, KbError> + Send + 'static,
+{
+    let permit = state.permits.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!(
+                "the server is working on {} requests already; retry shortly",
+                state.limits.max_concurrent
+            ),
+        )
+    })?;
+    let task = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    });
+    let deadline = Duration::from_millis(state.limits.timeout_ms);
+    match tokio::time::timeout(deadline, task).await {
+        Ok(Ok(result)) => result.map_err(ApiError::from),
+        Ok(Err(join)) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the request's worker failed: {join}"),
+        )),
+        Err(_) => Err(ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            format!(
+                "the request took longer than {} ms",
+                state.limits.timeout_ms
+            ),
+        )),
+    }
+}
+
+/// Admits the request by its bearer token and attaches the [`Caller`].
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match state.tokens.admit(header.as_deref()) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(denied) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            match denied {
+                Denied::Missing => "a bearer token is required (Authorization: Bearer …)",
+                Denied::Unknown => "the bearer token is not recognised",
+            },
+        )
+        .into_response(),
+    }
+}
+
+/// The whole application: API, page, OpenAPI document and (when given) the MCP service.
+pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
+    let mut protected = Router::new()
+        .route("/v1/search", post(search))
+        .route("/v1/ask", post(ask))
+        .route("/v1/documents", post(put_document).get(list_documents))
+        .route(
+            "/v1/documents/{*id}",
+            get(get_document).delete(delete_document),
+        )
+        .route("/v1/status", get(status))
+        .route("/v1/traces/{id}", get(trace));
+    if let Some(mcp) = mcp {
+        protected = protected.merge(mcp);
+    }
+    let protected = protected.layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .route("/", get(page))
+        .route("/healthz", get(healthz))
+        .route("/v1/openapi.json", get(openapi))
+        .merge(protected)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+async fn page() -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+        )],
+        Html(PAGE),
+    )
+}
+
+async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+}
+
+async fn search(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Json<SearchRequest>, JsonRejection>,
+) -> ApiResult<Json<Value>> {
+    let Json(r) = body?;
+    let q = api::query(&r.query, "query", r.k, r.mode, &r.filter, &state.limits)?;
+    let kb = state.kb.clone();
+    let result = run(&state, move || kb.search(&caller, &q)).await?;
+    Ok(Json(json!(result)))
+}
+
+/// Forwards trace events to a stream as they happen.
+struct ChannelSink(mpsc::UnboundedSender<Event>);
+
+impl TraceSink for ChannelSink {
+    fn record(&self, event: TraceEvent) {
+        if let Ok(e) = Event::default().event("stage").json_data(&event) {
+            // A client that went away no longer listens; the run goes on regardless.
+            let _ = self.0.send(e);
+        }
+    }
+}
+
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"))
+}
+
+async fn ask(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Json<AskRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(r) = body?;
+    let q = api::query(
+        &r.question,
+        "question",
+        r.k,
+        r.mode,
+        &r.filter,
+        &state.limits,
+    )?;
+    let trace_id = new_trace_id();
+    let kb = state.kb.clone();
+    if !(r.stream || wants_stream(&headers)) {
+        let frame = run(&state, move || kb.ask(&caller, &q, &trace_id, None)).await?;
+        return Ok(Json(json!(frame)).into_response());
+    }
+    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let sink_tx = tx.clone();
+    let _ = tx.send(Event::default().event("trace").data(trace_id.clone()));
+    let state2 = state.clone();
+    tokio::spawn(async move {
+        let result = run(&state2, move || {
+            let sink = ChannelSink(sink_tx);
+            kb.ask(&caller, &q, &trace_id, Some(&sink))
+        })
+        .await;
+        let event = match result {
+            Ok(frame) => Event::default().event("answer").json_data(&frame),
+            Err(e) => Event::default()
+                .event("error")
+                .json_data(json!({"error": {"code": e.code, "message": e.message}})),
+        };
+        if let Ok(event) = event {
+            let _ = tx.send(event);
+        }
+    });
+    let stream =
+        tokio_stream::StreamExt::map(UnboundedReceiverStream::new(rx), Ok::<_, Infallible>);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+async fn put_document(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Json<DocumentRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(r) = body?;
+    let kb = state.kb.clone();
+    let done = run(&state, move || kb.put_document(&caller, r.into())).await?;
+    let status = if done.report.docs_added > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(json!(done))).into_response())
+}
+
+async fn list_documents(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    page: Result<Query<Page>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let Query(page) = page?;
+    let limit = page.limit.unwrap_or(100).clamp(1, 1000);
+    let kb = state.kb.clone();
+    let (docs, total) = run(&state, move || {
+        Ok(kb.documents(&caller, page.offset, limit))
+    })
+    .await?;
+    Ok(Json(
+        json!({"documents": docs, "total": total, "offset": page.offset, "limit": limit}),
+    ))
+}
+
+async fn get_document(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let kb = state.kb.clone();
+    let doc = run(&state, move || kb.document(&caller, &id)).await?;
+    Ok(Json(json!(doc)))
+}
+
+async fn delete_document(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let kb = state.kb.clone();
+    let doc_id = id.clone();
+    let report = run(&state, move || kb.delete_document(&caller, &id)).await?;
+    Ok(Json(json!({"doc_id": doc_id, "report": report})))
+}
+
+async fn status(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Json<Value>> {
+    let kb = state.kb.clone();
+    let status = run(&state, move || Ok(kb.status(&caller))).await?;
+    Ok(Json(json!(status)))
+}
+
+async fn trace(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let kb = state.kb.clone();
+    let trace_id = id.clone();
+    let events = run(&state, move || kb.trace(&caller, &id)).await?;
+    Ok(Json(json!({"trace_id": trace_id, "events": events})))
+}
