@@ -338,9 +338,9 @@ pub struct ChunkView {
     pub chunk_id: String,
     /// Headings above it.
     pub heading_path: Vec<String>,
-    /// Byte offsets in the document's text.
+    /// Offset of its first character (Unicode scalar value, not byte) in the document's text.
     pub start: usize,
-    /// End offset.
+    /// Offset after its last character.
     pub end: usize,
     /// Its text.
     pub content: String,

@@ -95,13 +95,18 @@ impl From<KbError> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
-        let status = r.status();
-        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "too_large"
-        } else {
-            "invalid_request"
-        };
-        Self::new(status, code, r.body_text())
+        // Malformed JSON and JSON of the wrong shape are both the client's request error.
+        match r.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => {
+                Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", r.body_text())
+            }
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "invalid_request",
+                r.body_text(),
+            ),
+            _ => Self::new(StatusCode::BAD_REQUEST, "invalid_request", r.body_text()),
+        }
     }
 }
 

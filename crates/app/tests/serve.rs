@@ -1,0 +1,640 @@
+//! `zhiku serve` end to end: a real server on an ephemeral port, real HTTP requests.
+//!
+//! The knowledge base is stored on disk (tantivy, vector file) with the hashing embedder, so
+//! ingest, persistence and consistency are real without a model.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Server, call, post_raw, sse, two_scope_kb};
+
+fn docs_of(reply: &Value) -> BTreeSet<String> {
+    reply["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["doc_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A lexical search (the hashing embedder's dense route ranks by noise).
+fn search(s: &Server, token: &str, query: &str) -> Value {
+    let r = call(
+        "POST",
+        &s.url("/v1/search"),
+        Some(token),
+        Some(&json!({"query": query, "k": 10, "mode": "lexical"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+#[test]
+fn callers_need_a_known_token_and_writers_need_write_rights() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+
+    // Public: health, the OpenAPI document, the page.
+    assert_eq!(call("GET", &s.url("/healthz"), None, None).status, 200);
+    let spec = call("GET", &s.url("/v1/openapi.json"), None, None);
+    assert_eq!(spec.status, 200);
+    assert_eq!(spec.body["openapi"], "3.1.0");
+    let page = call("GET", &s.url("/"), None, None);
+    assert_eq!(page.status, 200);
+    assert!(page.text.contains("id=\"question\""));
+
+    // Everything under /v1 and /mcp needs a token; the challenge names the scheme.
+    for (method, path) in [
+        ("POST", "/v1/search"),
+        ("POST", "/v1/ask"),
+        ("GET", "/v1/status"),
+        ("GET", "/v1/documents"),
+        ("GET", "/v1/documents/about"),
+        ("DELETE", "/v1/documents/about"),
+        ("GET", "/v1/traces/0123456789abcdef"),
+        ("POST", "/mcp"),
+    ] {
+        let body = json!({"query": "x", "question": "x"});
+        let r = call(
+            method,
+            &s.url(path),
+            None,
+            Some(&body).filter(|_| method == "POST"),
+        );
+        assert_eq!(r.status, 401, "{method} {path}: {}", r.text);
+        assert_eq!(r.body["error"]["code"], "unauthorized");
+        assert!(r.www_authenticate.as_deref().unwrap().starts_with("Bearer"));
+        let r = call(method, &s.url(path), Some("not-a-token"), None);
+        assert_eq!(r.status, 401, "{method} {path} with a wrong token");
+    }
+
+    // A read-only token cannot write; a writer cannot write into a scope it lacks.
+    let doc = json!({"id": "n1", "text": "# 新文档\n\n内容。\n"});
+    let r = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-a-read"),
+        Some(&doc),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    let r = call(
+        "DELETE",
+        &s.url("/v1/documents/alpha-returns"),
+        Some("tok-a-read"),
+        None,
+    );
+    assert_eq!(r.status, 403);
+    let into_alpha = json!({"id": "n2", "text": "x", "scope": "alpha"});
+    let r = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-b"),
+        Some(&into_alpha),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(!kb.join("api/n1.md").exists() && !kb.join("api/n2.md").exists());
+
+    let status = call("GET", &s.url("/v1/status"), Some("tok-a-read"), None);
+    assert_eq!(status.status, 200);
+    assert_eq!(status.body["write"], false);
+    assert_eq!(status.body["scopes"], json!(["alpha"]));
+}
+
+#[test]
+fn a_token_for_one_scope_never_sees_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+
+    // The same question, two tokens, two disjoint worlds.
+    let a = search(&s, "tok-a", "退货期限");
+    let b = search(&s, "tok-b", "退货期限");
+    assert_eq!(
+        docs_of(&a).into_iter().next().as_deref(),
+        Some("alpha-returns")
+    );
+    assert!(
+        docs_of(&a)
+            .iter()
+            .all(|d| d.starts_with("alpha") || d == "about")
+    );
+    assert_eq!(docs_of(&b), BTreeSet::from(["beta-returns".to_string()]));
+    // Hybrid too: the scope filter applies inside each route, before fusion.
+    let hybrid = call(
+        "POST",
+        &s.url("/v1/search"),
+        Some("tok-b"),
+        Some(&json!({"query": "退货期限", "k": 10})),
+    );
+    assert_eq!(
+        docs_of(&hybrid.body),
+        BTreeSet::from(["beta-returns".to_string()])
+    );
+    // beta's secret word is invisible to alpha, even by exact match.
+    assert!(docs_of(&search(&s, "tok-a", "蓝鲸")).is_empty());
+    assert!(!a.to_string().contains("蓝鲸"));
+
+    // Answers cite only the caller's scope; a question about the other scope finds nothing.
+    let ask = |token: &str, q: &str| {
+        let r = call(
+            "POST",
+            &s.url("/v1/ask"),
+            Some(token),
+            Some(&json!({"question": q})),
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.body
+    };
+    let fa = ask("tok-a", "退货期限是多少天？");
+    assert_eq!(fa["status"], "answered", "{fa}");
+    for c in fa["citations"].as_array().unwrap() {
+        assert_eq!(c["doc_id"], "alpha-returns");
+    }
+    assert!(!fa.to_string().contains("蓝鲸") && !fa.to_string().contains("七天"));
+    let secret = ask("tok-a", "内部代号蓝鲸是什么？");
+    assert_ne!(secret["status"], "answered", "{secret}");
+    assert!(!secret.to_string().contains("beta-returns"));
+    let fb = ask("tok-b", "退货期限是多少天？");
+    assert_eq!(fb["status"], "answered");
+
+    // Traces: the owner's scopes only.
+    let tid = fb["trace_id"].as_str().unwrap();
+    let own = call(
+        "GET",
+        &s.url(&format!("/v1/traces/{tid}")),
+        Some("tok-b"),
+        None,
+    );
+    assert_eq!(own.status, 200);
+    assert!(own.body["events"].as_array().unwrap().len() >= 8);
+    let other = call(
+        "GET",
+        &s.url(&format!("/v1/traces/{tid}")),
+        Some("tok-a"),
+        None,
+    );
+    assert_eq!(other.status, 404, "{}", other.text);
+
+    // Documents: listing, reading and touching another scope's document reveal nothing.
+    let list = call("GET", &s.url("/v1/documents"), Some("tok-a"), None);
+    let ids: BTreeSet<&str> = list.body["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        BTreeSet::from(["about", "alpha-returns", "alpha-shipping"])
+    );
+    assert_eq!(
+        call(
+            "GET",
+            &s.url("/v1/documents/beta-returns"),
+            Some("tok-a"),
+            None
+        )
+        .status,
+        404
+    );
+    let del = call(
+        "DELETE",
+        &s.url("/v1/documents/beta-returns"),
+        Some("tok-a"),
+        None,
+    );
+    assert_eq!(del.status, 404);
+    let hijack =
+        json!({"id": "beta-returns", "text": "# 改写\n\n被 alpha 改写。\n", "scope": "alpha"});
+    let r = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-a"),
+        Some(&hijack),
+    );
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(!r.text.contains("beta/returns.md"));
+    let beta_file = std::fs::read_to_string(kb.join("beta/returns.md")).unwrap();
+    assert!(beta_file.contains("蓝鲸"), "beta's file was not touched");
+    assert_eq!(
+        docs_of(&search(&s, "tok-b", "蓝鲸")),
+        BTreeSet::from(["beta-returns".to_string()])
+    );
+
+    // Status counts only what the caller may see.
+    let sa = call("GET", &s.url("/v1/status"), Some("tok-a"), None).body;
+    let sb = call("GET", &s.url("/v1/status"), Some("tok-b"), None).body;
+    assert_eq!(
+        (sa["documents"].as_u64(), sb["documents"].as_u64()),
+        (Some(3), Some(1))
+    );
+
+    // A request body cannot widen the scope.
+    let r = call(
+        "POST",
+        &s.url("/v1/search"),
+        Some("tok-a"),
+        Some(&json!({"query": "蓝鲸", "scopes": ["beta"]})),
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.text.contains("unknown field `scopes`"), "{}", r.text);
+}
+
+#[test]
+fn requests_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(
+        dir.path(),
+        "",
+        "max_body_bytes = 4096\nmax_k = 20\nmax_query_chars = 100\n",
+    );
+    let s = Server::start(&kb, &[]);
+    let search = |body: Value| call("POST", &s.url("/v1/search"), Some("tok-a"), Some(&body));
+
+    for (body, why) in [
+        (json!({"query": "退货", "k": 0}), "k"),
+        (json!({"query": "退货", "k": 21}), "k"),
+        (json!({"query": "退".repeat(101)}), "characters"),
+        (json!({"query": "   "}), "empty"),
+        (json!({"query": "退货", "mode": "psychic"}), "mode"),
+    ] {
+        let r = search(body);
+        assert_eq!(r.status, 400, "{why}: {}", r.text);
+        assert_eq!(r.body["error"]["code"], "invalid_request");
+        assert!(r.text.contains(why), "{why}: {}", r.text);
+    }
+    assert_eq!(search(json!({"query": "退货", "k": 20})).status, 200);
+    assert_eq!(search(json!({"query": "退".repeat(100)})).status, 200);
+
+    let r = post_raw(&s.url("/v1/search"), Some("tok-a"), "{\"query\": ");
+    assert_eq!(r.status, 400, "{}", r.text);
+    let big = json!({"id": "big", "text": "大".repeat(5000)});
+    let r = call("POST", &s.url("/v1/documents"), Some("tok-a"), Some(&big));
+    assert_eq!(r.status, 413, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "too_large");
+    assert!(!kb.join("api/big.md").exists());
+
+    for (id, path) in [
+        ("p1", "../escape.md"),
+        ("p2", "/etc/x.md"),
+        ("p3", ".hidden/x.md"),
+        ("p4", "x.txt"),
+    ] {
+        let doc = json!({"id": id, "path": path, "text": "x"});
+        let r = call("POST", &s.url("/v1/documents"), Some("tok-a"), Some(&doc));
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+    }
+    assert!(!dir.path().join("escape.md").exists());
+    let r = call("GET", &s.url("/v1/nowhere"), Some("tok-a"), None);
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn documents_are_ingested_and_removed_incrementally_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let text_v1 = "# 保修\n\n## 期限\n\n整机保修两年，电池保修一年。\n\n## 办理\n\n保修凭购买凭证在任一门店办理。\n";
+    let doc = json!({"id": "warranty", "title": "保修条款", "text": text_v1, "locale": "zh-CN",
+                     "metadata": {"category": "policy", "tags": ["售后"]}});
+    {
+        let s = Server::start(&kb, &[]);
+        let r = call("POST", &s.url("/v1/documents"), Some("tok-a"), Some(&doc));
+        assert_eq!(r.status, 201, "{}", r.text);
+        assert_eq!(r.body["path"], "api/warranty.md");
+        let chunks = r.body["chunk_ids"].as_array().unwrap().len();
+        assert!(chunks >= 1);
+        assert_eq!(
+            r.body["report"]["chunks_embedded"].as_u64(),
+            Some(chunks as u64)
+        );
+        let file = std::fs::read_to_string(kb.join("api/warranty.md")).unwrap();
+        assert!(
+            file.starts_with("---\n") && file.contains("scope: alpha") && file.ends_with(text_v1)
+        );
+        assert_eq!(
+            docs_of(&search(&s, "tok-a", "电池保修"))
+                .into_iter()
+                .next()
+                .as_deref(),
+            Some("warranty")
+        );
+        assert!(docs_of(&search(&s, "tok-b", "电池保修")).is_empty());
+
+        // The metadata filter applies to ingested documents.
+        let filtered = call(
+            "POST",
+            &s.url("/v1/search"),
+            Some("tok-a"),
+            Some(&json!({"query": "保修", "filter": {"metadata": {"category": "policy"}}})),
+        );
+        assert_eq!(
+            docs_of(&filtered.body),
+            BTreeSet::from(["warranty".to_string()])
+        );
+
+        // The same document again: nothing to do.
+        let again = call("POST", &s.url("/v1/documents"), Some("tok-a"), Some(&doc));
+        assert_eq!(again.status, 200);
+        assert_eq!(again.body["report"]["docs_skipped"], 1);
+        assert_eq!(again.body["report"]["chunks_embedded"], 0);
+
+        // One section edited: only its new chunk is embedded.
+        let mut v2 = doc.clone();
+        v2["text"] = json!(text_v1.replace(
+            "保修凭购买凭证在任一门店办理。",
+            "保修可在线提交，凭电子发票办理。"
+        ));
+        let edit = call("POST", &s.url("/v1/documents"), Some("tok-a"), Some(&v2));
+        assert_eq!(edit.status, 200, "{}", edit.text);
+        assert_eq!(edit.body["report"]["docs_changed"], 1);
+        let embedded = edit.body["report"]["chunks_embedded"].as_u64().unwrap();
+        assert!(
+            embedded >= 1 && embedded < chunks as u64 + 1,
+            "{}",
+            edit.text
+        );
+
+        // Reading it back: text, chunks with offsets into that text.
+        let view = call("GET", &s.url("/v1/documents/warranty"), Some("tok-a"), None).body;
+        assert_eq!(view["title"], "保修条款");
+        assert_eq!(view["metadata"]["category"], "policy");
+        let text: Vec<char> = view["text"].as_str().unwrap().chars().collect();
+        for c in view["chunks"].as_array().unwrap() {
+            let (a, b) = (
+                c["start"].as_u64().unwrap() as usize,
+                c["end"].as_u64().unwrap() as usize,
+            );
+            let slice: String = text[a..b].iter().collect();
+            assert_eq!(slice, c["content"].as_str().unwrap());
+        }
+    }
+
+    // A restart serves what was ingested; the store is consistent.
+    {
+        let s = Server::start(&kb, &[]);
+        assert_eq!(
+            docs_of(&search(&s, "tok-a", "电子发票")).contains("warranty"),
+            true
+        );
+        let del = call(
+            "DELETE",
+            &s.url("/v1/documents/warranty"),
+            Some("tok-a"),
+            None,
+        );
+        assert_eq!(del.status, 200, "{}", del.text);
+        assert_eq!(del.body["report"]["docs_removed"], 1);
+        assert!(!kb.join("api/warranty.md").exists());
+        assert!(!docs_of(&search(&s, "tok-a", "电子发票")).contains("warranty"));
+        assert_eq!(
+            call(
+                "DELETE",
+                &s.url("/v1/documents/warranty"),
+                Some("tok-a"),
+                None
+            )
+            .status,
+            404
+        );
+    }
+    let verify = assert_cmd::Command::cargo_bin("zhiku")
+        .unwrap()
+        .env_clear()
+        .arg("--kb")
+        .arg(&kb)
+        .args(["verify", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn searches_see_a_whole_index_while_documents_are_ingested() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Arc::new(Server::start(&kb, &[]));
+    let version = |n: usize| {
+        let mut text = String::from("# 滚动更新\n\n");
+        for p in 0..6 {
+            text.push_str(&format!(
+                "## 第{p}节\n\n恒定标记词出现在每一节里。这是第{n}版的第{p}节，内容随版本变化：{}。\n\n",
+                "变化".repeat(n % 5 + p)
+            ));
+        }
+        json!({"id": "rolling", "text": text})
+    };
+    let first = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-a"),
+        Some(&version(0)),
+    );
+    assert_eq!(first.status, 201, "{}", first.text);
+
+    let done = Arc::new(AtomicBool::new(false));
+    let searches = Arc::new(AtomicUsize::new(0));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (s, done, searches) = (s.clone(), done.clone(), searches.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let r = search(&s, "tok-a", "恒定标记词");
+                    // Never a half-applied ingest: the document is always there, with no hit
+                    // dropped as stale (file and indexes always agree).
+                    assert!(
+                        docs_of(&r).contains("rolling"),
+                        "document missing mid-ingest: {r}"
+                    );
+                    assert_eq!(r["dropped"], json!([]), "stale hits mid-ingest: {r}");
+                    searches.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    for n in 1..=12 {
+        let r = call(
+            "POST",
+            &s.url("/v1/documents"),
+            Some("tok-a"),
+            Some(&version(n)),
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["report"]["docs_changed"], 1);
+    }
+    let ingest = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().expect("a reader saw an inconsistent index");
+    }
+    let n = searches.load(Ordering::Relaxed);
+    eprintln!("{n} searches ran during 12 ingests ({ingest:?})");
+    assert!(n >= 12, "searches must run during ingest, only {n} did");
+}
+
+#[test]
+fn ask_streams_each_stage_then_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    for accept in [false, true] {
+        let body = if accept {
+            json!({"question": "alpha 客户的退货期限是多少天？"})
+        } else {
+            json!({"question": "alpha 客户的退货期限是多少天？", "stream": true})
+        };
+        let events = sse(&s.url("/v1/ask"), Some("tok-a"), &body, accept);
+        assert_eq!(events[0].0, "trace");
+        let trace_id = events[0].1.clone();
+        let stages: Vec<String> = events
+            .iter()
+            .filter(|(name, _)| name == "stage")
+            .map(|(_, data)| {
+                let v: Value = serde_json::from_str(data).unwrap();
+                assert_eq!(v["trace_id"], trace_id.as_str());
+                v["stage"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let expected = [
+            "query",
+            "retrieval.route",
+            "fusion",
+            "revision_check",
+            "budget",
+            "context",
+            "generation",
+            "citation_validation",
+            "answer",
+        ];
+        let mut at = 0;
+        for stage in &stages {
+            if at < expected.len() && stage == expected[at] {
+                at += 1;
+            }
+        }
+        assert_eq!(
+            at,
+            expected.len(),
+            "stages out of order or missing: {stages:?}"
+        );
+        let (last, data) = events.last().unwrap();
+        assert_eq!(last, "answer");
+        let frame: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(frame["status"], "answered", "{frame}");
+        assert_eq!(frame["trace_id"], trace_id.as_str());
+        assert!(frame["answer"].as_str().unwrap().contains("[1]"));
+        assert_eq!(frame["citations"][0]["doc_id"], "alpha-returns");
+
+        // The stored trace is the stream's.
+        let stored = call(
+            "GET",
+            &s.url(&format!("/v1/traces/{trace_id}")),
+            Some("tok-a"),
+            None,
+        );
+        assert_eq!(
+            stored.body["events"].as_array().unwrap().len(),
+            stages.len()
+        );
+    }
+    // Errors before the stream starts are plain JSON errors.
+    let r = call(
+        "POST",
+        &s.url("/v1/ask"),
+        Some("tok-a"),
+        Some(&json!({"question": "", "stream": true})),
+    );
+    assert_eq!(r.status, 400);
+}
+
+/// Accepts connections and never answers: a generator that hangs.
+fn hanging_server() -> (u16, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().take(4) {
+            held.push(conn);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    (port, handle)
+}
+
+#[test]
+fn slow_work_hits_the_deadline_and_overload_is_refused() {
+    let (port, _hang) = hanging_server();
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\n"
+    );
+    let kb = two_scope_kb(dir.path(), &extra, "timeout_ms = 700\nmax_concurrent = 1\n");
+    let s = Server::start(&kb, &[]);
+    let started = Instant::now();
+    let r = call(
+        "POST",
+        &s.url("/v1/ask"),
+        Some("tok-a"),
+        Some(&json!({"question": "退货期限是多少天？"})),
+    );
+    assert_eq!(r.status, 504, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "timeout");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The hung generator still holds the only worker: the next request is refused, not queued.
+    let r = call(
+        "POST",
+        &s.url("/v1/search"),
+        Some("tok-a"),
+        Some(&json!({"query": "退货"})),
+    );
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "busy");
+    assert_eq!(r.retry_after.as_deref(), Some("1"));
+    // Health does not need a worker.
+    assert_eq!(call("GET", &s.url("/healthz"), None, None).status, 200);
+}
+
+#[test]
+fn the_openapi_document_lists_every_route() {
+    let spec: Value = serde_json::from_str(zhiku_app::serve::OPENAPI).unwrap();
+    let paths: BTreeSet<&str> = spec["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for p in [
+        "/healthz",
+        "/v1/search",
+        "/v1/ask",
+        "/v1/documents",
+        "/v1/documents/{id}",
+        "/v1/status",
+        "/v1/traces/{id}",
+        "/v1/openapi.json",
+        "/mcp",
+    ] {
+        assert!(paths.contains(p), "{p} missing from openapi.json");
+    }
+    // Every $ref resolves.
+    let text = zhiku_app::serve::OPENAPI;
+    for part in text.split("\"$ref\": \"#/components/").skip(1) {
+        let name = part.split('"').next().unwrap();
+        let (kind, key) = name.split_once('/').unwrap();
+        assert!(
+            spec["components"][kind][key].is_object(),
+            "dangling $ref {name}"
+        );
+    }
+}

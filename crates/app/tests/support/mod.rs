@@ -1,0 +1,217 @@
+//! A real `zhiku serve` on an ephemeral port, and a small knowledge base with two scopes.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use zhiku_app::serve::settings::token_digest;
+
+/// Writes `text` to `kb/rel`.
+pub fn write(kb: &Path, rel: &str, text: &str) {
+    let path = kb.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A knowledge base with documents in scopes `alpha`, `beta` and `public`, stored on disk with
+/// the hashing embedder, and `zhiku.toml` granting the three fixture tokens. `extra` is appended
+/// to the configuration's top level (before the tables).
+pub fn two_scope_kb(dir: &Path, extra: &str, serve_extra: &str) -> PathBuf {
+    let kb = dir.join("kb");
+    write(
+        &kb,
+        "alpha/returns.md",
+        "---\nid: alpha-returns\nscope: alpha\n---\n# 退货政策\n\nalpha 客户的退货期限是三十天，凭发票办理退货。\n",
+    );
+    write(
+        &kb,
+        "alpha/shipping.md",
+        "---\nid: alpha-shipping\nscope: alpha\n---\n# 发货\n\nalpha 仓库在下单后两天内发货。\n",
+    );
+    write(
+        &kb,
+        "beta/returns.md",
+        "---\nid: beta-returns\nscope: beta\n---\n# 退货政策\n\nbeta 客户的退货期限是七天。内部代号蓝鲸，只给 beta 看。\n",
+    );
+    write(
+        &kb,
+        "public/about.md",
+        "---\nid: about\nscope: public\n---\n# 关于\n\nzhiku 是一个知识库引擎，回答都带引用。\n",
+    );
+    let config = format!(
+        "embedder = \"hashing\"\nvectors = \"file\"\nlexical = \"disk\"\nscopes = [\"alpha\", \"public\"]\n{extra}\n\
+         [serve]\n{serve_extra}\n\
+         [[serve.tokens]]\nname = \"a\"\nsha256 = \"{}\"\nscopes = [\"alpha\", \"public\"]\nwrite = true\n\
+         [[serve.tokens]]\nname = \"a-read\"\nsha256 = \"{}\"\nscopes = [\"alpha\"]\n\
+         [[serve.tokens]]\nname = \"b\"\nsha256 = \"{}\"\nscopes = [\"beta\"]\nwrite = true\n",
+        token_digest("tok-a"),
+        token_digest("tok-a-read"),
+        token_digest("tok-b"),
+    );
+    write(&kb, "zhiku.toml", &config);
+    kb
+}
+
+/// A running `zhiku serve`, stopped on drop.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub kb: PathBuf,
+}
+
+impl Server {
+    /// Starts `zhiku --kb KB serve --bind 127.0.0.1:0 ARGS…` and waits until it listens.
+    pub fn start(kb: &Path, args: &[&str]) -> Self {
+        let bin = assert_cmd::cargo::cargo_bin("zhiku");
+        let mut child = Command::new(bin)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .arg("--kb")
+            .arg(kb)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start zhiku serve");
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr);
+        let mut seen = String::new();
+        let base = loop {
+            let mut line = String::new();
+            if lines.read_line(&mut line).unwrap() == 0 {
+                let _ = child.wait();
+                panic!("zhiku serve exited before listening:\n{seen}");
+            }
+            seen.push_str(&line);
+            if let Some(rest) = line.split("serving ").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let _ = lines.read_to_string(&mut sink);
+        });
+        Self {
+            child,
+            base,
+            kb: kb.to_path_buf(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A response: status, headers of interest and the parsed JSON body (or the raw text).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub text: String,
+    pub www_authenticate: Option<String>,
+    pub retry_after: Option<String>,
+    pub content_type: Option<String>,
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build()
+}
+
+fn reply(r: Result<ureq::Response, ureq::Error>) -> Reply {
+    let resp = match r {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("transport error: {e}"),
+    };
+    let status = resp.status();
+    let www_authenticate = resp.header("www-authenticate").map(str::to_string);
+    let retry_after = resp.header("retry-after").map(str::to_string);
+    let content_type = resp.header("content-type").map(str::to_string);
+    let text = resp.into_string().unwrap_or_default();
+    Reply {
+        status,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        text,
+        www_authenticate,
+        retry_after,
+        content_type,
+    }
+}
+
+/// `METHOD url` with an optional bearer token and JSON body.
+pub fn call(method: &str, url: &str, token: Option<&str>, body: Option<&Value>) -> Reply {
+    let mut req = agent().request(method, url);
+    if let Some(t) = token {
+        req = req.set("authorization", &format!("Bearer {t}"));
+    }
+    reply(match body {
+        Some(b) => req.send_json(b.clone()),
+        None => req.call(),
+    })
+}
+
+/// POSTs a raw body.
+pub fn post_raw(url: &str, token: Option<&str>, body: &str) -> Reply {
+    let mut req = agent().post(url).set("content-type", "application/json");
+    if let Some(t) = token {
+        req = req.set("authorization", &format!("Bearer {t}"));
+    }
+    reply(req.send_string(body))
+}
+
+/// Server-sent events of a POST: (event name, data) in order.
+pub fn sse(
+    url: &str,
+    token: Option<&str>,
+    body: &Value,
+    accept_header: bool,
+) -> Vec<(String, String)> {
+    let mut req = agent().post(url);
+    if let Some(t) = token {
+        req = req.set("authorization", &format!("Bearer {t}"));
+    }
+    if accept_header {
+        req = req.set("accept", "text/event-stream");
+    }
+    let resp = req.send_json(body.clone()).expect("sse request");
+    assert!(
+        resp.header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream")),
+        "not an event stream"
+    );
+    let mut events = Vec::new();
+    let (mut name, mut data) = (String::new(), String::new());
+    for line in BufReader::new(resp.into_reader()).lines() {
+        let line = line.unwrap();
+        if line.is_empty() {
+            if !name.is_empty() || !data.is_empty() {
+                let done = name == "answer" || name == "error";
+                events.push((std::mem::take(&mut name), std::mem::take(&mut data)));
+                if done {
+                    break;
+                }
+            }
+        } else if let Some(v) = line.strip_prefix("event:") {
+            name = v.trim().to_string();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    events
+}
