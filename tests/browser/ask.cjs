@@ -1,0 +1,58 @@
+// Asks a question on the page of a running `zhiku serve`, checks the cited answer, opens a
+// citation and the run-chain cards, and saves a screenshot.
+// Usage: node ask.cjs BASE_URL QUESTION SCREENSHOT.png
+"use strict";
+const { chromium } = require("playwright-core");
+
+async function main() {
+  const [base, question, shot] = process.argv.slice(2);
+  const browser = await chromium.launch({
+    executablePath: process.env.ZHIKU_CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const out = {};
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(base + "/");
+    await page.waitForFunction(() => !document.getElementById("kb-status").textContent.startsWith("…"));
+    out.status_line = await page.textContent("#kb-status");
+    await page.fill("#question", question);
+    await page.click("#ask");
+    await page.waitForSelector("#answer a.citation", { timeout: 30000 });
+    await page.waitForSelector('.card[data-stage="answer"]', { timeout: 30000 });
+    out.answer = await page.textContent("#answer");
+    out.badge = await page.textContent("#answer .badge");
+    out.cards = await page.$$eval(".card", (cs) => cs.map((c) => c.getAttribute("data-stage")));
+    out.trace_id = await page.textContent("#trace-id");
+    // Expand the route card: its hits table and data are there.
+    const route = page.locator('.card[data-stage="retrieval.route"]').first();
+    await route.locator("summary").click();
+    out.route_open = await route.evaluate((d) => d.open);
+    out.route_rows = await route.locator("table tr").count();
+    // Open the first citation: the chunk, its source, the document with the chunk marked.
+    const link = page.locator("#answer a.citation").first();
+    out.cited_chunk = await link.getAttribute("data-chunk");
+    await link.click();
+    await page.waitForSelector("#chunk:not([hidden])");
+    await page.waitForFunction(() => document.querySelector("#chunk-doc mark") !== null, null, { timeout: 10000 });
+    out.chunk_id = await page.textContent("#chunk-id");
+    out.chunk_source = await page.textContent("#chunk-source");
+    out.chunk_content = await page.textContent("#chunk-content");
+    out.marked = await page.textContent("#chunk-doc mark");
+    await page.locator("#chunk details summary").click();
+    await page.screenshot({ path: shot, fullPage: true });
+    out.page_errors = errors;
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(out) + "\n");
+}
+
+main().catch((e) => {
+  console.error(e && e.stack ? e.stack : String(e));
+  process.exit(1);
+});
