@@ -84,17 +84,7 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    for stage in [
-        "query",
-        "retrieval.route",
-        "fusion",
-        "revision_check",
-        "budget",
-        "context",
-        "generation",
-        "citation_validation",
-        "answer",
-    ] {
+    for stage in support::ANSWER_STAGES {
         assert!(cards.contains(&stage), "no {stage} card in {cards:?}");
     }
     assert_eq!(cards.last(), Some(&"answer"));

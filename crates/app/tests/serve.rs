@@ -503,17 +503,7 @@ fn ask_streams_each_stage_then_the_answer() {
                 v["stage"].as_str().unwrap().to_string()
             })
             .collect();
-        let expected = [
-            "query",
-            "retrieval.route",
-            "fusion",
-            "revision_check",
-            "budget",
-            "context",
-            "generation",
-            "citation_validation",
-            "answer",
-        ];
+        let expected = support::ANSWER_STAGES;
         let mut at = 0;
         for stage in &stages {
             if at < expected.len() && stage == expected[at] {

@@ -10,6 +10,19 @@ use std::time::Duration;
 use serde_json::Value;
 use zhiku_app::serve::settings::token_digest;
 
+/// The public steps of an answered run, in order (routes may repeat).
+pub const ANSWER_STAGES: [&str; 9] = [
+    "query",
+    "retrieval.route",
+    "fusion",
+    "revision_check",
+    "budget",
+    "context",
+    "generation",
+    "citation_validation",
+    "answer",
+];
+
 /// Writes `text` to `kb/rel`.
 pub fn write(kb: &Path, rel: &str, text: &str) {
     let path = kb.join(rel);
