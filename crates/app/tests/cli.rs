@@ -436,6 +436,38 @@ fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
     assert!(a["generator"].as_str().unwrap().starts_with("extractive"));
 }
 
+/// The README's first command, exactly as written there, on the embedded default without a
+/// model (lexical route only): it must print a cited answer, not the no-material sentence.
+#[test]
+fn the_readme_first_command_answers_with_a_citation() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run --release -p zhiku -- ask \""))
+        .expect("the README's first command");
+    let question = line.split('"').nth(1).unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("zhiku")
+        .unwrap()
+        .env("ZHIKU_EMBEDDER", "none")
+        .arg("--kb")
+        .arg(root.join("examples/kb"))
+        .arg("--store")
+        .arg(store.path())
+        .args(["ask", question, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(frame["status"], "answered", "{question}: {frame}");
+    assert!(!frame["citations"].as_array().unwrap().is_empty());
+}
+
 #[test]
 fn ask_prints_a_cited_answer_frame_and_records_the_trace() {
     let kb = tempfile::tempdir().unwrap();
