@@ -237,6 +237,9 @@ pub fn load_text(path: &Path, rel: &str, text: &str, config: &LoaderConfig) -> R
             config.max_file_bytes
         );
     }
+    if text.contains('\0') {
+        bail!("binary content (contains NUL characters)");
+    }
     let is_markdown = !rel.to_ascii_lowercase().ends_with(".txt");
     let (front, body) = if is_markdown {
         split_front_matter(text)?

@@ -493,7 +493,8 @@ fn ask_streams_each_stage_then_the_answer() {
         };
         let events = sse(&s.url("/v1/ask"), Some("tok-a"), &body, accept);
         assert_eq!(events[0].0, "trace");
-        let trace_id = events[0].1.clone();
+        let first: Value = serde_json::from_str(&events[0].1).unwrap();
+        let trace_id = first["trace_id"].as_str().unwrap().to_string();
         let stages: Vec<String> = events
             .iter()
             .filter(|(name, _)| name == "stage")

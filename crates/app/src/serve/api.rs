@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use zhiku_domain::usecases::RetrievalMode;
 
@@ -53,6 +53,7 @@ pub struct SearchRequest {
     /// The query.
     pub query: String,
     /// Evidence wanted.
+    #[serde(default, deserialize_with = "whole_number")]
     pub k: Option<usize>,
     /// Routes.
     #[serde(default)]
@@ -69,6 +70,7 @@ pub struct AskRequest {
     /// The question.
     pub question: String,
     /// Evidence retrieved.
+    #[serde(default, deserialize_with = "whole_number")]
     pub k: Option<usize>,
     /// Routes.
     #[serde(default)]
@@ -112,6 +114,18 @@ pub struct Page {
     pub offset: usize,
     /// Most items (default 100, at most 1000).
     pub limit: Option<usize>,
+}
+
+/// `k` as JSON Schema counts integers: `5` and `5.0` alike.
+fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let n: Option<f64> = Option::deserialize(d)?;
+    match n {
+        None => Ok(None),
+        Some(n) if n.fract() == 0.0 && (0.0..=1e9).contains(&n) => Ok(Some(n as usize)),
+        Some(n) => Err(serde::de::Error::custom(format!(
+            "k must be a whole number between 1 and the server's max_k, not {n}"
+        ))),
+    }
 }
 
 /// Checks the shared bounds of a query or question and converts it.

@@ -305,7 +305,12 @@ async fn ask(
     }
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     let sink_tx = tx.clone();
-    let _ = tx.send(Event::default().event("trace").data(trace_id.clone()));
+    if let Ok(first) = Event::default()
+        .event("trace")
+        .json_data(json!({"trace_id": trace_id}))
+    {
+        let _ = tx.send(first);
+    }
     let state2 = state.clone();
     tokio::spawn(async move {
         let result = run(&state2, move || {
@@ -352,7 +357,14 @@ async fn list_documents(
     page: Result<Query<Page>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let Query(page) = page?;
-    let limit = page.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = page.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) || page.offset > u32::MAX as usize {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "limit must be between 1 and 1000 and offset at most 4294967295",
+        ));
+    }
     let kb = state.kb.clone();
     let (docs, total) = run(&state, move || {
         Ok(kb.documents(&caller, page.offset, limit))
