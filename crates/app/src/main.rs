@@ -974,6 +974,7 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
     }
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     hosts.push(addr.ip().to_string());
+    hosts.extend(settings.allowed_hosts.iter().cloned());
     let mcp = zhiku_app::mcp::http_router(service.clone(), hosts);
     let state = AppState::new(service, settings.clone(), tokens.clone());
     let app = serve::router(state, Some(mcp));

@@ -5,6 +5,7 @@
 //! [serve]
 //! bind = "127.0.0.1:7878"
 //! timeout_ms = 30000
+//! allowed_hosts = ["kb.example.com"]   # names MCP clients use to reach the server
 //!
 //! [[serve.tokens]]
 //! name = "support-team"
@@ -56,6 +57,8 @@ pub struct ServeTable {
     timeout_ms: Option<u64>,
     max_concurrent: Option<usize>,
     #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
     tokens: Vec<TokenRule>,
 }
 
@@ -74,6 +77,9 @@ pub struct ServeSettings {
     pub timeout_ms: u64,
     /// Requests worked on at once; more are refused with 503.
     pub max_concurrent: usize,
+    /// Host names (or `host:port`) the MCP endpoint accepts in `Host`, besides loopback and
+    /// the bind address: DNS-rebinding protection for a server reached by name.
+    pub allowed_hosts: Vec<String>,
     /// Bearer tokens.
     #[serde(skip)]
     pub tokens: Vec<TokenRule>,
@@ -88,6 +94,7 @@ impl Default for ServeSettings {
             max_query_chars: 2000,
             timeout_ms: 60_000,
             max_concurrent: 16,
+            allowed_hosts: Vec::new(),
             tokens: Vec::new(),
         }
     }
@@ -109,6 +116,7 @@ impl ServeSettings {
             max_query_chars: t.max_query_chars.unwrap_or(d.max_query_chars),
             timeout_ms: t.timeout_ms.unwrap_or(d.timeout_ms),
             max_concurrent: t.max_concurrent.unwrap_or(d.max_concurrent),
+            allowed_hosts: t.allowed_hosts,
             tokens: t.tokens,
         };
         if let Some(v) = env("ZHIKU_SERVE_BIND").filter(|v| !v.is_empty()) {
