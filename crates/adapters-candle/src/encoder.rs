@@ -1,8 +1,13 @@
 //! A lean BERT encoder forward pass for the CPU.
 //!
-//! The matrix multiplies run on candle tensors (candle's CPU matmul is the `gemm` crate, with
-//! runtime dispatch to AVX2/AVX-512 kernels and rayon threads); everything between them runs as
-//! plain Rust loops over contiguous slices, fused and vectorised.
+//! The four projections of each layer run as candle matmuls (candle's CPU matmul is the `gemm`
+//! crate, with runtime dispatch to AVX2/AVX-512 kernels and rayon threads); everything else runs
+//! as plain Rust over contiguous slices, fused and vectorised, *in place* in the matmul outputs
+//! (candle's in-place custom ops), so the matmuls are the only allocations of a layer.
+//! Attention is a kernel of its own ([`HeadAttention`]): per sequence and head, scores, softmax
+//! and context stay in the core's cache, with no matmul call (candle's per-call overhead, which
+//! includes reading `/proc/cpuinfo` for its thread count, and gemm's nested threading cost more
+//! than these small products).
 //!
 //! # The math
 //!
@@ -21,6 +26,7 @@
 //!                                                             the 1/√d scale folded in at load)
 //! P_s,h   = softmax_rows(Q_s,h · K_s,hᵀ)                      per sequence s and head h: l × l
 //! C_s,h   = P_s,h · V_s,h                                     l × d, heads side by side → T × H
+//!                                                             (one fused kernel per s and h)
 //! X'      = LayerNorm(C · W_oᵀ + b_o + X)                    bias, residual and norm in one pass
 //! G       = GELU(X' · W_1ᵀ + b_1)                             bias and activation in one pass
 //! X       = LayerNorm(G · W_2ᵀ + b_2 + X')                   bias, residual and norm in one pass
@@ -29,14 +35,14 @@
 //! with `LayerNorm(y) = γ ⊙ (y − mean(y)) / √(var(y) + ε) + β` over each row and
 //! `GELU(x) = x · Φ(x) = ½ x (1 + erf(x / √2))` (or its tanh approximation when the config asks for
 //! `gelu_new`). Attention runs per sequence, so no work is spent on padding and no score is masked;
-//! sequences run in parallel. Softmax subtracts the row maximum before exponentiating.
+//! sequences and heads run in parallel. Softmax subtracts the row maximum before exponentiating.
 //!
 //! `exp` and `erf` are evaluated with branch-free polynomial approximations (relative error
 //! ≈ 1e-7, below f32 rounding of the sums they feed) so that the loops vectorise; the kernels run
 //! inside [`pulp::Arch::dispatch`], which compiles them for the best instruction set the CPU has
 //! (AVX-512, AVX2+FMA or the baseline) and picks one at run time.
 
-use candle_core::{Device, IndexOp, Result, Storage, Tensor};
+use candle_core::{Device, Layout, Result, Tensor};
 use candle_nn::VarBuilder;
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -237,6 +243,10 @@ impl BertEncoder {
     /// Runs the encoder over packed sequences: `ids[s]` and `types[s]` are the token ids and
     /// token-type ids of sequence `s`. Returns the last hidden states, `Σ len(ids[s])` rows of
     /// [`hidden_size`](Self::hidden_size) values, sequence after sequence.
+    ///
+    /// Only the matrix multiplies allocate: every other step writes into a matmul's output in
+    /// place (candle's in-place custom ops), and the attention context is one buffer reused by
+    /// every layer.
     pub(crate) fn forward(&self, ids: &[&[u32]], types: &[&[u32]]) -> Result<Vec<f32>> {
         let lens: Vec<usize> = ids.iter().map(|s| s.len()).collect();
         let rows: usize = lens.iter().sum();
@@ -244,42 +254,36 @@ impl BertEncoder {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let matrix = |data: Vec<f32>| {
-            let cols = data.len() / rows;
-            Tensor::from_vec(data, (rows, cols), &Device::Cpu)
-        };
-        let mut x = self.embed(ids, types)?;
+        let mut x = Tensor::from_vec(self.embed(ids, types)?, (rows, h), &Device::Cpu)?;
+        let ctx = Tensor::zeros((rows, h), candle_core::DType::F32, &Device::Cpu)?;
+        let act = self.activation;
         for layer in &self.layers {
-            let x_in = matrix(x)?;
-            // Attention block.
-            let qkv = x_in.matmul(&layer.qkv.wt)?;
-            let qkv = map_rows(
-                &qkv,
-                3 * h,
-                #[inline(always)]
-                |out, src| add_bias(out, src, &layer.qkv.bias),
-            )?;
-            let ctx = matrix(self.attention(qkv, &lens)?)?;
-            let proj = ctx.matmul(&layer.attn_out.wt)?;
-            let x_attn = matrix(residual_norm(
-                &proj,
-                &layer.attn_out.bias,
-                &x_in,
-                &layer.attn_norm,
-            )?)?;
+            // Attention block; the QKV bias is added as the heads gather their Q, K and V.
+            let qkv = x.matmul(&layer.qkv.wt)?;
+            update_from(&ctx, &qkv, |ctx, qkv| {
+                self.attention(qkv, &layer.qkv.bias, &lens, ctx)
+            })?;
+            let x_attn = ctx.matmul(&layer.attn_out.wt)?;
+            update_from(&x_attn, &x, |out, residual| {
+                residual_norm(out, &layer.attn_out.bias, residual, &layer.attn_norm);
+            })?;
             // Feed-forward block.
             let inter = x_attn.matmul(&layer.ff_in.wt)?;
-            let act = self.activation;
-            let gelu = map_rows(
-                &inter,
-                layer.ff_in.out_dim(),
-                #[inline(always)]
-                |out, src| bias_activation(out, src, &layer.ff_in.bias, act),
-            )?;
-            let out = matrix(gelu)?.matmul(&layer.ff_out.wt)?;
-            x = residual_norm(&out, &layer.ff_out.bias, &x_attn, &layer.ff_norm)?;
+            update(&inter, |out| {
+                map_rows(
+                    out,
+                    layer.ff_in.out_dim(),
+                    #[inline(always)]
+                    |rows| bias_activation(rows, &layer.ff_in.bias, act),
+                )
+            })?;
+            let out = inter.matmul(&layer.ff_out.wt)?;
+            update_from(&out, &x_attn, |out, residual| {
+                residual_norm(out, &layer.ff_out.bias, residual, &layer.ff_norm);
+            })?;
+            x = out;
         }
-        Ok(x)
+        x.flatten_all()?.to_vec1()
     }
 
     /// Word + position + token-type embeddings, then LayerNorm.
@@ -323,51 +327,237 @@ impl BertEncoder {
         Ok(x)
     }
 
-    /// Multi-head self-attention per sequence over the packed `T × 3H` QKV rows; returns the
-    /// `T × H` context rows.
-    fn attention(&self, qkv: Vec<f32>, lens: &[usize]) -> Result<Vec<f32>> {
+    /// Multi-head self-attention per sequence over the packed `T × 3H` QKV rows (without their
+    /// bias, added here); writes the `T × H` context rows into `ctx`.
+    ///
+    /// One task per (sequence, head), in parallel: each gathers its head's Q, K and V and runs
+    /// [`HeadAttention`] on them, all within the core's cache.
+    fn attention(&self, qkv: &[f32], bias: &[f32], lens: &[usize], ctx: &mut [f32]) {
         let h = self.hidden;
         let heads = self.heads;
         let d = h / heads;
-        let rows = qkv.len() / (3 * h);
-        let qkv = Tensor::from_vec(qkv, (rows, 3, heads, d), &Device::Cpu)?;
         let mut starts = Vec::with_capacity(lens.len());
         let mut offset = 0;
         for &l in lens {
-            starts.push((offset, l));
+            starts.push(offset);
             offset += l;
         }
-        let mut ctx = vec![0f32; rows * h];
-        // Disjoint row blocks of the context, one per sequence.
+        let outputs: Vec<Vec<f32>> = (0..lens.len() * heads)
+            .into_par_iter()
+            .map(|task| {
+                let (s, head) = (task / heads, task % heads);
+                let (start, l) = (starts[s], lens[s]);
+                pulp::Arch::new().dispatch(HeadAttention {
+                    qkv: &qkv[start * 3 * h..(start + l) * 3 * h],
+                    bias,
+                    hidden: h,
+                    offset: head * d,
+                    d,
+                })
+            })
+            .collect();
+        // Disjoint row blocks of the context, one per sequence, filled from its heads' outputs.
         let mut blocks = Vec::with_capacity(lens.len());
-        let mut rest = ctx.as_mut_slice();
+        let mut rest = ctx;
         for &l in lens {
             let (block, tail) = rest.split_at_mut(l * h);
             blocks.push(block);
             rest = tail;
         }
-        blocks.into_par_iter().zip(starts.par_iter()).try_for_each(
-            |(out, &(start, l))| -> Result<()> {
-                let block = qkv.narrow(0, start, l)?; // l × 3 × A × d
-                for head in 0..heads {
-                    // One head at a time keeps its l × l scores in the core's cache.
-                    let q = block.i((.., 0, head))?; // l × d (strided view)
-                    let k = block.i((.., 1, head))?;
-                    let v = block.i((.., 2, head))?;
-                    let scores = q.matmul(&k.t()?)?; // l × l
-                    let probs = softmax(&scores, l)?;
-                    let probs = Tensor::from_vec(probs, (l, l), &Device::Cpu)?;
-                    let head_ctx = probs.matmul(&v)?; // l × d
-                    with_data(&head_ctx, |src| {
-                        for (row, src) in out.chunks_exact_mut(h).zip(src.chunks_exact(d)) {
-                            row[head * d..(head + 1) * d].copy_from_slice(src);
-                        }
-                    })?;
+        blocks
+            .into_par_iter()
+            .zip(outputs.par_chunks(heads))
+            .for_each(|(block, outs)| {
+                for (head, out) in outs.iter().enumerate() {
+                    if out.is_empty() {
+                        continue;
+                    }
+                    let dp = out.len() / (block.len() / h);
+                    for (row, src) in block.chunks_exact_mut(h).zip(out.chunks_exact(dp)) {
+                        row[head * d..(head + 1) * d].copy_from_slice(&src[..d]);
+                    }
                 }
-                Ok(())
-            },
-        )?;
-        Ok(ctx)
+            });
+    }
+}
+
+/// Query rows per attention micro-tile.
+const QUERY_ROWS: usize = 6;
+
+/// Attention of one head over one sequence, with explicit SIMD (`S::f32s` vectors of `n` lanes):
+///
+/// 1. gather (and add the bias to) `Q` as tiles of [`QUERY_ROWS`] rows, transposed, `Kᵀ` as
+///    tiles of `2n` keys (zero-padded) and `V` as rows of `dp` values (`d` padded to `2n`);
+/// 2. for each tile of query rows: scores `Q_tile · Kᵀ` with `QUERY_ROWS × 2` vector
+///    accumulators per tile of keys, softmax of each row, then `P_tile · V` with
+///    `QUERY_ROWS × 2` accumulators per pair of output vectors.
+///
+/// Returns the `l × dp` context rows of the head (`l` rounded up to whole tiles).
+struct HeadAttention<'a> {
+    /// The sequence's `l × 3H` QKV rows.
+    qkv: &'a [f32],
+    /// The `3H` QKV bias.
+    bias: &'a [f32],
+    hidden: usize,
+    /// First column of the head within Q (and within K and V, after `hidden` and `2 hidden`).
+    offset: usize,
+    d: usize,
+}
+
+impl pulp::WithSimd for HeadAttention<'_> {
+    type Output = Vec<f32>;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> Vec<f32> {
+        const R: usize = QUERY_ROWS;
+        let Self {
+            qkv,
+            bias,
+            hidden,
+            offset,
+            d,
+        } = self;
+        let n = S::F32_LANES;
+        let cols = 3 * hidden;
+        let l = qkv.len() / cols;
+        let tiles = l.div_ceil(R);
+        let key_tile = 2 * n;
+        let lp = l.div_ceil(key_tile) * key_tile;
+        let dp = d.div_ceil(key_tile) * key_tile;
+        let (bq, bk, bv) = (
+            &bias[offset..offset + d],
+            &bias[hidden + offset..hidden + offset + d],
+            &bias[2 * hidden + offset..2 * hidden + offset + d],
+        );
+        // Q tiles: [tile][c][r]; Kᵀ tiles: [key tile][c][2n keys]; V: [key][dp].
+        let mut q = vec![0f32; tiles * R * d];
+        let mut kt = vec![0f32; lp * d];
+        let mut v = vec![0f32; lp * dp];
+        for (i, row) in qkv.chunks_exact(cols).enumerate() {
+            let tile = &mut q[(i / R) * R * d..(i / R + 1) * R * d];
+            for (c, (&x, &b)) in row[offset..offset + d].iter().zip(bq).enumerate() {
+                tile[c * R + i % R] = x + b;
+            }
+            let ktile = &mut kt[(i / key_tile) * key_tile * d..(i / key_tile + 1) * key_tile * d];
+            let k = &row[hidden + offset..hidden + offset + d];
+            for (c, (&x, &b)) in k.iter().zip(bk).enumerate() {
+                ktile[c * key_tile + i % key_tile] = x + b;
+            }
+            let vrow = &row[2 * hidden + offset..2 * hidden + offset + d];
+            for ((o, &x), &b) in v[i * dp..i * dp + d].iter_mut().zip(vrow).zip(bv) {
+                *o = x + b;
+            }
+        }
+        let kt = S::as_simd_f32s(&kt).0;
+        let v = S::as_simd_f32s(&v).0;
+        let dpv = dp / n;
+        let mut scores = vec![0f32; R * lp];
+        let mut out = vec![0f32; tiles * R * dp];
+        let zero = simd.splat_f32s(0.0);
+        for (qtile, out_tile) in q.chunks_exact(R * d).zip(out.chunks_exact_mut(R * dp)) {
+            // Scores of R query rows against all keys.
+            {
+                let (score_v, _) = S::as_mut_simd_f32s(&mut scores);
+                let lpv = lp / n;
+                for (t, ktile) in kt.chunks_exact(2 * d).enumerate() {
+                    let mut acc = [[zero; 2]; R];
+                    for (k, qc) in ktile.chunks_exact(2).zip(qtile.chunks_exact(R)) {
+                        for (a, &qr) in acc.iter_mut().zip(qc) {
+                            let qr = simd.splat_f32s(qr);
+                            a[0] = simd.mul_add_e_f32s(qr, k[0], a[0]);
+                            a[1] = simd.mul_add_e_f32s(qr, k[1], a[1]);
+                        }
+                    }
+                    for (r, a) in acc.iter().enumerate() {
+                        score_v[r * lpv + 2 * t] = a[0];
+                        score_v[r * lpv + 2 * t + 1] = a[1];
+                    }
+                }
+            }
+            for row in scores.chunks_exact_mut(lp) {
+                softmax_in_place(&mut row[..l]);
+            }
+            // Context: P (R × l) · V (l × dp), two output vectors at a time.
+            let p: [&[f32]; R] = std::array::from_fn(|r| &scores[r * lp..r * lp + l]);
+            let (out_v, _) = S::as_mut_simd_f32s(out_tile);
+            for c in (0..dpv).step_by(2) {
+                let mut acc = [[zero; 2]; R];
+                for (j, vj) in v.chunks_exact(dpv).take(l).enumerate() {
+                    let (v0, v1) = (vj[c], vj[c + 1]);
+                    for (a, pr) in acc.iter_mut().zip(&p) {
+                        let pr = simd.splat_f32s(pr[j]);
+                        a[0] = simd.mul_add_e_f32s(pr, v0, a[0]);
+                        a[1] = simd.mul_add_e_f32s(pr, v1, a[1]);
+                    }
+                }
+                for (r, a) in acc.iter().enumerate() {
+                    out_v[r * dpv + c] = a[0];
+                    out_v[r * dpv + c + 1] = a[1];
+                }
+            }
+        }
+        out.truncate(l * dp);
+        out
+    }
+}
+
+/// Calls `f` on the contiguous f32 data of `t`, in place (a candle in-place custom op).
+fn update(t: &Tensor, f: impl Fn(&mut [f32])) -> Result<()> {
+    struct Op<F>(F);
+    impl<F: Fn(&mut [f32])> candle_core::InplaceOp1 for Op<F> {
+        fn name(&self) -> &'static str {
+            "zhiku-update"
+        }
+        fn cpu_fwd(&self, storage: &mut candle_core::CpuStorage, layout: &Layout) -> Result<()> {
+            (self.0)(cpu_slice_mut(storage, layout)?);
+            Ok(())
+        }
+    }
+    t.inplace_op1(&Op(f))
+}
+
+/// Calls `f` on the contiguous f32 data of `t`, in place, and that of `src`.
+fn update_from(t: &Tensor, src: &Tensor, f: impl Fn(&mut [f32], &[f32])) -> Result<()> {
+    struct Op<F>(F);
+    impl<F: Fn(&mut [f32], &[f32])> candle_core::InplaceOp2 for Op<F> {
+        fn name(&self) -> &'static str {
+            "zhiku-update-from"
+        }
+        fn cpu_fwd(
+            &self,
+            dst: &mut candle_core::CpuStorage,
+            dst_layout: &Layout,
+            src: &candle_core::CpuStorage,
+            src_layout: &Layout,
+        ) -> Result<()> {
+            let src = match src {
+                candle_core::CpuStorage::F32(data) => contiguous(data, src_layout)?,
+                _ => candle_core::bail!("expected f32 data"),
+            };
+            (self.0)(cpu_slice_mut(dst, dst_layout)?, src);
+            Ok(())
+        }
+    }
+    t.inplace_op2(src, &Op(f))
+}
+
+fn contiguous<'a>(data: &'a [f32], layout: &Layout) -> Result<&'a [f32]> {
+    match layout.contiguous_offsets() {
+        Some((from, to)) => Ok(&data[from..to]),
+        None => candle_core::bail!("expected a contiguous tensor"),
+    }
+}
+
+fn cpu_slice_mut<'a>(
+    storage: &'a mut candle_core::CpuStorage,
+    layout: &Layout,
+) -> Result<&'a mut [f32]> {
+    let candle_core::CpuStorage::F32(data) = storage else {
+        candle_core::bail!("expected f32 data");
+    };
+    match layout.contiguous_offsets() {
+        Some((from, to)) => Ok(&mut data[from..to]),
+        None => candle_core::bail!("expected a contiguous tensor"),
     }
 }
 
@@ -385,93 +575,34 @@ fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     pulp::Arch::new().dispatch(Op(f))
 }
 
-/// The contiguous f32 data behind a tensor's storage guard.
-fn cpu_slice<'a>(
-    (storage, layout): &'a (candle_core::StorageRef<'_>, &candle_core::Layout),
-) -> Result<&'a [f32]> {
-    let Storage::Cpu(cpu) = &**storage else {
-        candle_core::bail!("the encoder runs on the CPU only");
-    };
-    let data = cpu.as_slice::<f32>()?;
-    match layout.contiguous_offsets() {
-        Some((from, to)) => Ok(&data[from..to]),
-        None => candle_core::bail!("expected a contiguous tensor"),
-    }
-}
-
-/// Calls `f` on the contiguous f32 data of `t`.
-fn with_data<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> Result<R> {
-    let guard = t.storage_and_layout();
-    Ok(f(cpu_slice(&guard)?))
-}
-
-/// A new row-major matrix with `f(out_row_block, src_row_block)` applied to blocks of
-/// [`ROWS_PER_TASK`] rows of `cols` columns, in parallel.
-fn map_rows(src: &Tensor, cols: usize, f: impl Fn(&mut [f32], &[f32]) + Sync) -> Result<Vec<f32>> {
-    with_data(src, |src| {
-        let mut out = vec![0f32; src.len()];
-        out.par_chunks_mut(cols * ROWS_PER_TASK)
-            .zip(src.par_chunks(cols * ROWS_PER_TASK))
-            .for_each(|(o, s)| {
-                vectorized(
-                    #[inline(always)]
-                    || f(o, s),
-                )
-            });
-        out
-    })
-}
-
-/// Row-wise softmax of a matrix of `cols` columns, sequentially (the caller is already parallel).
-fn softmax(src: &Tensor, cols: usize) -> Result<Vec<f32>> {
-    with_data(src, |src| {
-        let mut out = vec![0f32; src.len()];
+/// `f(row_block)` on blocks of [`ROWS_PER_TASK`] rows of `cols` columns, in parallel.
+fn map_rows(data: &mut [f32], cols: usize, f: impl Fn(&mut [f32]) + Sync) {
+    data.par_chunks_mut(cols * ROWS_PER_TASK).for_each(|rows| {
         vectorized(
             #[inline(always)]
-            || {
-                for (o, s) in out.chunks_exact_mut(cols).zip(src.chunks_exact(cols)) {
-                    softmax_row(o, s);
-                }
-            },
-        );
-        out
-    })
+            || f(rows),
+        )
+    });
 }
 
-/// `LayerNorm(src + bias + residual)` row by row.
-fn residual_norm(
-    src: &Tensor,
-    bias: &[f32],
-    residual: &Tensor,
-    norm: &LayerNorm,
-) -> Result<Vec<f32>> {
+/// `x ← LayerNorm(x + bias + residual)` row by row.
+fn residual_norm(x: &mut [f32], bias: &[f32], residual: &[f32], norm: &LayerNorm) {
     let cols = bias.len();
-    let residual = residual.storage_and_layout();
-    let residual = cpu_slice(&residual)?;
-    with_data(src, |src| {
-        let mut out = vec![0f32; src.len()];
-        out.par_chunks_mut(cols * ROWS_PER_TASK)
-            .zip(src.par_chunks(cols * ROWS_PER_TASK))
-            .zip(residual.par_chunks(cols * ROWS_PER_TASK))
-            .for_each(|((o, s), r)| {
-                vectorized(
-                    #[inline(always)]
-                    || {
-                        for ((o, s), r) in o
-                            .chunks_exact_mut(cols)
-                            .zip(s.chunks_exact(cols))
-                            .zip(r.chunks_exact(cols))
-                        {
-                            for (((o, &s), &b), &r) in o.iter_mut().zip(s).zip(bias).zip(r) {
-                                *o = s + b + r;
-                            }
-                            layer_norm_in_place(o, norm);
+    x.par_chunks_mut(cols * ROWS_PER_TASK)
+        .zip(residual.par_chunks(cols * ROWS_PER_TASK))
+        .for_each(|(x, r)| {
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (x, r) in x.chunks_exact_mut(cols).zip(r.chunks_exact(cols)) {
+                        for ((x, &b), &r) in x.iter_mut().zip(bias).zip(r) {
+                            *x += b + r;
                         }
-                    },
-                )
-            });
-        out
-    })
+                        layer_norm_in_place(x, norm);
+                    }
+                },
+            )
+        });
 }
 
 /// Lanes of the partial sums and maxima: wide enough for AVX-512, so reductions vectorise.
@@ -533,53 +664,38 @@ fn layer_norm_in_place(row: &mut [f32], norm: &LayerNorm) {
 }
 
 #[inline(always)]
-fn add_bias(out: &mut [f32], src: &[f32], bias: &[f32]) {
-    for (o, s) in out
-        .chunks_exact_mut(bias.len())
-        .zip(src.chunks_exact(bias.len()))
-    {
-        for ((o, &s), &b) in o.iter_mut().zip(s).zip(bias) {
-            *o = s + b;
-        }
-    }
-}
-
-#[inline(always)]
-fn bias_activation(out: &mut [f32], src: &[f32], bias: &[f32], act: Activation) {
-    for (o, s) in out
-        .chunks_exact_mut(bias.len())
-        .zip(src.chunks_exact(bias.len()))
-    {
+fn bias_activation(rows: &mut [f32], bias: &[f32], act: Activation) {
+    for row in rows.chunks_exact_mut(bias.len()) {
         match act {
             Activation::Gelu => {
-                for ((o, &s), &b) in o.iter_mut().zip(s).zip(bias) {
-                    *o = gelu_erf(s + b);
+                for (x, &b) in row.iter_mut().zip(bias) {
+                    *x = gelu_erf(*x + b);
                 }
             }
             Activation::GeluTanh => {
-                for ((o, &s), &b) in o.iter_mut().zip(s).zip(bias) {
-                    *o = gelu_tanh(s + b);
+                for (x, &b) in row.iter_mut().zip(bias) {
+                    *x = gelu_tanh(*x + b);
                 }
             }
             Activation::Relu => {
-                for ((o, &s), &b) in o.iter_mut().zip(s).zip(bias) {
-                    *o = (s + b).max(0.0);
+                for (x, &b) in row.iter_mut().zip(bias) {
+                    *x = (*x + b).max(0.0);
                 }
             }
         }
     }
 }
 
-/// `out = softmax(src)` over one row.
+/// `row ← softmax(row)`.
 #[inline(always)]
-fn softmax_row(out: &mut [f32], src: &[f32]) {
-    let m = max(src);
-    for (o, &s) in out.iter_mut().zip(src) {
-        *o = exp(s - m);
+fn softmax_in_place(row: &mut [f32]) {
+    let m = max(row);
+    for x in row.iter_mut() {
+        *x = exp(*x - m);
     }
-    let inv = 1.0 / sum(out);
-    for o in out.iter_mut() {
-        *o *= inv;
+    let inv = 1.0 / sum(row);
+    for x in row.iter_mut() {
+        *x *= inv;
     }
 }
 
@@ -692,11 +808,87 @@ mod tests {
         assert!(worst < 1e-6, "worst absolute error {worst}");
     }
 
+    /// One head's attention in f64, straight from the definition, with the bias added.
+    fn attention_reference(
+        qkv: &[f32],
+        bias: &[f32],
+        hidden: usize,
+        offset: usize,
+        d: usize,
+    ) -> Vec<f64> {
+        let cols = 3 * hidden;
+        let l = qkv.len() / cols;
+        let at = |i: usize, part: usize, c: usize| {
+            let col = part * hidden + offset + c;
+            (qkv[i * cols + col] + bias[col]) as f64
+        };
+        let mut out = vec![0f64; l * d];
+        for i in 0..l {
+            let scores: Vec<f64> = (0..l)
+                .map(|j| (0..d).map(|c| at(i, 0, c) * at(j, 1, c)).sum())
+                .collect();
+            let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = scores.iter().map(|s| (s - m).exp()).sum();
+            for (j, s) in scores.iter().enumerate() {
+                let p = (s - m).exp() / z;
+                for c in 0..d {
+                    out[i * d + c] += p * at(j, 2, c);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn attention_kernel_matches_the_definition_on_every_instruction_set() {
+        // Lengths and head widths that fill no tile exactly, and some that do.
+        for (l, d) in [(1, 32), (7, 32), (37, 32), (64, 32), (50, 20), (33, 64)] {
+            let heads = 3;
+            let hidden = heads * d;
+            let qkv: Vec<f32> = (0..l * 3 * hidden)
+                .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * 2.0)
+                .collect();
+            let bias: Vec<f32> = (0..3 * hidden)
+                .map(|i| (i as f32 * 0.37).sin() * 0.3)
+                .collect();
+            for head in 0..heads {
+                let op = || HeadAttention {
+                    qkv: &qkv,
+                    bias: &bias,
+                    hidden,
+                    offset: head * d,
+                    d,
+                };
+                let expected = attention_reference(&qkv, &bias, hidden, head * d, d);
+                let mut results = vec![
+                    ("dispatch", pulp::Arch::new().dispatch(op())),
+                    ("scalar", pulp::Simd::vectorize(pulp::Scalar::new(), op())),
+                ];
+                #[cfg(target_arch = "x86_64")]
+                if let Some(simd) = pulp::x86::V3::try_new() {
+                    results.push(("avx2", pulp::Simd::vectorize(simd, op())));
+                }
+                for (name, out) in results {
+                    let dp = out.len() / l;
+                    for i in 0..l {
+                        for c in 0..d {
+                            let (got, want) = (out[i * dp + c] as f64, expected[i * d + c]);
+                            assert!(
+                                (got - want).abs() < 1e-5,
+                                "{name}: l {l}, d {d}, head {head}, row {i}, col {c}: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn softmax_rows_sum_to_one() {
         let src: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 30.0).collect();
-        let mut out = vec![0f32; src.len()];
-        softmax_row(&mut out, &src);
+        let mut out = src.clone();
+        softmax_in_place(&mut out);
         let m = src.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         let z: f64 = src.iter().map(|&s| ((s - m) as f64).exp()).sum();
         for (o, &s) in out.iter().zip(&src) {

@@ -13,8 +13,8 @@
 //!   embedding, never silent). Batches are formed after sorting by token count and are *packed*:
 //!   the tokens of all texts of a batch are the rows of one matrix, with no padding at all
 //!   (attention runs per text); results are returned in input order.
-//! - The forward pass is [`encoder`]'s: candle tensors for the matrix multiplies, fused and
-//!   vectorised loops for everything between them.
+//! - The forward pass is [`encoder`]'s: candle matmuls for the projections, a fused attention
+//!   kernel, and fused, vectorised loops in place for everything between them.
 //! - The space records model id, the hub revision or a hash of the weights file, dimensions,
 //!   pooling and normalisation.
 
