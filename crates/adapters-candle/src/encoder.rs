@@ -22,10 +22,13 @@
 //! Then, for each of the `N` layers (heads `h = 1 … A`, head width `d = H / A`):
 //!
 //! ```text
-//! [Q K V] = X · [W_q/√d  W_k  W_v]ᵀ + [b_q/√d  b_k  b_v]      one T × 3H matmul (fused QKV,
-//!                                                             the 1/√d scale folded in at load)
-//! P_s,h   = softmax_rows(Q_s,h · K_s,hᵀ)                      per sequence s and head h: l × l
-//! C_s,h   = P_s,h · V_s,h                                     l × d, heads side by side → T × H
+//! [Qᵀ;Kᵀ] = [W_q/√d; W_k] · Xᵀ                               one 2H × T matmul (the 1/√d scale
+//!                                                             folded in at load)
+//! V       = X · W_vᵀ                                          T × H
+//! P_s,h   = softmax_rows((Q_s,h + b_q) · K_s,hᵀ)              per sequence s and head h: l × l
+//!                                                             (b_k cancels in the softmax)
+//! C_s,h   = P_s,h · V_s,h + b_v                               l × d, heads side by side → T × H,
+//!                                                             kept transposed (Cᵀ, H × T)
 //!                                                             (one fused kernel per s and h)
 //! X'      = LayerNorm(C · W_oᵀ + b_o + X)                    bias, residual and norm in one pass
 //! G       = GELU(X' · W_1ᵀ + b_1)                             bias and activation in one pass
@@ -106,24 +109,6 @@ impl Linear {
         })
     }
 
-    /// Q, K and V stacked into one `H → 3H` projection, Q pre-scaled by `scale`.
-    fn load_qkv(vb: &VarBuilder<'_>, hidden: usize, scale: f64) -> Result<Self> {
-        let part = |name: &str| -> Result<(Tensor, Tensor)> {
-            let w = vb.get((hidden, hidden), &format!("attention.self.{name}.weight"))?;
-            let b = vb.get(hidden, &format!("attention.self.{name}.bias"))?;
-            Ok((w, b))
-        };
-        let (wq, bq) = part("query")?;
-        let (wk, bk) = part("key")?;
-        let (wv, bv) = part("value")?;
-        let w = Tensor::cat(&[(wq * scale)?, wk, wv], 0)?;
-        let bias = Tensor::cat(&[(bq * scale)?, bk, bv], 0)?.to_vec1::<f32>()?;
-        Ok(Self {
-            wt: w.t()?.contiguous()?,
-            bias,
-        })
-    }
-
     fn out_dim(&self) -> usize {
         self.bias.len()
     }
@@ -146,9 +131,31 @@ impl LayerNorm {
     }
 }
 
+/// The query and key projections of a layer, for `[Qᵀ; Kᵀ] = W · Xᵀ` (`2H × T`).
+#[derive(Debug)]
+struct QueryKey {
+    /// `[W_q/√d; W_k]`, `2H × H` as stored (out × in).
+    w: Tensor,
+    /// `b_q/√d`. The key bias is not needed: it adds `(q_i + b_q) · b_k` to every score of query
+    /// `i`, a constant that softmax cancels.
+    q_bias: Vec<f32>,
+}
+
+impl QueryKey {
+    fn load(vb: &VarBuilder<'_>, hidden: usize, scale: f64) -> Result<Self> {
+        let get = |name: &str| vb.get((hidden, hidden), &format!("attention.self.{name}.weight"));
+        let w = Tensor::cat(&[(get("query")? * scale)?, get("key")?], 0)?;
+        let q_bias = (vb.get(hidden, "attention.self.query.bias")? * scale)?.to_vec1::<f32>()?;
+        // Read (and so checked) although unused, like every other weight of the file.
+        vb.get(hidden, "attention.self.key.bias")?;
+        Ok(Self { w, q_bias })
+    }
+}
+
 #[derive(Debug)]
 struct Layer {
-    qkv: Linear,
+    query_key: QueryKey,
+    value: Linear,
     attn_out: Linear,
     attn_norm: LayerNorm,
     ff_in: Linear,
@@ -212,7 +219,8 @@ impl BertEncoder {
                 let vb = vb.pp(format!("encoder.layer.{i}"));
                 let inter = config.intermediate_size;
                 Ok(Layer {
-                    qkv: Linear::load_qkv(&vb, h, 1.0 / (head_dim as f64).sqrt())?,
+                    query_key: QueryKey::load(&vb, h, 1.0 / (head_dim as f64).sqrt())?,
+                    value: Linear::load(&vb, "attention.self.value", h, h)?,
                     attn_out: Linear::load(&vb, "attention.output.dense", h, h)?,
                     attn_norm: LayerNorm::load(&vb, "attention.output.LayerNorm", h, eps)?,
                     ff_in: Linear::load(&vb, "intermediate.dense", inter, h)?,
@@ -255,15 +263,18 @@ impl BertEncoder {
             return Ok(Vec::new());
         }
         let mut x = Tensor::from_vec(self.embed(ids, types)?, (rows, h), &Device::Cpu)?;
-        let ctx = Tensor::zeros((rows, h), candle_core::DType::F32, &Device::Cpu)?;
+        // The attention context, transposed (`H × T`), written by every layer in turn.
+        let ctx_t = Tensor::zeros((h, rows), candle_core::DType::F32, &Device::Cpu)?;
         let act = self.activation;
         for layer in &self.layers {
-            // Attention block; the QKV bias is added as the heads gather their Q, K and V.
-            let qkv = x.matmul(&layer.qkv.wt)?;
-            update_from(&ctx, &qkv, |ctx, qkv| {
-                self.attention(qkv, &layer.qkv.bias, &lens, ctx)
+            // Attention block: Q and K come out transposed, V as rows; their biases are folded
+            // into the attention kernel.
+            let qk_t = layer.query_key.w.matmul(&x.t()?)?;
+            let v = x.matmul(&layer.value.wt)?;
+            update_from2(&ctx_t, &qk_t, &v, |ctx_t, qk_t, v| {
+                self.attention(qk_t, v, layer, &lens, ctx_t)
             })?;
-            let x_attn = ctx.matmul(&layer.attn_out.wt)?;
+            let x_attn = ctx_t.t()?.matmul(&layer.attn_out.wt)?;
             update_from(&x_attn, &x, |out, residual| {
                 residual_norm(out, &layer.attn_out.bias, residual, &layer.attn_norm);
             })?;
@@ -327,178 +338,330 @@ impl BertEncoder {
         Ok(x)
     }
 
-    /// Multi-head self-attention per sequence over the packed `T × 3H` QKV rows (without their
-    /// bias, added here); writes the `T × H` context rows into `ctx`.
+    /// Multi-head self-attention per sequence: from `[Qᵀ; Kᵀ]` (`2H × T`, biases not added) and
+    /// `V` (`T × H`, bias not added), writes the transposed context `Cᵀ` (`H × T`).
     ///
-    /// One task per (sequence, head), in parallel: each gathers its head's Q, K and V and runs
-    /// [`HeadAttention`] on them, all within the core's cache.
-    fn attention(&self, qkv: &[f32], bias: &[f32], lens: &[usize], ctx: &mut [f32]) {
+    /// One task per (sequence, head), in parallel, each running [`HeadAttention`] into its own
+    /// `d` row segments of `Cᵀ`.
+    fn attention(&self, qk_t: &[f32], v: &[f32], layer: &Layer, lens: &[usize], ctx_t: &mut [f32]) {
         let h = self.hidden;
         let heads = self.heads;
         let d = h / heads;
+        let tokens = ctx_t.len() / h;
         let mut starts = Vec::with_capacity(lens.len());
         let mut offset = 0;
         for &l in lens {
             starts.push(offset);
             offset += l;
         }
-        let outputs: Vec<Vec<f32>> = (0..lens.len() * heads)
-            .into_par_iter()
-            .map(|task| {
-                let (s, head) = (task / heads, task % heads);
-                let (start, l) = (starts[s], lens[s]);
-                pulp::Arch::new().dispatch(HeadAttention {
-                    qkv: &qkv[start * 3 * h..(start + l) * 3 * h],
-                    bias,
-                    hidden: h,
-                    offset: head * d,
-                    d,
-                })
-            })
+        // Row `r` of Cᵀ belongs to head `r / d`; its segment `start..start + l` to sequence `s`.
+        let mut outs: Vec<Vec<&mut [f32]>> = (0..lens.len() * heads)
+            .map(|_| Vec::with_capacity(d))
             .collect();
-        // Disjoint row blocks of the context, one per sequence, filled from its heads' outputs.
-        let mut blocks = Vec::with_capacity(lens.len());
-        let mut rest = ctx;
-        for &l in lens {
-            let (block, tail) = rest.split_at_mut(l * h);
-            blocks.push(block);
-            rest = tail;
+        for (r, mut row) in ctx_t.chunks_exact_mut(tokens).enumerate() {
+            for (s, &l) in lens.iter().enumerate() {
+                let (segment, rest) = row.split_at_mut(l);
+                outs[s * heads + r / d].push(segment);
+                row = rest;
+            }
         }
-        blocks
-            .into_par_iter()
-            .zip(outputs.par_chunks(heads))
-            .for_each(|(block, outs)| {
-                for (head, out) in outs.iter().enumerate() {
-                    if out.is_empty() {
-                        continue;
-                    }
-                    let dp = out.len() / (block.len() / h);
-                    for (row, src) in block.chunks_exact_mut(h).zip(out.chunks_exact(dp)) {
-                        row[head * d..(head + 1) * d].copy_from_slice(&src[..d]);
-                    }
-                }
-            });
+        outs.into_par_iter().enumerate().for_each(|(task, out)| {
+            let (s, head) = (task / heads, task % heads);
+            if lens[s] > 0 {
+                pulp::Arch::new().dispatch(HeadAttention {
+                    qk_t,
+                    v,
+                    q_bias: &layer.query_key.q_bias,
+                    v_bias: &layer.value.bias,
+                    hidden: h,
+                    tokens,
+                    start: starts[s],
+                    len: lens[s],
+                    offset: head * d,
+                    out,
+                });
+            }
+        });
     }
 }
 
-/// Query rows per attention micro-tile.
-const QUERY_ROWS: usize = 6;
+/// Vectors of queries per attention tile.
+const QUERY_VECTORS: usize = 2;
 
-/// Attention of one head over one sequence, with explicit SIMD (`S::f32s` vectors of `n` lanes):
+/// Attention of one head over one sequence, queries along the SIMD lanes (`S::f32s` vectors of
+/// `n` lanes), for tiles of `w = 2n` queries:
 ///
-/// 1. gather (and add the bias to) `Q` as tiles of [`QUERY_ROWS`] rows, transposed, `Kᵀ` as
-///    tiles of `2n` keys (zero-padded) and `V` as rows of `dp` values (`d` padded to `2n`);
-/// 2. for each tile of query rows: scores `Q_tile · Kᵀ` with `QUERY_ROWS × 2` vector
-///    accumulators per tile of keys, softmax of each row, then `P_tile · V` with
-///    `QUERY_ROWS × 2` accumulators per pair of output vectors.
+/// 1. scores, key-major: `Sᵀ[j] = kb[j] + Σ_c Kᵀ[c][j] · Qᵀ[c][tile]`, several keys at a time,
+///    where `kb[j] = b_q · k_j` is the query bias's share (the key bias's share is the same for
+///    every key, so softmax cancels it);
+/// 2. softmax down each column (one query per lane), so max and sum need no reduction across
+///    lanes; the `1/Σ` is applied to the context instead of the probabilities;
+/// 3. context, transposed: `Cᵀ[c][tile] = b_v[c] + (Σ_j V[j][c] · Pᵀ[j]) / Σ`, several
+///    dimensions at a time (`Σ_j p_ij = 1`, so the value bias is added once).
 ///
-/// Returns the `l × dp` context rows of the head (`l` rounded up to whole tiles).
+/// Q, K and V are read where the matmuls wrote them: no gather, no transpose.
 struct HeadAttention<'a> {
-    /// The sequence's `l × 3H` QKV rows.
-    qkv: &'a [f32],
-    /// The `3H` QKV bias.
-    bias: &'a [f32],
+    /// `[Qᵀ; Kᵀ]`, `2H × T`.
+    qk_t: &'a [f32],
+    /// `V`, `T × H`.
+    v: &'a [f32],
+    q_bias: &'a [f32],
+    v_bias: &'a [f32],
     hidden: usize,
-    /// First column of the head within Q (and within K and V, after `hidden` and `2 hidden`).
+    /// `T`, the row length of `qk_t`.
+    tokens: usize,
+    /// The sequence's first token and its length `l`.
+    start: usize,
+    len: usize,
+    /// The head's first dimension.
     offset: usize,
-    d: usize,
+    /// The head's `d` rows of `Cᵀ`, restricted to the sequence's `l` columns.
+    out: Vec<&'a mut [f32]>,
 }
 
 impl pulp::WithSimd for HeadAttention<'_> {
-    type Output = Vec<f32>;
+    type Output = ();
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, simd: S) -> Vec<f32> {
-        const R: usize = QUERY_ROWS;
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        const QV: usize = QUERY_VECTORS;
         let Self {
-            qkv,
-            bias,
+            qk_t,
+            v,
+            q_bias,
+            v_bias,
             hidden,
+            tokens,
+            start,
+            len: l,
             offset,
-            d,
+            mut out,
         } = self;
-        let n = S::F32_LANES;
-        let cols = 3 * hidden;
-        let l = qkv.len() / cols;
-        let tiles = l.div_ceil(R);
-        let key_tile = 2 * n;
-        let lp = l.div_ceil(key_tile) * key_tile;
-        let dp = d.div_ceil(key_tile) * key_tile;
-        let (bq, bk, bv) = (
-            &bias[offset..offset + d],
-            &bias[hidden + offset..hidden + offset + d],
-            &bias[2 * hidden + offset..2 * hidden + offset + d],
-        );
-        // Q tiles: [tile][c][r]; Kᵀ tiles: [key tile][c][2n keys]; V: [key][dp].
-        let mut q = vec![0f32; tiles * R * d];
-        let mut kt = vec![0f32; lp * d];
-        let mut v = vec![0f32; lp * dp];
-        for (i, row) in qkv.chunks_exact(cols).enumerate() {
-            let tile = &mut q[(i / R) * R * d..(i / R + 1) * R * d];
-            for (c, (&x, &b)) in row[offset..offset + d].iter().zip(bq).enumerate() {
-                tile[c * R + i % R] = x + b;
-            }
-            let ktile = &mut kt[(i / key_tile) * key_tile * d..(i / key_tile + 1) * key_tile * d];
-            let k = &row[hidden + offset..hidden + offset + d];
-            for (c, (&x, &b)) in k.iter().zip(bk).enumerate() {
-                ktile[c * key_tile + i % key_tile] = x + b;
-            }
-            let vrow = &row[2 * hidden + offset..2 * hidden + offset + d];
-            for ((o, &x), &b) in v[i * dp..i * dp + d].iter_mut().zip(vrow).zip(bv) {
-                *o = x + b;
+        let d = out.len();
+        let w = QV * S::F32_LANES;
+        let row = |r: usize| &qk_t[r * tokens + start..r * tokens + start + l];
+        let k_rows: Vec<&[f32]> = (0..d).map(|c| row(hidden + offset + c)).collect();
+        let v_rows = v[start * hidden..(start + l) * hidden].chunks_exact(hidden);
+        let q_bias = &q_bias[offset..offset + d];
+        let v_bias = &v_bias[offset..offset + d];
+        let mut kb = vec![0f32; l];
+        for (k, &b) in k_rows.iter().zip(q_bias) {
+            for (o, &x) in kb.iter_mut().zip(*k) {
+                *o += b * x;
             }
         }
-        let kt = S::as_simd_f32s(&kt).0;
-        let v = S::as_simd_f32s(&v).0;
-        let dpv = dp / n;
-        let mut scores = vec![0f32; R * lp];
-        let mut out = vec![0f32; tiles * R * dp];
-        let zero = simd.splat_f32s(0.0);
-        for (qtile, out_tile) in q.chunks_exact(R * d).zip(out.chunks_exact_mut(R * dp)) {
-            // Scores of R query rows against all keys.
+        let mut q_tile = vec![0f32; d * w];
+        let mut scores = vec![0f32; l * w];
+        let mut stage = vec![0f32; w];
+        for i0 in (0..l).step_by(w) {
+            let wi = w.min(l - i0);
+            for (c, dst) in q_tile.chunks_exact_mut(w).enumerate() {
+                dst[..wi].copy_from_slice(&row(offset + c)[i0..i0 + wi]);
+                dst[wi..].fill(0.0);
+            }
+            let q = S::as_simd_f32s(&q_tile).0;
+            // 1. Scores.
             {
-                let (score_v, _) = S::as_mut_simd_f32s(&mut scores);
-                let lpv = lp / n;
-                for (t, ktile) in kt.chunks_exact(2 * d).enumerate() {
-                    let mut acc = [[zero; 2]; R];
-                    for (k, qc) in ktile.chunks_exact(2).zip(qtile.chunks_exact(R)) {
-                        for (a, &qr) in acc.iter_mut().zip(qc) {
-                            let qr = simd.splat_f32s(qr);
-                            a[0] = simd.mul_add_e_f32s(qr, k[0], a[0]);
-                            a[1] = simd.mul_add_e_f32s(qr, k[1], a[1]);
-                        }
-                    }
-                    for (r, a) in acc.iter().enumerate() {
-                        score_v[r * lpv + 2 * t] = a[0];
-                        score_v[r * lpv + 2 * t + 1] = a[1];
+                let st = S::as_mut_simd_f32s(&mut scores).0;
+                let mut j0 = 0;
+                if S::REGISTER_COUNT >= 32 {
+                    while j0 + 12 <= l {
+                        score_tile::<S, 12>(simd, &k_rows, &kb, q, st, j0);
+                        j0 += 12;
                     }
                 }
+                while j0 + 4 <= l {
+                    score_tile::<S, 4>(simd, &k_rows, &kb, q, st, j0);
+                    j0 += 4;
+                }
+                while j0 < l {
+                    score_tile::<S, 1>(simd, &k_rows, &kb, q, st, j0);
+                    j0 += 1;
+                }
             }
-            for row in scores.chunks_exact_mut(lp) {
-                softmax_in_place(&mut row[..l]);
-            }
-            // Context: P (R × l) · V (l × dp), two output vectors at a time.
-            let p: [&[f32]; R] = std::array::from_fn(|r| &scores[r * lp..r * lp + l]);
-            let (out_v, _) = S::as_mut_simd_f32s(out_tile);
-            for c in (0..dpv).step_by(2) {
-                let mut acc = [[zero; 2]; R];
-                for (j, vj) in v.chunks_exact(dpv).take(l).enumerate() {
-                    let (v0, v1) = (vj[c], vj[c + 1]);
-                    for (a, pr) in acc.iter_mut().zip(&p) {
-                        let pr = simd.splat_f32s(pr[j]);
-                        a[0] = simd.mul_add_e_f32s(pr, v0, a[0]);
-                        a[1] = simd.mul_add_e_f32s(pr, v1, a[1]);
+            // 2. Softmax down the columns.
+            let inv_z = {
+                let st = S::as_mut_simd_f32s(&mut scores).0;
+                let mut m = [simd.splat_f32s(f32::NEG_INFINITY); QV];
+                for s in st.chunks_exact(QV) {
+                    for (m, &x) in m.iter_mut().zip(s) {
+                        *m = simd.max_f32s(*m, x);
                     }
                 }
-                for (r, a) in acc.iter().enumerate() {
-                    out_v[r * dpv + c] = a[0];
-                    out_v[r * dpv + c + 1] = a[1];
+                let mut z = [simd.splat_f32s(0.0); QV];
+                for s in st.chunks_exact_mut(QV) {
+                    for ((x, &m), z) in s.iter_mut().zip(&m).zip(&mut z) {
+                        *x = exp_simd(simd, simd.sub_f32s(*x, m));
+                        *z = simd.add_f32s(*z, *x);
+                    }
+                }
+                z.map(|z| simd.div_f32s(simd.splat_f32s(1.0), z))
+            };
+            // 3. Context.
+            let p = S::as_simd_f32s(&scores).0;
+            let mut c0 = 0;
+            let mut ctx = Context {
+                v_rows: v_rows.clone(),
+                offset,
+                p,
+                inv_z,
+                v_bias,
+                stage: &mut stage,
+                out: &mut out,
+                i0,
+                wi,
+            };
+            if S::REGISTER_COUNT >= 32 {
+                while c0 + 8 <= d {
+                    ctx.tile::<8>(simd, c0);
+                    c0 += 8;
+                }
+            }
+            while c0 + 4 <= d {
+                ctx.tile::<4>(simd, c0);
+                c0 += 4;
+            }
+            while c0 < d {
+                ctx.tile::<1>(simd, c0);
+                c0 += 1;
+            }
+        }
+    }
+}
+
+/// Scores of keys `j0 .. j0 + K` against a tile of queries: `QV` vectors per key.
+#[inline(always)]
+fn score_tile<S: pulp::Simd, const K: usize>(
+    simd: S,
+    k_rows: &[&[f32]],
+    kb: &[f32],
+    q: &[S::f32s],
+    st: &mut [S::f32s],
+    j0: usize,
+) {
+    const QV: usize = QUERY_VECTORS;
+    let mut acc: [[S::f32s; QV]; K] = std::array::from_fn(|r| [simd.splat_f32s(kb[j0 + r]); QV]);
+    for (k, q) in k_rows.iter().zip(q.chunks_exact(QV)) {
+        let k: &[f32; K] = k[j0..j0 + K].try_into().expect("K keys");
+        for (a, &kr) in acc.iter_mut().zip(k) {
+            let kr = simd.splat_f32s(kr);
+            for (a, &q) in a.iter_mut().zip(q) {
+                *a = simd.mul_add_e_f32s(kr, q, *a);
+            }
+        }
+    }
+    for (r, a) in acc.iter().enumerate() {
+        st[(j0 + r) * QV..(j0 + r + 1) * QV].copy_from_slice(a);
+    }
+}
+
+/// Step 3 of [`HeadAttention`] for one tile of queries.
+struct Context<'a, 'b, S: pulp::Simd, I> {
+    v_rows: I,
+    /// The head's first dimension.
+    offset: usize,
+    /// `Pᵀ`, unnormalised: `QV` vectors per key.
+    p: &'a [S::f32s],
+    inv_z: [S::f32s; QUERY_VECTORS],
+    /// The head's value bias.
+    v_bias: &'a [f32],
+    stage: &'a mut [f32],
+    out: &'a mut [&'b mut [f32]],
+    /// The tile's first query and its number of queries.
+    i0: usize,
+    wi: usize,
+}
+
+impl<'a, S: pulp::Simd, I: Iterator<Item = &'a [f32]> + Clone> Context<'a, '_, S, I> {
+    /// `Cᵀ[c][tile] = b_v[c] + (Σ_j V[j][c] · Pᵀ[j]) / Σ` for the `D` dimensions `c0 .. c0 + D`.
+    #[inline(always)]
+    fn tile<const D: usize>(&mut self, simd: S, c0: usize) {
+        const QV: usize = QUERY_VECTORS;
+        let mut acc = [[simd.splat_f32s(0.0); QV]; D];
+        let from = self.offset + c0;
+        for (v, p) in self.v_rows.clone().zip(self.p.chunks_exact(QV)) {
+            let v: &[f32; D] = v[from..from + D].try_into().expect("D dimensions");
+            for (a, &vc) in acc.iter_mut().zip(v) {
+                let vc = simd.splat_f32s(vc);
+                for (a, &p) in a.iter_mut().zip(p) {
+                    *a = simd.mul_add_e_f32s(vc, p, *a);
                 }
             }
         }
-        out.truncate(l * dp);
-        out
+        for (r, a) in acc.iter().enumerate() {
+            let b = simd.splat_f32s(self.v_bias[c0 + r]);
+            let stage = S::as_mut_simd_f32s(self.stage).0;
+            for ((o, &a), &iz) in stage.iter_mut().zip(a).zip(&self.inv_z) {
+                *o = simd.mul_add_e_f32s(a, iz, b);
+            }
+            self.out[c0 + r][self.i0..self.i0 + self.wi].copy_from_slice(&self.stage[..self.wi]);
+        }
     }
+}
+
+/// `eˣ` on a vector: [`exp`]'s algorithm with the `2ⁿ` scale built by an integer multiply
+/// (`(n + 127) · 2²³`, pulp has no vector shift).
+#[inline(always)]
+fn exp_simd<S: pulp::Simd>(simd: S, x: S::f32s) -> S::f32s {
+    const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    const ROUND: f32 = 12_582_912.0;
+    let f = |v: f32| simd.splat_f32s(v);
+    let x = simd.min_f32s(simd.max_f32s(x, f(-87.0)), f(88.0));
+    let y = simd.mul_add_e_f32s(x, f(LOG2_E), f(ROUND));
+    let n = simd.sub_f32s(y, f(ROUND));
+    let r = simd.mul_add_e_f32s(n, f(-LN2_HI), x);
+    let r = simd.mul_add_e_f32s(n, f(-LN2_LO), r);
+    let mut p = f(1.987_569_1e-4);
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        1.666_666_5e-1,
+        0.5,
+    ] {
+        p = simd.mul_add_e_f32s(p, r, f(c));
+    }
+    let er = simd.mul_add_e_f32s(simd.mul_f32s(p, r), r, simd.add_f32s(r, f(1.0)));
+    let n_bits = simd.sub_u32s(pulp::cast(y), simd.splat_u32s(ROUND.to_bits()));
+    let scale = simd.mul_u32s(
+        simd.add_u32s(n_bits, simd.splat_u32s(127)),
+        simd.splat_u32s(1 << 23),
+    );
+    simd.mul_f32s(er, pulp::cast(scale))
+}
+
+/// Calls `f` on the contiguous f32 data of `t`, in place, and that of `a` and `b`.
+fn update_from2(
+    t: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(&mut [f32], &[f32], &[f32]),
+) -> Result<()> {
+    struct Op<F>(F);
+    impl<F: Fn(&mut [f32], &[f32], &[f32])> candle_core::InplaceOp3 for Op<F> {
+        fn name(&self) -> &'static str {
+            "zhiku-update-from2"
+        }
+        fn cpu_fwd(
+            &self,
+            dst: &mut candle_core::CpuStorage,
+            dst_layout: &Layout,
+            a: &candle_core::CpuStorage,
+            a_layout: &Layout,
+            b: &candle_core::CpuStorage,
+            b_layout: &Layout,
+        ) -> Result<()> {
+            (self.0)(
+                cpu_slice_mut(dst, dst_layout)?,
+                cpu_slice(a, a_layout)?,
+                cpu_slice(b, b_layout)?,
+            );
+            Ok(())
+        }
+    }
+    t.inplace_op3(a, b, &Op(f))
 }
 
 /// Calls `f` on the contiguous f32 data of `t`, in place (a candle in-place custom op).
@@ -530,18 +693,17 @@ fn update_from(t: &Tensor, src: &Tensor, f: impl Fn(&mut [f32], &[f32])) -> Resu
             src: &candle_core::CpuStorage,
             src_layout: &Layout,
         ) -> Result<()> {
-            let src = match src {
-                candle_core::CpuStorage::F32(data) => contiguous(data, src_layout)?,
-                _ => candle_core::bail!("expected f32 data"),
-            };
-            (self.0)(cpu_slice_mut(dst, dst_layout)?, src);
+            (self.0)(cpu_slice_mut(dst, dst_layout)?, cpu_slice(src, src_layout)?);
             Ok(())
         }
     }
     t.inplace_op2(src, &Op(f))
 }
 
-fn contiguous<'a>(data: &'a [f32], layout: &Layout) -> Result<&'a [f32]> {
+fn cpu_slice<'a>(storage: &'a candle_core::CpuStorage, layout: &Layout) -> Result<&'a [f32]> {
+    let candle_core::CpuStorage::F32(data) = storage else {
+        candle_core::bail!("expected f32 data");
+    };
     match layout.contiguous_offsets() {
         Some((from, to)) => Ok(&data[from..to]),
         None => candle_core::bail!("expected a contiguous tensor"),
@@ -622,22 +784,6 @@ fn sum(xs: &[f32]) -> f32 {
 }
 
 #[inline(always)]
-fn max(xs: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; LANES];
-    let chunks = xs.chunks_exact(LANES);
-    let tail = chunks
-        .remainder()
-        .iter()
-        .fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-    for c in chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a = a.max(x);
-        }
-    }
-    acc.iter().fold(tail, |m, &x| m.max(x))
-}
-
-#[inline(always)]
 fn layer_norm_in_place(row: &mut [f32], norm: &LayerNorm) {
     let n = row.len() as f32;
     let mean = sum(row) / n;
@@ -683,19 +829,6 @@ fn bias_activation(rows: &mut [f32], bias: &[f32], act: Activation) {
                 }
             }
         }
-    }
-}
-
-/// `row ← softmax(row)`.
-#[inline(always)]
-fn softmax_in_place(row: &mut [f32]) {
-    let m = max(row);
-    for x in row.iter_mut() {
-        *x = exp(*x - m);
-    }
-    let inv = 1.0 / sum(row);
-    for x in row.iter_mut() {
-        *x *= inv;
     }
 }
 
@@ -808,92 +941,98 @@ mod tests {
         assert!(worst < 1e-6, "worst absolute error {worst}");
     }
 
-    /// One head's attention in f64, straight from the definition, with the bias added.
-    fn attention_reference(
-        qkv: &[f32],
-        bias: &[f32],
-        hidden: usize,
-        offset: usize,
-        d: usize,
-    ) -> Vec<f64> {
-        let cols = 3 * hidden;
-        let l = qkv.len() / cols;
-        let at = |i: usize, part: usize, c: usize| {
-            let col = part * hidden + offset + c;
-            (qkv[i * cols + col] + bias[col]) as f64
-        };
-        let mut out = vec![0f64; l * d];
-        for i in 0..l {
-            let scores: Vec<f64> = (0..l)
-                .map(|j| (0..d).map(|c| at(i, 0, c) * at(j, 1, c)).sum())
-                .collect();
-            let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let z: f64 = scores.iter().map(|s| (s - m).exp()).sum();
-            for (j, s) in scores.iter().enumerate() {
-                let p = (s - m).exp() / z;
-                for c in 0..d {
-                    out[i * d + c] += p * at(j, 2, c);
-                }
-            }
-        }
-        out
+    /// Deterministic values in [-scale, scale).
+    fn values(n: usize, seed: usize, scale: f32) -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i + seed) * 7919 % 1000) as f32 / 1000.0 - 0.5) * 2.0 * scale)
+            .collect()
     }
 
     #[test]
     fn attention_kernel_matches_the_definition_on_every_instruction_set() {
-        // Lengths and head widths that fill no tile exactly, and some that do.
-        for (l, d) in [(1, 32), (7, 32), (37, 32), (64, 32), (50, 20), (33, 64)] {
+        // Two packed sequences; lengths and head widths that fill no tile exactly, and some that do.
+        for (l1, l2, d) in [
+            (1, 5, 32),
+            (7, 37, 32),
+            (64, 13, 32),
+            (50, 3, 20),
+            (33, 70, 64),
+        ] {
             let heads = 3;
             let hidden = heads * d;
-            let qkv: Vec<f32> = (0..l * 3 * hidden)
-                .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * 2.0)
-                .collect();
-            let bias: Vec<f32> = (0..3 * hidden)
-                .map(|i| (i as f32 * 0.37).sin() * 0.3)
-                .collect();
-            for head in 0..heads {
-                let op = || HeadAttention {
-                    qkv: &qkv,
-                    bias: &bias,
-                    hidden,
-                    offset: head * d,
-                    d,
-                };
-                let expected = attention_reference(&qkv, &bias, hidden, head * d, d);
-                let mut results = vec![
-                    ("dispatch", pulp::Arch::new().dispatch(op())),
-                    ("scalar", pulp::Simd::vectorize(pulp::Scalar::new(), op())),
-                ];
-                #[cfg(target_arch = "x86_64")]
-                if let Some(simd) = pulp::x86::V3::try_new() {
-                    results.push(("avx2", pulp::Simd::vectorize(simd, op())));
-                }
-                for (name, out) in results {
-                    let dp = out.len() / l;
+            let tokens = l1 + l2;
+            let qk_t = values(2 * hidden * tokens, 1, 1.0);
+            let v = values(tokens * hidden, 2, 1.0);
+            let (q_bias, k_bias, v_bias) = (
+                values(hidden, 3, 0.5),
+                values(hidden, 4, 0.5),
+                values(hidden, 5, 0.5),
+            );
+            for (start, l) in [(0, l1), (l1, l2)] {
+                for head in 0..heads {
+                    let o = head * d;
+                    // softmax_j((q_i + b_q) · (k_j + b_k)) (v_j + b_v), in f64.
+                    let q = |i: usize, c: usize| {
+                        (qk_t[(o + c) * tokens + start + i] + q_bias[o + c]) as f64
+                    };
+                    let k = |j: usize, c: usize| {
+                        (qk_t[(hidden + o + c) * tokens + start + j] + k_bias[o + c]) as f64
+                    };
+                    let val = |j: usize, c: usize| {
+                        (v[(start + j) * hidden + o + c] + v_bias[o + c]) as f64
+                    };
+                    let mut expected = vec![0f64; l * d];
                     for i in 0..l {
-                        for c in 0..d {
-                            let (got, want) = (out[i * dp + c] as f64, expected[i * d + c]);
-                            assert!(
-                                (got - want).abs() < 1e-5,
-                                "{name}: l {l}, d {d}, head {head}, row {i}, col {c}: {got} vs {want}"
-                            );
+                        let s: Vec<f64> = (0..l)
+                            .map(|j| (0..d).map(|c| q(i, c) * k(j, c)).sum())
+                            .collect();
+                        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        let z: f64 = s.iter().map(|s| (s - m).exp()).sum();
+                        for (j, s) in s.iter().enumerate() {
+                            for c in 0..d {
+                                expected[i * d + c] += (s - m).exp() / z * val(j, c);
+                            }
+                        }
+                    }
+                    let run = |variant: &str| {
+                        let mut ctx_t = vec![f32::NAN; d * l];
+                        let op = HeadAttention {
+                            qk_t: &qk_t,
+                            v: &v,
+                            q_bias: &q_bias,
+                            v_bias: &v_bias,
+                            hidden,
+                            tokens,
+                            start,
+                            len: l,
+                            offset: o,
+                            out: ctx_t.chunks_exact_mut(l).collect(),
+                        };
+                        match variant {
+                            "scalar" => pulp::Simd::vectorize(pulp::Scalar::new(), op),
+                            #[cfg(target_arch = "x86_64")]
+                            "avx2" => match pulp::x86::V3::try_new() {
+                                Some(simd) => pulp::Simd::vectorize(simd, op),
+                                None => return None,
+                            },
+                            _ => pulp::Arch::new().dispatch(op),
+                        }
+                        Some(ctx_t)
+                    };
+                    for variant in ["dispatch", "scalar", "avx2"] {
+                        let Some(ctx_t) = run(variant) else { continue };
+                        for i in 0..l {
+                            for c in 0..d {
+                                let (got, want) = (ctx_t[c * l + i] as f64, expected[i * d + c]);
+                                assert!(
+                                    (got - want).abs() < 1e-5,
+                                    "{variant}: l {l}, d {d}, head {head}, row {i}, col {c}: {got} vs {want}"
+                                );
+                            }
                         }
                     }
                 }
             }
-        }
-    }
-
-    #[test]
-    fn softmax_rows_sum_to_one() {
-        let src: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 30.0).collect();
-        let mut out = src.clone();
-        softmax_in_place(&mut out);
-        let m = src.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let z: f64 = src.iter().map(|&s| ((s - m) as f64).exp()).sum();
-        for (o, &s) in out.iter().zip(&src) {
-            let exact = ((s - m) as f64).exp() / z;
-            assert!((*o as f64 - exact).abs() < 1e-6);
         }
     }
 }
