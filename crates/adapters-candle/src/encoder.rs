@@ -456,8 +456,16 @@ impl pulp::WithSimd for HeadAttention<'_> {
         for i0 in (0..l).step_by(w) {
             let wi = w.min(l - i0);
             for (c, dst) in q_tile.chunks_exact_mut(w).enumerate() {
-                dst[..wi].copy_from_slice(&row(offset + c)[i0..i0 + wi]);
-                dst[wi..].fill(0.0);
+                let src = &row(offset + c)[i0..i0 + wi];
+                if wi == w {
+                    // Vector by vector: a memmove call per row would cost more than the copy.
+                    let dst: &mut [S::f32s; QV] =
+                        S::as_mut_simd_f32s(dst).0.try_into().expect("QV");
+                    *dst = S::as_simd_f32s(src).0.try_into().expect("QV");
+                } else {
+                    dst[..wi].copy_from_slice(src);
+                    dst[wi..].fill(0.0);
+                }
             }
             let q = S::as_simd_f32s(&q_tile).0;
             // 1. Scores.
@@ -588,13 +596,19 @@ impl<'a, S: pulp::Simd, I: Iterator<Item = &'a [f32]> + Clone> Context<'a, '_, S
                 }
             }
         }
+        let full = self.wi == QV * S::F32_LANES;
         for (r, a) in acc.iter().enumerate() {
             let b = simd.splat_f32s(self.v_bias[c0 + r]);
-            let stage = S::as_mut_simd_f32s(self.stage).0;
-            for ((o, &a), &iz) in stage.iter_mut().zip(a).zip(&self.inv_z) {
-                *o = simd.mul_add_e_f32s(a, iz, b);
+            let out = &mut self.out[c0 + r][self.i0..self.i0 + self.wi];
+            // A full tile goes straight to the output; a partial one through `stage`.
+            let dst = S::as_mut_simd_f32s(if full { out } else { self.stage }).0;
+            for k in 0..QV {
+                dst[k] = simd.mul_add_e_f32s(a[k], self.inv_z[k], b);
             }
-            self.out[c0 + r][self.i0..self.i0 + self.wi].copy_from_slice(&self.stage[..self.wi]);
+            if !full {
+                self.out[c0 + r][self.i0..self.i0 + self.wi]
+                    .copy_from_slice(&self.stage[..self.wi]);
+            }
         }
     }
 }
