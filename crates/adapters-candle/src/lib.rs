@@ -87,7 +87,7 @@ impl From<LoadError> for EmbedError {
 
 /// Tokens per packed forward pass: enough rows (2,048) for long gemm calls, few enough that every
 /// intermediate buffer of a 384-wide model stays below 13 MB, so larger batches cost no extra
-/// memory.
+/// memory (two passes are in flight at a time, see `embed_batch`).
 const MAX_PACKED_TOKENS: usize = 2048;
 
 /// Where the model comes from.
@@ -511,20 +511,59 @@ impl CandleEmbedder {
 
     /// Embeds one batch of tokenised texts, packed into forward passes of at most
     /// [`MAX_PACKED_TOKENS`] tokens (one text per pass when a text alone is longer).
+    ///
+    /// The passes run in two lanes at once (passes 0, 2, 4, … and 1, 3, 5, …), so that one pass's
+    /// serial moments (allocating and zero-filling a matmul output, handing work to the threads
+    /// and back) are filled with the other's parallel work; a batch that packs into one pass is
+    /// split into two halves for the same reason. Memory: two passes' buffers at a time.
     fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Embedding>, EmbedError> {
-        let mut out = Vec::with_capacity(encodings.len());
+        let len = |e: &&Encoding| e.get_ids().len();
+        let mut passes = Vec::new();
         let mut from = 0;
         while from < encodings.len() {
             let mut to = from + 1;
-            let mut tokens = encodings[from].get_ids().len();
-            while to < encodings.len()
-                && tokens + encodings[to].get_ids().len() <= MAX_PACKED_TOKENS
-            {
-                tokens += encodings[to].get_ids().len();
+            let mut tokens = len(&encodings[from]);
+            while to < encodings.len() && tokens + len(&encodings[to]) <= MAX_PACKED_TOKENS {
+                tokens += len(&encodings[to]);
                 to += 1;
             }
-            out.extend(self.embed_packed(&encodings[from..to])?);
+            passes.push(&encodings[from..to]);
             from = to;
+        }
+        if let [pass] = passes[..]
+            && pass.len() > 1
+        {
+            // Split where the first half reaches half the tokens (at least one text each).
+            let total: usize = pass.iter().map(len).sum();
+            let mut tokens = 0;
+            let mut mid = 0;
+            while mid + 1 < pass.len() && 2 * (tokens + len(&pass[mid])) <= total {
+                tokens += len(&pass[mid]);
+                mid += 1;
+            }
+            let (a, b) = pass.split_at(mid.max(1));
+            passes = vec![a, b];
+        }
+        let lane = |first: usize| -> Result<Vec<Vec<Embedding>>, EmbedError> {
+            passes
+                .iter()
+                .skip(first)
+                .step_by(2)
+                .map(|pass| self.embed_packed(pass))
+                .collect()
+        };
+        let (even, odd) = match passes.len() {
+            0 | 1 => (lane(0)?, Vec::new()),
+            _ => {
+                let (even, odd) = rayon::join(|| lane(0), || lane(1));
+                (even?, odd?)
+            }
+        };
+        let mut out = Vec::with_capacity(encodings.len());
+        let mut odd = odd.into_iter();
+        for pass in even {
+            out.extend(pass);
+            out.extend(odd.next().into_iter().flatten());
         }
         Ok(out)
     }
