@@ -87,7 +87,7 @@ impl From<LoadError> for EmbedError {
 
 /// Tokens per packed forward pass: enough rows (2,048) for long gemm calls, few enough that every
 /// intermediate buffer of a 384-wide model stays below 13 MB, so larger batches cost no extra
-/// memory (two passes are in flight at a time, see `embed_batch`).
+/// memory (two passes are in flight at a time, see `embed_passes`).
 const MAX_PACKED_TOKENS: usize = 2048;
 
 /// Where the model comes from.
@@ -509,27 +509,32 @@ impl CandleEmbedder {
             .map_err(|e| EmbedError::InvalidInput(e.to_string()))
     }
 
-    /// Embeds one batch of tokenised texts, packed into forward passes of at most
-    /// [`MAX_PACKED_TOKENS`] tokens (one text per pass when a text alone is longer).
+    /// Packs one batch of tokenised texts into forward passes of at most [`MAX_PACKED_TOKENS`]
+    /// tokens (one text per pass when a text alone is longer).
+    fn pack<'a, 'e>(batch: &'a [&'e Encoding]) -> Vec<&'a [&'e Encoding]> {
+        let mut passes = Vec::new();
+        let mut from = 0;
+        while from < batch.len() {
+            let mut to = from + 1;
+            let mut tokens = batch[from].get_ids().len();
+            while to < batch.len() && tokens + batch[to].get_ids().len() <= MAX_PACKED_TOKENS {
+                tokens += batch[to].get_ids().len();
+                to += 1;
+            }
+            passes.push(&batch[from..to]);
+            from = to;
+        }
+        passes
+    }
+
+    /// Runs forward passes, two at a time, and returns their embeddings in order.
     ///
     /// The passes run in two lanes at once (passes 0, 2, 4, … and 1, 3, 5, …), so that one pass's
     /// serial moments (allocating and zero-filling a matmul output, handing work to the threads
-    /// and back) are filled with the other's parallel work; a batch that packs into one pass is
-    /// split into two halves for the same reason. Memory: two passes' buffers at a time.
-    fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Embedding>, EmbedError> {
+    /// and back) are filled with the other's parallel work. A lone pass of several texts is split
+    /// into two halves for the same reason. Memory: two passes' buffers at a time.
+    fn embed_passes(&self, mut passes: Vec<&[&Encoding]>) -> Result<Vec<Embedding>, EmbedError> {
         let len = |e: &&Encoding| e.get_ids().len();
-        let mut passes = Vec::new();
-        let mut from = 0;
-        while from < encodings.len() {
-            let mut to = from + 1;
-            let mut tokens = len(&encodings[from]);
-            while to < encodings.len() && tokens + len(&encodings[to]) <= MAX_PACKED_TOKENS {
-                tokens += len(&encodings[to]);
-                to += 1;
-            }
-            passes.push(&encodings[from..to]);
-            from = to;
-        }
         if let [pass] = passes[..]
             && pass.len() > 1
         {
@@ -559,7 +564,7 @@ impl CandleEmbedder {
                 (even?, odd?)
             }
         };
-        let mut out = Vec::with_capacity(encodings.len());
+        let mut out = Vec::with_capacity(passes.iter().map(|p| p.len()).sum());
         let mut odd = odd.into_iter();
         for pass in even {
             out.extend(pass);
@@ -616,12 +621,16 @@ impl CandleEmbedder {
         let encodings = self.tokenize(texts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
+        let sorted: Vec<&Encoding> = order.iter().map(|&i| &encodings[i]).collect();
+        // Each batch packs on its own, so no pass holds more than `batch_size` texts; the passes
+        // of all batches then share the two lanes.
+        let passes = sorted
+            .chunks(self.batch_size)
+            .flat_map(Self::pack)
+            .collect();
         let mut out: Vec<Option<Embedding>> = vec![None; texts.len()];
-        for group in order.chunks(self.batch_size) {
-            let batch: Vec<&Encoding> = group.iter().map(|&i| &encodings[i]).collect();
-            for (i, e) in group.iter().zip(self.embed_batch(&batch)?) {
-                out[*i] = Some(e);
-            }
+        for (&i, e) in order.iter().zip(self.embed_passes(passes)?) {
+            out[i] = Some(e);
         }
         out.into_iter()
             .map(|e| e.ok_or_else(|| EmbedError::InvalidInput("missing embedding".into())))
@@ -644,7 +653,8 @@ impl Embedder for CandleEmbedder {
     fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
         let query = format!("{}{text}", self.query_instruction);
         let encodings = self.tokenize(&[query.as_str()])?;
-        self.embed_batch(&encodings.iter().collect::<Vec<_>>())?
+        let batch: Vec<&Encoding> = encodings.iter().collect();
+        self.embed_passes(Self::pack(&batch))?
             .pop()
             .ok_or_else(|| EmbedError::InvalidInput("empty result".into()))
     }
