@@ -13,8 +13,8 @@
 //!   embedding, never silent). Batches are formed after sorting by token count and are *packed*:
 //!   the tokens of all texts of a batch are the rows of one matrix, with no padding at all
 //!   (attention runs per text); results are returned in input order.
-//! - The forward pass is [`encoder`]'s: candle tensors for the matrix multiplies, fused and
-//!   vectorised loops for everything between them.
+//! - The forward pass is [`encoder`]'s: candle matmuls for the projections, a fused attention
+//!   kernel, and fused, vectorised loops in place for everything between them.
 //! - The space records model id, the hub revision or a hash of the weights file, dimensions,
 //!   pooling and normalisation.
 
@@ -87,7 +87,7 @@ impl From<LoadError> for EmbedError {
 
 /// Tokens per packed forward pass: enough rows (2,048) for long gemm calls, few enough that every
 /// intermediate buffer of a 384-wide model stays below 13 MB, so larger batches cost no extra
-/// memory.
+/// memory (two passes are in flight at a time, see `embed_passes`).
 const MAX_PACKED_TOKENS: usize = 2048;
 
 /// Where the model comes from.
@@ -509,22 +509,66 @@ impl CandleEmbedder {
             .map_err(|e| EmbedError::InvalidInput(e.to_string()))
     }
 
-    /// Embeds one batch of tokenised texts, packed into forward passes of at most
-    /// [`MAX_PACKED_TOKENS`] tokens (one text per pass when a text alone is longer).
-    fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Embedding>, EmbedError> {
-        let mut out = Vec::with_capacity(encodings.len());
+    /// Packs one batch of tokenised texts into forward passes of at most [`MAX_PACKED_TOKENS`]
+    /// tokens (one text per pass when a text alone is longer).
+    fn pack<'a, 'e>(batch: &'a [&'e Encoding]) -> Vec<&'a [&'e Encoding]> {
+        let mut passes = Vec::new();
         let mut from = 0;
-        while from < encodings.len() {
+        while from < batch.len() {
             let mut to = from + 1;
-            let mut tokens = encodings[from].get_ids().len();
-            while to < encodings.len()
-                && tokens + encodings[to].get_ids().len() <= MAX_PACKED_TOKENS
-            {
-                tokens += encodings[to].get_ids().len();
+            let mut tokens = batch[from].get_ids().len();
+            while to < batch.len() && tokens + batch[to].get_ids().len() <= MAX_PACKED_TOKENS {
+                tokens += batch[to].get_ids().len();
                 to += 1;
             }
-            out.extend(self.embed_packed(&encodings[from..to])?);
+            passes.push(&batch[from..to]);
             from = to;
+        }
+        passes
+    }
+
+    /// Runs forward passes, two at a time, and returns their embeddings in order.
+    ///
+    /// The passes run in two lanes at once (passes 0, 2, 4, … and 1, 3, 5, …), so that one pass's
+    /// serial moments (allocating and zero-filling a matmul output, handing work to the threads
+    /// and back) are filled with the other's parallel work. A lone pass of several texts is split
+    /// into two halves for the same reason. Memory: two passes' buffers at a time.
+    fn embed_passes(&self, mut passes: Vec<&[&Encoding]>) -> Result<Vec<Embedding>, EmbedError> {
+        let len = |e: &&Encoding| e.get_ids().len();
+        if let [pass] = passes[..]
+            && pass.len() > 1
+        {
+            // Split where the first half reaches half the tokens (at least one text each).
+            let total: usize = pass.iter().map(len).sum();
+            let mut tokens = 0;
+            let mut mid = 0;
+            while mid + 1 < pass.len() && 2 * (tokens + len(&pass[mid])) <= total {
+                tokens += len(&pass[mid]);
+                mid += 1;
+            }
+            let (a, b) = pass.split_at(mid.max(1));
+            passes = vec![a, b];
+        }
+        let lane = |first: usize| -> Result<Vec<Vec<Embedding>>, EmbedError> {
+            passes
+                .iter()
+                .skip(first)
+                .step_by(2)
+                .map(|pass| self.embed_packed(pass))
+                .collect()
+        };
+        let (even, odd) = match passes.len() {
+            0 | 1 => (lane(0)?, Vec::new()),
+            _ => {
+                let (even, odd) = rayon::join(|| lane(0), || lane(1));
+                (even?, odd?)
+            }
+        };
+        let mut out = Vec::with_capacity(passes.iter().map(|p| p.len()).sum());
+        let mut odd = odd.into_iter();
+        for pass in even {
+            out.extend(pass);
+            out.extend(odd.next().into_iter().flatten());
         }
         Ok(out)
     }
@@ -577,12 +621,16 @@ impl CandleEmbedder {
         let encodings = self.tokenize(texts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
+        let sorted: Vec<&Encoding> = order.iter().map(|&i| &encodings[i]).collect();
+        // Each batch packs on its own, so no pass holds more than `batch_size` texts; the passes
+        // of all batches then share the two lanes.
+        let passes = sorted
+            .chunks(self.batch_size)
+            .flat_map(Self::pack)
+            .collect();
         let mut out: Vec<Option<Embedding>> = vec![None; texts.len()];
-        for group in order.chunks(self.batch_size) {
-            let batch: Vec<&Encoding> = group.iter().map(|&i| &encodings[i]).collect();
-            for (i, e) in group.iter().zip(self.embed_batch(&batch)?) {
-                out[*i] = Some(e);
-            }
+        for (&i, e) in order.iter().zip(self.embed_passes(passes)?) {
+            out[i] = Some(e);
         }
         out.into_iter()
             .map(|e| e.ok_or_else(|| EmbedError::InvalidInput("missing embedding".into())))
@@ -605,7 +653,8 @@ impl Embedder for CandleEmbedder {
     fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
         let query = format!("{}{text}", self.query_instruction);
         let encodings = self.tokenize(&[query.as_str()])?;
-        self.embed_batch(&encodings.iter().collect::<Vec<_>>())?
+        let batch: Vec<&Encoding> = encodings.iter().collect();
+        self.embed_passes(Self::pack(&batch))?
             .pop()
             .ok_or_else(|| EmbedError::InvalidInput("empty result".into()))
     }

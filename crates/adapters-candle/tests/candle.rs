@@ -167,6 +167,47 @@ fn paraphrases_score_higher_than_unrelated_pairs() {
     );
 }
 
+/// A batch large enough for three packed passes (two lanes, one of them holding two passes)
+/// returns, in input order, what embedding each text alone returns.
+#[test]
+fn a_batch_of_several_passes_matches_texts_embedded_one_by_one() {
+    let Some(dir) = model_dir() else { return };
+    let e = CandleEmbedder::load(
+        &ModelSource::Dir(dir),
+        &EmbedderOptions {
+            batch_size: 20,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // 20 texts, most truncated at 256 tokens: > 4,096 tokens, so passes of 8, 8 and 4 texts.
+    let texts: Vec<String> = (0..20)
+        .map(|i| {
+            let words: Vec<String> = (0..40 + 20 * i)
+                .map(|w| format!("w{}", (w * 7 + i) % 97))
+                .collect();
+            format!(
+                "passage {i} about topic {}: {}",
+                i * 13 % 7,
+                words.join(" ")
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let tokens: usize = refs
+        .iter()
+        .map(|t| e.token_count(t).unwrap().min(e.max_seq_length()))
+        .sum();
+    assert!(tokens > 4096, "only {tokens} tokens");
+    let batch = e.embed_documents(&refs).unwrap();
+    assert_eq!(batch.len(), texts.len());
+    for (text, got) in refs.iter().zip(&batch) {
+        let alone = e.embed_documents(&[text]).unwrap();
+        let cos = cosine(got.values(), alone[0].values());
+        assert!(cos >= 0.99999, "{text:?}: cosine {cos}");
+    }
+}
+
 fn copy_model(to: &std::path::Path) -> Option<()> {
     let from = model_dir()?;
     for name in [
