@@ -396,17 +396,23 @@ fn watch_re_indexes_a_changed_file() {
     assert_eq!(second["docs_unchanged"], 3, "{second}");
 }
 
+/// `zhiku` on examples/kb without an embedder, with its store in `store`.
+fn on_sample_kb(store: &Path) -> Command {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut cmd = Command::cargo_bin("zhiku").unwrap();
+    cmd.env("ZHIKU_EMBEDDER", "none")
+        .arg("--kb")
+        .arg(root.join("examples/kb"))
+        .arg("--store")
+        .arg(store);
+    cmd
+}
+
 #[test]
 fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let store = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("zhiku")
-        .unwrap()
-        .env("ZHIKU_EMBEDDER", "none")
-        .arg("--kb")
-        .arg(root.join("examples/kb"))
-        .arg("--store")
-        .arg(store.path())
+    let out = on_sample_kb(store.path())
         .args(["eval", "--golden"])
         .arg(root.join("evals/retrieval.jsonl"))
         .args(["--mode", "lexical", "--json"])
@@ -448,13 +454,7 @@ fn the_readme_first_command_answers_with_a_citation() {
         .expect("the README's first command");
     let question = line.split('"').nth(1).unwrap();
     let store = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("zhiku")
-        .unwrap()
-        .env("ZHIKU_EMBEDDER", "none")
-        .arg("--kb")
-        .arg(root.join("examples/kb"))
-        .arg("--store")
-        .arg(store.path())
+    let out = on_sample_kb(store.path())
         .args(["ask", question, "--json"])
         .output()
         .unwrap();
