@@ -32,6 +32,10 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod common;
+
+use common::{default_cmrc, peak_rss_mib, peer_python, workspace_root};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -40,26 +44,12 @@ use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_app::beir::load_beir;
 use zhiku_domain::ports::Embedder;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn cache_dir() -> PathBuf {
     std::env::var_os("ZHIKU_CACHE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zhiku")
         })
-}
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 fn threads() -> usize {
@@ -114,25 +104,6 @@ fn model_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| cache_dir().join("models/all-MiniLM-L6-v2"));
     dir.join("config.json").is_file().then_some(dir)
-}
-
-/// The venv python of `scripts/python-embed-peers.sh` (sets it up when needed).
-fn peer_python() -> Option<String> {
-    let out = Command::new("bash")
-        .arg(workspace_root().join("scripts/python-embed-peers.sh"))
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!(
-            "peer setup failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return None;
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .map(str::to_string)
 }
 
 /// A python for writing the English passages: the peers' venv, else `python3`.
@@ -332,9 +303,13 @@ fn main() {
     };
     let cmrc_dir = std::env::var_os("ZHIKU_CMRC_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared/datasets/cmrc2018-dev"));
+        .unwrap_or_else(default_cmrc);
     let tmp = tempfile::tempdir().expect("temp dir");
-    let python = if args.peers { peer_python() } else { None };
+    let python = if args.peers {
+        peer_python("scripts/python-embed-peers.sh")
+    } else {
+        None
+    };
     if args.peers && python.is_none() {
         eprintln!("SKIPPED peers: scripts/python-embed-peers.sh failed");
     }

@@ -11,6 +11,10 @@
 //! peak RSS of this process. The peers (installed by `scripts/python-peers.sh` into a cache venv)
 //! report the same figures for their stacks. Ratios are zhiku / peer: below 1 is better.
 
+mod common;
+
+use common::{default_cmrc, peak_rss_mib, peer_python, percentile, workspace_root};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -33,28 +37,6 @@ struct Figures {
     p99_ms: f64,
     peak_rss_mib: f64,
     quality: Option<serde_json::Value>,
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
 }
 
 /// The corpus repeated `times` over with distinct IDs; each copy loses one character at a
@@ -130,24 +112,6 @@ fn measure_zhiku(set: &EvalSet, repeat: usize) -> Figures {
         peak_rss_mib: peak_rss_mib(),
         quality,
     }
-}
-
-fn peer_python() -> Option<String> {
-    let out = Command::new("bash")
-        .arg(workspace_root().join("scripts/python-peers.sh"))
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!(
-            "peer setup failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return None;
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .map(str::to_string)
 }
 
 fn measure_peer(python: &str, dir: &Path, stack: &str, repeat: usize) -> Option<Figures> {
@@ -229,7 +193,7 @@ fn main() {
         && (repeat == 1 || args.iter().any(|a| a == "--peers"));
     let dir = std::env::var_os("ZHIKU_CMRC_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared/datasets/cmrc2018-dev"));
+        .unwrap_or_else(default_cmrc);
     let set = match load_beir(&dir) {
         Ok(set) => set,
         Err(e) => {
@@ -245,7 +209,7 @@ fn main() {
     );
     let zhiku = measure_zhiku(&set, repeat);
     let mut rows = vec![zhiku.clone()];
-    if peers && let Some(python) = peer_python() {
+    if peers && let Some(python) = peer_python("scripts/python-peers.sh") {
         for stack in ["jieba_bm25s", "jieba_rank_bm25"] {
             if let Some(f) = measure_peer(&python, &dir, stack, repeat) {
                 rows.push(f);

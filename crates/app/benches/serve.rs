@@ -12,6 +12,10 @@
 //! throughput with 4 concurrent HTTP clients, and HTTP search latency while documents are being
 //! ingested over `POST /v1/documents`, against the idle figure.
 
+mod common;
+
+use common::{default_cmrc, percentile};
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -24,14 +28,6 @@ use zhiku_app::config::Config;
 use zhiku_app::kb::{Caller, KnowledgeBase, SearchQuery};
 use zhiku_app::store::{Origin, Purpose, Store};
 use zhiku_domain::usecases::RetrievalMode;
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
 
 fn summary(mut ms: Vec<f64>) -> (f64, f64) {
     ms.sort_by(f64::total_cmp);
@@ -97,12 +93,7 @@ fn http_search(agent: &ureq::Agent, base: &str, q: &str) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    let data = PathBuf::from(arg("--beir").unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/datasets/cmrc2018-dev")
-            .display()
-            .to_string()
-    }));
+    let data = arg("--beir").map_or_else(default_cmrc, PathBuf::from);
     let n_queries: usize = arg("--queries").map_or(400, |v| v.parse().unwrap());
     let set = load_beir(&data)?;
     let tmp = tempfile::tempdir()?;
