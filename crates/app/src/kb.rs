@@ -14,7 +14,7 @@
 //! ingest runs at a time.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
@@ -168,8 +168,6 @@ pub struct Refreshed {
     pub skipped: Vec<Skipped>,
     /// Documents in the knowledge base afterwards.
     pub docs: usize,
-    /// What is known of each loaded document.
-    pub infos: Vec<DocInfo>,
 }
 
 fn load_origin(store: &Store, origin: &Origin) -> Result<(Vec<Document>, Vec<Skipped>)> {
@@ -199,6 +197,17 @@ pub fn refresh(
     on_progress: &mut dyn FnMut(zhiku_domain::usecases::Progress),
 ) -> Result<Refreshed> {
     let (docs, skipped) = load_origin(store, &origin)?;
+    index_loaded(store, origin, docs, skipped, on_progress)
+}
+
+/// [`refresh`] for documents already loaded from `origin`.
+fn index_loaded(
+    store: &mut Store,
+    origin: Origin,
+    docs: Vec<Document>,
+    skipped: Vec<Skipped>,
+    on_progress: &mut dyn FnMut(zhiku_domain::usecases::Progress),
+) -> Result<Refreshed> {
     let skipped_paths: BTreeSet<&str> = skipped.iter().map(|s| s.path.as_str()).collect();
     let keep: BTreeSet<DocId> = store
         .manifest
@@ -211,7 +220,6 @@ pub fn refresh(
         .iter()
         .map(|d| (d.id().clone(), d.attributes().source.to_string()))
         .collect();
-    let infos: Vec<DocInfo> = docs.iter().map(DocInfo::of).collect();
     let count = docs.len();
     let (catalog, report) = {
         let indexer = store.indexer()?;
@@ -236,7 +244,6 @@ pub fn refresh(
         report,
         skipped,
         docs: count + keep.len(),
-        infos,
     })
 }
 
@@ -253,6 +260,44 @@ pub struct SearchQuery {
     pub metadata: Vec<(String, String)>,
     /// Locale prefix.
     pub locale: Option<String>,
+}
+
+impl SearchQuery {
+    /// A hybrid query without narrowing, after the bounds every transport applies: `text` (the
+    /// `what` of the message) must not be blank nor longer than `max_query_chars` characters,
+    /// and `k`, when given, lies in `1..=max_k`.
+    pub fn checked(
+        text: &str,
+        what: &str,
+        k: Option<usize>,
+        limits: &crate::serve::settings::ServeSettings,
+    ) -> Result<Self, KbError> {
+        if text.trim().is_empty() {
+            return Err(KbError::Invalid(format!("{what} must not be empty")));
+        }
+        let chars = text.chars().count();
+        if chars > limits.max_query_chars {
+            return Err(KbError::Invalid(format!(
+                "{what} has {chars} characters; at most {} are accepted",
+                limits.max_query_chars
+            )));
+        }
+        if let Some(k) = k
+            && (k == 0 || k > limits.max_k)
+        {
+            return Err(KbError::Invalid(format!(
+                "k must be between 1 and {}",
+                limits.max_k
+            )));
+        }
+        Ok(Self {
+            query: text.to_string(),
+            k,
+            mode: RetrievalMode::Hybrid,
+            metadata: Vec::new(),
+            locale: None,
+        })
+    }
 }
 
 /// One piece of evidence.
@@ -434,26 +479,31 @@ impl KnowledgeBase {
         refresh_from: Option<Origin>,
     ) -> Result<(Self, Option<Refreshed>)> {
         let generator = generator_for(&store.config)?;
-        let (infos, refreshed, beir) = match refresh_from {
-            Some(origin) => {
-                let beir = matches!(origin, Origin::Beir { .. });
-                let r = refresh(&mut store, origin, &mut |_| {})?;
-                (r.infos.clone(), Some(r), beir)
-            }
-            None => match store.manifest.origin.clone() {
-                Some(origin) => {
-                    let (docs, _) = load_origin(&store, &origin)?;
-                    let beir = matches!(origin, Origin::Beir { .. });
-                    (docs.iter().map(DocInfo::of).collect(), None, beir)
-                }
-                None => (Vec::new(), None, false),
-            },
+        // The origin is loaded once: to refresh the indexes, to learn each document's scope
+        // and, for a BEIR corpus (no files to re-read), to keep the passages for reading.
+        let origin = refresh_from
+            .clone()
+            .or_else(|| store.manifest.origin.clone());
+        let (loaded, skipped) = match &origin {
+            Some(origin) => load_origin(&store, origin)?,
+            None => (Vec::new(), Vec::new()),
         };
-        let mut passages = BTreeMap::new();
-        if beir && let Some(origin) = &store.manifest.origin {
-            let (docs, _) = load_origin(&store, origin)?;
-            passages = docs.into_iter().map(|d| (d.id().clone(), d)).collect();
-        }
+        let infos: Vec<DocInfo> = loaded.iter().map(DocInfo::of).collect();
+        let passages = if matches!(origin, Some(Origin::Beir { .. })) {
+            loaded.iter().map(|d| (d.id().clone(), d.clone())).collect()
+        } else {
+            BTreeMap::new()
+        };
+        let refreshed = match refresh_from {
+            Some(origin) => Some(index_loaded(
+                &mut store,
+                origin,
+                loaded,
+                skipped,
+                &mut |_| {},
+            )?),
+            None => None,
+        };
         // Only documents the catalog holds are served.
         let docs = infos
             .into_iter()
@@ -487,9 +537,10 @@ impl KnowledgeBase {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The configured default `k`.
-    pub fn default_k(&self) -> usize {
-        self.read().store.config.k
+    /// The server settings of this knowledge base's configuration (`[serve]`): listen
+    /// address, tokens and the bounds of queries every transport applies.
+    pub fn limits(&self) -> crate::serve::settings::ServeSettings {
+        self.read().store.config.serve.clone()
     }
 
     /// The local caller of this knowledge base's configuration.
@@ -935,7 +986,6 @@ fn check_relative_path(rel: &str) -> Result<(), KbError> {
     if !matches!(ext.as_deref(), Some("md" | "markdown")) {
         return bad("must end in .md or .markdown");
     }
-    let _: PathBuf = path.to_path_buf();
     Ok(())
 }
 

@@ -950,8 +950,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCode> {
     let service = open_service(ctx, no_refresh)?;
-    let config = ctx.config(ctx.global.kb.as_deref())?;
-    let mut settings = config.serve.clone();
+    let mut settings = service.limits();
     if let Some(bind) = bind {
         settings.bind = bind;
     }
@@ -963,8 +962,8 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
     })?;
     let anonymous = kb::Caller {
         name: "anonymous".into(),
-        scopes: config.trusted_scopes()?,
         write: false,
+        ..service.local_caller()?
     };
     let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
     if !tokens.required() && !addr.ip().is_loopback() {

@@ -26,15 +26,12 @@ use crate::kb::{Caller, KbError, SearchQuery, SharedKb};
 /// URI prefix of document resources.
 pub const RESOURCE_PREFIX: &str = "zhiku://documents/";
 
-/// Most evidence a tool call may ask for.
-const MAX_K: usize = 50;
-
 /// `search_knowledge` arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SearchArgs {
     /// What to look for, in Chinese or English.
     pub query: String,
-    /// How many chunks to return (default: the knowledge base's k, at most 50).
+    /// How many chunks to return (default: the knowledge base's k; at most the server's max_k, 50 unless configured).
     pub k: Option<usize>,
 }
 
@@ -43,7 +40,7 @@ pub struct SearchArgs {
 pub struct AskArgs {
     /// The question to answer from the knowledge base.
     pub question: String,
-    /// How many chunks to retrieve (default: the knowledge base's k, at most 50).
+    /// How many chunks to retrieve (default: the knowledge base's k; at most the server's max_k, 50 unless configured).
     pub k: Option<usize>,
 }
 
@@ -96,26 +93,9 @@ impl ZhikuMcp {
             .ok_or_else(|| ErrorData::invalid_request("no authenticated caller", None))
     }
 
-    fn query(text: String, k: Option<usize>) -> Result<SearchQuery, ErrorData> {
-        if text.trim().is_empty() {
-            return Err(ErrorData::invalid_params(
-                "the text must not be empty",
-                None,
-            ));
-        }
-        if k.is_some_and(|k| k == 0 || k > MAX_K) {
-            return Err(ErrorData::invalid_params(
-                format!("k must be between 1 and {MAX_K}"),
-                None,
-            ));
-        }
-        Ok(SearchQuery {
-            query: text,
-            k,
-            mode: zhiku_domain::usecases::RetrievalMode::Hybrid,
-            metadata: Vec::new(),
-            locale: None,
-        })
+    /// The same bounds as the HTTP API (`[serve]` max_k, max_query_chars).
+    fn query(&self, text: &str, what: &str, k: Option<usize>) -> Result<SearchQuery, ErrorData> {
+        SearchQuery::checked(text, what, k, &self.kb.limits()).map_err(to_error)
     }
 
     async fn blocking<T: Send + 'static>(
@@ -139,7 +119,7 @@ impl ZhikuMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let caller = self.caller(&ctx)?;
-        let q = Self::query(args.query, args.k)?;
+        let q = self.query(&args.query, "query", args.k)?;
         let kb = self.kb.clone();
         let result = Self::blocking(move || kb.search(&caller, &q)).await?;
         Ok(CallToolResult::structured(json!({
@@ -158,7 +138,7 @@ impl ZhikuMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let caller = self.caller(&ctx)?;
-        let q = Self::query(args.question, args.k)?;
+        let q = self.query(&args.question, "question", args.k)?;
         let kb = self.kb.clone();
         let frame = Self::blocking(move || kb.ask(&caller, &q, &new_trace_id(), None)).await?;
         Ok(CallToolResult::structured(json!(frame)))

@@ -137,35 +137,15 @@ pub fn query(
     filter: &FilterParam,
     limits: &ServeSettings,
 ) -> Result<SearchQuery, KbError> {
-    if text.trim().is_empty() {
-        return Err(KbError::Invalid(format!("{what} must not be empty")));
-    }
-    let chars = text.chars().count();
-    if chars > limits.max_query_chars {
-        return Err(KbError::Invalid(format!(
-            "{what} has {chars} characters; at most {} are accepted",
-            limits.max_query_chars
-        )));
-    }
-    if let Some(k) = k
-        && (k == 0 || k > limits.max_k)
-    {
-        return Err(KbError::Invalid(format!(
-            "k must be between 1 and {}",
-            limits.max_k
-        )));
-    }
-    Ok(SearchQuery {
-        query: text.to_string(),
-        k,
-        mode: mode.into(),
-        metadata: filter
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        locale: filter.locale.clone(),
-    })
+    let mut q = SearchQuery::checked(text, what, k, limits)?;
+    q.mode = mode.into();
+    q.metadata = filter
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    q.locale = filter.locale.clone();
+    Ok(q)
 }
 
 impl From<DocumentRequest> for NewDocument {

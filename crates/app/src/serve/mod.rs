@@ -27,7 +27,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use zhiku_domain::ports::{TraceEvent, TraceSink};
 
 use crate::answer::new_trace_id;
-use crate::kb::{Caller, KbError, SharedKb};
+use crate::kb::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status};
 
 use self::api::{AskRequest, DocumentRequest, Page, SearchRequest};
 use self::settings::{Denied, ServeSettings, Tokens};
@@ -255,12 +255,12 @@ async fn search(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     body: Result<Json<SearchRequest>, JsonRejection>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SearchResult>> {
     let Json(r) = body?;
     let q = api::query(&r.query, "query", r.k, r.mode, &r.filter, &state.limits)?;
     let kb = state.kb.clone();
     let result = run(&state, move || kb.search(&caller, &q)).await?;
-    Ok(Json(json!(result)))
+    Ok(Json(result))
 }
 
 /// Forwards trace events to a stream as they happen.
@@ -301,7 +301,7 @@ async fn ask(
     let kb = state.kb.clone();
     if !(r.stream || wants_stream(&headers)) {
         let frame = run(&state, move || kb.ask(&caller, &q, &trace_id, None)).await?;
-        return Ok(Json(json!(frame)).into_response());
+        return Ok(Json(frame).into_response());
     }
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     let sink_tx = tx.clone();
@@ -348,7 +348,7 @@ async fn put_document(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(json!(done))).into_response())
+    Ok((status, Json(done)).into_response())
 }
 
 async fn list_documents(
@@ -379,10 +379,10 @@ async fn get_document(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DocumentView>> {
     let kb = state.kb.clone();
     let doc = run(&state, move || kb.document(&caller, &id)).await?;
-    Ok(Json(json!(doc)))
+    Ok(Json(doc))
 }
 
 async fn delete_document(
@@ -399,10 +399,10 @@ async fn delete_document(
 async fn status(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Status>> {
     let kb = state.kb.clone();
     let status = run(&state, move || Ok(kb.status(&caller))).await?;
-    Ok(Json(json!(status)))
+    Ok(Json(status))
 }
 
 async fn trace(
