@@ -323,6 +323,27 @@ pub struct Hit {
     pub content: String,
 }
 
+impl Hit {
+    /// The evidence of a retrieval, in rank order.
+    pub fn all(retrieval: &zhiku_domain::usecases::Retrieval) -> Vec<Hit> {
+        retrieval
+            .evidence
+            .iter()
+            .map(|e| Hit {
+                rank: e.rank,
+                chunk_id: e.chunk_id.to_string(),
+                doc_id: e.chunk.doc_id().to_string(),
+                title: e.chunk.doc().title.to_string(),
+                source: e.chunk.doc().source.to_string(),
+                heading_path: e.chunk.heading_path().to_vec(),
+                score: e.score,
+                routes: e.routes.clone(),
+                content: e.chunk.content().to_string(),
+            })
+            .collect()
+    }
+}
+
 /// A search's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResult {
@@ -565,21 +586,7 @@ impl KnowledgeBase {
             budget: None,
         };
         let retrieval = retriever.retrieve(&request)?;
-        let hits = retrieval
-            .evidence
-            .iter()
-            .map(|e| Hit {
-                rank: e.rank,
-                chunk_id: e.chunk_id.to_string(),
-                doc_id: e.chunk.doc_id().to_string(),
-                title: e.chunk.doc().title.to_string(),
-                source: e.chunk.doc().source.to_string(),
-                heading_path: e.chunk.heading_path().to_vec(),
-                score: e.score,
-                routes: e.routes.clone(),
-                content: e.chunk.content().to_string(),
-            })
-            .collect();
+        let hits = Hit::all(&retrieval);
         Ok(SearchResult {
             query: q.query.clone(),
             mode: q.mode,

@@ -582,23 +582,7 @@ fn cmd_search(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
     };
     let retrieval = retriever.retrieve(&request)?;
     if json {
-        let evidence: Vec<_> = retrieval
-            .evidence
-            .iter()
-            .map(|e| {
-                json!({
-                    "rank": e.rank,
-                    "chunk_id": e.chunk_id,
-                    "doc_id": e.chunk.doc_id(),
-                    "title": e.chunk.doc().title,
-                    "source": e.chunk.doc().source,
-                    "heading_path": e.chunk.heading_path(),
-                    "score": e.score,
-                    "routes": e.routes,
-                    "content": e.chunk.content(),
-                })
-            })
-            .collect();
+        let evidence = kb::Hit::all(&retrieval);
         println!(
             "{}",
             json!({
