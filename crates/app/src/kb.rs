@@ -769,15 +769,15 @@ impl KnowledgeBase {
                         .into(),
                 ));
             };
-            if let Some(existing) = inner.docs.get(&id)
-                && !caller.sees(&existing.scope)
-            {
-                // Another scope's document: do not reveal it, do not touch it.
+            let recorded = store.manifest.sources.get(&id).cloned();
+            // Another scope's document, or one whose owner cannot be read now (its file is
+            // broken and its indexed version is kept): do not reveal it, do not touch it.
+            let owned = inner.docs.get(&id).is_some_and(|d| caller.sees(&d.scope));
+            if recorded.is_some() && !owned {
                 return Err(KbError::Conflict(format!(
                     "the document id {id:?} cannot be used"
                 )));
             }
-            let recorded = store.manifest.sources.get(&id).cloned();
             let rel = match (&new.path, &recorded) {
                 (Some(p), Some(r)) if p != r => {
                     return Err(KbError::Conflict(format!(

@@ -248,6 +248,30 @@ fn a_token_for_one_scope_never_sees_another() {
 }
 
 #[test]
+fn a_document_whose_file_is_broken_cannot_be_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    drop(Server::start(&kb, &[]));
+    // beta's file breaks; its indexed version is kept, but its owner cannot be read now.
+    let broken = "---\nid: beta-returns\nscope: [beta\n---\n# 坏了\n";
+    std::fs::write(kb.join("beta/returns.md"), broken).unwrap();
+    let s = Server::start(&kb, &[]);
+    let hijack =
+        json!({"id": "beta-returns", "text": "# 改写\n\n被 alpha 改写。\n", "scope": "alpha"});
+    let r = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-a"),
+        Some(&hijack),
+    );
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        std::fs::read_to_string(kb.join("beta/returns.md")).unwrap(),
+        broken
+    );
+}
+
+#[test]
 fn requests_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let kb = two_scope_kb(
