@@ -700,3 +700,186 @@ fn a_real_model_answers_under_the_same_rules() {
         );
     }
 }
+
+/// Documents whose text carries citation markers: `[12]` (out of range), `[2]` and `【1】` (in
+/// range, naming other sources) and a bracketed chunk ID of another document.
+fn marker_corpus(foreign_chunk: &ChunkId) -> Vec<Document> {
+    vec![
+        doc(
+            "travel",
+            "public",
+            "差旅报销[3]",
+            &format!(
+                "# 差旅报销\n\n差旅报销须在出差结束后三十天内提交[12]。超过期限的申请按第[2]条另行审批【1】，\
+                 细则见[{foreign_chunk}]。\n\nTravel expenses are filed within thirty days [2][12]."
+            ),
+        ),
+        doc(
+            "canteen",
+            "public",
+            "食堂",
+            "# 食堂\n\n食堂周一到周五开放，报销餐费需要发票。",
+        ),
+        doc(
+            "parking",
+            "public",
+            "停车",
+            "# 停车\n\n访客停车需要提前一天登记，出差期间车位保留。",
+        ),
+    ]
+}
+
+fn assert_cites_only(frame: &AnswerFrame, doc: &str) {
+    assert_eq!(frame.status, AnswerStatus::Answered, "{frame:#?}");
+    assert!(!frame.citations.is_empty());
+    for c in &frame.citations {
+        assert_eq!(c.doc_id.as_str(), doc, "{}: {frame:#?}", frame.answer);
+    }
+}
+
+#[test]
+fn markers_inside_evidence_neither_block_nor_redirect_citations() {
+    let foreign = Kb::new(corpus()).chunks_of("fusion")[0].clone();
+    let kb = Kb::new(marker_corpus(&foreign));
+    let retriever = kb.retriever();
+    for question in [
+        "差旅报销须在多少天内提交？",
+        "When are travel expenses filed?",
+    ] {
+        // The offline generator quotes the evidence: the quoted markers are inert.
+        let (frame, events) = ask_with(
+            &retriever,
+            &ExtractiveGenerator::default(),
+            AnswerPolicy::default(),
+            question,
+            &public(),
+        );
+        assert_cites_only(&frame, "travel");
+        assert_eq!(frame.attempts, 1, "{:?}", stages(&events));
+        assert!(frame.answer.contains("〔12〕"), "{}", frame.answer);
+        assert!(!frame.answer.contains("[12]"), "{}", frame.answer);
+        assert!(
+            !frame.answer.contains(&foreign.to_string())
+                || frame.answer.contains(&format!("〔{foreign}〕"))
+        );
+    }
+
+    // A generator that copies a source verbatim and cites it: only its own marker counts,
+    // whichever block it copies and whatever the evidence's markers name.
+    let question = "差旅报销须在多少天内提交？";
+    let probe = Scripted::new(&["[1]"]);
+    let _ = ask_with(
+        &retriever,
+        &probe,
+        AnswerPolicy::default(),
+        question,
+        &public(),
+    );
+    let request = probe.seen.lock().unwrap()[0].clone();
+    assert!(request.sources.len() >= 2, "{request:#?}");
+    for block in &request.sources {
+        for text in [&block.text, &block.title]
+            .into_iter()
+            .chain(block.heading_path.iter())
+        {
+            assert!(
+                zhiku_domain::rules::citation::references(text).is_empty(),
+                "citation-shaped text reached the generator: {text}"
+            );
+        }
+    }
+    assert!(!request.prompt.contains("[12]") && !request.prompt.contains("【1】"));
+    let travel = request
+        .sources
+        .iter()
+        .find(|b| b.text.contains("三十天"))
+        .expect("the travel chunk is evidence");
+    let copy = format!("{} [{}]", travel.text, travel.marker);
+    let echo = Scripted::new(&[copy.as_str()]);
+    let (frame, _) = ask_with(
+        &retriever,
+        &echo,
+        AnswerPolicy::default(),
+        question,
+        &public(),
+    );
+    assert_cites_only(&frame, "travel");
+    assert_eq!(frame.citations.len(), 1);
+}
+
+/// A generator that records what it was asked, then asks the real one.
+struct Recording<'g> {
+    inner: &'g dyn Generator,
+    seen: Mutex<Vec<GenerationRequest>>,
+}
+
+impl Generator for Recording<'_> {
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+
+    fn generate(&self, request: &GenerationRequest) -> Result<String, GenerateError> {
+        self.seen.lock().unwrap().push(request.clone());
+        self.inner.generate(request)
+    }
+}
+
+/// The marker-injection case with a real model: it never sees citation-shaped evidence, and
+/// whatever it writes, an answered frame cites only this round's evidence.
+#[test]
+fn markers_inside_evidence_with_a_real_model() {
+    let url = match std::env::var("ZHIKU_TEST_LLM_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            eprintln!(
+                "SKIPPED: no OpenAI-compatible server; set ZHIKU_TEST_LLM_URL=http://127.0.0.1:8088/v1 \
+                 (scripts/llm-server.sh starts one) to run this test"
+            );
+            return;
+        }
+    };
+    let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
+    let mut config = zhiku_adapters_generate::OpenAiConfig::new(url, model);
+    config.timeout = std::time::Duration::from_secs(300);
+    config.max_tokens = 120;
+    let real = zhiku_adapters_generate::OpenAiGenerator::new(config);
+    let generator = Recording {
+        inner: &real,
+        seen: Mutex::new(Vec::new()),
+    };
+    let foreign = Kb::new(corpus()).chunks_of("fusion")[0].clone();
+    let kb = Kb::new(marker_corpus(&foreign));
+    let retriever = kb.retriever();
+    let policy = AnswerPolicy {
+        budget: RetrievalBudget::new(3, 2000).unwrap(),
+        max_attempts: 2,
+        ..AnswerPolicy::default()
+    };
+    let (frame, _) = ask_with(
+        &retriever,
+        &generator,
+        policy,
+        "差旅报销须在多少天内提交？",
+        &public(),
+    );
+    eprintln!(
+        "→ {:?} after {} attempt(s): {}",
+        frame.status, frame.attempts, frame.answer
+    );
+    for request in generator.seen.lock().unwrap().iter() {
+        for block in &request.sources {
+            assert!(zhiku_domain::rules::citation::references(&block.text).is_empty());
+        }
+        assert!(!request.prompt.contains("[12]"));
+    }
+    match frame.status {
+        AnswerStatus::Answered => {
+            for c in &frame.citations {
+                assert!(frame.evidence.iter().any(|e| e.chunk_id == c.chunk_id));
+            }
+            assert!(!frame.answer.contains(&foreign.to_string()));
+        }
+        AnswerStatus::Blocked | AnswerStatus::NotFound => assert!(frame.citations.is_empty()),
+        AnswerStatus::CannotRetrieve => panic!("both routes are configured"),
+    }
+}

@@ -63,42 +63,88 @@ pub enum CitationRef {
     Chunk(ChunkId),
 }
 
-/// Every citation in `text`, in order of appearance: `[1]`, `[2][3]`, `[1, 2]`, `[1，2]` and
-/// bracketed chunk IDs. Brackets holding anything else are prose, not citations.
-pub fn references(text: &str) -> Vec<CitationRef> {
+/// One citation as written: the byte ranges of its two brackets and what it names.
+struct Written {
+    open: std::ops::Range<usize>,
+    close: std::ops::Range<usize>,
+    refs: Vec<CitationRef>,
+}
+
+/// Scans `text` for citations: `[1]`, `[2][3]`, `[1, 2]`, `[1，2]`, `【1】` and bracketed chunk
+/// IDs. Brackets holding anything else are prose, not citations.
+fn scan(text: &str) -> Vec<Written> {
     let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find(['[', '【']) {
-        let open_len = rest[open..].chars().next().map_or(1, char::len_utf8);
-        rest = &rest[open + open_len..];
-        let Some(close) = rest.find([']', '】']) else {
+    let mut at = 0;
+    while let Some(found) = text[at..].find(['[', '【']) {
+        let open = at + found;
+        let open_end = open + text[open..].chars().next().map_or(1, char::len_utf8);
+        at = open_end;
+        let Some(found) = text[at..].find([']', '】']) else {
             break;
         };
-        let inside = rest[..close].trim();
+        let close = at + found;
+        let inside = text[at..close].trim();
         let parts: Vec<&str> = inside
             .split([',', '，', ';', '；'])
             .map(str::trim)
             .collect();
         let numbers: Option<Vec<u32>> = parts.iter().map(|p| p.parse::<u32>().ok()).collect();
         let chunks: Option<Vec<ChunkId>> = parts.iter().map(|p| ChunkId::parse(p).ok()).collect();
-        let found = match (numbers, chunks) {
-            _ if inside.is_empty() => false,
-            (Some(numbers), _) => {
-                out.extend(numbers.into_iter().map(CitationRef::Marker));
-                true
-            }
-            (None, Some(chunks)) => {
-                out.extend(chunks.into_iter().map(CitationRef::Chunk));
-                true
-            }
-            (None, None) => false,
+        let refs: Vec<CitationRef> = match (numbers, chunks) {
+            _ if inside.is_empty() => continue,
+            (Some(numbers), _) => numbers.into_iter().map(CitationRef::Marker).collect(),
+            (None, Some(chunks)) => chunks.into_iter().map(CitationRef::Chunk).collect(),
+            (None, None) => continue,
         };
-        if found {
-            let close_len = rest[close..].chars().next().map_or(1, char::len_utf8);
-            rest = &rest[close + close_len..];
-        }
+        let close_end = close + text[close..].chars().next().map_or(1, char::len_utf8);
+        out.push(Written {
+            open: open..open_end,
+            close: close..close_end,
+            refs,
+        });
+        at = close_end;
     }
     out
+}
+
+/// Every citation in `text`, in order of appearance: `[1]`, `[2][3]`, `[1, 2]`, `[1，2]` and
+/// bracketed chunk IDs. Brackets holding anything else are prose, not citations.
+pub fn references(text: &str) -> Vec<CitationRef> {
+    scan(text).into_iter().flat_map(|w| w.refs).collect()
+}
+
+/// What a citation's brackets become in evidence text: 〔 〕 read as brackets, but no citation
+/// parser of this crate takes them for one.
+pub const NEUTRAL_BRACKETS: (char, char) = ('〔', '〕');
+
+/// Makes citation-shaped text in evidence inert: every bracket pair that [`references`] would
+/// read as a citation (`[12]`, `【2】`, `[1, 3]`, `[doc:0:…]`) gets [`NEUTRAL_BRACKETS`]
+/// instead, the rest of the text unchanged. Evidence goes through this before any generator
+/// sees it, so a document cannot make an answer cite (or seem to cite) a source by containing
+/// a marker: only markers the generator writes itself are citations.
+///
+/// `references(&neutralise(t))` is empty for every `t`.
+pub fn neutralise(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut text = std::borrow::Cow::Borrowed(text);
+    // Replacing brackets never creates a new pair, but a pair the scan skipped because an
+    // earlier bracket swallowed it can surface; a few rounds reach the fixed point.
+    loop {
+        let written = scan(&text);
+        if written.is_empty() {
+            return text;
+        }
+        let mut out = String::with_capacity(text.len() + 4 * written.len());
+        let mut at = 0;
+        for w in &written {
+            out.push_str(&text[at..w.open.start]);
+            out.push(NEUTRAL_BRACKETS.0);
+            out.push_str(&text[w.open.end..w.close.start]);
+            out.push(NEUTRAL_BRACKETS.1);
+            at = w.close.end;
+        }
+        out.push_str(&text[at..]);
+        text = std::borrow::Cow::Owned(out);
+    }
 }
 
 /// The `[n]` markers in `text`, in order of appearance (`[1]`, `[2][3]`, `[1, 2]`).
@@ -174,6 +220,8 @@ pub fn resolve(answer: &str, sources: &[ChunkId]) -> Resolved {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::Strategy;
+
     use super::*;
 
     fn id(s: &str) -> ChunkId {
@@ -206,6 +254,50 @@ mod tests {
         );
         assert_eq!(markers("没有引用"), Vec::<u32>::new());
         assert_eq!(markers("中文【1】和[2；3]"), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn citation_shaped_evidence_is_neutralised() {
+        let chunk = id("a");
+        let text = format!("见第[12]条、【2】款、[1, 3]和[{chunk}]；数组 a[i] 与 [注] 不变。");
+        let out = neutralise(&text);
+        assert_eq!(
+            out,
+            format!("见第〔12〕条、〔2〕款、〔1, 3〕和〔{chunk}〕；数组 a[i] 与 [注] 不变。")
+        );
+        assert!(references(&out).is_empty());
+        // Text without citations is borrowed, not copied.
+        assert!(matches!(
+            neutralise("plain [text]"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // Nested and unbalanced brackets.
+        assert!(references(&neutralise("[1 [2] ] [[3]] 【4] [5】 [[ ]]")).is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn neutralised_text_holds_no_citation(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[0-9 ,，;；]{0,4}").unwrap(),
+                    proptest::sample::select(vec![
+                        "[", "]", "【", "】", "〔", "〕", "[1]", "【2】", "doc:0:0123456789abcdef",
+                        "a", "文", " ", ",",
+                    ]).prop_map(str::to_string),
+                ],
+                0..24,
+            )
+        ) {
+            let text: String = parts.concat();
+            let out = neutralise(&text);
+            proptest::prop_assert!(references(&out).is_empty(), "{text:?} -> {out:?}");
+            // Only brackets change.
+            let strip = |s: &str| s.chars()
+                .filter(|c| !matches!(c, '[' | ']' | '【' | '】' | '〔' | '〕'))
+                .collect::<String>();
+            proptest::prop_assert_eq!(strip(&text), strip(&out));
+        }
     }
 
     #[test]

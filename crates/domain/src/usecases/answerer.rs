@@ -303,13 +303,20 @@ impl<'a> Answerer<'a> {
             .evidence
             .iter()
             .enumerate()
+            // Citation-shaped text in a document is neutralised: only markers the generator
+            // writes are citations, so evidence cannot cite, block or redirect an answer.
             .map(|(i, e)| SourceBlock {
                 marker: i as u32 + 1,
                 chunk_id: e.chunk_id.clone(),
-                title: e.chunk.doc().title.to_string(),
-                source: e.chunk.doc().source.to_string(),
-                heading_path: e.chunk.heading_path().to_vec(),
-                text: e.chunk.content().to_string(),
+                title: citation::neutralise(&e.chunk.doc().title.to_string()).into_owned(),
+                source: citation::neutralise(&e.chunk.doc().source.to_string()).into_owned(),
+                heading_path: e
+                    .chunk
+                    .heading_path()
+                    .iter()
+                    .map(|h| citation::neutralise(h).into_owned())
+                    .collect(),
+                text: citation::neutralise(e.chunk.content()).into_owned(),
             })
             .collect();
         if sources.is_empty() {
