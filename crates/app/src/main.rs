@@ -14,6 +14,38 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+// Standard output may close early (`zhiku search … | head -1`). Rust ignores SIGPIPE, so a
+// write then fails with `BrokenPipe`, and std's `println!` panics on it with a backtrace.
+// Every line of this binary goes through this `println!` instead: on a closed pipe it stops the
+// process quietly with exit code 0, as a Unix tool does; the store is consistent at every point
+// where a process can stop (it survives `kill -9`), so stopping here loses nothing.
+macro_rules! println {
+    () => {
+        stdout_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        stdout_line(format_args!($($arg)*))
+    };
+}
+
+/// Writes one line to standard output; on failure see [`output_failed`].
+fn stdout_line(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        output_failed(&e)
+    }
+}
+
+/// A closed pipe ends the process quietly (exit 0: the reader has what it wanted); any other
+/// output error ends it with a message and exit 1.
+fn output_failed(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0)
+    }
+    eprintln!("error: cannot write to standard output: {e}");
+    std::process::exit(1)
+}
+
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -611,7 +643,6 @@ fn cmd_search(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
                     .join(", ")
             );
         }
-        let mut out = std::io::stdout().lock();
         for e in &retrieval.evidence {
             let routes: Vec<String> = e
                 .routes
@@ -627,21 +658,15 @@ fn cmd_search(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
                 .chars()
                 .take(160)
                 .collect();
-            writeln!(
-                out,
+            println!(
                 "{:>2}. {}  score {:.4}  [{}]",
                 e.rank,
                 e.chunk_id,
                 e.score,
                 routes.join(", ")
-            )?;
-            writeln!(
-                out,
-                "    {} — {}",
-                e.chunk.doc().title,
-                e.chunk.doc().source
-            )?;
-            writeln!(out, "    {snippet}")?;
+            );
+            println!("    {} — {}", e.chunk.doc().title, e.chunk.doc().source);
+            println!("    {snippet}");
         }
         for d in &retrieval.dropped {
             ctx.note(&format!("dropped {} ({})", d.chunk_id, d.reason.code()));

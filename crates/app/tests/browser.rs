@@ -51,6 +51,12 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     let config = std::fs::read_to_string(kb.join("zhiku.toml")).unwrap();
     let open = config.split("[[serve.tokens]]").next().unwrap().to_string();
     std::fs::write(kb.join("zhiku.toml"), open).unwrap();
+    // A document whose ID holds `/`, `#` and `?`: its citation must open it, not a cut URL.
+    std::fs::write(
+        kb.join("alpha/faq.md"),
+        "---\nid: \"alpha/faq#2?v=1\"\nscope: alpha\n---\n# 常见问题\n\nalpha 会员的积分有效期是十八个月。\n",
+    )
+    .unwrap();
     let server = Server::start(&kb, &[]);
 
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
@@ -121,4 +127,31 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     eprintln!("screenshot: {}", shot.display());
+
+    // The citation of a document whose ID needs escaping opens that document.
+    let shot = artifacts.join("browser-ask-escaped-id.png");
+    let out = Command::new("node")
+        .arg(repo().join("tests/browser/ask.cjs"))
+        .arg(&server.base)
+        .arg("alpha 会员的积分有效期是多久？")
+        .arg(&shot)
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(r["page_errors"], serde_json::json!([]));
+    assert_eq!(r["chunk_id"], r["cited_chunk"], "{r}");
+    assert!(
+        r["chunk_source"].as_str().unwrap().contains("alpha/faq.md"),
+        "{r}"
+    );
+    assert!(
+        r["chunk_content"].as_str().unwrap().contains("十八个月"),
+        "{r}"
+    );
 }

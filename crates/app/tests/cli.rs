@@ -559,3 +559,35 @@ fn ask_prints_a_cited_answer_frame_and_records_the_trace() {
         .code(5)
         .stdout(predicates::str::contains("error: cannot retrieve"));
 }
+
+/// `zhiku search … | head -1`: the reader goes away before zhiku writes. zhiku stops quietly,
+/// like any Unix tool, instead of panicking with a backtrace.
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    sample(&kb);
+    index_json(&kb);
+    for args in [
+        &["search", "--no-refresh", "索引器"][..],
+        &["search", "--no-refresh", "--json", "索引器"],
+        &["status", "--json"],
+    ] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("zhiku"))
+            .env_clear()
+            .env("ZHIKU_EMBEDDER", "hashing")
+            .env("RUST_BACKTRACE", "1")
+            .arg("--kb")
+            .arg(&kb)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
