@@ -308,8 +308,8 @@ impl<'a> Answerer<'a> {
             .map(|(i, e)| SourceBlock {
                 marker: i as u32 + 1,
                 chunk_id: e.chunk_id.clone(),
-                title: citation::neutralise(&e.chunk.doc().title.to_string()).into_owned(),
-                source: citation::neutralise(&e.chunk.doc().source.to_string()).into_owned(),
+                title: citation::neutralise(e.chunk.doc().title.as_ref()).into_owned(),
+                source: citation::neutralise(e.chunk.doc().source.as_ref()).into_owned(),
                 heading_path: e
                     .chunk
                     .heading_path()
