@@ -40,6 +40,10 @@ pub struct Limits {
     pub header: Duration,
     /// Time a connection may stay idle between requests.
     pub idle: Duration,
+    /// Time a connection working on a request may go without reading or writing a byte
+    /// (`timeout_ms` + `idle_timeout_ms`: the work has its own deadline, event streams send
+    /// keep-alives): a client that stops reading its response is let go.
+    pub stall: Duration,
     /// Connections open at once.
     pub max_connections: usize,
     /// Time in-flight requests get to finish once shutdown starts.
@@ -66,6 +70,9 @@ impl Limits {
             Self {
                 header: Duration::from_millis(settings.header_timeout_ms),
                 idle: Duration::from_millis(settings.idle_timeout_ms),
+                stall: Duration::from_millis(
+                    settings.timeout_ms.saturating_add(settings.idle_timeout_ms),
+                ),
                 max_connections,
                 shutdown: Duration::from_millis(settings.shutdown_timeout_ms),
             },
@@ -102,8 +109,9 @@ pub enum Stopped {
 enum Phase {
     /// Receiving a request head since then.
     Head(Instant),
-    /// Working on this many requests (their responses are not fully sent).
-    Busy(usize),
+    /// Working on this many requests (their responses are not fully sent), with the last
+    /// byte read or written then.
+    Busy(usize, Instant),
     /// Waiting for the next request since then.
     Idle(Instant),
 }
@@ -130,11 +138,24 @@ impl AsyncRead for Watched {
         let result = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
             let mut phase = lock(&self.phase);
-            if matches!(*phase, Phase::Idle(_)) {
-                *phase = Phase::Head(Instant::now());
-            }
+            *phase = match *phase {
+                Phase::Idle(_) => Phase::Head(Instant::now()),
+                Phase::Busy(n, _) => Phase::Busy(n, Instant::now()),
+                head => head,
+            };
         }
         result
+    }
+}
+
+impl Watched {
+    fn wrote(&self, result: &Poll<io::Result<usize>>) {
+        if matches!(result, Poll::Ready(Ok(n)) if *n > 0) {
+            let mut phase = lock(&self.phase);
+            if let Phase::Busy(n, _) = *phase {
+                *phase = Phase::Busy(n, Instant::now());
+            }
+        }
     }
 }
 
@@ -144,7 +165,9 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrote(&result);
+        result
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -160,7 +183,9 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(&result);
+        result
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -175,8 +200,8 @@ impl InFlight {
     fn enter(phase: &Shared) -> Self {
         let mut p = lock(phase);
         *p = match *p {
-            Phase::Busy(n) => Phase::Busy(n + 1),
-            _ => Phase::Busy(1),
+            Phase::Busy(n, _) => Phase::Busy(n + 1, Instant::now()),
+            _ => Phase::Busy(1, Instant::now()),
         };
         Self(phase.clone())
     }
@@ -186,7 +211,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let mut p = lock(&self.0);
         *p = match *p {
-            Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
+            Phase::Busy(n, last) if n > 1 => Phase::Busy(n - 1, last),
             _ => Phase::Idle(Instant::now()),
         };
     }
@@ -218,12 +243,12 @@ impl HttpBody for Tracked {
     }
 }
 
-/// When the connection's current phase runs out (`None`: it is working, check again later).
-fn deadline(phase: Phase, limits: &Limits) -> Option<Instant> {
+/// When the connection's current phase runs out.
+fn deadline(phase: Phase, limits: &Limits) -> Instant {
     match phase {
-        Phase::Head(since) => Some(since + limits.header),
-        Phase::Idle(since) => Some(since + limits.idle),
-        Phase::Busy(_) => None,
+        Phase::Head(since) => since + limits.header,
+        Phase::Idle(since) => since + limits.idle,
+        Phase::Busy(_, last_io) => last_io + limits.stall,
     }
 }
 
@@ -320,15 +345,17 @@ async fn connection(
     tokio::pin!(conn);
     let mut stopping = false;
     loop {
-        let current = *lock(&phase);
-        let wake = deadline(current, &limits)
-            .unwrap_or_else(|| Instant::now() + limits.header.min(limits.idle));
+        // Phases change while the connection runs (a response ends, a byte arrives): wake at
+        // the current deadline or soon enough to notice a shorter one.
+        let wake =
+            deadline(*lock(&phase), &limits).min(Instant::now() + limits.header.min(limits.idle));
         tokio::select! {
             _ = conn.as_mut() => return,
             () = tokio::time::sleep_until(wake) => {
                 let now = Instant::now();
-                if deadline(*lock(&phase), &limits).is_some_and(|d| d <= now) {
-                    // Too slow a head or too long idle: dropping the connection closes it.
+                if deadline(*lock(&phase), &limits) <= now {
+                    // Too slow a head, too long idle or stalled: dropping the connection
+                    // closes it.
                     return;
                 }
             }
