@@ -959,7 +959,8 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
         );
     }
     let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
-    let (mcp, end_mcp_sessions) = zhiku_app::mcp::http_router(service, state.gate().clone());
+    let gate = state.gate().clone();
+    let (mcp, end_mcp_sessions) = zhiku_app::mcp::http_router(service, gate.clone());
     let app = serve::router(state, Some(mcp));
     let (limits, lowered) = serve::conn::Limits::of(&settings);
     if let Some(lowered) = lowered {
@@ -980,19 +981,28 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
                 "no tokens: anonymous read-only access to the trusted scopes".to_string()
             }
         ));
-        let stopped =
-            serve::conn::serve(listener, app, limits, shutdown_signal(), end_mcp_sessions).await;
+        let stopped = serve::conn::serve(
+            listener,
+            app,
+            limits,
+            shutdown_signal(),
+            end_mcp_sessions,
+            async move { gate.drained().await },
+        )
+        .await;
         anyhow::Ok(stopped)
     })?;
     match stopped {
-        serve::conn::Stopped::Drained => ctx.note("zhiku stopped: every request finished"),
+        serve::conn::Stopped::Drained => {
+            ctx.note("zhiku stopped: every request and its work finished")
+        }
         serve::conn::Stopped::DeadlinePassed { open } => ctx.note(&format!(
-            "zhiku stopped after shutdown_timeout_ms ({shutdown_ms} ms) with {open} connection(s) still open"
+            "zhiku stopped after shutdown_timeout_ms ({shutdown_ms} ms) with {open} connection(s) or their work unfinished"
         )),
     }
-    // Work that outlived its request (past timeout_ms) gets a moment more; then the process
-    // exits regardless (the store's writes are crash-safe).
-    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    // Work still running past shutdown_timeout_ms is abandoned (the store's writes are
+    // crash-safe).
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
 }
 

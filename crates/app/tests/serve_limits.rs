@@ -448,6 +448,17 @@ fn traces_rotate_within_their_retention_and_stay_findable() {
     assert!(in_rotated > 0, "no trace was found in a rotated file");
 }
 
+/// A document whose ingest takes a second or two.
+fn big_doc() -> Value {
+    let mut text = String::from("# 大文档\n\n");
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "## 第{i}节\n\n这是大文档的第{i}节，讲述退货、发货与保修的细则，编号{i}。\n\n"
+        ));
+    }
+    json!({"id": "big-doc", "text": text})
+}
+
 #[test]
 fn sigterm_lets_an_ingest_finish_then_the_server_exits() {
     let dir = tempfile::tempdir().unwrap();
@@ -457,13 +468,7 @@ fn sigterm_lets_an_ingest_finish_then_the_server_exits() {
         "shutdown_timeout_ms = 20000\nheader_timeout_ms = 2000\n",
     );
     let mut s = Server::start(&kb, &[]);
-    let mut text = String::from("# 大文档\n\n");
-    for i in 0..3000 {
-        text.push_str(&format!(
-            "## 第{i}节\n\n这是大文档的第{i}节，讲述退货、发货与保修的细则，编号{i}。\n\n"
-        ));
-    }
-    let doc = json!({"id": "big-doc", "text": text});
+    let doc = big_doc();
     let url = s.url("/v1/documents");
     // A client stuck in its request head must not hold the shutdown up either.
     let mut stuck = TcpStream::connect(s.addr()).unwrap();
@@ -492,4 +497,42 @@ fn sigterm_lets_an_ingest_finish_then_the_server_exits() {
     let s = Server::start(&kb, &["--no-refresh"]);
     let r = call("GET", &s.url("/v1/documents/big-doc"), Some("tok-a"), None);
     assert_eq!(r.status, 200, "{}", r.text);
+}
+
+#[test]
+fn sigterm_waits_for_an_ingest_that_outlived_its_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(
+        dir.path(),
+        "",
+        "timeout_ms = 200\nshutdown_timeout_ms = 20000\n",
+    );
+    let mut s = Server::start(&kb, &[]);
+    let started = Instant::now();
+    let r = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-a"),
+        Some(&big_doc()),
+    );
+    // The request's deadline passed; the ingest goes on in the background.
+    assert_eq!(r.status, 504, "{}", r.text);
+    let status = s
+        .terminate(Duration::from_secs(40))
+        .expect("zhiku serve did not exit after SIGTERM");
+    eprintln!(
+        "the server exited {:?} after the 504 (ingest in the background)",
+        started.elapsed()
+    );
+    assert!(status.success(), "exit status {status:?}");
+    // Reading the big document back needs more than 200 ms.
+    let config = std::fs::read_to_string(kb.join("zhiku.toml")).unwrap();
+    std::fs::write(
+        kb.join("zhiku.toml"),
+        config.replace("timeout_ms = 200\n", "timeout_ms = 60000\n"),
+    )
+    .unwrap();
+    let s = Server::start(&kb, &["--no-refresh"]);
+    let r = call("GET", &s.url("/v1/documents/big-doc"), Some("tok-a"), None);
+    assert_eq!(r.status, 200, "the ingest was cut short: {}", r.text);
 }

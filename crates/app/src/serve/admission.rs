@@ -56,6 +56,13 @@ impl Gate {
             })
     }
 
+    /// Resolves once no work is running (work past its deadline included): at shutdown, an
+    /// ingest whose request already ended still gets to finish.
+    pub async fn drained(&self) {
+        let all = u32::try_from(self.max_concurrent).unwrap_or(u32::MAX);
+        let _ = self.permits.acquire_many(all).await;
+    }
+
     /// Runs `work` on the blocking pool with a worker and within the deadline.
     pub async fn run<T, F>(&self, work: F) -> Result<T, Refused>
     where

@@ -262,15 +262,17 @@ fn refused() -> Vec<u8> {
     .into_bytes()
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, lets in-flight
-/// requests finish (idle connections close at once) for at most `limits.shutdown`, calls
-/// `on_shutdown` first so long-lived streams can end, and returns.
+/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, calls
+/// `on_shutdown` (so long-lived streams can end), lets in-flight requests finish (idle
+/// connections close at once) and then `work_done` resolve (work that outlived its request),
+/// all within `limits.shutdown`, and returns.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send,
     on_shutdown: impl FnOnce(),
+    work_done: impl Future<Output = ()>,
 ) -> Stopped {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusal = refused();
@@ -308,8 +310,12 @@ pub async fn serve(
     on_shutdown();
     let _ = stop_tx.send(true);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    match tokio::time::timeout(limits.shutdown, slots.acquire_many(all)).await {
-        Ok(_) => Stopped::Drained,
+    let drained = async {
+        let _ = slots.acquire_many(all).await;
+        work_done.await;
+    };
+    match tokio::time::timeout(limits.shutdown, drained).await {
+        Ok(()) => Stopped::Drained,
         Err(_) => Stopped::DeadlinePassed {
             open: limits.max_connections - slots.available_permits(),
         },
