@@ -39,6 +39,7 @@ pub struct Gate {
 impl Gate {
     /// `max_concurrent` workers, each piece of work within `timeout_ms`.
     pub fn new(max_concurrent: usize, timeout_ms: u64) -> Self {
+        let max_concurrent = max_concurrent.min(u32::MAX as usize);
         Self {
             permits: Arc::new(Semaphore::new(max_concurrent)),
             max_concurrent,

@@ -55,7 +55,8 @@ impl Limits {
     /// (a quarter of it, at least 32, stays for the store's own files); the note says when it
     /// was lowered.
     pub fn of(settings: &ServeSettings) -> (Self, Option<String>) {
-        let mut max_connections = settings.max_connections;
+        // Semaphores count at most u32::MAX at once here.
+        let mut max_connections = settings.max_connections.min(u32::MAX as usize);
         let mut note = None;
         if let Some(files) = open_file_limit() {
             let room = files.saturating_sub((files / 4).max(32)).max(1);
@@ -246,6 +247,7 @@ impl HttpBody for Tracked {
 /// When the connection's current phase runs out.
 fn deadline(phase: Phase, limits: &Limits) -> Instant {
     match phase {
+        // At most u64::MAX ms past now: far, but within what an Instant holds.
         Phase::Head(since) => since + limits.header,
         Phase::Idle(since) => since + limits.idle,
         Phase::Busy(_, last_io) => last_io + limits.stall,
@@ -372,5 +374,30 @@ async fn connection(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_settings_do_not_panic() {
+        let settings = ServeSettings {
+            header_timeout_ms: u64::MAX,
+            idle_timeout_ms: u64::MAX,
+            timeout_ms: u64::MAX,
+            max_connections: usize::MAX,
+            ..ServeSettings::default()
+        };
+        let (limits, _) = Limits::of(&settings);
+        assert!(limits.max_connections <= u32::MAX as usize);
+        let now = Instant::now();
+        for phase in [Phase::Head(now), Phase::Idle(now), Phase::Busy(1, now)] {
+            assert!(deadline(phase, &limits) > now);
+        }
+        // Semaphore::new panics beyond its maximum: the gate caps the count first.
+        let gate = super::super::admission::Gate::new(usize::MAX, u64::MAX);
+        assert!(gate.admit().is_ok());
     }
 }
