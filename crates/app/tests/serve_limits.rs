@@ -382,8 +382,10 @@ fn traces_rotate_within_their_retention_and_stay_findable() {
     let kb = two_scope_kb(
         dir.path(),
         "",
-        "traces_max_bytes = 3000\ntraces_keep_files = 2\n",
+        "traces_max_bytes = 2000\ntraces_keep_files = 2\n",
     );
+    // A run's trace here is about 2.7 KB: one or two runs per file, so eight runs rotate
+    // more often than the two files kept.
     let s = Server::start(&kb, &[]);
     let mut ids = Vec::new();
     for i in 0..8 {

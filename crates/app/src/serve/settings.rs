@@ -5,7 +5,10 @@
 //! [serve]
 //! bind = "127.0.0.1:7878"
 //! timeout_ms = 30000
-//! allowed_hosts = ["kb.example.com"]   # names MCP clients use to reach the server
+//! allowed_hosts = ["kb.example.com"]   # names clients use to reach the server (Host check)
+//! header_timeout_ms = 10000            # connection limits, see `serve::conn`
+//! max_connections = 512
+//! traces_max_bytes = 16777216          # trace rotation, see `answer::JsonlTraceSink`
 //!
 //! [[serve.tokens]]
 //! name = "support-team"
