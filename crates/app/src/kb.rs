@@ -29,7 +29,9 @@ use zhiku_domain::usecases::{
 };
 use zhiku_domain::{DocId, Document, Filter, Scope};
 
-use crate::answer::{JsonlTraceSink, MonotonicClock, Tee, generator_for, policy_for, read_trace};
+use crate::answer::{
+    JsonlTraceSink, MonotonicClock, Retention, Tee, generator_for, policy_for, read_trace,
+};
 use crate::beir::{load_beir, passage_document};
 use crate::loader::{LoaderConfig, Skipped, load_folder, load_text};
 use crate::source::{CorpusSource, FolderSource};
@@ -531,7 +533,8 @@ impl KnowledgeBase {
             .filter(|i| store.manifest.catalog.docs.contains_key(&i.id))
             .map(|i| (i.id.clone(), i))
             .collect();
-        let traces = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
+        let traces = JsonlTraceSink::new(store.dir.join("traces.jsonl"))
+            .with_retention(Retention::of(&store.config.serve));
         Ok((
             Self {
                 inner: RwLock::new(Inner {
@@ -625,12 +628,13 @@ impl KnowledgeBase {
             &self.clock,
             policy,
         );
-        answerer
-            .ask(&q.query, &filter, trace_id)
-            .map_err(|e| match e {
-                zhiku_domain::usecases::AskError::InvalidInput(m) => KbError::Invalid(m),
-                other => KbError::Unavailable(other.to_string()),
-            })
+        let result = answerer.ask(&q.query, &filter, trace_id);
+        // A run that ended early (no `answer` event) is written too.
+        self.traces.finish(trace_id);
+        result.map_err(|e| match e {
+            zhiku_domain::usecases::AskError::InvalidInput(m) => KbError::Invalid(m),
+            other => KbError::Unavailable(other.to_string()),
+        })
     }
 
     /// The events of one answer run, when the caller may see every scope it searched.

@@ -52,7 +52,8 @@ use serde_json::json;
 use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_adapters_tantivy::LexicalConfig;
 use zhiku_app::answer::{
-    JsonlTraceSink, MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
+    JsonlTraceSink, MonotonicClock, Retention, Tee, generator_for, new_trace_id, policy_for,
+    render_chain,
 };
 use zhiku_app::beir::{load_beir, load_golden};
 use zhiku_app::config::Config;
@@ -693,7 +694,8 @@ fn cmd_ask(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;
     let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
-    let file_sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
+    let file_sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"))
+        .with_retention(Retention::of(&store.config.serve));
     let memory = MemoryTraceSink::new();
     let sink = Tee(vec![&file_sink, &memory]);
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
@@ -879,7 +881,8 @@ fn cmd_eval(
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config)?;
             let policy = policy_for(&store.config, mode, store.config.k)?;
-            let sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"));
+            let sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"))
+                .with_retention(Retention::of(&store.config.serve));
             let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
             let mut answers_out = match &answers_file {
                 Some(p) => Some(std::io::BufWriter::new(
@@ -980,13 +983,17 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
             "refusing to serve {addr} without tokens: add [[serve.tokens]] to zhiku.toml (zhiku token NAME --scope S prints one), or bind a loopback address"
         );
     }
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
-    hosts.push(addr.ip().to_string());
-    hosts.extend(settings.allowed_hosts.iter().cloned());
-    let mcp = zhiku_app::mcp::http_router(service.clone(), hosts);
-    let state = AppState::new(service, settings.clone(), tokens.clone());
+    let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
+    let gate = state.gate().clone();
+    let (mcp, end_mcp_sessions) = zhiku_app::mcp::http_router(service, gate.clone());
     let app = serve::router(state, Some(mcp));
-    runtime()?.block_on(async move {
+    let (limits, lowered) = serve::conn::Limits::of(&settings);
+    if let Some(lowered) = lowered {
+        ctx.note(&format!("note: {lowered}"));
+    }
+    let shutdown_ms = settings.shutdown_timeout_ms;
+    let rt = runtime()?;
+    let stopped = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
@@ -999,11 +1006,28 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
                 "no tokens: anonymous read-only access to the trusted scopes".to_string()
             }
         ));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .context("the server failed")
+        let stopped = serve::conn::serve(
+            listener,
+            app,
+            limits,
+            shutdown_signal(),
+            end_mcp_sessions,
+            async move { gate.drained().await },
+        )
+        .await;
+        anyhow::Ok(stopped)
     })?;
+    match stopped {
+        serve::conn::Stopped::Drained => {
+            ctx.note("zhiku stopped: every request and its work finished")
+        }
+        serve::conn::Stopped::DeadlinePassed { open } => ctx.note(&format!(
+            "zhiku stopped after shutdown_timeout_ms ({shutdown_ms} ms) with {open} connection(s) or their work unfinished"
+        )),
+    }
+    // Work still running past shutdown_timeout_ms is abandoned (the store's writes are
+    // crash-safe).
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
 }
 

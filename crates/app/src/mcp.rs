@@ -3,7 +3,9 @@
 //!
 //! `zhiku mcp` serves it over stdio for the local user (the configuration's trusted scopes);
 //! `zhiku serve` also mounts it at `/mcp` over streamable HTTP, where the bearer token of each
-//! request decides the caller, exactly as for the HTTP API.
+//! request decides the caller, exactly as for the HTTP API, and its work takes a worker from the
+//! same gate within the same deadline ([`crate::serve::admission::Gate`]): over capacity a call
+//! is refused at once with [`BUSY`], past the deadline it fails with [`TIMEOUT`].
 
 use std::sync::Arc;
 
@@ -11,7 +13,7 @@ use axum::http::request::Parts;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams,
+    CallToolResult, ErrorCode, Implementation, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ServerCapabilities, ServerConfig,
 };
@@ -22,9 +24,16 @@ use serde_json::json;
 
 use crate::answer::new_trace_id;
 use crate::kb::{Caller, KbError, SearchQuery, SharedKb};
+use crate::serve::admission::{Gate, Refused};
 
 /// URI prefix of document resources.
 pub const RESOURCE_PREFIX: &str = "zhiku://documents/";
+
+/// JSON-RPC error code of a call refused because every worker is busy: retry shortly (the
+/// HTTP API's 503 + `Retry-After`).
+pub const BUSY: ErrorCode = ErrorCode(-32000);
+/// JSON-RPC error code of a call that exceeded the server's `timeout_ms` (the HTTP API's 504).
+pub const TIMEOUT: ErrorCode = ErrorCode(-32001);
 
 /// `search_knowledge` arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -50,6 +59,8 @@ pub struct ZhikuMcp {
     kb: SharedKb,
     /// The caller when the transport carries none (stdio: the local user).
     local: Option<Caller>,
+    /// The server's workers (none over stdio: one local user).
+    gate: Option<Gate>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -61,21 +72,41 @@ fn to_error(e: KbError) -> ErrorData {
     }
 }
 
+fn refused(r: Refused) -> ErrorData {
+    match r {
+        Refused::Busy { max_concurrent } => ErrorData::new(
+            BUSY,
+            format!("the server is working on {max_concurrent} requests already; retry shortly"),
+            Some(json!({"code": "busy", "retry_after_s": 1})),
+        ),
+        Refused::Timeout { timeout_ms } => ErrorData::new(
+            TIMEOUT,
+            format!("the request took longer than {timeout_ms} ms"),
+            Some(json!({"code": "timeout"})),
+        ),
+        Refused::Failed(e) => ErrorData::internal_error(e, None),
+        Refused::Kb(e) => to_error(e),
+    }
+}
+
 impl ZhikuMcp {
     /// A handler for the local user (stdio).
     pub fn local(kb: SharedKb, caller: Caller) -> Self {
         Self {
             kb,
             local: Some(caller),
+            gate: None,
             tool_router: Self::tool_router(),
         }
     }
 
-    /// A handler whose callers come from each HTTP request (set by the server's token check).
-    pub fn per_request(kb: SharedKb) -> Self {
+    /// A handler whose callers come from each HTTP request (set by the server's token check),
+    /// working within the server's `gate`.
+    pub fn per_request(kb: SharedKb, gate: Gate) -> Self {
         Self {
             kb,
             local: None,
+            gate: Some(gate),
             tool_router: Self::tool_router(),
         }
     }
@@ -98,13 +129,18 @@ impl ZhikuMcp {
         SearchQuery::checked(text, what, k, &self.kb.limits()).map_err(to_error)
     }
 
+    /// Runs a use case on the blocking pool, through the server's gate when there is one.
     async fn blocking<T: Send + 'static>(
+        &self,
         f: impl FnOnce() -> Result<T, KbError> + Send + 'static,
     ) -> Result<T, ErrorData> {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            .map_err(to_error)
+        match &self.gate {
+            Some(gate) => gate.run(f).await.map_err(refused),
+            None => tokio::task::spawn_blocking(f)
+                .await
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+                .map_err(to_error),
+        }
     }
 }
 
@@ -121,7 +157,7 @@ impl ZhikuMcp {
         let caller = self.caller(&ctx)?;
         let q = self.query(&args.query, "query", args.k)?;
         let kb = self.kb.clone();
-        let result = Self::blocking(move || kb.search(&caller, &q)).await?;
+        let result = self.blocking(move || kb.search(&caller, &q)).await?;
         Ok(CallToolResult::structured(json!({
             "query": result.query,
             "hits": result.hits,
@@ -140,7 +176,9 @@ impl ZhikuMcp {
         let caller = self.caller(&ctx)?;
         let q = self.query(&args.question, "question", args.k)?;
         let kb = self.kb.clone();
-        let frame = Self::blocking(move || kb.ask(&caller, &q, &new_trace_id(), None)).await?;
+        let frame = self
+            .blocking(move || kb.ask(&caller, &q, &new_trace_id(), None))
+            .await?;
         Ok(CallToolResult::structured(json!(frame)))
     }
 }
@@ -174,7 +212,9 @@ impl ServerHandler for ZhikuMcp {
             .map_err(|_| ErrorData::invalid_params("bad cursor", None))?
             .unwrap_or(0);
         let kb = self.kb.clone();
-        let (docs, total) = Self::blocking(move || Ok(kb.documents(&caller, offset, PAGE))).await?;
+        let (docs, total) = self
+            .blocking(move || Ok(kb.documents(&caller, offset, PAGE)))
+            .await?;
         let resources = docs
             .into_iter()
             .map(|d| {
@@ -205,7 +245,7 @@ impl ServerHandler for ZhikuMcp {
             ));
         };
         let kb = self.kb.clone();
-        let doc = Self::blocking(move || kb.document(&caller, &id)).await?;
+        let doc = self.blocking(move || kb.document(&caller, &id)).await?;
         Ok(ReadResourceResult::new(vec![
             ResourceContents::text(doc.text, uri).with_mime_type("text/markdown"),
         ])
@@ -223,20 +263,29 @@ pub async fn serve_stdio(kb: SharedKb, caller: Caller) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The streamable-HTTP MCP endpoint, to be mounted at `/mcp` behind the token check.
+/// The streamable-HTTP MCP endpoint, to be mounted at `/mcp` behind the token check, with the
+/// server's `gate`; and what ends its sessions (open event streams) at shutdown.
 pub fn http_router(
     kb: SharedKb,
-    allowed_hosts: Vec<String>,
-) -> axum::Router<crate::serve::AppState> {
+    gate: Gate,
+) -> (
+    axum::Router<crate::serve::AppState>,
+    impl FnOnce() + Send + 'static,
+) {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
     let mut config = StreamableHttpServerConfig::default();
-    config.allowed_hosts = allowed_hosts;
+    // The server's own Host check covers every route, /mcp included, with one rule.
+    config.allowed_hosts = Vec::new();
+    let sessions = config.cancellation_token.clone();
     let service: StreamableHttpService<ZhikuMcp, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(ZhikuMcp::per_request(kb.clone())),
+        move || Ok(ZhikuMcp::per_request(kb.clone(), gate.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    axum::Router::new().nest_service("/mcp", service)
+    (
+        axum::Router::new().nest_service("/mcp", service),
+        move || sessions.cancel(),
+    )
 }

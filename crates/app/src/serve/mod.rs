@@ -1,18 +1,24 @@
 //! `zhiku serve`: the knowledge base over HTTP (axum), with the web page at `/` and the MCP
 //! server at `/mcp`.
 //!
-//! Every `/v1` route and `/mcp` pass the bearer-token check first ([`settings::Tokens`]); the
-//! caller it yields is the only source of scopes. Use cases run on the blocking pool (the
-//! ports are synchronous), at most `max_concurrent` at once (503 beyond), each within
-//! `timeout_ms` (504 beyond). Bodies are capped at `max_body_bytes` (413).
+//! Every route but `/healthz` first checks the `Host` header (DNS rebinding,
+//! [`ServeSettings::host_allowed`]); every `/v1` route and `/mcp` then pass the bearer-token
+//! check ([`settings::Tokens`]); the caller it yields is the only source of scopes. Use cases
+//! run on the blocking pool (the ports are synchronous), at most `max_concurrent` at once (503
+//! beyond), each within `timeout_ms` (504 beyond), whatever the transport
+//! ([`admission::Gate`]). Bodies are capped at `max_body_bytes` (413) and must arrive within
+//! `body_timeout_ms` (408); connections are bounded by [`conn`].
 
+pub mod admission;
 pub mod api;
+pub mod conn;
 pub mod settings;
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -22,13 +28,14 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use zhiku_domain::ports::{TraceEvent, TraceSink};
 
 use crate::answer::new_trace_id;
 use crate::kb::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status};
 
+use self::admission::{Gate, Refused};
 use self::api::{AskRequest, DocumentRequest, Page, SearchRequest};
 use self::settings::{Denied, ServeSettings, Tokens};
 
@@ -42,7 +49,7 @@ pub struct AppState {
     kb: SharedKb,
     tokens: Arc<Tokens>,
     limits: Arc<ServeSettings>,
-    permits: Arc<Semaphore>,
+    gate: Gate,
 }
 
 impl AppState {
@@ -50,10 +57,15 @@ impl AppState {
     pub fn new(kb: SharedKb, limits: ServeSettings, tokens: Tokens) -> Self {
         Self {
             kb,
-            permits: Arc::new(Semaphore::new(limits.max_concurrent)),
+            gate: Gate::new(limits.max_concurrent, limits.timeout_ms),
             tokens: Arc::new(tokens),
             limits: Arc::new(limits),
         }
+    }
+
+    /// The workers every transport takes its work's worker from (MCP included).
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 }
 
@@ -90,6 +102,31 @@ impl From<KbError> for ApiError {
             other => other.to_string(),
         };
         Self::new(status, code, message)
+    }
+}
+
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> Self {
+        match r {
+            Refused::Busy { max_concurrent } => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                format!(
+                    "the server is working on {max_concurrent} requests already; retry shortly"
+                ),
+            ),
+            Refused::Timeout { timeout_ms } => Self::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "timeout",
+                format!("the request took longer than {timeout_ms} ms"),
+            ),
+            Refused::Failed(e) => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("the request's worker failed: {e}"),
+            ),
+            Refused::Kb(e) => e.into(),
+        }
     }
 }
 
@@ -134,6 +171,12 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of a late body may still come: the connection cannot be reused.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         response
     }
 }
@@ -146,36 +189,62 @@ where
     T: Send + 'static,
     F: FnOnce() -> Result<T, KbError> + Send + 'static,
 {
-    let permit = state.permits.clone().try_acquire_owned().map_err(|_| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy",
-            format!(
-                "the server is working on {} requests already; retry shortly",
-                state.limits.max_concurrent
-            ),
-        )
-    })?;
-    let task = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        work()
-    });
-    let deadline = Duration::from_millis(state.limits.timeout_ms);
-    match tokio::time::timeout(deadline, task).await {
-        Ok(Ok(result)) => result.map_err(ApiError::from),
-        Ok(Err(join)) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("the request's worker failed: {join}"),
-        )),
-        Err(_) => Err(ApiError::new(
-            StatusCode::GATEWAY_TIMEOUT,
+    Ok(state.gate.run(work).await?)
+}
+
+/// Refuses a request whose `Host` does not name this server (DNS rebinding).
+async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok());
+    if state.limits.host_allowed(host) {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "the Host header does not name this server; add the name to [serve] allowed_hosts",
+    )
+    .into_response()
+}
+
+/// Reads the whole body within `body_timeout_ms` (408 beyond) and `max_body_bytes` (413
+/// beyond), so a slow body never holds a worker or a connection for longer.
+async fn read_body(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let limit = state.limits.max_body_bytes;
+    let collect = async {
+        let mut stream = body.into_data_stream();
+        let mut buf = Vec::new();
+        while let Some(chunk) = tokio_stream::StreamExt::next(&mut stream).await {
+            let chunk = chunk.map_err(|e| {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.to_string())
+            })?;
+            if buf.len() + chunk.len() > limit {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    format!("the request body is larger than {limit} bytes"),
+                ));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok::<_, ApiError>(buf)
+    };
+    let deadline = Duration::from_millis(state.limits.body_timeout_ms);
+    match tokio::time::timeout(deadline, collect).await {
+        Ok(Ok(buf)) => next.run(Request::from_parts(parts, Body::from(buf))).await,
+        Ok(Err(e)) => e.into_response(),
+        Err(_) => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
             "timeout",
             format!(
-                "the request took longer than {} ms",
-                state.limits.timeout_ms
+                "the request body did not arrive within {} ms",
+                state.limits.body_timeout_ms
             ),
-        )),
+        )
+        .into_response(),
     }
 }
 
@@ -218,13 +287,19 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
     if let Some(mcp) = mcp {
         protected = protected.merge(mcp);
     }
-    let protected = protected.layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    // Layers run outside in: the token check before any body is read.
+    let protected = protected
+        .layer(middleware::from_fn_with_state(state.clone(), read_body))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    // Health stays outside the Host check: it tells nothing, and probes (load balancers,
+    // orchestrators) address the server by whatever name or address they were given.
     Router::new()
         .route("/", get(page))
-        .route("/healthz", get(healthz))
         .route("/v1/openapi.json", get(openapi))
         .merge(protected)
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), check_host))
+        .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
         .with_state(state)
 }
@@ -303,6 +378,8 @@ async fn ask(
         let frame = run(&state, move || kb.ask(&caller, &q, &trace_id, None)).await?;
         return Ok(Json(frame).into_response());
     }
+    // The worker is taken before the stream starts: overload is a 503 like the JSON path.
+    let permit = state.gate.admit()?;
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     let sink_tx = tx.clone();
     if let Ok(first) = Event::default()
@@ -311,13 +388,15 @@ async fn ask(
     {
         let _ = tx.send(first);
     }
-    let state2 = state.clone();
+    let gate = state.gate.clone();
     tokio::spawn(async move {
-        let result = run(&state2, move || {
-            let sink = ChannelSink(sink_tx);
-            kb.ask(&caller, &q, &trace_id, Some(&sink))
-        })
-        .await;
+        let result = gate
+            .run_admitted(permit, move || {
+                let sink = ChannelSink(sink_tx);
+                kb.ask(&caller, &q, &trace_id, Some(&sink))
+            })
+            .await
+            .map_err(ApiError::from);
         let event = match result {
             Ok(frame) => Event::default().event("answer").json_data(&frame),
             Err(e) => Event::default()

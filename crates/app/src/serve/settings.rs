@@ -5,7 +5,10 @@
 //! [serve]
 //! bind = "127.0.0.1:7878"
 //! timeout_ms = 30000
-//! allowed_hosts = ["kb.example.com"]   # names MCP clients use to reach the server
+//! allowed_hosts = ["kb.example.com"]   # names clients use to reach the server (Host check)
+//! header_timeout_ms = 10000            # connection limits, see `serve::conn`
+//! max_connections = 512
+//! traces_max_bytes = 16777216          # trace rotation, see `answer::JsonlTraceSink`
 //!
 //! [[serve.tokens]]
 //! name = "support-team"
@@ -56,6 +59,14 @@ pub struct ServeTable {
     max_query_chars: Option<usize>,
     timeout_ms: Option<u64>,
     max_concurrent: Option<usize>,
+    header_timeout_ms: Option<u64>,
+    body_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    max_connections: Option<usize>,
+    shutdown_timeout_ms: Option<u64>,
+    traces_max_bytes: Option<u64>,
+    traces_keep_files: Option<usize>,
+    traces_max_age_days: Option<u64>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
     #[serde(default)]
@@ -77,8 +88,25 @@ pub struct ServeSettings {
     pub timeout_ms: u64,
     /// Requests worked on at once; more are refused with 503.
     pub max_concurrent: usize,
-    /// Host names (or `host:port`) the MCP endpoint accepts in `Host`, besides loopback and
-    /// the bind address: DNS-rebinding protection for a server reached by name.
+    /// Time a connection has to send a whole request head, from its first byte (or, for a new
+    /// connection, from its acceptance); closed beyond.
+    pub header_timeout_ms: u64,
+    /// Time a request has to send its whole body; 408 beyond.
+    pub body_timeout_ms: u64,
+    /// Time a connection may stay open with no request in progress (keep-alive); closed beyond.
+    pub idle_timeout_ms: u64,
+    /// Connections open at once; a new one beyond is answered 503 and closed at once.
+    pub max_connections: usize,
+    /// On SIGTERM/SIGINT: how long in-flight requests (and an ingest) may take to finish.
+    pub shutdown_timeout_ms: u64,
+    /// Answer traces: the current file `traces.jsonl` is rotated beyond this size.
+    pub traces_max_bytes: u64,
+    /// Rotated trace files kept (the oldest are removed beyond).
+    pub traces_keep_files: usize,
+    /// Rotated trace files older than this are removed (0: no age limit).
+    pub traces_max_age_days: u64,
+    /// Host names (or `host:port`) accepted in `Host` besides IP addresses and `localhost`:
+    /// DNS-rebinding protection for a server reached by name.
     pub allowed_hosts: Vec<String>,
     /// Bearer tokens.
     #[serde(skip)]
@@ -94,6 +122,14 @@ impl Default for ServeSettings {
             max_query_chars: 2000,
             timeout_ms: 60_000,
             max_concurrent: 16,
+            header_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 512,
+            shutdown_timeout_ms: 30_000,
+            traces_max_bytes: 16 * 1024 * 1024,
+            traces_keep_files: 8,
+            traces_max_age_days: 30,
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
         }
@@ -101,7 +137,9 @@ impl Default for ServeSettings {
 }
 
 impl ServeSettings {
-    /// File values over defaults, `ZHIKU_SERVE_BIND` and `ZHIKU_SERVE_TIMEOUT_MS` over both.
+    /// File values over defaults, `ZHIKU_SERVE_BIND`, `ZHIKU_SERVE_TIMEOUT_MS` and
+    /// `ZHIKU_SERVE_{HEADER,BODY,IDLE,SHUTDOWN}_TIMEOUT_MS`, `ZHIKU_SERVE_MAX_CONNECTIONS` over
+    /// both.
     pub fn resolve(
         table: Option<&ServeTable>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -116,6 +154,14 @@ impl ServeSettings {
             max_query_chars: t.max_query_chars.unwrap_or(d.max_query_chars),
             timeout_ms: t.timeout_ms.unwrap_or(d.timeout_ms),
             max_concurrent: t.max_concurrent.unwrap_or(d.max_concurrent),
+            header_timeout_ms: t.header_timeout_ms.unwrap_or(d.header_timeout_ms),
+            body_timeout_ms: t.body_timeout_ms.unwrap_or(d.body_timeout_ms),
+            idle_timeout_ms: t.idle_timeout_ms.unwrap_or(d.idle_timeout_ms),
+            max_connections: t.max_connections.unwrap_or(d.max_connections),
+            shutdown_timeout_ms: t.shutdown_timeout_ms.unwrap_or(d.shutdown_timeout_ms),
+            traces_max_bytes: t.traces_max_bytes.unwrap_or(d.traces_max_bytes),
+            traces_keep_files: t.traces_keep_files.unwrap_or(d.traces_keep_files),
+            traces_max_age_days: t.traces_max_age_days.unwrap_or(d.traces_max_age_days),
             allowed_hosts: t.allowed_hosts,
             tokens: t.tokens,
         };
@@ -129,9 +175,40 @@ impl ServeSettings {
                 .with_context(|| format!("ZHIKU_SERVE_TIMEOUT_MS={v:?} is not a number"))?;
             origins.push(("serve.timeout_ms".into(), "ZHIKU_SERVE_TIMEOUT_MS".into()));
         }
-        if s.max_k == 0 || s.max_query_chars == 0 || s.max_concurrent == 0 || s.timeout_ms == 0 {
+        for (key, var) in [
+            ("header_timeout_ms", "ZHIKU_SERVE_HEADER_TIMEOUT_MS"),
+            ("body_timeout_ms", "ZHIKU_SERVE_BODY_TIMEOUT_MS"),
+            ("idle_timeout_ms", "ZHIKU_SERVE_IDLE_TIMEOUT_MS"),
+            ("shutdown_timeout_ms", "ZHIKU_SERVE_SHUTDOWN_TIMEOUT_MS"),
+            ("max_connections", "ZHIKU_SERVE_MAX_CONNECTIONS"),
+        ] {
+            let Some(v) = env(var).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            let n: u64 = v
+                .parse()
+                .with_context(|| format!("{var}={v:?} is not a number"))?;
+            match key {
+                "header_timeout_ms" => s.header_timeout_ms = n,
+                "body_timeout_ms" => s.body_timeout_ms = n,
+                "idle_timeout_ms" => s.idle_timeout_ms = n,
+                "shutdown_timeout_ms" => s.shutdown_timeout_ms = n,
+                _ => s.max_connections = usize::try_from(n).unwrap_or(usize::MAX),
+            }
+            origins.push((format!("serve.{key}"), var.into()));
+        }
+        if s.max_k == 0
+            || s.max_query_chars == 0
+            || s.max_concurrent == 0
+            || s.timeout_ms == 0
+            || s.header_timeout_ms == 0
+            || s.body_timeout_ms == 0
+            || s.idle_timeout_ms == 0
+            || s.max_connections == 0
+            || s.traces_max_bytes == 0
+        {
             bail!(
-                "[serve] max_k, max_query_chars, max_concurrent and timeout_ms must be at least 1"
+                "[serve] max_k, max_query_chars, max_concurrent, timeout_ms, header_timeout_ms, body_timeout_ms, idle_timeout_ms, max_connections and traces_max_bytes must be at least 1"
             );
         }
         for rule in &s.tokens {
@@ -146,6 +223,41 @@ impl ServeSettings {
             }
         }
         Ok(s)
+    }
+}
+
+impl ServeSettings {
+    /// Whether a request's `Host` header names this server: DNS-rebinding protection.
+    ///
+    /// A rebinding page reaches the server under the attacker's *name*, so any IP literal is
+    /// accepted (it can only come from a client that chose the address), as is `localhost`;
+    /// other names only when listed in `allowed_hosts` (`name` for any port, `name:port` for
+    /// one). The port is otherwise not compared: rebinding swaps the address behind a name,
+    /// never the name, and port mappings (containers, proxies) legitimately change it.
+    pub fn host_allowed(&self, host: Option<&str>) -> bool {
+        let Some(authority) = host.and_then(|h| h.parse::<axum::http::uri::Authority>().ok())
+        else {
+            return false;
+        };
+        let name = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        let name = name.trim_end_matches('.');
+        if name.parse::<std::net::IpAddr>().is_ok() || name == "localhost" {
+            return true;
+        }
+        self.allowed_hosts.iter().any(|allowed| {
+            let allowed = allowed.trim().to_ascii_lowercase();
+            match allowed.parse::<axum::http::uri::Authority>() {
+                Ok(a) => {
+                    a.host().trim_end_matches('.') == name
+                        && a.port_u16().is_none_or(|p| Some(p) == authority.port_u16())
+                }
+                Err(_) => allowed == name,
+            }
+        })
     }
 }
 
@@ -308,6 +420,41 @@ mod tests {
         assert_eq!(open.admit(None).unwrap(), anon);
         let closed = Tokens::from_rules(&[rule("a", "t", &["a"], false)], Some(anon)).unwrap();
         assert_eq!(closed.admit(None), Err(Denied::Missing));
+    }
+
+    #[test]
+    fn only_addresses_localhost_and_listed_names_are_accepted_hosts() {
+        let s = ServeSettings {
+            allowed_hosts: vec!["kb.example.com".into(), "Other.example:8443".into()],
+            ..ServeSettings::default()
+        };
+        for ok in [
+            "127.0.0.1:7878",
+            "localhost",
+            "LOCALHOST:7878",
+            "localhost.:1",
+            "[::1]:7878",
+            "10.1.2.3",
+            "kb.example.com",
+            "kb.example.com:443",
+            "other.example:8443",
+        ] {
+            assert!(s.host_allowed(Some(ok)), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:7878",
+            "127.0.0.1.evil.example",
+            "localhost.evil.example",
+            "other.example",
+            "other.example:80",
+            "kb.example.com.evil",
+            "",
+            "a b",
+        ] {
+            assert!(!s.host_allowed(Some(bad)), "{bad}");
+        }
+        assert!(!s.host_allowed(None));
     }
 
     #[test]

@@ -79,8 +79,28 @@ pub struct Server {
 impl Server {
     /// Starts `zhiku --kb KB serve --bind 127.0.0.1:0 ARGS…` and waits until it listens.
     pub fn start(kb: &Path, args: &[&str]) -> Self {
+        Self::spawn(kb, args, None)
+    }
+
+    /// Like [`Server::start`], with the process's open-file limit set to `max_open_files`
+    /// (`ulimit -n` in `sh`, then `exec`).
+    pub fn start_with_file_limit(kb: &Path, args: &[&str], max_open_files: u32) -> Self {
+        Self::spawn(kb, args, Some(max_open_files))
+    }
+
+    fn spawn(kb: &Path, args: &[&str], max_open_files: Option<u32>) -> Self {
         let bin = assert_cmd::cargo::cargo_bin("zhiku");
-        let mut child = Command::new(bin)
+        let mut command = match max_open_files {
+            None => Command::new(bin),
+            Some(n) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(bin);
+                sh
+            }
+        };
+        let mut child = command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .arg("--kb")
@@ -119,6 +139,28 @@ impl Server {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// `host:port` the server listens on.
+    pub fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
+    }
+
+    /// Sends SIGTERM and waits at most `within` for the process to exit (`None`: still running).
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+        let started = std::time::Instant::now();
+        while started.elapsed() < within {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
     }
 }
 
@@ -227,4 +269,18 @@ pub fn sse(
         }
     }
     events
+}
+
+/// Accepts up to `n` connections and never answers, for 30 s: a generator that hangs.
+pub fn hanging_server(n: usize) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().take(n) {
+            held.push(conn);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    (port, handle)
 }
