@@ -260,6 +260,8 @@ pub struct SearchQuery {
     pub metadata: Vec<(String, String)>,
     /// Locale prefix.
     pub locale: Option<String>,
+    /// The transport's request ID, recorded in an answer's trace.
+    pub request_id: Option<String>,
 }
 
 impl SearchQuery {
@@ -296,6 +298,7 @@ impl SearchQuery {
             mode: RetrievalMode::Hybrid,
             metadata: Vec::new(),
             locale: None,
+            request_id: None,
         })
     }
 }
@@ -617,11 +620,22 @@ impl KnowledgeBase {
         if let Some(also) = also {
             sinks.push(also);
         }
-        let sink = Tee(sinks);
+        let tee = Tee(sinks);
+        let tagged;
+        let sink: &dyn TraceSink = match &q.request_id {
+            Some(request_id) => {
+                tagged = crate::serve::logging::WithRequestId {
+                    inner: &tee,
+                    request_id,
+                };
+                &tagged
+            }
+            None => &tee,
+        };
         let answerer = Answerer::new(
             &retriever,
             self.generator.as_ref(),
-            &sink,
+            sink,
             &self.clock,
             policy,
         );

@@ -28,6 +28,7 @@ use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_app::eval::{AnswerResult, AnswerSummary, Summary, evaluate, evaluate_answers};
 use zhiku_app::kb::{self, source_for};
 use zhiku_app::loader::Skipped;
+use zhiku_app::serve::logging::LogFormat;
 use zhiku_app::serve::settings::{Tokens, token_digest};
 use zhiku_app::serve::{self, AppState};
 use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store, VectorsUnavailable};
@@ -185,6 +186,10 @@ enum Command {
         /// Do not refresh the index from the knowledge base before serving.
         #[arg(long)]
         no_refresh: bool,
+        /// Log lines on stderr, one per request and event: text, or json (one object per
+        /// line). The level: ZHIKU_LOG or RUST_LOG (default info).
+        #[arg(long, value_enum, env = "ZHIKU_LOG_FORMAT", default_value = "text")]
+        log_format: LogFormat,
     },
     /// Serve the knowledge base over the Model Context Protocol on stdin/stdout.
     Mcp {
@@ -270,7 +275,12 @@ impl Ctx {
 
     fn note(&self, text: &str) {
         if !self.global.quiet {
-            eprintln!("{text}");
+            // `zhiku serve` logs: its notes are log lines in the chosen format.
+            if tracing::dispatcher::has_been_set() {
+                tracing::info!(target: "zhiku", "{text}");
+            } else {
+                eprintln!("{text}");
+            }
         }
     }
 
@@ -319,7 +329,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             (per_query, answers),
             &embedder,
         ),
-        Command::Serve { bind, no_refresh } => cmd_serve(&ctx, bind, no_refresh),
+        Command::Serve {
+            bind,
+            no_refresh,
+            log_format,
+        } => cmd_serve(&ctx, bind, no_refresh, log_format),
         Command::Mcp { no_refresh } => cmd_mcp(&ctx, no_refresh),
         Command::Token {
             name,
@@ -932,7 +946,13 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCode> {
+fn cmd_serve(
+    ctx: &Ctx,
+    bind: Option<String>,
+    no_refresh: bool,
+    log_format: LogFormat,
+) -> Result<ExitCode> {
+    serve::logging::init(log_format)?;
     let service = open_service(ctx, no_refresh)?;
     let mut settings = service.limits();
     if let Some(bind) = bind {

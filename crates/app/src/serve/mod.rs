@@ -7,6 +7,7 @@
 //! `timeout_ms` (504 beyond). Bodies are capped at `max_body_bytes` (413).
 
 pub mod api;
+pub mod logging;
 pub mod settings;
 
 use std::convert::Infallible;
@@ -188,8 +189,11 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
         .map(str::to_string);
     match state.tokens.admit(header.as_deref()) {
         Ok(caller) => {
+            let name = logging::CallerName(caller.name.clone());
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            let mut response = next.run(request).await;
+            response.extensions_mut().insert(name);
+            response
         }
         Err(denied) => ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -226,6 +230,8 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .merge(protected)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        // Outermost: request ID and log line for every response.
+        .layer(middleware::from_fn(logging::access))
         .with_state(state)
 }
 
@@ -289,7 +295,7 @@ async fn ask(
     body: Result<Json<AskRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(r) = body?;
-    let q = api::query(
+    let mut q = api::query(
         &r.question,
         "question",
         r.k,
@@ -297,6 +303,7 @@ async fn ask(
         &r.filter,
         &state.limits,
     )?;
+    q.request_id = logging::request_id(&headers);
     let trace_id = new_trace_id();
     let kb = state.kb.clone();
     if !(r.stream || wants_stream(&headers)) {
