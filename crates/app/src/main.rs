@@ -970,6 +970,7 @@ fn cmd_serve(
         ..service.local_caller()?
     };
     let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
+    serve::metrics::Guard::from_settings(&settings)?;
     if !tokens.required() && !addr.ip().is_loopback() {
         bail!(
             "refusing to serve {addr} without tokens: add [[serve.tokens]] to zhiku.toml (zhiku token NAME --scope S prints one), or bind a loopback address"
@@ -994,10 +995,14 @@ fn cmd_serve(
                 "no tokens: anonymous read-only access to the trusted scopes".to_string()
             }
         ));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .context("the server failed")
+        // The peer address is how `/metrics` without a token tells loopback callers.
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("the server failed")
     })?;
     Ok(ExitCode::SUCCESS)
 }

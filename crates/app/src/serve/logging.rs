@@ -129,7 +129,8 @@ pub fn route_label(matched: Option<&MatchedPath>) -> String {
 }
 
 /// The outermost middleware: assigns the request ID, runs the request inside a span that
-/// carries it, returns it in the response header and writes the request's log line.
+/// carries it, returns it in the response header, writes the request's log line and counts
+/// the request in the metrics.
 pub async fn access(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request
@@ -151,6 +152,7 @@ pub async fn access(mut request: Request, next: Next) -> Response {
     response.headers_mut().insert(X_REQUEST_ID.clone(), value);
     let caller = response.extensions_mut().remove::<CallerName>();
     let status = response.status();
+    super::metrics::observe_request(&route, method, status, response.headers(), elapsed);
     tracing::info!(
         target: "zhiku::http",
         request_id = %id,

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod logging;
+pub mod metrics;
 pub mod settings;
 
 use std::convert::Infallible;
@@ -44,13 +45,18 @@ pub struct AppState {
     tokens: Arc<Tokens>,
     limits: Arc<ServeSettings>,
     permits: Arc<Semaphore>,
+    metrics_guard: Arc<metrics::Guard>,
 }
 
 impl AppState {
     /// State over `kb` with these settings and tokens.
     pub fn new(kb: SharedKb, limits: ServeSettings, tokens: Tokens) -> Self {
+        // A metrics token that cannot be read closes `/metrics` (`zhiku serve` refuses to start).
+        let metrics_guard =
+            metrics::Guard::from_settings(&limits).unwrap_or(metrics::Guard::Closed);
         Self {
             kb,
+            metrics_guard: Arc::new(metrics_guard),
             permits: Arc::new(Semaphore::new(limits.max_concurrent)),
             tokens: Arc::new(tokens),
             limits: Arc::new(limits),
@@ -227,10 +233,11 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .route("/", get(page))
         .route("/healthz", get(healthz))
         .route("/v1/openapi.json", get(openapi))
+        .route("/metrics", get(metrics::metrics))
         .merge(protected)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
-        // Outermost: request ID and log line for every response.
+        // Outermost: request ID, log line and request metrics for every response.
         .layer(middleware::from_fn(logging::access))
         .with_state(state)
 }
@@ -349,7 +356,10 @@ async fn put_document(
 ) -> ApiResult<Response> {
     let Json(r) = body?;
     let kb = state.kb.clone();
-    let done = run(&state, move || kb.put_document(&caller, r.into())).await?;
+    let done = run(&state, move || kb.put_document(&caller, r.into()))
+        .await
+        .inspect_err(|e| metrics::ingest_result(e.status, None))?;
+    metrics::ingest_result(StatusCode::OK, Some(&done.report));
     let status = if done.report.docs_added > 0 {
         StatusCode::CREATED
     } else {
