@@ -147,6 +147,7 @@ fn main() -> anyhow::Result<()> {
         mode: RetrievalMode::Hybrid,
         metadata: Vec::new(),
         locale: None,
+        request_id: None,
     };
     for q in queries.iter().take(20) {
         service.search(&caller, &query(q)).unwrap();

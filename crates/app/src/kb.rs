@@ -262,6 +262,8 @@ pub struct SearchQuery {
     pub metadata: Vec<(String, String)>,
     /// Locale prefix.
     pub locale: Option<String>,
+    /// The transport's request ID, recorded in an answer's trace.
+    pub request_id: Option<String>,
 }
 
 impl SearchQuery {
@@ -298,6 +300,7 @@ impl SearchQuery {
             mode: RetrievalMode::Hybrid,
             metadata: Vec::new(),
             locale: None,
+            request_id: None,
         })
     }
 }
@@ -501,7 +504,10 @@ impl KnowledgeBase {
         mut store: Store,
         refresh_from: Option<Origin>,
     ) -> Result<(Self, Option<Refreshed>)> {
-        let generator = generator_for(&store.config)?;
+        // Backend errors are counted at the ports, wherever they surface (`/metrics`).
+        let generator =
+            crate::serve::metrics::count_generator_errors(generator_for(&store.config)?);
+        crate::serve::metrics::count_backend_errors(&mut store.dense);
         // The origin is loaded once: to refresh the indexes, to learn each document's scope
         // and, for a BEIR corpus (no files to re-read), to keep the passages for reading.
         let origin = refresh_from
@@ -620,11 +626,22 @@ impl KnowledgeBase {
         if let Some(also) = also {
             sinks.push(also);
         }
-        let sink = Tee(sinks);
+        let tee = Tee(sinks);
+        let tagged;
+        let sink: &dyn TraceSink = match &q.request_id {
+            Some(request_id) => {
+                tagged = crate::serve::logging::WithRequestId {
+                    inner: &tee,
+                    request_id,
+                };
+                &tagged
+            }
+            None => &tee,
+        };
         let answerer = Answerer::new(
             &retriever,
             self.generator.as_ref(),
-            &sink,
+            sink,
             &self.clock,
             policy,
         );
@@ -949,6 +966,27 @@ impl KnowledgeBase {
             }),
             uptime_s: self.started.elapsed().as_secs(),
         }
+    }
+
+    /// Documents and chunks served per scope, every scope: for the operator's metrics only.
+    pub fn counts_by_scope(&self) -> Vec<(String, usize, usize)> {
+        let inner = self.read();
+        let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for d in inner.docs.values() {
+            let c = counts.entry(d.scope.as_str()).or_default();
+            c.0 += 1;
+            c.1 += inner
+                .store
+                .manifest
+                .catalog
+                .docs
+                .get(&d.id)
+                .map_or(0, |e| e.chunk_ids.len());
+        }
+        counts
+            .into_iter()
+            .map(|(s, (d, c))| (s.to_string(), d, c))
+            .collect()
     }
 }
 

@@ -61,6 +61,7 @@ use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_app::eval::{AnswerResult, AnswerSummary, Summary, evaluate, evaluate_answers};
 use zhiku_app::kb::{self, source_for};
 use zhiku_app::loader::Skipped;
+use zhiku_app::serve::logging::LogFormat;
 use zhiku_app::serve::settings::{Tokens, token_digest};
 use zhiku_app::serve::{self, AppState};
 use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store, VectorsUnavailable};
@@ -218,6 +219,10 @@ enum Command {
         /// Do not refresh the index from the knowledge base before serving.
         #[arg(long)]
         no_refresh: bool,
+        /// Log lines on stderr, one per request and event: text, or json (one object per
+        /// line). The level: ZHIKU_LOG or RUST_LOG (default info).
+        #[arg(long, value_enum, env = "ZHIKU_LOG_FORMAT", default_value = "text")]
+        log_format: LogFormat,
     },
     /// Serve the knowledge base over the Model Context Protocol on stdin/stdout.
     Mcp {
@@ -303,7 +308,12 @@ impl Ctx {
 
     fn note(&self, text: &str) {
         if !self.global.quiet {
-            eprintln!("{text}");
+            // `zhiku serve` logs: its notes are log lines in the chosen format.
+            if tracing::dispatcher::has_been_set() {
+                tracing::info!(target: "zhiku", "{text}");
+            } else {
+                eprintln!("{text}");
+            }
         }
     }
 
@@ -352,7 +362,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             (per_query, answers),
             &embedder,
         ),
-        Command::Serve { bind, no_refresh } => cmd_serve(&ctx, bind, no_refresh),
+        Command::Serve {
+            bind,
+            no_refresh,
+            log_format,
+        } => cmd_serve(&ctx, bind, no_refresh, log_format),
         Command::Mcp { no_refresh } => cmd_mcp(&ctx, no_refresh),
         Command::Token {
             name,
@@ -960,7 +974,13 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCode> {
+fn cmd_serve(
+    ctx: &Ctx,
+    bind: Option<String>,
+    no_refresh: bool,
+    log_format: LogFormat,
+) -> Result<ExitCode> {
+    serve::logging::init(log_format)?;
     let service = open_service(ctx, no_refresh)?;
     let mut settings = service.limits();
     if let Some(bind) = bind {
@@ -978,6 +998,7 @@ fn cmd_serve(ctx: &Ctx, bind: Option<String>, no_refresh: bool) -> Result<ExitCo
         ..service.local_caller()?
     };
     let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
+    serve::metrics::Guard::from_settings(&settings)?;
     if !tokens.required() && !addr.ip().is_loopback() {
         bail!(
             "refusing to serve {addr} without tokens: add [[serve.tokens]] to zhiku.toml (zhiku token NAME --scope S prints one), or bind a loopback address"

@@ -14,6 +14,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
@@ -285,8 +286,8 @@ pub async fn serve(
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(_) => {
                 // Out of file descriptors or a connection reset before acceptance: try again
                 // shortly rather than spin.
@@ -304,7 +305,7 @@ pub async fn serve(
         let app = app.clone();
         let stop = stop_rx.clone();
         tokio::spawn(async move {
-            connection(stream, app, limits, stop).await;
+            connection(stream, peer, app, limits, stop).await;
             drop(slot);
         });
     }
@@ -326,6 +327,7 @@ pub async fn serve(
 
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     app: Router,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
@@ -342,7 +344,11 @@ async fn connection(
         async move {
             std::future::poll_fn(|cx| <Router as Service<Request>>::poll_ready(&mut app, cx))
                 .await?;
-            let response: Response = app.call(request.map(Body::new)).await?;
+            // The peer address, as axum's `ConnectInfo` (`/metrics` without a token serves
+            // loopback callers only).
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let response: Response = app.call(request).await?;
             Ok::<_, Infallible>(response.map(|inner| Tracked {
                 inner,
                 _in_flight: in_flight,

@@ -12,6 +12,8 @@
 pub mod admission;
 pub mod api;
 pub mod conn;
+pub mod logging;
+pub mod metrics;
 pub mod settings;
 
 use std::convert::Infallible;
@@ -50,14 +52,19 @@ pub struct AppState {
     tokens: Arc<Tokens>,
     limits: Arc<ServeSettings>,
     gate: Gate,
+    metrics_guard: Arc<metrics::Guard>,
 }
 
 impl AppState {
     /// State over `kb` with these settings and tokens.
     pub fn new(kb: SharedKb, limits: ServeSettings, tokens: Tokens) -> Self {
+        // A metrics token that cannot be read closes `/metrics` (`zhiku serve` refuses to start).
+        let metrics_guard =
+            metrics::Guard::from_settings(&limits).unwrap_or(metrics::Guard::Closed);
         Self {
             kb,
             gate: Gate::new(limits.max_concurrent, limits.timeout_ms),
+            metrics_guard: Arc::new(metrics_guard),
             tokens: Arc::new(tokens),
             limits: Arc::new(limits),
         }
@@ -257,8 +264,11 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
         .map(str::to_string);
     match state.tokens.admit(header.as_deref()) {
         Ok(caller) => {
+            let name = logging::CallerName(caller.name.clone());
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            let mut response = next.run(request).await;
+            response.extensions_mut().insert(name);
+            response
         }
         Err(denied) => ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -296,11 +306,14 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/v1/openapi.json", get(openapi))
+        .route("/metrics", get(metrics::metrics))
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), check_host))
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(state.limits.max_body_bytes))
+        // Outermost: request ID, log line and request metrics for every response.
+        .layer(middleware::from_fn(logging::access))
         .with_state(state)
 }
 
@@ -364,7 +377,7 @@ async fn ask(
     body: Result<Json<AskRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(r) = body?;
-    let q = api::query(
+    let mut q = api::query(
         &r.question,
         "question",
         r.k,
@@ -372,6 +385,7 @@ async fn ask(
         &r.filter,
         &state.limits,
     )?;
+    q.request_id = logging::request_id(&headers);
     let trace_id = new_trace_id();
     let kb = state.kb.clone();
     if !(r.stream || wants_stream(&headers)) {
@@ -421,7 +435,10 @@ async fn put_document(
 ) -> ApiResult<Response> {
     let Json(r) = body?;
     let kb = state.kb.clone();
-    let done = run(&state, move || kb.put_document(&caller, r.into())).await?;
+    let done = run(&state, move || kb.put_document(&caller, r.into()))
+        .await
+        .inspect_err(|e| metrics::ingest_result(e.status, None))?;
+    metrics::ingest_result(StatusCode::OK, Some(&done.report));
     let status = if done.report.docs_added > 0 {
         StatusCode::CREATED
     } else {

@@ -22,6 +22,9 @@
 //! write = true
 //! ```
 //!
+//! `/metrics` has its own token (`metrics_token_sha256 = "…"` or `metrics_token_env = "VAR"`);
+//! without one it answers loopback requests only.
+//!
 //! Tokens never sit in the file in clear. Without any token the server admits anonymous
 //! callers, read-only, with the configuration's trusted scopes, and only on a loopback address.
 
@@ -71,6 +74,8 @@ pub struct ServeTable {
     allowed_hosts: Vec<String>,
     #[serde(default)]
     tokens: Vec<TokenRule>,
+    metrics_token_sha256: Option<String>,
+    metrics_token_env: Option<String>,
 }
 
 /// The resolved server settings.
@@ -111,6 +116,12 @@ pub struct ServeSettings {
     /// Bearer tokens.
     #[serde(skip)]
     pub tokens: Vec<TokenRule>,
+    /// Hex SHA-256 of the bearer token of `/metrics` (none: loopback only).
+    #[serde(skip)]
+    pub metrics_token_sha256: Option<String>,
+    /// The environment variable holding the bearer token of `/metrics`.
+    #[serde(skip)]
+    pub metrics_token_env: Option<String>,
 }
 
 impl Default for ServeSettings {
@@ -132,6 +143,8 @@ impl Default for ServeSettings {
             traces_max_age_days: 30,
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
+            metrics_token_sha256: None,
+            metrics_token_env: None,
         }
     }
 }
@@ -164,6 +177,8 @@ impl ServeSettings {
             traces_max_age_days: t.traces_max_age_days.unwrap_or(d.traces_max_age_days),
             allowed_hosts: t.allowed_hosts,
             tokens: t.tokens,
+            metrics_token_sha256: t.metrics_token_sha256,
+            metrics_token_env: t.metrics_token_env,
         };
         if let Some(v) = env("ZHIKU_SERVE_BIND").filter(|v| !v.is_empty()) {
             s.bind = v;

@@ -284,3 +284,79 @@ pub fn hanging_server(n: usize) -> (u16, std::thread::JoinHandle<()>) {
     });
     (port, handle)
 }
+
+/// What a [`Server`] started by [`start_logged`] has written to stderr so far.
+#[derive(Clone, Default)]
+pub struct Log(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Log {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits (at most `within`) until `done` holds for the text written so far, and returns it.
+    pub fn wait_for(&self, within: Duration, done: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let text = self.text();
+            if done(&text) || std::time::Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Starts `zhiku --kb KB serve --bind BIND ARGS…` with the environment variables `envs` (on a
+/// cleared environment, as [`Server::start`]), waits until it listens, and keeps its stderr.
+pub fn start_logged(kb: &Path, bind: &str, args: &[&str], envs: &[(&str, &str)]) -> (Server, Log) {
+    let bin = assert_cmd::cargo::cargo_bin("zhiku");
+    let mut child = Command::new(bin)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(envs.iter().copied())
+        .arg("--kb")
+        .arg(kb)
+        .args(["serve", "--bind", bind])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start zhiku serve");
+    let mut lines = BufReader::new(child.stderr.take().unwrap());
+    let log = Log::default();
+    let base = loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap() == 0 {
+            let _ = child.wait();
+            panic!("zhiku serve exited before listening:\n{}", log.text());
+        }
+        log.0.lock().unwrap().push_str(&line);
+        if let Some(rest) = line.split("serving ").nth(1) {
+            break rest
+                .split(|c: char| c.is_whitespace() || c == '"')
+                .next()
+                .unwrap()
+                .to_string();
+        }
+    };
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        loop {
+            let mut line = String::new();
+            match lines.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => sink.0.lock().unwrap().push_str(&line),
+            }
+        }
+    });
+    (
+        Server {
+            child,
+            base,
+            kb: kb.to_path_buf(),
+        },
+        log,
+    )
+}
