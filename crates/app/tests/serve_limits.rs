@@ -286,6 +286,21 @@ fn mcp_tool_calls_go_through_the_same_admission_gate_and_deadline() {
     assert_eq!(r.status, 503, "{}", r.text);
     let search = clients[0].call_tool("search_knowledge", json!({"query": "退货"}));
     assert_eq!(code(&search), Some(-32000), "{search}");
+    // Every refusal is counted, whichever transport it came through: 12 MCP and 1 HTTP busy,
+    // 1 MCP deadline (MCP refusals travel inside a 200, the access log cannot see them).
+    let metrics = call("GET", &s.url("/metrics"), None, None);
+    assert_eq!(metrics.status, 200, "{}", metrics.text);
+    let rejections = |reason: &str| {
+        let name = format!("zhiku_admission_rejections_total{{reason=\"{reason}\"}} ");
+        metrics
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix(name.as_str()))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {name} in {}", metrics.text))
+    };
+    assert_eq!(rejections("busy"), CALLS as u64 + 1);
+    assert_eq!(rejections("timeout"), 1);
 }
 
 #[test]
