@@ -642,11 +642,9 @@ fn instructions_inside_documents_change_neither_citations_nor_scope() {
     assert!(!frame.answer.contains("swordfish"));
 }
 
-/// The same rules with a real model behind the OpenAI-compatible protocol. A small local model
-/// may cite well or badly; whatever it does, the frame obeys the rules: an `answered` frame cites
-/// only this round's evidence, anything else shows no generated text.
-#[test]
-fn a_real_model_answers_under_the_same_rules() {
+/// The OpenAI-compatible generator on the server `ZHIKU_TEST_LLM_URL` names, or `None` after
+/// saying SKIPPED when none is set.
+fn real_model(max_tokens: u32) -> Option<zhiku_adapters_generate::OpenAiGenerator> {
     let url = match std::env::var("ZHIKU_TEST_LLM_URL") {
         Ok(url) if !url.is_empty() => url,
         _ => {
@@ -654,14 +652,24 @@ fn a_real_model_answers_under_the_same_rules() {
                 "SKIPPED: no OpenAI-compatible server; set ZHIKU_TEST_LLM_URL=http://127.0.0.1:8088/v1 \
                  (scripts/llm-server.sh starts one) to run this test"
             );
-            return;
+            return None;
         }
     };
     let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
     let mut config = zhiku_adapters_generate::OpenAiConfig::new(url, model);
     config.timeout = std::time::Duration::from_secs(300);
-    config.max_tokens = 200;
-    let generator = zhiku_adapters_generate::OpenAiGenerator::new(config);
+    config.max_tokens = max_tokens;
+    Some(zhiku_adapters_generate::OpenAiGenerator::new(config))
+}
+
+/// The same rules with a real model behind the OpenAI-compatible protocol. A small local model
+/// may cite well or badly; whatever it does, the frame obeys the rules: an `answered` frame cites
+/// only this round's evidence, anything else shows no generated text.
+#[test]
+fn a_real_model_answers_under_the_same_rules() {
+    let Some(generator) = real_model(200) else {
+        return;
+    };
     let kb = Kb::new(corpus());
     let retriever = kb.retriever();
     let policy = AnswerPolicy {
@@ -828,21 +836,9 @@ impl Generator for Recording<'_> {
 /// whatever it writes, an answered frame cites only this round's evidence.
 #[test]
 fn markers_inside_evidence_with_a_real_model() {
-    let url = match std::env::var("ZHIKU_TEST_LLM_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            eprintln!(
-                "SKIPPED: no OpenAI-compatible server; set ZHIKU_TEST_LLM_URL=http://127.0.0.1:8088/v1 \
-                 (scripts/llm-server.sh starts one) to run this test"
-            );
-            return;
-        }
+    let Some(real) = real_model(120) else {
+        return;
     };
-    let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
-    let mut config = zhiku_adapters_generate::OpenAiConfig::new(url, model);
-    config.timeout = std::time::Duration::from_secs(300);
-    config.max_tokens = 120;
-    let real = zhiku_adapters_generate::OpenAiGenerator::new(config);
     let generator = Recording {
         inner: &real,
         seen: Mutex::new(Vec::new()),

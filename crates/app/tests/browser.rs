@@ -34,6 +34,27 @@ fn missing() -> Option<String> {
     None
 }
 
+/// Runs `tests/browser/ask.cjs`: asks `question` on the page at `base`, opens the first
+/// citation, saves a screenshot to `shot`; returns what the page showed.
+fn ask_on_the_page(base: &str, question: &str, shot: &Path) -> Value {
+    let out = Command::new("node")
+        .arg(repo().join("tests/browser/ask.cjs"))
+        .arg(base)
+        .arg(question)
+        .arg(shot)
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    eprintln!("browser: {r}");
+    r
+}
+
 #[test]
 fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     if let Some(why) = missing() {
@@ -63,21 +84,7 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("browser-ask.png");
     let _ = std::fs::remove_file(&shot);
-    let out = Command::new("node")
-        .arg(repo().join("tests/browser/ask.cjs"))
-        .arg(&server.base)
-        .arg("alpha 客户的退货期限是多少天？")
-        .arg(&shot)
-        .output()
-        .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-    eprintln!("browser: {r}");
+    let r = ask_on_the_page(&server.base, "alpha 客户的退货期限是多少天？", &shot);
 
     assert_eq!(r["page_errors"], serde_json::json!([]));
     assert!(r["status_line"].as_str().unwrap().contains("documents"));
@@ -130,20 +137,7 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
 
     // The citation of a document whose ID needs escaping opens that document.
     let shot = artifacts.join("browser-ask-escaped-id.png");
-    let out = Command::new("node")
-        .arg(repo().join("tests/browser/ask.cjs"))
-        .arg(&server.base)
-        .arg("alpha 会员的积分有效期是多久？")
-        .arg(&shot)
-        .output()
-        .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    let r = ask_on_the_page(&server.base, "alpha 会员的积分有效期是多久？", &shot);
     assert_eq!(r["page_errors"], serde_json::json!([]));
     assert_eq!(r["chunk_id"], r["cited_chunk"], "{r}");
     assert!(
