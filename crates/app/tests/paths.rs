@@ -591,6 +591,8 @@ fn random_raw_paths_write_exactly_the_callers_canonical_file_or_nothing() {
     let config = ProptestConfig {
         cases: 256,
         failure_persistence: None,
+        // A failing case may leave its file behind for the next ones: report it as generated.
+        max_shrink_iters: 0,
         ..ProptestConfig::default()
     };
     proptest!(config, |(raw in raw_path())| {
