@@ -553,30 +553,58 @@ const SEGMENTS: &[&str] = &[
     "new.markdown",
 ];
 
+/// Last segments: mostly Markdown names, some that only look like one.
+const NAMES: &[&str] = &[
+    "b.md",
+    "x.md",
+    "new.markdown",
+    "returns.md",
+    "returns.markdown",
+    "returns.MD",
+    "file-link.md",
+    "\u{ff0e}md",
+    "x\u{ff0e}md",
+    "\u{2024}.md",
+    "..md",
+    "x.md.",
+    "x.md/",
+    "x.md/.",
+];
+
 fn raw_path() -> impl Strategy<Value = String> {
-    prop::collection::vec(
-        (
-            prop::sample::select(SEGMENTS),
-            prop::sample::select(&["/", "/", "/", "", "//", "\\"][..]),
-        ),
-        1..5,
+    let sep = || prop::sample::select(&["/", "/", "/", "/", "/", "", "//", "\\"][..]);
+    (
+        prop::collection::vec((prop::sample::select(SEGMENTS), sep()), 0..4),
+        prop::sample::select(NAMES),
+        sep(),
     )
-    .prop_map(|parts| {
-        let mut s = String::new();
-        for (i, (seg, sep)) in parts.iter().enumerate() {
-            if i > 0 {
+        .prop_map(|(parts, name, last_sep)| {
+            // seg0 sep0 seg1 sep1 … name, or sep name alone (a leading separator).
+            let mut s = String::new();
+            if parts.is_empty() && last_sep != "/" {
+                s.push_str(last_sep);
+            }
+            for (seg, sep) in &parts {
+                s.push_str(seg);
                 s.push_str(sep);
             }
-            s.push_str(seg);
-        }
-        s
-    })
+            s.push_str(name);
+            s
+        })
 }
 
 #[test]
 fn random_raw_paths_write_exactly_the_callers_canonical_file_or_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let kb = attacked_kb(dir.path(), "");
+    // In memory, for speed: a reopening re-reads the folder.
+    let toml = std::fs::read_to_string(kb.join("zhiku.toml")).unwrap();
+    let toml = toml.replace(
+        "vectors = \"file\"\nlexical = \"disk\"",
+        "vectors = \"memory\"\nlexical = \"ram\"",
+    );
+    assert!(toml.contains("\"memory\""));
+    std::fs::write(kb.join("zhiku.toml"), toml).unwrap();
     // Links inside the root: never written through.
     std::os::unix::fs::symlink(kb.join("beta"), kb.join("inner-link")).unwrap();
     std::os::unix::fs::symlink(kb.join(BETA_FILE), kb.join("alpha/file-link.md")).unwrap();
@@ -645,6 +673,11 @@ fn random_raw_paths_write_exactly_the_callers_canonical_file_or_nothing() {
             }
         }
     });
+    eprintln!(
+        "{} of {} generated paths were written",
+        written.get(),
+        n.get()
+    );
     assert!(
         written.get() > 0,
         "no generated path was valid: the property tested nothing"
