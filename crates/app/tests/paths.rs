@@ -518,6 +518,37 @@ fn when_the_manifest_cannot_be_saved_put_and_delete_change_nothing() {
     assert!(hits(&again, &alpha, "GIRAFFE").is_empty());
 }
 
+#[test]
+fn a_delete_never_removes_a_sidecar_another_document_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    // The operator gave two documents of two scopes one sidecar (`x.md` and `x.markdown`).
+    write(
+        &kb,
+        "shared/notes.md",
+        "---\nid: alpha-notes\nscope: alpha\n---\n# 笔记\n\nalpha 的笔记。\n",
+    );
+    write(
+        &kb,
+        "shared/notes.markdown",
+        "---\nid: beta-notes\nscope: beta\n---\n# 笔记\n\nbeta 的笔记。\n",
+    );
+    write(&kb, "shared/notes.metadata.yaml", "team: 共用\n");
+    let base = open_kb(&kb);
+    let (alpha, beta) = (caller("a", "alpha"), caller("b", "beta"));
+    base.delete_document(&alpha, "alpha-notes").unwrap();
+    assert!(!kb.join("shared/notes.md").exists());
+    assert!(kb.join("shared/notes.metadata.yaml").exists());
+    assert_eq!(
+        base.document(&beta, "beta-notes").unwrap().metadata["team"],
+        "共用"
+    );
+    // Its last reader gone, the sidecar goes with it.
+    base.delete_document(&beta, "beta-notes").unwrap();
+    assert!(!kb.join("shared/notes.metadata.yaml").exists());
+    assert_eq!(temp_files(dir.path()), Vec::<PathBuf>::new());
+}
+
 // ---- the property ----
 
 const SEGMENTS: &[&str] = &[
