@@ -153,6 +153,19 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
             });
             continue;
         }
+        if path
+            .strip_prefix(root)
+            .ok()
+            .and_then(Path::to_str)
+            .is_none()
+        {
+            // Its recorded path could not name it again (to re-read, replace or delete it).
+            loaded.skipped.push(Skipped {
+                path: relative(root, &path),
+                reason: "file name is not valid UTF-8".into(),
+            });
+            continue;
+        }
         if path.is_file() {
             files.push(path);
         }
