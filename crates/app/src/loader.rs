@@ -177,7 +177,10 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
     let mut duplicates: BTreeMap<DocId, Vec<String>> = BTreeMap::new();
     for path in files {
         let rel = relative(root, &path);
-        match load_path(&path, &rel, config) {
+        // The walk already judged every link on the way (pruned or followed): no re-check.
+        let loaded_doc = read_text(&path, config.max_file_bytes)
+            .and_then(|text| load_text(&path, &rel, &text, config));
+        match loaded_doc {
             Ok(doc) => {
                 if let Some(first) = owners.get(doc.id()) {
                     duplicates
