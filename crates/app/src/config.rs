@@ -83,6 +83,9 @@ pub struct Config {
     pub default_scope: String,
     /// Loader file size limit.
     pub max_file_bytes: u64,
+    /// Follow symbolic links whose target is inside the knowledge-base folder (links to outside
+    /// it are never followed).
+    pub follow_links_inside: bool,
     /// Evidence per search.
     pub k: usize,
     /// Candidates per route before fusion.
@@ -127,6 +130,7 @@ struct Layer {
     scopes: Option<Vec<String>>,
     default_scope: Option<String>,
     max_file_bytes: Option<u64>,
+    follow_links_inside: Option<bool>,
     k: Option<usize>,
     candidates: Option<usize>,
     embed_batch: Option<usize>,
@@ -206,6 +210,9 @@ fn env_layer(env: &dyn Fn(&str) -> Option<String>) -> Result<Layer> {
         default_scope: get("DEFAULT_SCOPE"),
         max_file_bytes: get("MAX_FILE_BYTES")
             .map(|v| parse("ZHIKU_MAX_FILE_BYTES", v))
+            .transpose()?,
+        follow_links_inside: get("FOLLOW_LINKS_INSIDE")
+            .map(|v| parse("ZHIKU_FOLLOW_LINKS_INSIDE", v))
             .transpose()?,
         k: get("K").map(|v| parse("ZHIKU_K", v)).transpose()?,
         candidates: get("CANDIDATES")
@@ -306,6 +313,7 @@ impl Config {
             scopes: pick!(scopes, vec!["default".to_string(), "public".to_string()]),
             default_scope: pick!(default_scope, "default".to_string()),
             max_file_bytes: pick!(max_file_bytes, 10 * 1024 * 1024),
+            follow_links_inside: pick!(follow_links_inside, false),
             k: pick!(k, 8),
             candidates: pick!(candidates, 50),
             embed_batch: pick!(embed_batch, 32),

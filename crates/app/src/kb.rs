@@ -14,11 +14,11 @@
 //! ingest runs at a time.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 use serde_json::Value;
 use zhiku_domain::chunker::chunk_document;
@@ -34,8 +34,9 @@ use crate::answer::{
 };
 use crate::beir::{load_beir, passage_document};
 use crate::loader::{LoaderConfig, Skipped, load_folder, load_text};
+use crate::paths::{Found, KbPath, PathError, sidecar_of};
 use crate::source::{CorpusSource, FolderSource};
-use crate::store::{Origin, Store, write_atomically};
+use crate::store::{Origin, Store};
 
 /// Who is calling, as established by the server (never by the request body).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +127,7 @@ pub fn loader_config(config: &crate::config::Config) -> Result<LoaderConfig> {
     Ok(LoaderConfig {
         max_file_bytes: config.max_file_bytes,
         default_scope: Scope::new(&config.default_scope)?,
+        follow_links_inside: config.follow_links_inside,
     })
 }
 
@@ -756,7 +758,26 @@ impl KnowledgeBase {
 
     /// Adds or replaces a document: writes its Markdown file into the knowledge-base folder and
     /// indexes it incrementally (only new chunks are embedded).
+    ///
+    /// The path is taken in its one canonical form ([`KbPath`]) and must be one the folder scan
+    /// sees (not ignored, not through a symbolic link). A document, path, file or sidecar the
+    /// caller cannot see is answered as not found, exactly as an unknown one. File, indexes and
+    /// manifest change together: when indexing or saving the manifest fails, the file and the
+    /// indexes are put back.
     pub fn put_document(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
+        let root = self.folder_root();
+        self.put_inner(caller, new)
+            .map_err(|e| without_paths(e, root.as_deref()))
+    }
+
+    fn folder_root(&self) -> Option<std::path::PathBuf> {
+        match &self.read().store.manifest.origin {
+            Some(Origin::Folder { root }) => Some(root.clone()),
+            _ => None,
+        }
+    }
+
+    fn put_inner(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
         if !caller.write {
             return Err(KbError::Forbidden(format!(
                 "{} may not write documents",
@@ -778,10 +799,16 @@ impl KnowledgeBase {
                 caller.name
             )));
         }
+        let requested = new
+            .path
+            .as_deref()
+            .map(KbPath::parse)
+            .transpose()
+            .map_err(path_error)?;
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
 
         // Plan and embed under the read lock: searches go on meanwhile.
-        let (root, rel, text, doc, prepared, previous_text) = {
+        let (root, rel, text, doc, prepared, previous) = {
             let inner = self.read();
             let store = &inner.store;
             let Some(Origin::Folder { root }) = &store.manifest.origin else {
@@ -790,41 +817,71 @@ impl KnowledgeBase {
                         .into(),
                 ));
             };
+            let visible =
+                |other: &DocId| inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope));
             let recorded = store.manifest.sources.get(&id).cloned();
             // Another scope's document, or one whose owner cannot be read now (its file is
-            // broken and its indexed version is kept): do not reveal it, do not touch it.
-            let owned = inner.docs.get(&id).is_some_and(|d| caller.sees(&d.scope));
-            if recorded.is_some() && !owned {
-                return Err(KbError::Conflict(format!(
-                    "the document id {id:?} cannot be used"
-                )));
+            // broken and its indexed version is kept): answered as an unknown one, untouched.
+            if recorded.is_some() && !visible(&id) {
+                return Err(no_document(&id));
             }
-            let rel = match (&new.path, &recorded) {
-                (Some(p), Some(r)) if p != r => {
+            let rel = match (&requested, &recorded) {
+                (Some(p), Some(r)) if p.as_str() != r => {
                     return Err(KbError::Conflict(format!(
                         "document {id:?} lives at {r}; it cannot move to {p}"
                     )));
                 }
-                (Some(p), _) => p.clone(),
-                (None, Some(r)) => r.clone(),
-                (None, None) => default_path(&id),
+                (Some(p), _) => p.as_str().to_string(),
+                (None, Some(r)) => {
+                    crate::paths::check_recorded(r).map_err(path_error)?;
+                    r.clone()
+                }
+                (None, None) => KbPath::parse(&default_path(&id))
+                    .map_err(path_error)?
+                    .as_str()
+                    .to_string(),
             };
-            check_relative_path(&rel)?;
-            if recorded.is_none()
-                && let Some((other, _)) = store.manifest.sources.iter().find(|(_, p)| **p == rel)
-            {
-                return Err(KbError::Conflict(format!(
-                    "{rel} already holds document {:?}",
-                    if inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope)) {
-                        other.as_str()
-                    } else {
-                        "(another scope's)"
-                    }
+            let mine = recorded.as_deref() == Some(rel.as_str());
+            if let Some(why) = crate::paths::scan_ignores(root, &rel) {
+                return Err(KbError::Invalid(format!(
+                    "path {rel:?} would not be seen by the folder scan ({why}); choose another path"
                 )));
             }
-            let text = render_markdown(&id, &scope, &new)?;
+            // The path, and the sidecar the loader would merge into it, belong to no document
+            // the caller cannot see.
+            let sidecar = sidecar_of(&rel);
+            for (other, p) in &store.manifest.sources {
+                if *other == id {
+                    continue;
+                }
+                if *p == rel && visible(other) {
+                    return Err(KbError::Conflict(format!(
+                        "{rel} already holds document {:?}",
+                        other.as_str()
+                    )));
+                }
+                if *p == rel || (sidecar_of(p) == sidecar && !visible(other)) {
+                    return Err(no_document_at(&rel));
+                }
+            }
+            let found = crate::paths::inspect(root, &rel).map_err(path_error)?;
+            let sidecar_found = crate::paths::inspect(root, &sidecar).map_err(path_error)?;
+            let config = loader_config(&store.config)?;
             let path = root.join(&rel);
-            let doc = load_text(&path, &rel, &text, &loader_config(&store.config)?)
+            // A file already there must be this caller's own document, as it reads now.
+            let previous = match found {
+                Found::Nothing => None,
+                Found::File if !mine => return Err(no_document_at(&rel)),
+                Found::File => match crate::loader::load_path(&path, &rel, &config) {
+                    Ok(d) if d.id() == &id && caller.sees(&d.attributes().scope) => Some(d),
+                    _ => return Err(no_document_at(&rel)),
+                },
+            };
+            if sidecar_found == Found::File && previous.is_none() {
+                return Err(no_document_at(&rel));
+            }
+            let text = render_markdown(&id, &scope, &new)?;
+            let doc = load_text(&path, &rel, &text, &config)
                 .map_err(|e| KbError::Invalid(format!("{e:#}")))?;
             if doc.id() != &id || doc.attributes().scope != scope {
                 return Err(KbError::Invalid(
@@ -832,7 +889,6 @@ impl KnowledgeBase {
                         .into(),
                 ));
             }
-            let previous_text = std::fs::read(&path).ok();
             let indexer = store.indexer()?;
             let prepared = indexer
                 .prepare(
@@ -842,17 +898,24 @@ impl KnowledgeBase {
                     &mut |_| {},
                 )
                 .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
-            (root.clone(), rel, text, doc, prepared, previous_text)
+            (root.clone(), rel, text, doc, prepared, previous)
         };
 
         // Write file, indexes and manifest under the write lock: searches wait briefly.
         let mut inner = self.write();
-        let path = root.join(&rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        write_atomically(&path, text.as_bytes())?;
+        let previous_bytes = match &previous {
+            Some(_) => Some(
+                std::fs::read(root.join(&rel))
+                    .map_err(|e| KbError::Internal(anyhow!("cannot read {rel}: {}", e.kind())))?,
+            ),
+            None => None,
+        };
+        crate::paths::write_file(&root, &rel, text.as_bytes()).map_err(path_error)?;
+        let put_back = || match &previous_bytes {
+            Some(old) => crate::paths::write_file(&root, &rel, old).map_err(|e| anyhow!(e)),
+            None => std::fs::remove_file(root.join(&rel))
+                .map_err(|e| anyhow!("cannot remove {rel}: {}", e.kind())),
+        };
         let applied = {
             let indexer = inner.store.indexer()?;
             indexer.apply(prepared)
@@ -860,14 +923,11 @@ impl KnowledgeBase {
         let (catalog, report) = match applied {
             Ok(done) => done,
             Err(e) => {
-                // Put the file back as it was; the indexes are rewritten by the next refresh.
-                match &previous_text {
-                    Some(old) => {
-                        let _ = write_atomically(&path, old);
-                    }
-                    None => {
-                        let _ = std::fs::remove_file(&path);
-                    }
+                // Put the file back as it was, and the indexes as far as they changed.
+                let _ = put_back();
+                let before = inner.store.manifest.catalog.clone();
+                if let Ok(c) = reindex(&inner.store, &before, &id, previous.clone()) {
+                    inner.store.manifest.catalog = c;
                 }
                 return Err(KbError::Unavailable(format!("cannot index: {e}")));
             }
@@ -877,9 +937,21 @@ impl KnowledgeBase {
             .get(&id)
             .map(|e| e.chunk_ids.iter().map(|c| c.to_string()).collect())
             .unwrap_or_default();
-        inner.store.manifest.catalog = catalog;
-        inner.store.manifest.sources.insert(id.clone(), rel.clone());
-        inner.store.save_manifest()?;
+        let before = std::mem::replace(&mut inner.store.manifest.catalog, catalog.clone());
+        let before_source = inner.store.manifest.sources.insert(id.clone(), rel.clone());
+        if let Err(e) = inner.store.save_manifest() {
+            // The manifest on disk still says the old state: put file and indexes back to it.
+            match before_source {
+                Some(r) => inner.store.manifest.sources.insert(id.clone(), r),
+                None => inner.store.manifest.sources.remove(&id),
+            };
+            let _ = put_back();
+            inner.store.manifest.catalog =
+                reindex(&inner.store, &catalog, &id, previous).unwrap_or(before);
+            return Err(KbError::Internal(anyhow!(
+                "cannot save the manifest; nothing was changed: {e:#}"
+            )));
+        }
         inner.docs.insert(id.clone(), DocInfo::of(&doc));
         Ok(Ingested {
             doc_id: id.to_string(),
@@ -890,8 +962,16 @@ impl KnowledgeBase {
         })
     }
 
-    /// Removes a document from both indexes and deletes its file.
+    /// Removes a document from both indexes and deletes its file (and its sidecar, unless
+    /// another document shares it). File, indexes and manifest change together: the file is
+    /// first moved aside, and put back if the indexes or the manifest cannot be changed.
     pub fn delete_document(&self, caller: &Caller, id: &str) -> Result<IndexReport, KbError> {
+        let root = self.folder_root();
+        self.delete_inner(caller, id)
+            .map_err(|e| without_paths(e, root.as_deref()))
+    }
+
+    fn delete_inner(&self, caller: &Caller, id: &str) -> Result<IndexReport, KbError> {
         if !caller.write {
             return Err(KbError::Forbidden(format!(
                 "{} may not delete documents",
@@ -907,28 +987,77 @@ impl KnowledgeBase {
                     .into(),
             ));
         };
-        let (catalog, report) = {
-            let store = &inner.store;
-            let indexer = store.indexer()?;
-            indexer
-                .remove(&store.manifest.catalog, std::slice::from_ref(&info.id))
-                .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))?
-        };
-        if let Some(rel) = inner.store.manifest.sources.remove(&info.id) {
-            let path = root.join(&rel);
-            std::fs::remove_file(&path)
-                .or_else(|e| {
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        Ok(())
-                    } else {
-                        Err(e)
+        let cannot = |e: PathError| KbError::Conflict(format!("cannot delete: {e}"));
+        let rel = inner.store.manifest.sources.get(&info.id).cloned();
+        // Move the file (and a sidecar no other document uses) aside before any index changes.
+        let mut moved = Vec::new();
+        let mut current = None;
+        if let Some(rel) = &rel {
+            crate::paths::check_recorded(rel).map_err(cannot)?;
+            current = crate::loader::load_path(
+                &root.join(rel),
+                rel,
+                &loader_config(&inner.store.config)?,
+            )
+            .ok();
+            moved.extend(crate::paths::move_aside(&root, rel).map_err(cannot)?);
+            let sidecar = sidecar_of(rel);
+            let shared = inner
+                .store
+                .manifest
+                .sources
+                .iter()
+                .any(|(other, p)| *other != info.id && sidecar_of(p) == sidecar);
+            if !shared {
+                match crate::paths::move_aside(&root, &sidecar) {
+                    Ok(m) => moved.extend(m),
+                    Err(e) => {
+                        put_all_back(moved);
+                        return Err(cannot(e));
                     }
-                })
-                .with_context(|| format!("cannot delete {}", path.display()))?;
-            let _ = std::fs::remove_file(path.with_extension("metadata.yaml"));
+                }
+            }
         }
-        inner.store.manifest.catalog = catalog;
-        inner.store.save_manifest()?;
+        let before = inner.store.manifest.catalog.clone();
+        let removed = {
+            let store = &inner.store;
+            store
+                .indexer()
+                .map_err(KbError::Internal)
+                .and_then(|indexer| {
+                    indexer
+                        .remove(&before, std::slice::from_ref(&info.id))
+                        .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
+                })
+        };
+        let (catalog, report) = match removed {
+            Ok(done) => done,
+            Err(e) => {
+                // Put the file back and re-index it where a route already dropped it.
+                put_all_back(moved);
+                if let Ok(c) = reindex(&inner.store, &before, &info.id, current) {
+                    inner.store.manifest.catalog = c;
+                }
+                return Err(e);
+            }
+        };
+        let source = inner.store.manifest.sources.remove(&info.id);
+        inner.store.manifest.catalog = catalog.clone();
+        if let Err(e) = inner.store.save_manifest() {
+            put_all_back(moved);
+            if let Some(rel) = source {
+                inner.store.manifest.sources.insert(info.id.clone(), rel);
+            }
+            inner.store.manifest.catalog =
+                reindex(&inner.store, &catalog, &info.id, current).unwrap_or(before);
+            return Err(KbError::Internal(anyhow!(
+                "cannot save the manifest; nothing was deleted: {e:#}"
+            )));
+        }
+        for m in moved {
+            // A leftover is a hidden file, which the folder scan never reads.
+            let _ = m.discard();
+        }
         inner.docs.remove(&info.id);
         Ok(report)
     }
@@ -1003,6 +1132,7 @@ fn default_path(id: &DocId) -> String {
             }
         })
         .collect();
+    let name: String = unicode_normalization::UnicodeNormalization::nfc(name.as_str()).collect();
     let name = name.trim_start_matches('.');
     if name.ends_with(".md") {
         format!("api/{name}")
@@ -1011,31 +1141,83 @@ fn default_path(id: &DocId) -> String {
     }
 }
 
-/// A path inside the knowledge base: relative, no `..`, not hidden, a Markdown or text file.
-fn check_relative_path(rel: &str) -> Result<(), KbError> {
-    let path = Path::new(rel);
-    let bad = |why: &str| Err(KbError::Invalid(format!("path {rel:?} {why}")));
-    if rel.is_empty() || path.is_absolute() || rel.contains('\\') {
-        return bad("must be relative, with / separators");
+/// "Not found" for a document ID, the same words for an unknown one and for one the caller
+/// may not see.
+fn no_document(id: &DocId) -> KbError {
+    KbError::NotFound(format!("no document {:?}", id.as_str()))
+}
+
+/// "Not found" for a path whose file or sidecar is not the caller's document.
+fn no_document_at(rel: &str) -> KbError {
+    KbError::NotFound(format!("no document of yours at {rel:?}"))
+}
+
+fn path_error(e: PathError) -> KbError {
+    match e {
+        PathError::Invalid(m) => KbError::Invalid(m),
+        PathError::Io(m) => KbError::Internal(anyhow!(m)),
     }
-    for c in path.components() {
-        match c {
-            Component::Normal(part) => {
-                if part.to_string_lossy().starts_with('.') {
-                    return bad("must not name a hidden file or folder");
-                }
-            }
-            _ => return bad("must not contain `.`, `..` or a root"),
+}
+
+fn put_all_back(moved: Vec<crate::paths::MovedAside>) {
+    for m in moved.into_iter().rev() {
+        let _ = m.restore();
+    }
+}
+
+/// Puts document `id` back in both indexes as `doc` (or out of them when there is none),
+/// whatever a failed or unrecorded change left there: every chunk of the document is removed
+/// from both indexes, then `doc` is indexed again. `catalog` is the state to start from; the
+/// result is the catalog that matches the indexes.
+fn reindex(
+    store: &Store,
+    catalog: &zhiku_domain::usecases::Catalog,
+    id: &DocId,
+    doc: Option<Document>,
+) -> Result<zhiku_domain::usecases::Catalog> {
+    let indexer = store.indexer()?;
+    let mut start = catalog.clone();
+    // `remove` acts on the documents the catalog lists: list this one whatever it held.
+    start
+        .docs
+        .entry(id.clone())
+        .or_insert_with(|| zhiku_domain::usecases::CatalogEntry {
+            revision: zhiku_domain::Revision::of_content(""),
+            fingerprint: String::new(),
+            chunk_ids: Vec::new(),
+        });
+    let (cleared, _) = indexer.remove(&start, std::slice::from_ref(id))?;
+    Ok(match doc {
+        Some(doc) => {
+            indexer
+                .run(&cleared, [doc], SyncMode::Partial, &mut |_| {})?
+                .0
         }
+        None => cleared,
+    })
+}
+
+/// A message never shows the server's absolute path of the knowledge base.
+fn without_paths(e: KbError, root: Option<&Path>) -> KbError {
+    let Some(root) = root else { return e };
+    let mut roots = vec![root.display().to_string()];
+    if let Ok(real) = root.canonicalize() {
+        roots.push(real.display().to_string());
     }
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    if !matches!(ext.as_deref(), Some("md" | "markdown")) {
-        return bad("must end in .md or .markdown");
+    let scrub = |m: String| {
+        roots
+            .iter()
+            .filter(|r| r.len() > 1)
+            .fold(m, |m, r| m.replace(r.as_str(), "<kb>"))
+    };
+    match e {
+        KbError::Invalid(m) => KbError::Invalid(scrub(m)),
+        KbError::Forbidden(m) => KbError::Forbidden(scrub(m)),
+        KbError::NotFound(m) => KbError::NotFound(scrub(m)),
+        KbError::Conflict(m) => KbError::Conflict(scrub(m)),
+        KbError::Unavailable(m) => KbError::Unavailable(scrub(m)),
+        KbError::Internal(e) => KbError::Internal(anyhow!(scrub(format!("{e:#}")))),
     }
-    Ok(())
 }
 
 /// The Markdown file of a document: YAML front matter with its attributes, then the body.
@@ -1081,10 +1263,10 @@ mod tests {
             "x.txt",
             "x",
         ] {
-            assert!(check_relative_path(bad).is_err(), "{bad}");
+            assert!(KbPath::parse(bad).is_err(), "{bad}");
         }
         for good in ["x.md", "a/b/c.markdown", "指南/安装.md"] {
-            assert!(check_relative_path(good).is_ok(), "{good}");
+            assert!(KbPath::parse(good).is_ok(), "{good}");
         }
         assert_eq!(
             default_path(&DocId::new("team/a b").unwrap()),

@@ -9,6 +9,7 @@ pub mod eval;
 pub mod kb;
 pub mod loader;
 pub mod mcp;
+pub mod paths;
 pub mod qdrant;
 pub mod serve;
 pub mod source;

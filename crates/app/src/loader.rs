@@ -10,9 +10,16 @@
 //! Bad input never stops the load: each file that is not UTF-8, is binary, exceeds the size
 //! limit, has malformed front matter or is a broken symlink is reported with its path and reason,
 //! and every other document is still loaded.
+//!
+//! Symbolic links never cross the knowledge-base root: a link (to a file or a folder, the file
+//! itself or any folder above it) whose target lies outside the root is skipped with that reason,
+//! at scan time and whenever a file is re-read. Links inside the root are followed only with
+//! [`LoaderConfig::follow_links_inside`] (`follow_links_inside = true` in `zhiku.toml`; off by
+//! default), otherwise skipped with that reason too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -25,13 +32,20 @@ pub struct LoaderConfig {
     pub max_file_bytes: u64,
     /// Scope of documents that do not declare one.
     pub default_scope: Scope,
+    /// Follow symbolic links whose target lies inside the knowledge-base root (links to
+    /// outside it are never followed).
+    pub follow_links_inside: bool,
 }
+
+/// The ignore file of zhiku's own, beside `.gitignore` and `.ignore`.
+pub const CUSTOM_IGNORE: &str = ".zhikuignore";
 
 impl Default for LoaderConfig {
     fn default() -> Self {
         Self {
             max_file_bytes: 10 * 1024 * 1024,
             default_scope: Scope::default_scope(),
+            follow_links_inside: false,
         }
     }
 }
@@ -70,6 +84,41 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
     }
     let mut files: Vec<PathBuf> = Vec::new();
     let mut loaded = Loaded::default();
+    let real_root = root
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", root.display()))?;
+    // Links are judged before the walker follows them: one pointing outside the root (or any
+    // link, unless inside links are followed) is pruned and reported.
+    let pruned: Arc<Mutex<Vec<Skipped>>> = Arc::default();
+    let filter = {
+        let (root, real_root, pruned) = (root.to_path_buf(), real_root.clone(), pruned.clone());
+        let follow = config.follow_links_inside;
+        move |e: &ignore::DirEntry| {
+            if !e.path_is_symlink() {
+                return true;
+            }
+            let Ok(target) = e.path().canonicalize() else {
+                return true; // broken: reported below when it looks like a document
+            };
+            let reason = if !target.starts_with(&real_root) {
+                "symbolic link to outside the knowledge base: not followed"
+            } else if !follow {
+                "symbolic link: not followed (set follow_links_inside = true to follow links inside the knowledge base)"
+            } else {
+                return true;
+            };
+            if target.is_dir() || is_document(e.path()) {
+                pruned
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Skipped {
+                        path: relative(&root, e.path()),
+                        reason: reason.into(),
+                    });
+            }
+            false
+        }
+    };
     let walker = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
@@ -77,8 +126,9 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
         .git_global(false)
         .require_git(false)
         .parents(false)
-        .follow_links(false)
-        .add_custom_ignore_filename(".zhikuignore")
+        .follow_links(config.follow_links_inside)
+        .add_custom_ignore_filename(CUSTOM_IGNORE)
+        .filter_entry(filter)
         .sort_by_file_path(|a, b| a.cmp(b))
         .build();
     for entry in walker {
@@ -93,14 +143,7 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
             }
         };
         let path = entry.path().to_path_buf();
-        let is_doc = matches!(
-            path.extension()
-                .and_then(|e| e.to_str())
-                .map(str::to_ascii_lowercase)
-                .as_deref(),
-            Some("md" | "markdown" | "txt")
-        );
-        if !is_doc {
+        if !is_document(&path) {
             continue;
         }
         if entry.path_is_symlink() && std::fs::metadata(&path).is_err() {
@@ -110,15 +153,34 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
             });
             continue;
         }
+        if path
+            .strip_prefix(root)
+            .ok()
+            .and_then(Path::to_str)
+            .is_none()
+        {
+            // Its recorded path could not name it again (to re-read, replace or delete it).
+            loaded.skipped.push(Skipped {
+                path: relative(root, &path),
+                reason: "file name is not valid UTF-8".into(),
+            });
+            continue;
+        }
         if path.is_file() {
             files.push(path);
         }
     }
+    loaded.skipped.extend(std::mem::take(
+        &mut *pruned.lock().unwrap_or_else(|p| p.into_inner()),
+    ));
     let mut owners: BTreeMap<DocId, String> = BTreeMap::new();
     let mut duplicates: BTreeMap<DocId, Vec<String>> = BTreeMap::new();
     for path in files {
         let rel = relative(root, &path);
-        match load_path(&path, &rel, config) {
+        // The walk already judged every link on the way (pruned or followed): no re-check.
+        let loaded_doc = read_text(&path, config.max_file_bytes)
+            .and_then(|text| load_text(&path, &rel, &text, config));
+        match loaded_doc {
             Ok(doc) => {
                 if let Some(first) = owners.get(doc.id()) {
                     duplicates
@@ -151,6 +213,59 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
     }
     loaded.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(loaded)
+}
+
+fn is_document(path: &Path) -> bool {
+    matches!(
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("md" | "markdown" | "txt")
+    )
+}
+
+/// The root `path` lies under, given its `rel`ative path.
+fn root_of<'a>(path: &'a Path, rel: &str) -> &'a Path {
+    let mut root = path;
+    for _ in rel.split('/') {
+        root = root.parent().unwrap_or(root);
+    }
+    root
+}
+
+/// Refuses a file reached through a symbolic link (the file itself or a folder above it, up to
+/// the root) whose target is outside the root, or any link unless inside links are followed.
+fn check_links(path: &Path, rel: &str, config: &LoaderConfig) -> Result<()> {
+    let root = root_of(path, rel);
+    let mut p = root.to_path_buf();
+    let mut shown = String::new();
+    for seg in rel.split('/') {
+        p.push(seg);
+        if !shown.is_empty() {
+            shown.push('/');
+        }
+        shown.push_str(seg);
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            return Ok(()); // missing: reading it reports that
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        let Ok(target) = p.canonicalize() else {
+            bail!("broken symlink ({shown})");
+        };
+        let real_root = root.canonicalize().context("cannot resolve the root")?;
+        if !target.starts_with(&real_root) {
+            bail!("{shown} is a symbolic link to outside the knowledge base: not followed");
+        }
+        if !config.follow_links_inside {
+            bail!(
+                "{shown} is a symbolic link: not followed (set follow_links_inside = true to follow links inside the knowledge base)"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Reads a file as UTF-8 text within the size limit, refusing binary content.
@@ -223,6 +338,7 @@ fn string_key(meta: &BTreeMap<String, serde_json::Value>, key: &str) -> Result<O
 
 /// Loads one file (`rel` is its path relative to the knowledge-base root).
 pub fn load_path(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
+    check_links(path, rel, config)?;
     let text = read_text(path, config.max_file_bytes)?;
     load_text(path, rel, &text, config)
 }
@@ -248,9 +364,14 @@ pub fn load_text(path: &Path, rel: &str, text: &str, config: &LoaderConfig) -> R
     };
     let mut meta: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let sidecar = path.with_extension("metadata.yaml");
+    if std::fs::symlink_metadata(&sidecar).is_ok() {
+        let sidecar_rel = crate::paths::sidecar_of(rel);
+        check_links(&sidecar, &sidecar_rel, config)
+            .with_context(|| format!("sidecar {sidecar_rel}"))?;
+    }
     if sidecar.is_file() {
         let yaml = read_text(&sidecar, config.max_file_bytes)
-            .with_context(|| format!("sidecar {}", sidecar.display()))?;
+            .with_context(|| format!("sidecar {}", crate::paths::sidecar_of(rel)))?;
         meta.extend(parse_yaml(&yaml, "sidecar metadata")?);
     }
     if let Some(yaml) = front {

@@ -218,13 +218,18 @@ fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
 /// Writes `contents` to `path` atomically: temporary file, fsync, rename, fsync of the folder.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    {
+    let written = (|| {
         let mut file = std::fs::File::create(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
         file.write_all(contents)?;
         file.sync_all()?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+    })();
+    if written.is_err() {
+        // Never leave the temporary file behind.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
+    written?;
     if let Some(parent) = path.parent()
         && let Ok(dir) = std::fs::File::open(parent)
     {

@@ -219,7 +219,9 @@ fn a_token_for_one_scope_never_sees_another() {
         Some("tok-a"),
         Some(&hijack),
     );
-    assert_eq!(r.status, 409, "{}", r.text);
+    // Answered exactly as an unknown document would be: nothing tells it exists.
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(r.body["error"]["message"], "no document \"beta-returns\"");
     assert!(!r.text.contains("beta/returns.md"));
     let beta_file = std::fs::read_to_string(kb.join("beta/returns.md")).unwrap();
     assert!(beta_file.contains("蓝鲸"), "beta's file was not touched");
@@ -264,7 +266,7 @@ fn a_document_whose_file_is_broken_cannot_be_taken_over() {
         Some("tok-a"),
         Some(&hijack),
     );
-    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(r.status, 404, "{}", r.text);
     assert_eq!(
         std::fs::read_to_string(kb.join("beta/returns.md")).unwrap(),
         broken
