@@ -6,13 +6,12 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Server, call, post_raw, sse, two_scope_kb};
+use support::{Server, call, hanging_generator_kb, post_raw, sse, two_scope_kb};
 
 fn docs_of(reply: &Value) -> BTreeSet<String> {
     reply["hits"]
@@ -572,28 +571,10 @@ fn ask_streams_each_stage_then_the_answer() {
     assert_eq!(r.status, 400);
 }
 
-/// Accepts connections and never answers: a generator that hangs.
-fn hanging_server() -> (u16, std::thread::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for conn in listener.incoming().take(4) {
-            held.push(conn);
-        }
-        std::thread::sleep(Duration::from_secs(30));
-    });
-    (port, handle)
-}
-
 #[test]
 fn slow_work_hits_the_deadline_and_overload_is_refused() {
-    let (port, _hang) = hanging_server();
     let dir = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\n"
-    );
-    let kb = two_scope_kb(dir.path(), &extra, "timeout_ms = 700\nmax_concurrent = 1\n");
+    let (kb, _hang) = hanging_generator_kb(dir.path(), "timeout_ms = 700\nmax_concurrent = 1\n");
     let s = Server::start(&kb, &[]);
     let started = Instant::now();
     let r = call(

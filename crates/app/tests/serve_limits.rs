@@ -13,7 +13,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Server, call, hanging_server, two_scope_kb};
+use support::{Server, call, hanging_generator_kb, two_scope_kb};
 
 /// Short connection timeouts for the tests.
 const QUICK: &str = "header_timeout_ms = 1000\nidle_timeout_ms = 1000\nbody_timeout_ms = 1000\n";
@@ -39,21 +39,10 @@ fn status_of(response: &str) -> Option<u16> {
     response.split(' ').nth(1)?.parse().ok()
 }
 
-/// This process's soft limit on open files (Linux).
-fn own_file_limit() -> Option<usize> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    line["Max open files".len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 #[test]
 fn idle_sockets_do_not_starve_health_under_a_small_file_limit() {
     // 300 sockets here, beside the other tests' files.
-    if own_file_limit().is_some_and(|n| n < 600) {
+    if zhiku_app::serve::conn::open_file_limit().is_some_and(|n| n < 600) {
         eprintln!(
             "SKIPPED idle_sockets_do_not_starve_health_under_a_small_file_limit: this process may open fewer than 600 files (ulimit -n)"
         );
@@ -234,16 +223,8 @@ impl Mcp {
 
 #[test]
 fn mcp_tool_calls_go_through_the_same_admission_gate_and_deadline() {
-    let (port, _hang) = hanging_server(4);
     let dir = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\n"
-    );
-    let kb = two_scope_kb(
-        dir.path(),
-        &extra,
-        "timeout_ms = 1500\nmax_concurrent = 1\n",
-    );
+    let (kb, _hang) = hanging_generator_kb(dir.path(), "timeout_ms = 1500\nmax_concurrent = 1\n");
     let s = Server::start(&kb, &[]);
     const CALLS: usize = 12;
     let clients: Vec<Mcp> = (0..CALLS)
@@ -368,16 +349,8 @@ fn a_foreign_host_is_refused_on_every_route_but_health() {
 
 #[test]
 fn a_streamed_ask_is_refused_with_503_under_overload() {
-    let (port, _hang) = hanging_server(4);
     let dir = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\n"
-    );
-    let kb = two_scope_kb(
-        dir.path(),
-        &extra,
-        "timeout_ms = 1000\nmax_concurrent = 1\n",
-    );
+    let (kb, _hang) = hanging_generator_kb(dir.path(), "timeout_ms = 1000\nmax_concurrent = 1\n");
     let s = Server::start(&kb, &[]);
     // The hung generator takes the only worker (for longer than the request's deadline).
     let r = call(

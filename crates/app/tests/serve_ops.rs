@@ -9,7 +9,7 @@ use std::net::{TcpListener, UdpSocket};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Server, call, start_logged, two_scope_kb};
+use support::{Server, call, hanging_generator_kb, start_logged, two_scope_kb};
 
 /// A request with extra headers: (status, `X-Request-Id` of the response, body text).
 fn request(
@@ -734,11 +734,6 @@ fn closed_port() -> u16 {
 }
 
 /// Accepts connections and never answers (a generator that hangs).
-fn hanging_port() -> (u16, TcpListener) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    (listener.local_addr().unwrap().port(), listener)
-}
-
 #[test]
 fn metrics_count_backend_errors_and_admission_rejections() {
     // A generator that refuses connections: each ask is one generator error, a 503 that is not
@@ -776,12 +771,8 @@ fn metrics_count_backend_errors_and_admission_rejections() {
     drop(s);
 
     // A generator that hangs past the deadline holds the only worker: 504, then 503 busy.
-    let (port, _hang) = hanging_port();
     let dir = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\n"
-    );
-    let kb = two_scope_kb(dir.path(), &extra, "timeout_ms = 500\nmax_concurrent = 1\n");
+    let (kb, _hang) = hanging_generator_kb(dir.path(), "timeout_ms = 500\nmax_concurrent = 1\n");
     let s = Server::start(&kb, &[]);
     let r = call("POST", &s.url("/v1/ask"), Some("tok-a"), Some(&ask));
     assert_eq!(r.status, 504, "{}", r.text);

@@ -83,8 +83,8 @@ impl Limits {
     }
 }
 
-/// The soft limit on open files (Linux: `/proc/self/limits`).
-fn open_file_limit() -> Option<usize> {
+/// This process's soft limit on open files (Linux: `/proc/self/limits`).
+pub fn open_file_limit() -> Option<usize> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
     line["Max open files".len()..]
