@@ -1098,7 +1098,7 @@ fn cmd_status(ctx: &Ctx, json: bool) -> Result<ExitCode> {
 fn cmd_verify(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
     let kb = ctx.global.kb.clone();
     let mut notice = None;
-    let store = if read_only {
+    let mut store = if read_only {
         ctx.open_read_only(kb.as_deref())?
     } else {
         match ctx.open(kb.as_deref(), Purpose::Read, false) {
@@ -1112,16 +1112,28 @@ fn cmd_verify(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
             Err(e) => return Err(e),
         }
     };
-    let mut problems = store.problems()?;
-    // Files a writer running now has not committed yet are its work in progress, not damage.
-    let writer = if store.holds_lock() {
-        None
-    } else {
-        StoreLock::holder(&store.dir)
-    };
-    let in_progress = match &writer {
-        Some(_) => std::mem::take(&mut problems.stray_files),
-        None => Vec::new(),
+    let mut attempt = 0u64;
+    let (problems, writer, in_progress) = loop {
+        let mut problems = store.problems()?;
+        // Files a writer running now has not committed yet are its work in progress, not damage.
+        let writer = if store.holds_lock() {
+            None
+        } else {
+            StoreLock::holder(&store.dir)
+        };
+        let in_progress = match &writer {
+            Some(_) => std::mem::take(&mut problems.stray_files),
+            None => Vec::new(),
+        };
+        // Beside a running writer, manifest and indexes were read one after the other and may
+        // straddle one of its writes (indexes commit, then the manifest is renamed): look again
+        // at a later committed state before reporting a difference.
+        if problems.is_empty() || writer.is_none() || attempt >= 5 {
+            break (problems, writer, in_progress);
+        }
+        attempt += 1;
+        std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+        store = ctx.open_read_only(kb.as_deref())?;
     };
     if json {
         println!(
