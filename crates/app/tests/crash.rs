@@ -689,3 +689,46 @@ fn read_only_commands_work_on_a_read_only_store_and_a_write_says_what_is_read_on
     let out = run(&kb, &["verify"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn verify_reports_a_killed_writers_stray_files_and_the_writing_open_removes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(tmp.path(), "", "");
+    let out = run(&kb, &["index"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lexical = kb.join(".zhiku/lexical");
+    // A delete bitset of a commit that never landed (its opstamp is past the committed one).
+    let segment = std::fs::read_dir(&lexical)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".idx"))
+        .expect("a committed segment");
+    let stray = format!("{}.999999.del", &segment[..32]);
+    std::fs::write(lexical.join(&stray), b"left by a killed writer").unwrap();
+
+    let out = run(&kb, &["verify", "--read-only"]);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("lexical/{stray} is not referenced")),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        lexical.join(&stray).exists(),
+        "a read-only check touches nothing"
+    );
+
+    let out = run(&kb, &["verify"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "repaired on open: 1 stray lexical-index files removed ({stray})"
+        )),
+        "{}",
+        text(&out)
+    );
+    assert!(!lexical.join(&stray).exists());
+    let out = run(&kb, &["verify", "--read-only"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
