@@ -154,3 +154,123 @@ fn title_matches_count_and_the_title_boost_applies() {
         "{none:?}"
     );
 }
+
+fn file_names(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The second run of an indexer: replaces document `a` (a delete in the committed segment, so
+/// the commit writes that segment's `<segment>.<opstamp>.del`) and commits.
+fn second_run(index: &TantivyLexicalIndex) -> Result<(), IndexError> {
+    index.delete_document(&zhiku_domain::DocId::new("a").unwrap())?;
+    index.upsert(&[Spec::new("a", "s", "持久化 second run").chunk()])?;
+    index.commit()
+}
+
+#[test]
+fn a_writer_killed_before_its_commit_landed_does_not_wedge_the_next_one() {
+    // The live index runs both runs; the crashed copy has every file of the second run's commit
+    // but the old meta.json: the state a kill -9 between writing the files and replacing
+    // meta.json leaves behind.
+    let live = tempfile::tempdir().unwrap();
+    let crashed = tempfile::tempdir().unwrap();
+    {
+        let index =
+            TantivyLexicalIndex::open_or_create(live.path(), LexicalConfig::default()).unwrap();
+        index
+            .upsert(&[
+                Spec::new("a", "s", "持久化 first run").chunk(),
+                Spec::new("b", "s", "持久化 kept").chunk(),
+            ])
+            .unwrap();
+        index.commit().unwrap();
+    }
+    for name in file_names(live.path()) {
+        if !name.starts_with(".tantivy") {
+            std::fs::copy(live.path().join(&name), crashed.path().join(&name)).unwrap();
+        }
+    }
+    let before = file_names(crashed.path());
+    {
+        let index =
+            TantivyLexicalIndex::open_or_create(live.path(), LexicalConfig::default()).unwrap();
+        second_run(&index).unwrap();
+    }
+    let mut left = Vec::new();
+    for name in file_names(live.path()) {
+        let new_file =
+            name != "meta.json" && !name.starts_with(".tantivy") && !before.contains(&name);
+        if new_file || name == ".managed.json" {
+            std::fs::copy(live.path().join(&name), crashed.path().join(&name)).unwrap();
+            left.push(name);
+        }
+    }
+    assert!(
+        left.iter().any(|n| n.ends_with(".del")),
+        "the second run wrote a delete bitset: {left:?}"
+    );
+
+    // A read-only look reports the stray files without touching them.
+    let strays = TantivyLexicalIndex::stray_files(crashed.path()).unwrap();
+    assert!(strays.iter().any(|n| n.ends_with(".del")), "{strays:?}");
+    assert!(!strays.contains(&"meta.json".to_string()));
+    assert_eq!(
+        TantivyLexicalIndex::stray_files(crashed.path()).unwrap(),
+        strays
+    );
+
+    // The same run again on the crashed copy: it replays to the same opstamp and writes the same
+    // file names. Before the stray files were swept, its commit failed with FileAlreadyExists.
+    let index =
+        TantivyLexicalIndex::open_or_create(crashed.path(), LexicalConfig::default()).unwrap();
+    assert_eq!(index.swept_files(), strays.as_slice());
+    second_run(&index).unwrap();
+    let hits = index.search("持久化", 10, &scope()).unwrap();
+    let mut docs: Vec<String> = hits.iter().map(|h| h.chunk.content().to_string()).collect();
+    docs.sort();
+    assert_eq!(docs, ["持久化 kept", "持久化 second run"]);
+    assert!(
+        TantivyLexicalIndex::stray_files(crashed.path())
+            .unwrap()
+            .is_empty()
+    );
+    // Every file the committed state references is still there: a fresh open reads it all.
+    drop(index);
+    let reopened =
+        TantivyLexicalIndex::open_read_only(crashed.path(), LexicalConfig::default()).unwrap();
+    assert_eq!(reopened.count().unwrap(), 2);
+}
+
+#[test]
+fn a_read_only_open_reads_the_last_commit_beside_a_writer_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+    writer
+        .upsert(&[Spec::new("a", "s", "持久化 committed").chunk()])
+        .unwrap();
+    writer.commit().unwrap();
+    writer
+        .upsert(&[Spec::new("b", "s", "持久化 in progress").chunk()])
+        .unwrap();
+    // The writer holds tantivy's writer lock; a second writer is refused, a reader is not.
+    assert!(TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).is_err());
+    let reader = TantivyLexicalIndex::open_read_only(dir.path(), LexicalConfig::default()).unwrap();
+    assert!(reader.is_read_only());
+    let hits = reader.search("持久化", 10, &scope()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].chunk.doc_id().as_str(), "a");
+    let err = reader
+        .upsert(&[Spec::new("c", "s", "x").chunk()])
+        .unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+    assert!(reader.commit().is_err());
+    // Nothing was created by the read-only open of a folder without an index.
+    let empty = tempfile::tempdir().unwrap();
+    let missing = empty.path().join("lexical");
+    let none = TantivyLexicalIndex::open_read_only(&missing, LexicalConfig::default()).unwrap();
+    assert_eq!(none.count().unwrap(), 0);
+    assert!(!missing.exists());
+}

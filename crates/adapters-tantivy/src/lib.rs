@@ -9,14 +9,27 @@
 //!   atomically, so a crash mid-write leaves the previous commit readable.
 //! - The analyzer identity is stored in the commit payload; opening an index built with another
 //!   analyzer is [`IndexError::ConfigMismatch`].
+//! - A writer killed mid-commit leaves segment files that the committed `meta.json` does not
+//!   reference. Their names are deterministic (`<segment>.<opstamp>.del`), so the next writer,
+//!   replaying the same operations, would collide with them (`FileAlreadyExists`). Tantivy's own
+//!   garbage collection runs only after a successful commit, which that collision prevents; so
+//!   [`TantivyLexicalIndex::open_or_create`] removes every unreferenced segment file before the
+//!   first write ([`TantivyLexicalIndex::swept_files`] lists them).
+//! - [`TantivyLexicalIndex::open_read_only`] opens the last committed state without a writer:
+//!   it works beside another process that writes, and on a folder that cannot be written.
 
 mod analyzer;
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    Directory, DirectoryLock, FileHandle, Lock, META_LOCK, MmapDirectory, WatchCallback,
+    WatchHandle, WritePtr,
+};
 use tantivy::index::SegmentId;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -115,7 +128,10 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> IndexError {
 pub struct TantivyLexicalIndex {
     index: Index,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// `None` when opened read-only.
+    writer: Option<Mutex<IndexWriter>>,
+    /// Unreferenced segment files removed before the writer was created.
+    swept: Vec<String>,
     fields: Fields,
     config: LexicalConfig,
     persistent: bool,
@@ -142,56 +158,87 @@ impl TantivyLexicalIndex {
             .settings(index_settings())
             .create_in_ram()
             .map_err(backend)?;
-        let this = Self::wrap(index, fields, config, false)?;
+        let this = Self::wrap(index, fields, config, false, true)?;
         this.commit_payload()?;
         Ok(this)
     }
 
-    /// Opens the index in `dir`, creating it when the directory is empty or missing. An index
-    /// recorded with another analyzer is refused with [`IndexError::ConfigMismatch`].
+    /// Opens the index in `dir` for writing, creating it when the directory is empty or missing.
+    /// An index recorded with another analyzer is refused with [`IndexError::ConfigMismatch`].
+    /// Segment files the committed `meta.json` does not reference (left by a writer that was
+    /// killed mid-commit) are removed before anything is written.
     pub fn open_or_create(dir: &Path, config: LexicalConfig) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(backend)?;
         let (schema, fields) = schema();
-        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(backend)?;
+        let directory = MmapDirectory::open(dir).map_err(backend)?;
         let exists = Index::exists(&directory).map_err(backend)?;
         if exists {
-            let index = Index::open(directory).map_err(|e| match e {
-                tantivy::TantivyError::LockFailure(..) => IndexError::Unavailable {
-                    adapter: ADAPTER,
-                    message: format!("{} is locked by another process", dir.display()),
-                },
-                other => backend(other),
-            })?;
-            let recorded = index
-                .load_metas()
-                .map_err(backend)?
-                .payload
-                .unwrap_or_default();
-            if recorded != ANALYZER_IDENTITY {
-                return Err(IndexError::ConfigMismatch {
-                    what: "lexical analyzer",
-                    expected: if recorded.is_empty() {
-                        "(none recorded)".into()
-                    } else {
-                        recorded
-                    },
-                    found: ANALYZER_IDENTITY.into(),
-                });
+            let index = Index::open(directory).map_err(|e| locked_or_backend(e, dir))?;
+            check_recorded(&index, &schema)?;
+            let unstamped = index.load_metas().map_err(backend)?.payload.is_none();
+            let mut this = Self::wrap(index, fields, config, true, true)?;
+            this.swept = sweep_stray_files(&this.index, dir, true)?;
+            if unstamped {
+                // Created by a process killed before its first commit: stamp it now.
+                this.commit_payload()?;
             }
-            if index.schema() != schema {
-                return Err(IndexError::ConfigMismatch {
-                    what: "lexical schema",
-                    expected: "the schema on disk".into(),
-                    found: "this build's schema".into(),
-                });
-            }
-            Self::wrap(index, fields, config, true)
+            Ok(this)
         } else {
             let index = Index::create(directory, schema, index_settings()).map_err(backend)?;
-            let this = Self::wrap(index, fields, config, true)?;
+            let this = Self::wrap(index, fields, config, true, true)?;
             this.commit_payload()?;
             Ok(this)
         }
+    }
+
+    /// Opens the last committed state of the index in `dir` for reading only: no writer, no
+    /// lock held between calls, nothing written, so it works beside a process that writes and on
+    /// a folder that cannot be written. Without an index there, an empty one (in RAM) is read.
+    pub fn open_read_only(dir: &Path, config: LexicalConfig) -> Result<Self, IndexError> {
+        let (schema, fields) = schema();
+        let exists = dir.is_dir()
+            && MmapDirectory::open(dir)
+                .ok()
+                .map(|d| Index::exists(&d))
+                .transpose()
+                .map_err(backend)?
+                .unwrap_or(false);
+        if !exists {
+            return Self::in_ram(config);
+        }
+        let directory = ReadOnlyDirectory {
+            inner: MmapDirectory::open(dir).map_err(backend)?,
+        };
+        let index = Index::open(directory).map_err(|e| locked_or_backend(e, dir))?;
+        check_recorded(&index, &schema)?;
+        Self::wrap(index, fields, config, true, false)
+    }
+
+    /// The unreferenced segment files in `dir` (left by a writer killed mid-commit), without
+    /// touching them.
+    pub fn stray_files(dir: &Path) -> Result<Vec<String>, IndexError> {
+        if !dir.is_dir() {
+            return Ok(Vec::new());
+        }
+        let directory = ReadOnlyDirectory {
+            inner: MmapDirectory::open(dir).map_err(backend)?,
+        };
+        if !Index::exists(&directory).map_err(backend)? {
+            return Ok(Vec::new());
+        }
+        let index = Index::open(directory).map_err(|e| locked_or_backend(e, dir))?;
+        sweep_stray_files(&index, dir, false)
+    }
+
+    /// The unreferenced segment files this open removed before writing (empty for a read-only
+    /// open).
+    pub fn swept_files(&self) -> &[String] {
+        &self.swept
+    }
+
+    /// True when opened without a writer.
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
     }
 
     fn wrap(
@@ -199,19 +246,25 @@ impl TantivyLexicalIndex {
         fields: Fields,
         config: LexicalConfig,
         persistent: bool,
+        writable: bool,
     ) -> Result<Self, IndexError> {
         index
             .tokenizers()
             .register(TOKENIZER_NAME, JiebaTokenizer::default());
-        let writer = index
-            .writer_with_num_threads(config.writer_threads.max(1), config.writer_memory)
-            .map_err(|e| match e {
-                tantivy::TantivyError::LockFailure(..) => IndexError::Unavailable {
-                    adapter: ADAPTER,
-                    message: "the index is locked by another writer".into(),
-                },
-                other => backend(other),
-            })?;
+        let writer = if writable {
+            let writer = index
+                .writer_with_num_threads(config.writer_threads.max(1), config.writer_memory)
+                .map_err(|e| match e {
+                    tantivy::TantivyError::LockFailure(..) => IndexError::Unavailable {
+                        adapter: ADAPTER,
+                        message: "the index is locked by another writer".into(),
+                    },
+                    other => backend(other),
+                })?;
+            Some(Mutex::new(writer))
+        } else {
+            None
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -220,7 +273,8 @@ impl TantivyLexicalIndex {
         Ok(Self {
             index,
             reader,
-            writer: Mutex::new(writer),
+            writer,
+            swept: Vec::new(),
             fields,
             config,
             persistent,
@@ -228,8 +282,14 @@ impl TantivyLexicalIndex {
         })
     }
 
-    fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
-        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    fn writer(&self) -> Result<std::sync::MutexGuard<'_, IndexWriter>, IndexError> {
+        match &self.writer {
+            Some(w) => Ok(w.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Err(IndexError::Unavailable {
+                adapter: ADAPTER,
+                message: "the index was opened read-only".into(),
+            }),
+        }
     }
 
     fn commit_payload(&self) -> Result<(), IndexError> {
@@ -329,6 +389,161 @@ impl TantivyLexicalIndex {
     }
 }
 
+fn locked_or_backend(e: tantivy::TantivyError, dir: &Path) -> IndexError {
+    match e {
+        tantivy::TantivyError::LockFailure(..) => IndexError::Unavailable {
+            adapter: ADAPTER,
+            message: format!("{} is locked by another process", dir.display()),
+        },
+        other => backend(other),
+    }
+}
+
+/// Refuses an index recorded with another analyzer or schema. An index without a recorded
+/// analyzer and without segments is one whose creator was killed before its first commit: it
+/// holds nothing, so it is accepted (a writer stamps it).
+fn check_recorded(index: &Index, schema: &Schema) -> Result<(), IndexError> {
+    let metas = index.load_metas().map_err(backend)?;
+    let never_committed = metas.payload.is_none() && metas.segments.is_empty();
+    let recorded = metas.payload.unwrap_or_default();
+    if recorded != ANALYZER_IDENTITY && !never_committed {
+        return Err(IndexError::ConfigMismatch {
+            what: "lexical analyzer",
+            expected: if recorded.is_empty() {
+                "(none recorded)".into()
+            } else {
+                recorded
+            },
+            found: ANALYZER_IDENTITY.into(),
+        });
+    }
+    if index.schema() != *schema {
+        return Err(IndexError::ConfigMismatch {
+            what: "lexical schema",
+            expected: "the schema on disk".into(),
+            found: "this build's schema".into(),
+        });
+    }
+    Ok(())
+}
+
+/// `<32 hex digits of a segment id>.<component>`: the only files tantivy writes besides
+/// `meta.json`, `.managed.json`, its lock files and the `.tmp*` files of its atomic writes.
+fn is_segment_file(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() > 33 && b[32] == b'.' && b[..32].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// The files in `dir` that the committed `meta.json` does not reference: segment files and
+/// temporary files of a writer that died before its commit. With `delete`, they are removed.
+/// `meta.json`, `.managed.json`, lock files and every file of a committed segment (with the
+/// committed delete bitset) are never touched.
+fn sweep_stray_files(index: &Index, dir: &Path, delete: bool) -> Result<Vec<String>, IndexError> {
+    // Tantivy's own garbage collection holds the meta lock while it lists live files, so that a
+    // reader opening the segments of the meta it just read is not raced; so does this.
+    let _meta_lock = index
+        .directory()
+        .acquire_lock(&META_LOCK)
+        .map_err(backend)?;
+    let living: HashSet<PathBuf> = index.load_metas().map_err(backend)?.list_segment_files();
+    let mut strays = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(backend)? {
+        let entry = entry.map_err(backend)?;
+        if !entry.file_type().map_err(backend)?.is_file() {
+            continue;
+        }
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let ours = is_segment_file(name) || name.starts_with(".tmp");
+        if !ours || living.contains(Path::new(name)) {
+            continue;
+        }
+        if delete {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(backend(e)),
+            }
+        }
+        strays.push(name.to_string());
+    }
+    if delete && !strays.is_empty() {
+        index.directory().sync_directory().map_err(backend)?;
+    }
+    strays.sort();
+    Ok(strays)
+}
+
+fn read_only_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        "the index was opened read-only",
+    )
+}
+
+/// A directory that reads through [`MmapDirectory`] and refuses every write. Tantivy's reader
+/// takes its meta lock (a file it creates) while opening segments; where that file cannot be
+/// created (a read-only folder), no writer can be changing the index either, so reading goes on
+/// without it.
+#[derive(Debug, Clone)]
+struct ReadOnlyDirectory {
+    inner: MmapDirectory,
+}
+
+impl Directory for ReadOnlyDirectory {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.inner.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        Err(DeleteError::IoError {
+            io_error: Arc::new(read_only_error()),
+            filepath: path.to_path_buf(),
+        })
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        self.inner.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        Err(OpenWriteError::IoError {
+            io_error: Arc::new(read_only_error()),
+            filepath: path.to_path_buf(),
+        })
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        self.inner.atomic_read(path)
+    }
+
+    fn atomic_write(&self, _path: &Path, _data: &[u8]) -> std::io::Result<()> {
+        Err(read_only_error())
+    }
+
+    fn sync_directory(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
+        match self.inner.acquire_lock(lock) {
+            Err(LockError::IoError(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                Ok(DirectoryLock::from(Box::new(())))
+            }
+            other => other,
+        }
+    }
+
+    fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.inner.watch(watch_callback)
+    }
+}
+
 impl LexicalIndex for TantivyLexicalIndex {
     fn capabilities(&self) -> IndexCapabilities {
         IndexCapabilities {
@@ -367,7 +582,7 @@ impl LexicalIndex for TantivyLexicalIndex {
             doc.add_text(f.record, &record);
             docs.push(doc);
         }
-        let writer = self.writer();
+        let writer = self.writer()?;
         self.delete_terms(
             &writer,
             f.chunk_id,
@@ -380,7 +595,7 @@ impl LexicalIndex for TantivyLexicalIndex {
     }
 
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
-        let writer = self.writer();
+        let writer = self.writer()?;
         self.delete_terms(
             &writer,
             self.fields.chunk_id,
@@ -390,7 +605,7 @@ impl LexicalIndex for TantivyLexicalIndex {
     }
 
     fn delete_document(&self, doc: &zhiku_domain::DocId) -> Result<(), IndexError> {
-        let writer = self.writer();
+        let writer = self.writer()?;
         self.delete_terms(&writer, self.fields.doc_id, [doc.to_string()]);
         Ok(())
     }
@@ -471,7 +686,7 @@ impl LexicalIndex for TantivyLexicalIndex {
     }
 
     fn commit(&self) -> Result<(), IndexError> {
-        let mut writer = self.writer();
+        let mut writer = self.writer()?;
         let mut prepared = writer.prepare_commit().map_err(backend)?;
         prepared.set_payload(ANALYZER_IDENTITY);
         prepared.commit().map_err(backend)?;
@@ -513,7 +728,7 @@ impl TantivyLexicalIndex {
             if ids.len() <= 1 {
                 break;
             }
-            let result = self.writer().merge(&ids).wait();
+            let result = self.writer()?.merge(&ids).wait();
             match result {
                 Ok(_) => break,
                 Err(_) if attempts < 10 => {

@@ -64,7 +64,9 @@ use zhiku_app::loader::Skipped;
 use zhiku_app::serve::logging::LogFormat;
 use zhiku_app::serve::settings::{Tokens, token_digest};
 use zhiku_app::serve::{self, AppState};
-use zhiku_app::store::{NeedsRebuild, Origin, Purpose, Store, VectorsUnavailable};
+use zhiku_app::store::{
+    NeedsRebuild, Origin, Purpose, Store, StoreLock, StoreLocked, VectorsUnavailable,
+};
 use zhiku_domain::usecases::{
     AnswerFrame, AnswerStatus, Answerer, IndexReport, RetrievalMode, RetrievalRequest,
     RetrieveError, RouteStatus,
@@ -247,11 +249,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check that manifest, lexical index and vectors agree.
+    /// Check that manifest, lexical index and vectors agree (repairing first what a crash left,
+    /// unless another process is writing the store or it cannot be written).
     Verify {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Check the last committed state without the store lock and without repairing: works
+        /// beside a running `zhiku serve` and on a read-only store.
+        #[arg(long)]
+        read_only: bool,
     },
 }
 
@@ -317,19 +324,22 @@ impl Ctx {
         }
     }
 
+    /// Opens the store for writing: takes the store lock, repairs what a crash left.
     fn open(&self, kb: Option<&Path>, purpose: Purpose, rebuild: bool) -> Result<Store> {
         let config = self.config(kb)?;
         let dir = self.store_dir(kb)?;
         let store = Store::open(&dir, config, purpose, rebuild, kb)?;
         if store.repair.repaired() {
-            self.note(&format!(
-                "repaired the store: {} orphan chunks removed, {} documents queued for re-indexing ({})",
-                store.repair.orphans_removed,
-                store.repair.docs_requeued.len(),
-                store.repair.docs_requeued.join(", ")
-            ));
+            self.note(&format!("repaired the store: {}", store.repair.describe()));
         }
         Ok(store)
+    }
+
+    /// Opens the last committed state of the store for reading: no lock, nothing written.
+    fn open_read_only(&self, kb: Option<&Path>) -> Result<Store> {
+        let config = self.config(kb)?;
+        let dir = self.store_dir(kb)?;
+        Store::open_read_only(&dir, config, kb)
     }
 }
 
@@ -374,7 +384,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             write,
         } => cmd_token(&name, &scopes, write),
         Command::Status { json } => cmd_status(&ctx, json),
-        Command::Verify { json } => cmd_verify(&ctx, json),
+        Command::Verify { json, read_only } => cmd_verify(&ctx, json, read_only),
     }
 }
 
@@ -565,27 +575,31 @@ fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<
 }
 
 /// Opens the store for a query, first bringing it up to date with the knowledge base unless
-/// `no_refresh`. Returns the store and how many files were skipped.
+/// `no_refresh`. Returns the store and how many files were skipped. Without a refresh the store
+/// is opened read-only; when it cannot be written now (another process writes it, or the folder
+/// is read-only) the query reads the last committed state, with a notice.
 fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
     let kb = ctx.global.kb.clone();
-    let purpose = if no_refresh {
-        Purpose::Read
-    } else {
-        Purpose::Write
-    };
-    let mut refresh_first = !no_refresh;
-    let mut store = match ctx.open(kb.as_deref(), purpose, false) {
+    if no_refresh {
+        return Ok((ctx.open_read_only(kb.as_deref())?, 0));
+    }
+    let mut refresh_first = true;
+    let mut store = match ctx.open(kb.as_deref(), Purpose::Write, false) {
         Ok(store) => store,
         // The vector server is down: search what is indexed, lexically, rather than fail.
-        Err(e) if purpose == Purpose::Write => match e.downcast_ref::<VectorsUnavailable>() {
-            Some(_) => {
-                // The read-only open below reports the reason.
-                ctx.note("notice: the index was not refreshed: the vector index is unreachable");
-                refresh_first = false;
-                ctx.open(kb.as_deref(), Purpose::Read, false)?
-            }
-            None => return Err(e),
-        },
+        Err(e) if e.downcast_ref::<VectorsUnavailable>().is_some() => {
+            // The read-only open below reports the reason.
+            ctx.note("notice: the index was not refreshed: the vector index is unreachable");
+            refresh_first = false;
+            ctx.open(kb.as_deref(), Purpose::Read, false)?
+        }
+        Err(e) if e.downcast_ref::<StoreLocked>().is_some() => {
+            ctx.note(&format!(
+                "notice: the index was not refreshed, searching its last committed state: {e}"
+            ));
+            refresh_first = false;
+            ctx.open_read_only(kb.as_deref())?
+        }
         Err(e) => return Err(e),
     };
     let mut skipped = 0;
@@ -1104,7 +1118,7 @@ fn cmd_token(name: &str, scopes: &[String], write: bool) -> Result<ExitCode> {
 
 fn cmd_status(ctx: &Ctx, json: bool) -> Result<ExitCode> {
     let kb = ctx.global.kb.clone();
-    let store = ctx.open(kb.as_deref(), Purpose::Read, false)?;
+    let store = ctx.open_read_only(kb.as_deref())?;
     let c = &store.manifest.catalog;
     let status = json!({
         "store": store.dir,
@@ -1151,38 +1165,106 @@ fn cmd_status(ctx: &Ctx, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cmd_verify(ctx: &Ctx, json: bool) -> Result<ExitCode> {
+fn cmd_verify(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
     let kb = ctx.global.kb.clone();
-    let store = ctx.open(kb.as_deref(), Purpose::Read, false)?;
-    let problems = store.problems()?;
+    let mut notice = None;
+    let mut store = if read_only {
+        ctx.open_read_only(kb.as_deref())?
+    } else {
+        match ctx.open(kb.as_deref(), Purpose::Read, false) {
+            Ok(store) => store,
+            Err(e) if e.downcast_ref::<StoreLocked>().is_some() => {
+                notice = Some(format!(
+                    "checked the last committed state without repairing: {e}"
+                ));
+                ctx.open_read_only(kb.as_deref())?
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let mut attempt = 0u64;
+    let (problems, writer, in_progress) = loop {
+        let mut problems = store.problems()?;
+        // Files a writer running now has not committed yet are its work in progress, not damage.
+        let writer = if store.holds_lock() {
+            None
+        } else {
+            StoreLock::holder(&store.dir)
+        };
+        let in_progress = match &writer {
+            Some(_) => std::mem::take(&mut problems.stray_files),
+            None => Vec::new(),
+        };
+        // Beside a running writer, manifest and indexes were read one after the other and may
+        // straddle one of its writes (indexes commit, then the manifest is renamed): look again
+        // at a later committed state before reporting a difference.
+        if problems.is_empty() || writer.is_none() || attempt >= 5 {
+            break (problems, writer, in_progress);
+        }
+        attempt += 1;
+        std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+        store = ctx.open_read_only(kb.as_deref())?;
+    };
     if json {
         println!(
             "{}",
-            json!({"consistent": problems.is_empty(), "repaired_on_open": store.repair, "problems": problems})
-        );
-    } else if problems.is_empty() {
-        println!(
-            "consistent: {} documents, {} chunks in the manifest, the lexical index{}",
-            store.manifest.catalog.docs.len(),
-            store.manifest.catalog.chunk_count(),
-            if store.dense.is_some() {
-                " and the vectors"
-            } else {
-                ""
-            }
+            json!({
+                "consistent": problems.is_empty(),
+                "read_only": store.is_read_only(),
+                "writer_pid": writer,
+                "repaired_on_open": store.repair,
+                "uncommitted_files_of_the_running_writer": in_progress,
+                "problems": problems,
+            })
         );
     } else {
-        println!("inconsistent store {}:", store.dir.display());
-        for id in &problems.lexical_orphans {
-            println!("  lexical index holds {id}, which the manifest does not list");
+        if let Some(n) = &notice {
+            ctx.note(&format!("notice: {n}"));
         }
-        for id in &problems.vector_orphans {
-            println!("  vector index holds {id}, which the manifest does not list");
+        if store.repair.repaired() {
+            println!("repaired on open: {}", store.repair.describe());
         }
-        for doc in &problems.docs_missing_chunks {
-            println!("  document {doc} has chunks missing from an index");
+        if let Some(pid) = &writer {
+            println!(
+                "process {pid} is writing the store; checked its last committed state{}",
+                if in_progress.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} uncommitted files in progress)", in_progress.len())
+                }
+            );
         }
-        println!("fix: zhiku index (repairs from the manifest) or zhiku index --rebuild");
+        if problems.is_empty() {
+            println!(
+                "consistent: {} documents, {} chunks in the manifest, the lexical index{}",
+                store.manifest.catalog.docs.len(),
+                store.manifest.catalog.chunk_count(),
+                if store.dense.is_some() {
+                    " and the vectors"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            println!("inconsistent store {}:", store.dir.display());
+            for file in &problems.stray_files {
+                println!(
+                    "  lexical/{file} is not referenced by the committed index (left by a killed writer)"
+                );
+            }
+            for id in &problems.lexical_orphans {
+                println!("  lexical index holds {id}, which the manifest does not list");
+            }
+            for id in &problems.vector_orphans {
+                println!("  vector index holds {id}, which the manifest does not list");
+            }
+            for doc in &problems.docs_missing_chunks {
+                println!("  document {doc} has chunks missing from an index");
+            }
+            println!(
+                "fix: zhiku verify or zhiku index (both repair from the manifest), or zhiku index --rebuild"
+            );
+        }
     }
     Ok(if problems.is_empty() {
         ExitCode::SUCCESS

@@ -7,7 +7,16 @@
 //!                 chunk IDs and source path
 //! lexical/        the tantivy index
 //! vectors.bin     the vector file (when the store has an embedding space)
+//! writer.lock     the store lock: held by the one process that may write (holds its pid)
 //! ```
+//!
+//! Every process that writes (`index`, `index --rebuild`, a refreshing `search` or `ask`,
+//! `serve`, `mcp`) opens the store with [`Store::open`], which takes the store lock first; a
+//! second writer is refused with [`StoreLocked::Busy`], and destructive steps (the deletions of
+//! `--rebuild`) happen only under the lock, which they never delete. Read-only commands open it
+//! with [`Store::open_read_only`]: no lock, no repair, nothing written; they read the last
+//! committed state (tantivy's committed meta, and the manifest and vector file, which are only
+//! ever replaced by rename), beside a running writer or on a folder that cannot be written.
 //!
 //! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead of
 //! `vectors.bin` (see [`crate::qdrant`]); manifest and lexical index stay on disk. A server that
@@ -15,12 +24,15 @@
 //! back to lexical retrieval with a notice.
 //!
 //! Writes are crash-safe: both indexes commit first, then the manifest is replaced atomically
-//! (write, fsync, rename). On open the store checks that manifest, vectors and lexical index
-//! agree; on a mismatch it repairs from the manifest (orphan chunks are deleted, documents with
-//! missing chunks are queued for re-indexing). A store built with another chunking policy,
+//! (write, fsync, rename). On a writing open the store removes the files a killed tantivy
+//! writer left behind, then checks that manifest, vectors and lexical index agree; on a mismatch
+//! it repairs from the manifest in one step: documents with missing chunks are dropped from the
+//! manifest and from both indexes (queued for re-indexing), then every chunk the manifest does
+//! not list is deleted, so the first check after any crash finds the store consistent. A store built with another chunking policy,
 //! embedding space or analyzer is refused with the difference and the rebuild command.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -103,16 +115,156 @@ pub struct VectorsUnavailable {
 pub struct Repair {
     /// Chunks present in an index but not in the manifest, deleted.
     pub orphans_removed: usize,
-    /// Documents with chunks missing from an index, dropped from the manifest so the next
-    /// `zhiku index` re-indexes them.
+    /// Documents with chunks missing from an index, dropped from the manifest and from both
+    /// indexes so the next `zhiku index` re-indexes them.
     pub docs_requeued: Vec<String>,
+    /// Files in the lexical index that its committed state does not reference (left by a writer
+    /// killed mid-commit), removed before writing.
+    pub stray_files_removed: Vec<String>,
 }
 
 impl Repair {
     /// True when something was repaired.
     pub fn repaired(&self) -> bool {
-        self.orphans_removed > 0 || !self.docs_requeued.is_empty()
+        self.orphans_removed > 0
+            || !self.docs_requeued.is_empty()
+            || !self.stray_files_removed.is_empty()
     }
+
+    /// One line saying what was repaired.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.stray_files_removed.is_empty() {
+            parts.push(format!(
+                "{} stray lexical-index files removed ({})",
+                self.stray_files_removed.len(),
+                self.stray_files_removed.join(", ")
+            ));
+        }
+        if self.orphans_removed > 0 {
+            parts.push(format!("{} orphan chunks removed", self.orphans_removed));
+        }
+        if !self.docs_requeued.is_empty() {
+            parts.push(format!(
+                "{} documents with missing chunks dropped and queued for re-indexing ({})",
+                self.docs_requeued.len(),
+                self.docs_requeued.join(", ")
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// The name of the store lock file inside the store directory.
+pub const LOCK_FILE: &str = "writer.lock";
+
+/// The store cannot be opened for writing.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreLocked {
+    /// Another process holds the store lock.
+    #[error(
+        "the store at {store} is being written by another process (pid {pid}); wait for it to finish, or use a read-only command (status, verify --read-only, search --no-refresh)"
+    )]
+    Busy {
+        /// Store directory.
+        store: String,
+        /// The holder's pid as it recorded it (`unknown` when unreadable).
+        pid: String,
+    },
+    /// The store folder cannot be written.
+    #[error(
+        "the store at {store} is read-only ({reason}): it cannot be written; read-only commands (status, verify, search --no-refresh) still work"
+    )]
+    ReadOnly {
+        /// Store directory.
+        store: String,
+        /// What refused the write.
+        reason: String,
+    },
+}
+
+fn is_read_only_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
+/// The exclusive store lock, released when dropped (or when the process dies).
+#[derive(Debug)]
+pub struct StoreLock {
+    _file: File,
+}
+
+impl StoreLock {
+    /// Takes the lock of the store in `dir` (creating the folder and the lock file), without
+    /// waiting: a held lock is [`StoreLocked::Busy`], a folder that cannot be written
+    /// [`StoreLocked::ReadOnly`].
+    pub fn acquire(dir: &Path) -> Result<Self> {
+        let store = dir.display().to_string();
+        let read_only = |what: String, e: &std::io::Error| StoreLocked::ReadOnly {
+            store: store.clone(),
+            reason: format!("{what}: {e}"),
+        };
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            if is_read_only_error(&e) {
+                return Err(read_only(format!("cannot create {}", dir.display()), &e).into());
+            }
+            return Err(anyhow!(e).context(format!("cannot create store {}", dir.display())));
+        }
+        let path = dir.join(LOCK_FILE);
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if is_read_only_error(&e) => {
+                return Err(read_only(format!("cannot open {}", path.display()), &e).into());
+            }
+            Err(e) => return Err(anyhow!(e).context(format!("cannot open {}", path.display()))),
+        };
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreLocked::Busy {
+                    store,
+                    pid: read_pid(&path),
+                }
+                .into());
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(anyhow!(e).context(format!("cannot lock {}", path.display())));
+            }
+        }
+        // The pid is only for the message another process prints; the lock is the flock.
+        let mut f = &file;
+        let _ = file
+            .set_len(0)
+            .and_then(|()| writeln!(f, "{}", std::process::id()));
+        Ok(Self { _file: file })
+    }
+
+    /// The pid of the process holding the lock of the store in `dir`, if one does.
+    pub fn holder(dir: &Path) -> Option<String> {
+        let path = dir.join(LOCK_FILE);
+        let file = File::open(&path).ok()?;
+        match file.try_lock_shared() {
+            Ok(()) => None,
+            Err(std::fs::TryLockError::WouldBlock) => Some(read_pid(&path)),
+            Err(std::fs::TryLockError::Error(_)) => None,
+        }
+    }
+}
+
+fn read_pid(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// How the store will be used.
@@ -144,6 +296,9 @@ pub struct Store {
     pub repair: Repair,
     file_vectors: Option<Arc<FileVectorIndex>>,
     qdrant_vectors: Option<Arc<QdrantVectorIndex>>,
+    /// The store lock, `None` for a read-only open (or a store that is not on disk).
+    lock: Option<StoreLock>,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -239,7 +394,10 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
 }
 
 impl Store {
-    /// Opens (or creates) the store in `dir`. With `rebuild`, everything in it is discarded first.
+    /// Opens (or creates) the store in `dir` for writing: takes the store lock first (a second
+    /// writer gets [`StoreLocked`]), removes what a killed writer left, and repairs the store
+    /// from its manifest. With `rebuild`, everything in it but the lock is discarded first,
+    /// under the lock.
     pub fn open(
         dir: &Path,
         config: Config,
@@ -247,23 +405,67 @@ impl Store {
         rebuild: bool,
         kb_hint: Option<&Path>,
     ) -> Result<Self> {
+        Self::open_with(dir, config, purpose, false, rebuild, kb_hint)
+    }
+
+    /// Opens the last committed state of the store in `dir` for reading: no lock, no repair,
+    /// nothing created or written, so it works beside a running writer and on a read-only
+    /// folder. A missing store reads as empty.
+    pub fn open_read_only(dir: &Path, config: Config, kb_hint: Option<&Path>) -> Result<Self> {
+        Self::open_with(dir, config, Purpose::Read, true, false, kb_hint)
+    }
+
+    fn open_with(
+        dir: &Path,
+        config: Config,
+        purpose: Purpose,
+        read_only: bool,
+        rebuild: bool,
+        kb_hint: Option<&Path>,
+    ) -> Result<Self> {
         let persistent = config.lexical == LexicalKind::Disk || config.vectors == VectorsKind::File;
-        if rebuild && config.vectors == VectorsKind::Qdrant {
-            crate::qdrant::drop_before_rebuild(&config.qdrant, dir)?;
+        let lock = if persistent && !read_only {
+            Some(StoreLock::acquire(dir)?)
+        } else {
+            None
+        };
+        if rebuild && read_only {
+            return Err(anyhow!("a read-only open cannot rebuild the store"));
         }
-        if rebuild && dir.exists() {
-            for name in ["manifest.json", "vectors.bin", "lexical"] {
+        let discarded = dir.join("lexical.discarded");
+        if rebuild {
+            if config.vectors == VectorsKind::Qdrant {
+                crate::qdrant::drop_before_rebuild(&config.qdrant, dir)?;
+            }
+            // Everything but the lock, which this process holds. The lexical folder is first
+            // renamed away in one step: a kill while deleting it file by file must not leave a
+            // meta.json that names deleted segments.
+            let lexical = dir.join("lexical");
+            if lexical.exists() {
+                if discarded.exists() {
+                    std::fs::remove_dir_all(&discarded)
+                        .with_context(|| format!("cannot remove {}", discarded.display()))?;
+                }
+                std::fs::rename(&lexical, &discarded)
+                    .with_context(|| format!("cannot move {} away", lexical.display()))?;
+            }
+            for name in [
+                "manifest.json",
+                "manifest.tmp",
+                "vectors.bin",
+                "vectors.tmp",
+            ] {
                 let path = dir.join(name);
-                if path.is_dir() {
-                    std::fs::remove_dir_all(&path)?;
-                } else if path.exists() {
-                    std::fs::remove_file(&path)?;
+                if path.exists() {
+                    std::fs::remove_file(&path)
+                        .with_context(|| format!("cannot remove {}", path.display()))?;
                 }
             }
         }
-        if persistent {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create store {}", dir.display()))?;
+        // What a rebuild moved away (and maybe a killed rebuild left) goes under the lock.
+        if !read_only && discarded.exists() {
+            std::fs::remove_dir_all(&discarded)
+                .with_context(|| format!("cannot remove {}", discarded.display()))?;
         }
         let kb_flag = kb_hint
             .map(|k| format!(" --kb {}", k.display()))
@@ -291,17 +493,22 @@ impl Store {
         let lexical = match config.lexical {
             LexicalKind::Ram => TantivyLexicalIndex::in_ram(LexicalConfig::default())?,
             LexicalKind::Disk => {
-                TantivyLexicalIndex::open_or_create(&dir.join("lexical"), LexicalConfig::default())
-                    .map_err(|e| match e {
-                        zhiku_domain::ports::IndexError::ConfigMismatch {
-                            what,
-                            expected,
-                            found,
-                        } => {
-                            anyhow!(needs_rebuild(what, expected, found))
-                        }
-                        other => anyhow!(other),
-                    })?
+                let path = dir.join("lexical");
+                let opened = if read_only {
+                    TantivyLexicalIndex::open_read_only(&path, LexicalConfig::default())
+                } else {
+                    TantivyLexicalIndex::open_or_create(&path, LexicalConfig::default())
+                };
+                opened.map_err(|e| match e {
+                    zhiku_domain::ports::IndexError::ConfigMismatch {
+                        what,
+                        expected,
+                        found,
+                    } => {
+                        anyhow!(needs_rebuild(what, expected, found))
+                    }
+                    other => anyhow!(other),
+                })?
             }
         };
         picked.push((
@@ -476,9 +683,25 @@ impl Store {
             repair: Repair::default(),
             file_vectors,
             qdrant_vectors,
+            lock,
+            read_only,
         };
-        store.repair = store.check_and_repair()?;
+        if !read_only {
+            let stray_files_removed = store.lexical.swept_files().to_vec();
+            store.repair = store.check_and_repair()?;
+            store.repair.stray_files_removed = stray_files_removed;
+        }
         Ok(store)
+    }
+
+    /// True when opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// True when this process holds the store lock.
+    pub fn holds_lock(&self) -> bool {
+        self.lock.is_some()
     }
 
     /// Chunk IDs the manifest expects.
@@ -491,32 +714,59 @@ impl Store {
             .collect()
     }
 
-    /// Compares manifest, lexical index and vectors chunk by chunk; deletes orphan chunks and
-    /// queues documents with missing chunks for re-indexing.
+    /// Compares manifest, lexical index and vectors chunk by chunk and repairs from the manifest
+    /// in one step: documents with a chunk missing from an index are dropped from the manifest
+    /// and from both indexes (the next `zhiku index` re-indexes them), then every chunk the
+    /// manifest no longer lists is deleted. Indexes commit before the manifest is replaced, so a
+    /// crash during the repair leaves a state the next repair finishes.
     pub fn check_and_repair(&mut self) -> Result<Repair> {
-        let problems = self.problems()?;
-        if problems.is_empty() {
+        if self.read_only {
+            return Err(anyhow!(
+                "the store at {} was opened read-only and cannot be repaired",
+                self.dir.display()
+            ));
+        }
+        let first = self.problems()?;
+        if first.lexical_orphans.is_empty()
+            && first.vector_orphans.is_empty()
+            && first.docs_missing_chunks.is_empty()
+        {
             return Ok(Repair::default());
         }
-        let mut repair = Repair::default();
-        if !problems.lexical_orphans.is_empty() {
-            self.lexical.delete_chunks(&problems.lexical_orphans)?;
+        let mut requeued = Vec::new();
+        for doc in &first.docs_missing_chunks {
+            if let Ok(id) = DocId::new(doc) {
+                self.manifest.catalog.docs.remove(&id);
+                self.manifest.sources.remove(&id);
+                requeued.push(id);
+            }
+        }
+        // With the requeued documents gone from the manifest, their surviving chunks are
+        // orphans too: one listing finds them all.
+        let problems = self.problems()?;
+        let lexical_changes = !requeued.is_empty() || !problems.lexical_orphans.is_empty();
+        for id in &requeued {
+            self.lexical.delete_document(id)?;
+        }
+        self.lexical.delete_chunks(&problems.lexical_orphans)?;
+        if lexical_changes {
             self.lexical.commit()?;
         }
         if let Some((_, vectors)) = &self.dense
-            && !problems.vector_orphans.is_empty()
+            && (!requeued.is_empty() || !problems.vector_orphans.is_empty())
         {
+            for id in &requeued {
+                vectors.delete_document(id)?;
+            }
             vectors.delete_chunks(&problems.vector_orphans)?;
             vectors.commit()?;
         }
-        repair.orphans_removed = problems.lexical_orphans.len() + problems.vector_orphans.len();
-        for doc in &problems.docs_missing_chunks {
-            if let Ok(id) = DocId::new(doc) {
-                self.manifest.catalog.docs.remove(&id);
-            }
-        }
-        repair.docs_requeued = problems.docs_missing_chunks;
-        if repair.repaired() && self.is_persistent() {
+        let repair = Repair {
+            orphans_removed: problems.lexical_orphans.len() + problems.vector_orphans.len(),
+            docs_requeued: first.docs_missing_chunks,
+            stray_files_removed: Vec::new(),
+        };
+        if self.is_persistent() {
             self.save_manifest()?;
         }
         Ok(repair)
@@ -553,7 +803,13 @@ impl Store {
                 docs_missing.insert(doc.to_string());
             }
         }
+        let stray_files = if self.config.lexical == LexicalKind::Disk {
+            TantivyLexicalIndex::stray_files(&self.dir.join("lexical"))?
+        } else {
+            Vec::new()
+        };
         Ok(Problems {
+            stray_files,
             lexical_orphans: lexical.difference(&expected).cloned().collect(),
             vector_orphans: vectors
                 .map(|v| v.difference(&expected).cloned().collect())
@@ -571,6 +827,12 @@ impl Store {
     pub fn save_manifest(&self) -> Result<()> {
         if !self.is_persistent() {
             return Ok(());
+        }
+        if self.read_only {
+            return Err(anyhow!(
+                "the store at {} was opened read-only; its manifest cannot be written",
+                self.dir.display()
+            ));
         }
         let json = serde_json::to_vec_pretty(&self.manifest)?;
         write_atomically(&manifest_path(&self.dir), &json)
@@ -630,6 +892,10 @@ impl Store {
 /// Inconsistencies between manifest and indexes.
 #[derive(Debug, Default, Serialize)]
 pub struct Problems {
+    /// Files in the lexical index folder that its committed state does not reference: left by
+    /// a writer killed mid-commit (the next writing open removes them), or the work in progress
+    /// of a writer running now.
+    pub stray_files: Vec<String>,
     /// Chunks in the lexical index that the manifest does not list.
     pub lexical_orphans: Vec<ChunkId>,
     /// Chunks in the vector index that the manifest does not list.
@@ -641,8 +907,39 @@ pub struct Problems {
 impl Problems {
     /// True when manifest and indexes agree.
     pub fn is_empty(&self) -> bool {
-        self.lexical_orphans.is_empty()
+        self.stray_files.is_empty()
+            && self.lexical_orphans.is_empty()
             && self.vector_orphans.is_empty()
             && self.docs_missing_chunks.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_writer_is_refused_with_the_holders_pid_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let first = StoreLock::acquire(&store).unwrap();
+        let err = StoreLock::acquire(&store).unwrap_err();
+        assert!(
+            matches!(
+                err.downcast_ref::<StoreLocked>(),
+                Some(StoreLocked::Busy { .. })
+            ),
+            "{err}"
+        );
+        let pid = std::process::id().to_string();
+        assert!(
+            err.to_string()
+                .contains(&format!("is being written by another process (pid {pid})")),
+            "{err}"
+        );
+        assert_eq!(StoreLock::holder(&store), Some(pid));
+        drop(first);
+        assert_eq!(StoreLock::holder(&store), None);
+        let _again = StoreLock::acquire(&store).unwrap();
     }
 }
