@@ -100,7 +100,7 @@ impl Retention {
             max_bytes: settings.traces_max_bytes,
             keep_files: settings.traces_keep_files,
             max_age: (settings.traces_max_age_days > 0)
-                .then(|| Duration::from_secs(settings.traces_max_age_days * 86_400)),
+                .then(|| Duration::from_secs(settings.traces_max_age_days.saturating_mul(86_400))),
         }
     }
 }

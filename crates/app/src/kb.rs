@@ -87,6 +87,24 @@ pub enum KbError {
     Internal(#[from] anyhow::Error),
 }
 
+/// What a client is told of an internal error: its details (file paths, the store's and the
+/// system's messages) go to the server's log only.
+pub const INTERNAL_MESSAGE: &str = "internal error; the server's log has the details";
+
+impl KbError {
+    /// The message for a client. An internal error's details are logged, not returned: they
+    /// may name server paths or another scope's files.
+    pub fn public_message(&self) -> String {
+        match self {
+            KbError::Internal(inner) => {
+                tracing::error!(target: "zhiku::error", error = %format!("{inner:#}"), "internal error");
+                INTERNAL_MESSAGE.to_string()
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 impl From<RetrieveError> for KbError {
     fn from(e: RetrieveError) -> Self {
         match e {
@@ -804,7 +822,7 @@ impl KnowledgeBase {
             .as_deref()
             .map(KbPath::parse)
             .transpose()
-            .map_err(path_error)?;
+            .map_err(|e| path_error(e, new.path.as_deref().unwrap_or_default()))?;
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
 
         // Plan and embed under the read lock: searches go on meanwhile.
@@ -833,11 +851,11 @@ impl KnowledgeBase {
                 }
                 (Some(p), _) => p.as_str().to_string(),
                 (None, Some(r)) => {
-                    crate::paths::check_recorded(r).map_err(path_error)?;
+                    crate::paths::check_recorded(r).map_err(|e| path_error(e, r))?;
                     r.clone()
                 }
                 (None, None) => KbPath::parse(&default_path(&id))
-                    .map_err(path_error)?
+                    .map_err(|e| path_error(e, &default_path(&id)))?
                     .as_str()
                     .to_string(),
             };
@@ -864,8 +882,9 @@ impl KnowledgeBase {
                     return Err(no_document_at(&rel));
                 }
             }
-            let found = crate::paths::inspect(root, &rel).map_err(path_error)?;
-            let sidecar_found = crate::paths::inspect(root, &sidecar).map_err(path_error)?;
+            let found = crate::paths::inspect(root, &rel).map_err(|e| path_error(e, &rel))?;
+            let sidecar_found =
+                crate::paths::inspect(root, &sidecar).map_err(|e| path_error(e, &rel))?;
             let config = loader_config(&store.config)?;
             let path = root.join(&rel);
             // A file already there must be this caller's own document, as it reads now.
@@ -910,7 +929,7 @@ impl KnowledgeBase {
             ),
             None => None,
         };
-        crate::paths::write_file(&root, &rel, text.as_bytes()).map_err(path_error)?;
+        crate::paths::write_file(&root, &rel, text.as_bytes()).map_err(|e| path_error(e, &rel))?;
         let put_back = || match &previous_bytes {
             Some(old) => crate::paths::write_file(&root, &rel, old).map_err(|e| anyhow!(e)),
             None => std::fs::remove_file(root.join(&rel))
@@ -1152,9 +1171,13 @@ fn no_document_at(rel: &str) -> KbError {
     KbError::NotFound(format!("no document of yours at {rel:?}"))
 }
 
-fn path_error(e: PathError) -> KbError {
+/// A path check's error for a request naming `rel`.
+fn path_error(e: PathError, rel: &str) -> KbError {
     match e {
         PathError::Invalid(m) => KbError::Invalid(m),
+        // What is in the way may be another scope's: answered exactly as a path holding
+        // another scope's document.
+        PathError::Occupied(_) => no_document_at(rel),
         PathError::Io(m) => KbError::Internal(anyhow!(m)),
     }
 }

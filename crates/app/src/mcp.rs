@@ -68,7 +68,7 @@ fn to_error(e: KbError) -> ErrorData {
     match e {
         KbError::Invalid(m) => ErrorData::invalid_params(m, None),
         KbError::NotFound(m) => ErrorData::resource_not_found(m, None),
-        other => ErrorData::internal_error(other.to_string(), None),
+        other => ErrorData::internal_error(other.public_message(), None),
     }
 }
 
@@ -90,7 +90,10 @@ fn refused(r: Refused) -> ErrorData {
             format!("the request took longer than {timeout_ms} ms"),
             Some(json!({"code": "timeout"})),
         ),
-        Refused::Failed(e) => ErrorData::internal_error(e, None),
+        Refused::Failed(e) => {
+            tracing::error!(target: "zhiku::error", error = %e, "a request's worker failed");
+            ErrorData::internal_error(crate::kb::INTERNAL_MESSAGE, None)
+        }
         Refused::Kb(e) => to_error(e),
     }
 }

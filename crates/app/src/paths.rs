@@ -32,6 +32,11 @@ pub enum PathError {
     /// mistake.
     #[error("{0}")]
     Invalid(String),
+    /// Something else is in the way on disk: a file where the path needs a folder, a folder
+    /// where it needs a file. Told apart from a free path, this would reveal what another
+    /// scope keeps in the folder, so the service answers it as "not found".
+    #[error("{0}")]
+    Occupied(String),
     /// The file system refused (permissions, disk full…).
     #[error("{0}")]
     Io(String),
@@ -257,13 +262,13 @@ pub fn inspect(root: &Path, rel: &str) -> Result<Found, PathError> {
                 return if m.is_file() {
                     Ok(Found::File)
                 } else {
-                    Err(PathError::Invalid(format!(
+                    Err(PathError::Occupied(format!(
                         "path {rel:?} names a folder, not a file"
                     )))
                 };
             }
             Ok(m) if !m.is_dir() => {
-                return Err(PathError::Invalid(format!(
+                return Err(PathError::Occupied(format!(
                     "path {rel:?} goes through {shown}, which is a file, not a folder"
                 )));
             }
@@ -281,7 +286,13 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// a crash is never indexed).
 fn temp_name(name: &str, purpose: &str) -> String {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let stem: String = name.chars().take(64).collect();
+    // At most 64 bytes of the name (on a character boundary): the temp name stays far below
+    // the 255-byte file-name limit whatever the script.
+    let mut cut = name.len().min(64);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let stem = &name[..cut];
     format!(".{stem}.{}-{n}.zhiku-{purpose}", std::process::id())
 }
 
@@ -303,7 +314,7 @@ fn open_parent(root: &Path, rel: &str, created: &mut Vec<PathBuf>) -> Result<Par
             Ok(m) if m.file_type().is_symlink() => Err(PathError::Invalid(format!(
                 "path {rel:?} goes through the symbolic link {shown}; links are not written through"
             ))),
-            Ok(m) if !m.is_dir() => Err(PathError::Invalid(format!(
+            Ok(m) if !m.is_dir() => Err(PathError::Occupied(format!(
                 "path {rel:?} goes through {shown}, which is a file, not a folder"
             ))),
             Ok(_) => Ok(true),
@@ -397,7 +408,7 @@ fn write_inner(
             )));
         }
         Ok(m) if !m.is_file() => {
-            return Err(PathError::Invalid(format!(
+            return Err(PathError::Occupied(format!(
                 "path {rel:?} names a folder, not a file"
             )));
         }
@@ -575,7 +586,11 @@ mod tests {
         std::fs::write(root.join("file.md"), "x").unwrap();
         for rel in ["linked/x.md", "linked/new/x.md", "t.md", "file.md/x.md"] {
             let e = write_file(&root, rel, b"attack").unwrap_err();
-            assert!(matches!(e, PathError::Invalid(_)), "{rel}: {e}");
+            if rel == "file.md/x.md" {
+                assert!(matches!(e, PathError::Occupied(_)), "{rel}: {e}");
+            } else {
+                assert!(matches!(e, PathError::Invalid(_)), "{rel}: {e}");
+            }
             assert!(!e.to_string().contains(dir.path().to_str().unwrap()));
         }
         assert_eq!(

@@ -226,7 +226,18 @@ impl StoreLock {
             }
             Err(e) => return Err(anyhow!(e).context(format!("cannot open {}", path.display()))),
         };
-        match file.try_lock() {
+        // A reader asking who holds the lock (`holder`) takes a shared lock for an instant:
+        // a writer starting then must not take that for another writer, so it looks again
+        // for a short while before it gives up.
+        let mut attempt = file.try_lock();
+        let patience = std::time::Instant::now() + std::time::Duration::from_millis(250);
+        while matches!(attempt, Err(std::fs::TryLockError::WouldBlock))
+            && std::time::Instant::now() < patience
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            attempt = file.try_lock();
+        }
+        match attempt {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(StoreLocked::Busy {
@@ -803,7 +814,10 @@ impl Store {
                 docs_missing.insert(doc.to_string());
             }
         }
-        let stray_files = if self.config.lexical == LexicalKind::Disk {
+        // A writing open swept what a killed writer left before its first write (reported in
+        // `repair`); whatever is unreferenced later is this process's own work in progress (a
+        // commit's background merge), not damage. Only a read-only open lists stray files.
+        let stray_files = if self.config.lexical == LexicalKind::Disk && self.read_only {
             TantivyLexicalIndex::stray_files(&self.dir.join("lexical"))?
         } else {
             Vec::new()

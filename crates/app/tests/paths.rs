@@ -207,6 +207,23 @@ fn another_scopes_document_id_path_or_sidecar_answers_not_found() {
         assert!(!r.text.contains("beta-returns"), "{}", r.text);
         assert!(!r.text.contains("蓝鲸"), "{}", r.text);
     }
+    // Another scope's file or folder in the way of a path is answered as its document is:
+    // 404 naming only the requested path, never what is on disk.
+    for path in [format!("{BETA_FILE}/x.md"), "beta.md".to_string()] {
+        if path == "beta.md" {
+            std::fs::create_dir_all(kb.join("beta.md/inner")).unwrap();
+        }
+        let r = post(
+            &s,
+            "tok-a",
+            &json!({"id": "mine", "text": text, "scope": "alpha", "path": path}),
+        );
+        assert_eq!(r.status, 404, "{path}: {}", r.text);
+        assert_eq!(message(&r), format!("no document of yours at {path:?}"));
+        if path == "beta.md" {
+            std::fs::remove_dir_all(kb.join("beta.md")).unwrap();
+        }
+    }
     // A sidecar on disk that no document owns yet is not merged into a new document either.
     write(&kb, "alpha/orphan.metadata.yaml", "codename: 孤儿\n");
     let r = post(
@@ -741,4 +758,25 @@ fn random_raw_paths_write_exactly_the_callers_canonical_file_or_nothing() {
         (beta_before.text, beta_before.metadata, beta_before.revision)
     );
     assert_eq!(snapshot(dir.path()), before);
+}
+
+/// An internal failure over HTTP (the manifest cannot be replaced) tells the client no server
+/// path and no system message: those go to the server's log.
+#[test]
+fn an_internal_error_answers_without_server_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let saved = break_manifest(&kb);
+    let r = post(
+        &s,
+        "tok-a",
+        &json!({"id": "fresh", "text": "# 新\n\nWOMBAT 袋熊。\n", "scope": "alpha"}),
+    );
+    mend_manifest(&kb, saved);
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "internal");
+    assert_eq!(message(&r), zhiku_app::kb::INTERNAL_MESSAGE);
+    assert!(!r.text.contains(dir.path().to_str().unwrap()), "{}", r.text);
+    assert!(!kb.join("api/fresh.md").exists());
 }

@@ -104,11 +104,7 @@ impl From<KbError> for ApiError {
             KbError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             KbError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
-        let message = match &e {
-            KbError::Internal(inner) => format!("{inner:#}"),
-            other => other.to_string(),
-        };
-        Self::new(status, code, message)
+        Self::new(status, code, e.public_message())
     }
 }
 
@@ -127,11 +123,14 @@ impl From<Refused> for ApiError {
                 "timeout",
                 format!("the request took longer than {timeout_ms} ms"),
             ),
-            Refused::Failed(e) => Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("the request's worker failed: {e}"),
-            ),
+            Refused::Failed(e) => {
+                tracing::error!(target: "zhiku::error", error = %e, "a request's worker failed");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    crate::kb::INTERNAL_MESSAGE,
+                )
+            }
             Refused::Kb(e) => e.into(),
         }
     }
