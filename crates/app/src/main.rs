@@ -1191,6 +1191,9 @@ fn cmd_verify(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
         } else {
             StoreLock::holder(&store.dir)
         };
+        if writer.is_some() {
+            store.discount_later_writes(&mut problems)?;
+        }
         let in_progress = match &writer {
             Some(_) => std::mem::take(&mut problems.stray_files),
             None => Vec::new(),
@@ -1198,11 +1201,11 @@ fn cmd_verify(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
         // Beside a running writer, manifest and indexes were read one after the other and may
         // straddle one of its writes (indexes commit, then the manifest is renamed): look again
         // at a later committed state before reporting a difference.
-        if problems.is_empty() || writer.is_none() || attempt >= 5 {
+        if problems.is_empty() || writer.is_none() || attempt >= 10 {
             break (problems, writer, in_progress);
         }
         attempt += 1;
-        std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+        std::thread::sleep(std::time::Duration::from_millis((50 * attempt).min(250)));
         store = ctx.open_read_only(kb.as_deref())?;
     };
     if json {

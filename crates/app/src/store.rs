@@ -832,6 +832,32 @@ impl Store {
         })
     }
 
+    /// Beside a running writer, this store's manifest was read before the indexes, and writes
+    /// may have committed in between (indexes first, then the manifest): what the manifest on
+    /// disk now explains is such a write, not damage. Drops from `problems` the orphans the
+    /// current manifest lists and the documents whose entry changed since this store's
+    /// manifest was read.
+    pub fn discount_later_writes(&self, problems: &mut Problems) -> Result<()> {
+        let Some(later) = read_manifest(&self.dir)? else {
+            return Ok(());
+        };
+        let listed: BTreeSet<&ChunkId> = later
+            .catalog
+            .docs
+            .values()
+            .flat_map(|e| e.chunk_ids.iter())
+            .collect();
+        problems.lexical_orphans.retain(|id| !listed.contains(id));
+        problems.vector_orphans.retain(|id| !listed.contains(id));
+        problems
+            .docs_missing_chunks
+            .retain(|doc| match DocId::new(doc) {
+                Ok(id) => later.catalog.docs.get(&id) == self.manifest.catalog.docs.get(&id),
+                Err(_) => true,
+            });
+        Ok(())
+    }
+
     /// True when the store lives on disk.
     pub fn is_persistent(&self) -> bool {
         self.config.lexical == LexicalKind::Disk || self.config.vectors == VectorsKind::File

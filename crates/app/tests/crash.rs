@@ -474,13 +474,18 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
     assert_eq!(status["documents"], 5, "{status}");
 
     // Readers beside ingests in progress: each sees a consistent committed state.
-    let base = server.base.clone();
-    let ingests = std::thread::spawn(move || {
-        (0..12)
-            .filter(|n| post_document(&base, &format!("beside-{n}")) == Some(201))
-            .count()
-    });
-    for _ in 0..3 {
+    // Two clients keep the server writing while the readers run.
+    let ingests: Vec<_> = (0..2)
+        .map(|client| {
+            let base = server.base.clone();
+            std::thread::spawn(move || {
+                (0..20)
+                    .filter(|n| post_document(&base, &format!("beside-{client}-{n}")) == Some(201))
+                    .count()
+            })
+        })
+        .collect();
+    for _ in 0..8 {
         let out = run(&kb, &["verify", "--read-only"]);
         assert!(out.status.success(), "{}", text(&out));
         let out = run(
@@ -496,7 +501,8 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
         );
         assert!(out.status.success(), "{}", text(&out));
     }
-    assert_eq!(ingests.join().unwrap(), 12);
+    let acknowledged: usize = ingests.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(acknowledged, 40);
     drop(server);
 
     // Once the server is gone the lock is free: a writer gets it, and the store is consistent.
@@ -505,7 +511,7 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
     let out = run(&kb, &["index", "--rebuild", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["docs_added"], 17, "{v}");
+    assert_eq!(v["docs_added"], 45, "{v}");
 }
 
 /// A store left by a run that committed both indexes and died before replacing the manifest:
