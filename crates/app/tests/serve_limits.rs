@@ -315,6 +315,8 @@ fn a_foreign_host_is_refused_on_every_route_but_health() {
         format!("evil.example:{port}"),
         format!("127.0.0.1.nip.example:{port}"),
         format!("localhost.evil.example:{port}"),
+        format!("evil@127.0.0.1:{port}"),
+        "localhost:evil".to_string(),
     ] {
         for (method, path) in [
             ("POST", "/v1/search"),
@@ -345,6 +347,32 @@ fn a_foreign_host_is_refused_on_every_route_but_health() {
     ] {
         assert_eq!(request("POST", "/v1/search", &host), 200, "Host {host}");
     }
+    // A second Host header, and an absolute-form target naming another host, are refused
+    // although the (first) Host header names this server.
+    for (path, host) in [
+        (
+            "/v1/status".to_string(),
+            format!("127.0.0.1:{port}\r\nHost: evil.example"),
+        ),
+        (
+            format!("http://evil.example/v1/status"),
+            format!("127.0.0.1:{port}"),
+        ),
+    ] {
+        let status = request("GET", &path, &host);
+        assert!(
+            status == 400 || status == 403,
+            "GET {path} Host {host:?}: {status}"
+        );
+    }
+    assert_eq!(
+        request(
+            "GET",
+            &format!("http://127.0.0.1:{port}/v1/status"),
+            &format!("127.0.0.1:{port}")
+        ),
+        200
+    );
 }
 
 #[test]

@@ -200,11 +200,16 @@ where
 
 /// Refuses a request whose `Host` does not name this server (DNS rebinding).
 async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok());
-    if state.limits.host_allowed(host) {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let host = hosts.next().and_then(|v| v.to_str().ok());
+    // One Host header (RFC 9112 §3.2: more is a bad request), and an absolute-form request
+    // target names the host the request is for: both must be this server.
+    let one_host = hosts.next().is_none();
+    let target_allowed = request
+        .uri()
+        .authority()
+        .is_none_or(|a| state.limits.host_allowed(Some(a.as_str())));
+    if one_host && target_allowed && state.limits.host_allowed(host) {
         return next.run(request).await;
     }
     ApiError::new(

@@ -254,6 +254,19 @@ impl ServeSettings {
         else {
             return false;
         };
+        // A Host is `name[:port]`: no user information (`evil@127.0.0.1` names evil's
+        // credentials at 127.0.0.1 to a parser, and something else to a proxy), and a port, if
+        // any, of digits only (`localhost:evil` parses, its port does not).
+        let port_ok = match authority.as_str().strip_prefix(authority.host()) {
+            Some("") => true,
+            Some(rest) => rest
+                .strip_prefix(':')
+                .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())),
+            None => false, // user information before the host
+        };
+        if !port_ok {
+            return false;
+        }
         let name = authority
             .host()
             .trim_start_matches('[')
@@ -466,6 +479,10 @@ mod tests {
             "kb.example.com.evil",
             "",
             "a b",
+            "evil@127.0.0.1",
+            "evil@localhost:7878",
+            "localhost:evil",
+            "127.0.0.1:",
         ] {
             assert!(!s.host_allowed(Some(bad)), "{bad}");
         }
