@@ -141,11 +141,14 @@ impl DocInfo {
 }
 
 /// Loader settings from the configuration.
-pub fn loader_config(config: &crate::config::Config) -> Result<LoaderConfig> {
+pub fn loader_config(store: &Store) -> Result<LoaderConfig> {
+    let config = &store.config;
     Ok(LoaderConfig {
         max_file_bytes: config.max_file_bytes,
         default_scope: Scope::new(&config.default_scope)?,
         follow_links_inside: config.follow_links_inside,
+        // A store kept inside the folder (`--store kb/store`) is never read as documents.
+        store_dir: store.dir.canonicalize().ok(),
     })
 }
 
@@ -155,7 +158,7 @@ pub fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {
         Some(Origin::Folder { root }) => Box::new(FolderSource::new(
             root.clone(),
             store.manifest.sources.clone(),
-            loader_config(&store.config)?,
+            loader_config(store)?,
         )),
         Some(Origin::Beir { dir }) => Box::new(CorpusSource::new(
             dir.clone(),
@@ -195,7 +198,7 @@ pub struct Refreshed {
 fn load_origin(store: &Store, origin: &Origin) -> Result<(Vec<Document>, Vec<Skipped>)> {
     Ok(match origin {
         Origin::Folder { root } => {
-            let loaded = load_folder(root, &loader_config(&store.config)?)?;
+            let loaded = load_folder(root, &loader_config(store)?)?;
             (loaded.docs, loaded.skipped)
         }
         Origin::Beir { dir } => {
@@ -736,10 +739,9 @@ impl KnowledgeBase {
                     .sources
                     .get(&info.id)
                     .ok_or_else(|| KbError::NotFound(format!("no document {id:?}")))?;
-                crate::loader::load_path(&root.join(rel), rel, &loader_config(&store.config)?)
-                    .map_err(|e| {
-                        KbError::NotFound(format!("document {id:?} cannot be read now: {e:#}"))
-                    })?
+                crate::loader::load_path(&root.join(rel), rel, &loader_config(store)?).map_err(
+                    |e| KbError::NotFound(format!("document {id:?} cannot be read now: {e:#}")),
+                )?
             }
             _ => return Err(KbError::NotFound(format!("no document {id:?}"))),
         };
@@ -802,6 +804,7 @@ impl KnowledgeBase {
                 caller.name
             )));
         }
+        check_new_id(&new.id)?;
         let id = DocId::new(&new.id).map_err(invalid)?;
         let scope = match &new.scope {
             Some(s) => Scope::new(s).map_err(invalid)?,
@@ -882,10 +885,17 @@ impl KnowledgeBase {
                     return Err(no_document_at(&rel));
                 }
             }
+            let config = loader_config(store)?;
+            if let (Some(store_dir), Ok(real_root)) = (&config.store_dir, root.canonicalize())
+                && real_root.join(&rel).starts_with(store_dir)
+            {
+                return Err(KbError::Invalid(format!(
+                    "path {rel:?} is inside the store's folder; choose another path"
+                )));
+            }
             let found = crate::paths::inspect(root, &rel).map_err(|e| path_error(e, &rel))?;
             let sidecar_found =
                 crate::paths::inspect(root, &sidecar).map_err(|e| path_error(e, &rel))?;
-            let config = loader_config(&store.config)?;
             let path = root.join(&rel);
             // A file already there must be this caller's own document, as it reads now.
             let previous = match found {
@@ -1013,12 +1023,8 @@ impl KnowledgeBase {
         let mut current = None;
         if let Some(rel) = &rel {
             crate::paths::check_recorded(rel).map_err(cannot)?;
-            current = crate::loader::load_path(
-                &root.join(rel),
-                rel,
-                &loader_config(&inner.store.config)?,
-            )
-            .ok();
+            current =
+                crate::loader::load_path(&root.join(rel), rel, &loader_config(&inner.store)?).ok();
             moved.extend(crate::paths::move_aside(&root, rel).map_err(cannot)?);
             let sidecar = sidecar_of(rel);
             let shared = inner
@@ -1136,6 +1142,54 @@ impl KnowledgeBase {
             .map(|(s, (d, c))| (s.to_string(), d, c))
             .collect()
     }
+}
+
+/// An ID a writer gives a document over the API reads as what it is: Unicode NFC (a decomposed
+/// `é` is another ID that looks the same) and no invisible formatting character (zero-width
+/// spaces and joiners, bidirectional overrides, the byte-order mark, soft hyphens, tags), so no
+/// document can pass for another scope's by looking like its ID.
+fn check_new_id(id: &str) -> Result<(), KbError> {
+    if !unicode_normalization::is_nfc(id) {
+        return Err(KbError::Invalid(format!(
+            "document id {id:?} must be in Unicode NFC (composed characters)"
+        )));
+    }
+    if let Some(c) = id.chars().find(|c| is_format_char(*c)) {
+        return Err(KbError::Invalid(format!(
+            "document id {id:?} holds the invisible character U+{:04X}",
+            c as u32
+        )));
+    }
+    Ok(())
+}
+
+/// Unicode's format characters (general category Cf): they change how text is shown, not
+/// what it says.
+fn is_format_char(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
 }
 
 /// `api/<id>.md`, with characters that do not belong in a file name replaced.

@@ -35,6 +35,8 @@ pub struct LoaderConfig {
     /// Follow symbolic links whose target lies inside the knowledge-base root (links to
     /// outside it are never followed).
     pub follow_links_inside: bool,
+    /// The store's folder (canonical), when it lies inside the knowledge base: never scanned.
+    pub store_dir: Option<PathBuf>,
 }
 
 /// The ignore file of zhiku's own, beside `.gitignore` and `.ignore`.
@@ -46,6 +48,7 @@ impl Default for LoaderConfig {
             max_file_bytes: 10 * 1024 * 1024,
             default_scope: Scope::default_scope(),
             follow_links_inside: false,
+            store_dir: None,
         }
     }
 }
@@ -93,7 +96,14 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
     let filter = {
         let (root, real_root, pruned) = (root.to_path_buf(), real_root.clone(), pruned.clone());
         let follow = config.follow_links_inside;
+        let store_dir = config.store_dir.clone();
         move |e: &ignore::DirEntry| {
+            if let Some(store_dir) = &store_dir
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && e.path().canonicalize().is_ok_and(|p| &p == store_dir)
+            {
+                return false;
+            }
             if !e.path_is_symlink() {
                 return true;
             }

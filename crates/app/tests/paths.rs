@@ -780,3 +780,75 @@ fn an_internal_error_answers_without_server_paths() {
     assert!(!r.text.contains(dir.path().to_str().unwrap()), "{}", r.text);
     assert!(!kb.join("api/fresh.md").exists());
 }
+
+/// IDs that look like another document's are refused: decomposed characters, zero-width and
+/// bidirectional formatting characters.
+#[test]
+fn look_alike_document_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let text = "# 像\n\n看起来一样。\n";
+    for id in [
+        "cafe\u{301}-beta",
+        "beta-returns\u{200b}",
+        "beta\u{202e}-returns",
+        "\u{feff}beta-returns",
+        "beta\u{ad}returns",
+    ] {
+        let r = post(
+            &s,
+            "tok-a",
+            &json!({"id": id, "text": text, "scope": "alpha"}),
+        );
+        assert_eq!(r.status, 400, "{id:?}: {}", r.text);
+    }
+    let r = post(
+        &s,
+        "tok-a",
+        &json!({"id": "caf\u{e9}-alpha", "text": text, "scope": "alpha"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+}
+
+/// A store kept inside the knowledge base under a visible name (`--store KB/store`) is neither
+/// written into over the API nor read as documents by the scan.
+#[test]
+fn a_store_inside_the_knowledge_base_is_neither_written_nor_scanned() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let store = kb.join("store");
+    let s = Server::start(&kb, &["--store", store.to_str().unwrap()]);
+    let text = "# 店\n\n写进存储目录。\n";
+    for path in ["store/x.md", "store/lexical/x.md", "store/deeper/new/x.md"] {
+        let r = post(
+            &s,
+            "tok-a",
+            &json!({"id": "in-store", "text": text, "scope": "alpha", "path": path}),
+        );
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        assert!(!r.text.contains(dir.path().to_str().unwrap()), "{}", r.text);
+    }
+    drop(s);
+    // A Markdown file an operator left in the store folder is not a document either.
+    write(
+        &kb,
+        "store/left.md",
+        "---\nid: left\nscope: alpha\n---\n# 留\n\n留在存储里。\n",
+    );
+    let s = Server::start(&kb, &["--store", store.to_str().unwrap()]);
+    assert_eq!(
+        call("GET", &s.url("/v1/documents/left"), Some("tok-a"), None).status,
+        404
+    );
+    assert_eq!(
+        call(
+            "GET",
+            &s.url("/v1/documents/alpha-returns"),
+            Some("tok-a"),
+            None
+        )
+        .status,
+        200
+    );
+}
