@@ -355,7 +355,7 @@ fn a_foreign_host_is_refused_on_every_route_but_health() {
             format!("127.0.0.1:{port}\r\nHost: evil.example"),
         ),
         (
-            format!("http://evil.example/v1/status"),
+            "http://evil.example/v1/status".to_string(),
             format!("127.0.0.1:{port}"),
         ),
     ] {
