@@ -23,6 +23,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::{Server, two_scope_kb};
 
+/// A search of the committed state in scope alpha that finds `alpha-returns`.
+const SEARCH_ALPHA: &[&str] = &[
+    "search",
+    "退货期限",
+    "--no-refresh",
+    "--json",
+    "--scope",
+    "alpha",
+];
+
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("zhiku")
 }
@@ -438,17 +448,7 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
         "{}",
         text(&out)
     );
-    let out = run(
-        &kb,
-        &[
-            "search",
-            "退货期限",
-            "--no-refresh",
-            "--json",
-            "--scope",
-            "alpha",
-        ],
-    );
+    let out = run(&kb, SEARCH_ALPHA);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         hits(&out).contains(&"alpha-returns".to_string()),
@@ -488,17 +488,7 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
     for _ in 0..8 {
         let out = run(&kb, &["verify", "--read-only"]);
         assert!(out.status.success(), "{}", text(&out));
-        let out = run(
-            &kb,
-            &[
-                "search",
-                "退货期限",
-                "--no-refresh",
-                "--json",
-                "--scope",
-                "alpha",
-            ],
-        );
+        let out = run(&kb, SEARCH_ALPHA);
         assert!(out.status.success(), "{}", text(&out));
     }
     let acknowledged: usize = ingests.into_iter().map(|t| t.join().unwrap()).sum();
@@ -664,14 +654,7 @@ fn read_only_commands_work_on_a_read_only_store_and_a_write_says_what_is_read_on
         let out = ro(args);
         assert!(out.status.success(), "{args:?}: {}", text(&out));
     }
-    let out = ro(&[
-        "search",
-        "退货期限",
-        "--no-refresh",
-        "--json",
-        "--scope",
-        "alpha",
-    ]);
+    let out = ro(SEARCH_ALPHA);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         hits(&out).contains(&"alpha-returns".to_string()),
