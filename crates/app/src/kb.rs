@@ -221,6 +221,21 @@ pub fn refresh(
     origin: Origin,
     on_progress: &mut dyn FnMut(zhiku_domain::usecases::Progress),
 ) -> Result<Refreshed> {
+    // What a writer killed mid-ingest or mid-delete left in the folder is settled first: an
+    // unrecorded delete's file goes back, temporary files go.
+    if let Origin::Folder { root } = &origin
+        && !store.is_read_only()
+    {
+        let recorded: Vec<&str> = store
+            .manifest
+            .sources
+            .values()
+            .map(String::as_str)
+            .collect();
+        for done in crate::paths::settle_leftovers(root, &recorded) {
+            tracing::info!(target: "zhiku::store", ?done, "settled a killed writer's leftover");
+        }
+    }
     let (docs, skipped) = load_origin(store, &origin)?;
     index_loaded(store, origin, docs, skipped, on_progress)
 }

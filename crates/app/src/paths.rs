@@ -296,6 +296,88 @@ fn temp_name(name: &str, purpose: &str) -> String {
     format!(".{stem}.{}-{n}.zhiku-{purpose}", std::process::id())
 }
 
+/// What [`settle_leftovers`] did with one file a killed writer left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leftover {
+    /// An unfinished write's temporary file, removed.
+    Removed(String),
+    /// A file moved aside by a delete whose manifest was never saved: put back.
+    Restored(String),
+}
+
+/// Settles the hidden files a killed writer left in the folder (`.NAME.PID-N.zhiku-tmp`,
+/// `.NAME.PID-N.zhiku-deleted`; the scan never reads them). An unfinished write's temporary
+/// file is removed. A file moved aside by a delete is put back when the manifest still lists
+/// its document (`recorded`: the recorded paths; a sidecar goes back with its document) and
+/// nothing has taken its place; otherwise the delete was recorded, and the file is removed.
+/// Hidden folders (`.git`, the store) are not entered. Only a writer may call this.
+pub fn settle_leftovers(root: &Path, recorded: &[&str]) -> Vec<Leftover> {
+    let mut wanted: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for rel in recorded {
+        wanted.insert((*rel).to_string());
+        wanted.insert(sidecar_of(rel));
+    }
+    let mut done = Vec::new();
+    let mut dirs = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let rel = format!("{prefix}{name}");
+            if kind.is_dir() {
+                if !name.starts_with('.') {
+                    dirs.push((entry.path(), format!("{rel}/")));
+                }
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let Some((stem, purpose)) = leftover_parts(&name) else {
+                continue;
+            };
+            let shown = format!("{prefix}{stem}");
+            // The stem is the original name cut at 64 bytes: the recorded names it fits.
+            let original = wanted.iter().find(|w| {
+                w.strip_prefix(prefix.as_str()).is_some_and(|n| {
+                    !n.contains('/') && (n == stem || (stem.len() >= 60 && n.starts_with(stem)))
+                })
+            });
+            let restored = purpose == "deleted"
+                && original.is_some_and(|o| {
+                    !root.join(o).exists() && std::fs::rename(entry.path(), root.join(o)).is_ok()
+                });
+            if restored {
+                done.push(Leftover::Restored(original.cloned().unwrap_or(shown)));
+            } else if std::fs::remove_file(entry.path()).is_ok() {
+                done.push(Leftover::Removed(rel));
+            }
+        }
+    }
+    done.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    done
+}
+
+/// `(stem, purpose)` of a name [`temp_name`] made: `.STEM.PID-N.zhiku-PURPOSE`.
+fn leftover_parts(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix('.')?;
+    let (rest, purpose) = rest.rsplit_once(".zhiku-")?;
+    if !matches!(purpose, "tmp" | "deleted") {
+        return None;
+    }
+    let (stem, counter) = rest.rsplit_once('.')?;
+    let (pid, n) = counter.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(pid) && digits(n) && !stem.is_empty()).then_some((stem, purpose))
+}
+
 /// The parent folder of `rel`, opened after every component was checked, and a path that
 /// reaches entries inside that very folder (on Linux, through the opened handle, so a folder
 /// swapped for a link after the check is not followed).
@@ -477,6 +559,58 @@ pub fn move_aside(root: &Path, rel: &str) -> Result<Option<MovedAside>, PathErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_killed_writers_leftovers_are_settled_by_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let put = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        // A delete killed before its manifest was saved: document and sidecar moved aside.
+        put("a/.doc.md.77-0.zhiku-deleted", "doc");
+        put("a/.doc.metadata.yaml.77-1.zhiku-deleted", "k: v\n");
+        // A delete that was recorded: its document is no longer listed.
+        put("a/.gone.md.77-2.zhiku-deleted", "gone");
+        // An unfinished write.
+        put("b/.new.md.77-3.zhiku-tmp", "half");
+        // A recorded document whose file was written again meanwhile: never overwritten.
+        put("c/kept.md", "new");
+        put("c/.kept.md.77-4.zhiku-deleted", "old");
+        // Not ours, or in a hidden folder: untouched.
+        put(".git/.x.md.1-1.zhiku-tmp", "git");
+        put("a/.hidden.md", "hidden");
+        put("a/.y.md.pid-1.zhiku-tmp", "not a counter");
+        let done = settle_leftovers(root, &["a/doc.md", "c/kept.md"]);
+        assert_eq!(
+            done,
+            vec![
+                Leftover::Removed("a/.gone.md.77-2.zhiku-deleted".into()),
+                Leftover::Removed("b/.new.md.77-3.zhiku-tmp".into()),
+                Leftover::Removed("c/.kept.md.77-4.zhiku-deleted".into()),
+                Leftover::Restored("a/doc.md".into()),
+                Leftover::Restored("a/doc.metadata.yaml".into()),
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("a/doc.md")).unwrap(),
+            "doc"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("c/kept.md")).unwrap(),
+            "new"
+        );
+        for untouched in [
+            ".git/.x.md.1-1.zhiku-tmp",
+            "a/.hidden.md",
+            "a/.y.md.pid-1.zhiku-tmp",
+        ] {
+            assert!(root.join(untouched).exists(), "{untouched}");
+        }
+        assert!(settle_leftovers(root, &["a/doc.md", "c/kept.md"]).is_empty());
+    }
 
     #[test]
     fn the_canonical_form_is_checked_on_the_raw_string() {

@@ -724,3 +724,28 @@ fn verify_reports_a_killed_writers_stray_files_and_the_writing_open_removes_them
     let out = run(&kb, &["verify", "--read-only"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A delete killed after it moved the file aside but before the manifest was saved was never
+/// acknowledged: the next writer puts the file back (the document stays), and removes an
+/// unfinished write's temporary file.
+#[test]
+fn a_killed_deletes_moved_file_is_put_back_and_temporary_files_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(tmp.path(), "", "");
+    let out = run(&kb, &["index", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::rename(
+        kb.join("alpha/returns.md"),
+        kb.join("alpha/.returns.md.4242-0.zhiku-deleted"),
+    )
+    .unwrap();
+    std::fs::write(kb.join("alpha/.new.md.4242-1.zhiku-tmp"), "half a write").unwrap();
+    let out = run(&kb, &["index", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(kb.join("alpha/returns.md").exists());
+    assert!(!kb.join("alpha/.returns.md.4242-0.zhiku-deleted").exists());
+    assert!(!kb.join("alpha/.new.md.4242-1.zhiku-tmp").exists());
+    assert!(manifest_sources(&kb).contains_key("alpha-returns"));
+    let out = run(&kb, &["verify"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
