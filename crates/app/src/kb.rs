@@ -864,7 +864,8 @@ impl KnowledgeBase {
             let rel = match (&requested, &recorded) {
                 (Some(p), Some(r)) if p.as_str() != r => {
                     return Err(KbError::Conflict(format!(
-                        "document {id:?} lives at {r}; it cannot move to {p}"
+                        "document {:?} lives at {r}; it cannot move to {p}",
+                        id.as_str()
                     )));
                 }
                 (Some(p), _) => p.as_str().to_string(),
