@@ -879,7 +879,8 @@ impl KnowledgeBase {
                     .to_string(),
             };
             let mine = recorded.as_deref() == Some(rel.as_str());
-            if let Some(why) = crate::paths::scan_ignores(root, &rel) {
+            let config = loader_config(store)?;
+            if let Some(why) = crate::paths::scan_ignores(root, &rel, &config) {
                 return Err(KbError::Invalid(format!(
                     "path {rel:?} would not be seen by the folder scan ({why}); choose another path"
                 )));
@@ -900,14 +901,6 @@ impl KnowledgeBase {
                 if *p == rel || (sidecar_of(p) == sidecar && !visible(other)) {
                     return Err(no_document_at(&rel));
                 }
-            }
-            let config = loader_config(store)?;
-            if let (Some(store_dir), Ok(real_root)) = (&config.store_dir, root.canonicalize())
-                && real_root.join(&rel).starts_with(store_dir)
-            {
-                return Err(KbError::Invalid(format!(
-                    "path {rel:?} is inside the store's folder; choose another path"
-                )));
             }
             let found = crate::paths::inspect(root, &rel).map_err(|e| path_error(e, &rel))?;
             let sidecar_found =

@@ -171,11 +171,21 @@ pub fn check_recorded(rel: &str) -> Result<(), PathError> {
     }
 }
 
-/// Whether the folder scan would skip `rel` under `root` because of a `.zhikuignore`,
-/// `.ignore` or `.gitignore` file (the rules `loader::load_folder` walks with): the reason,
-/// naming the ignore file, or `None` when the scan would see it. Every directory on the way is
-/// checked too, as the scan does not descend into an ignored directory.
-pub fn scan_ignores(root: &Path, rel: &str) -> Option<String> {
+/// Whether the folder scan (`loader::load_folder` with `config`) would skip `rel` under
+/// `root`: because it lies in the store's folder, which the scan never enters, or because of a
+/// `.zhikuignore`, `.ignore` or `.gitignore` file. The reason, naming the ignore file, or
+/// `None` when the scan would see it. Every directory on the way is checked too, as the scan
+/// does not descend into an ignored directory.
+pub fn scan_ignores(
+    root: &Path,
+    rel: &str,
+    config: &crate::loader::LoaderConfig,
+) -> Option<String> {
+    if let (Some(store_dir), Ok(real_root)) = (&config.store_dir, root.canonicalize())
+        && real_root.join(rel).starts_with(store_dir)
+    {
+        return Some("the store's folder lies there".into());
+    }
     const KINDS: [&str; 3] = [crate::loader::CUSTOM_IGNORE, ".ignore", ".gitignore"];
     let segs: Vec<&str> = rel.split('/').collect();
     // Per directory level, from the root down: its matchers in the order the walker ranks them.
@@ -559,6 +569,7 @@ pub fn move_aside(root: &Path, rel: &str) -> Result<Option<MovedAside>, PathErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loader::LoaderConfig;
 
     #[test]
     fn a_killed_writers_leftovers_are_settled_by_the_manifest() {
@@ -677,13 +688,16 @@ mod tests {
         std::fs::create_dir_all(root.join("docs/keep")).unwrap();
         std::fs::write(root.join("docs/.gitignore"), "*.md\n!keep/\n!keep/*.md\n").unwrap();
         std::fs::write(root.join(".ignore"), "tmp.md\n").unwrap();
-        assert!(scan_ignores(root, "drafts/x.md").is_some());
-        assert!(scan_ignores(root, "a/drafts/x.md").is_some());
-        assert!(scan_ignores(root, "secret-plan.md").is_some());
-        assert!(scan_ignores(root, "tmp.md").is_some());
-        assert!(scan_ignores(root, "docs/x.md").is_some());
-        assert_eq!(scan_ignores(root, "docs/keep/x.md"), None);
-        assert_eq!(scan_ignores(root, "x.md"), None);
+        assert!(scan_ignores(root, "drafts/x.md", &LoaderConfig::default()).is_some());
+        assert!(scan_ignores(root, "a/drafts/x.md", &LoaderConfig::default()).is_some());
+        assert!(scan_ignores(root, "secret-plan.md", &LoaderConfig::default()).is_some());
+        assert!(scan_ignores(root, "tmp.md", &LoaderConfig::default()).is_some());
+        assert!(scan_ignores(root, "docs/x.md", &LoaderConfig::default()).is_some());
+        assert_eq!(
+            scan_ignores(root, "docs/keep/x.md", &LoaderConfig::default()),
+            None
+        );
+        assert_eq!(scan_ignores(root, "x.md", &LoaderConfig::default()), None);
         // The same files, written, are what the scan finds.
         for rel in [
             "drafts/x.md",
