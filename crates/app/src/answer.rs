@@ -146,6 +146,11 @@ struct Open {
 }
 
 impl JsonlTraceSink {
+    /// The sink of the store in `store_dir`: `traces.jsonl` with the retention of `[serve]`.
+    pub fn in_store(store_dir: &Path, settings: &crate::serve::settings::ServeSettings) -> Self {
+        Self::new(store_dir.join("traces.jsonl")).with_retention(Retention::of(settings))
+    }
+
     /// A sink appending to `path` (created with its parent folder on first write), with the
     /// default retention.
     pub fn new(path: impl Into<PathBuf>) -> Self {

@@ -29,9 +29,7 @@ use zhiku_domain::usecases::{
 };
 use zhiku_domain::{DocId, Document, Filter, Scope};
 
-use crate::answer::{
-    JsonlTraceSink, MonotonicClock, Retention, Tee, generator_for, policy_for, read_trace,
-};
+use crate::answer::{JsonlTraceSink, MonotonicClock, Tee, generator_for, policy_for, read_trace};
 use crate::beir::{load_beir, passage_document};
 use crate::loader::{LoaderConfig, Skipped, load_folder, load_text};
 use crate::paths::{Found, KbPath, PathError, sidecar_of};
@@ -577,8 +575,7 @@ impl KnowledgeBase {
             .filter(|i| store.manifest.catalog.docs.contains_key(&i.id))
             .map(|i| (i.id.clone(), i))
             .collect();
-        let traces = JsonlTraceSink::new(store.dir.join("traces.jsonl"))
-            .with_retention(Retention::of(&store.config.serve));
+        let traces = JsonlTraceSink::in_store(&store.dir, &store.config.serve);
         Ok((
             Self {
                 inner: RwLock::new(Inner {

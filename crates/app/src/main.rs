@@ -52,8 +52,7 @@ use serde_json::json;
 use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_adapters_tantivy::LexicalConfig;
 use zhiku_app::answer::{
-    JsonlTraceSink, MonotonicClock, Retention, Tee, generator_for, new_trace_id, policy_for,
-    render_chain,
+    JsonlTraceSink, MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
 };
 use zhiku_app::beir::{load_beir, load_golden};
 use zhiku_app::config::Config;
@@ -722,8 +721,7 @@ fn cmd_ask(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;
     let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
-    let file_sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"))
-        .with_retention(Retention::of(&store.config.serve));
+    let file_sink = JsonlTraceSink::in_store(&store.dir, &store.config.serve);
     let memory = MemoryTraceSink::new();
     let sink = Tee(vec![&file_sink, &memory]);
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
@@ -909,8 +907,7 @@ fn cmd_eval(
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config)?;
             let policy = policy_for(&store.config, mode, store.config.k)?;
-            let sink = JsonlTraceSink::new(store.dir.join("traces.jsonl"))
-                .with_retention(Retention::of(&store.config.serve));
+            let sink = JsonlTraceSink::in_store(&store.dir, &store.config.serve);
             let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
             let mut answers_out = match &answers_file {
                 Some(p) => Some(std::io::BufWriter::new(
