@@ -737,11 +737,9 @@ impl Store {
                 self.dir.display()
             ));
         }
+        // A writing open lists no stray files (it swept them): `is_empty` is about chunks here.
         let first = self.problems()?;
-        if first.lexical_orphans.is_empty()
-            && first.vector_orphans.is_empty()
-            && first.docs_missing_chunks.is_empty()
-        {
+        if first.is_empty() {
             return Ok(Repair::default());
         }
         let mut requeued = Vec::new();
