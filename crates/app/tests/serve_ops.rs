@@ -18,25 +18,8 @@ fn request(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> (u16, Option<String>, String) {
-    let agent = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(60))
-        .build();
-    let mut req = agent.request(method, url);
-    for (k, v) in headers {
-        req = req.set(k, v);
-    }
-    let resp = match body {
-        Some(b) => req.send_json(b.clone()),
-        None => req.call(),
-    };
-    let resp = match resp {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("transport error: {e}"),
-    };
-    let status = resp.status();
-    let id = resp.header("x-request-id").map(str::to_string);
-    (status, id, resp.into_string().unwrap_or_default())
+    let r = support::call_with_headers(method, url, headers, body);
+    (r.status, r.request_id, r.text)
 }
 
 fn bearer(token: &str) -> String {

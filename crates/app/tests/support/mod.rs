@@ -180,6 +180,7 @@ pub struct Reply {
     pub www_authenticate: Option<String>,
     pub retry_after: Option<String>,
     pub content_type: Option<String>,
+    pub request_id: Option<String>,
 }
 
 fn agent() -> ureq::Agent {
@@ -198,6 +199,7 @@ fn reply(r: Result<ureq::Response, ureq::Error>) -> Reply {
     let www_authenticate = resp.header("www-authenticate").map(str::to_string);
     let retry_after = resp.header("retry-after").map(str::to_string);
     let content_type = resp.header("content-type").map(str::to_string);
+    let request_id = resp.header("x-request-id").map(str::to_string);
     let text = resp.into_string().unwrap_or_default();
     Reply {
         status,
@@ -206,7 +208,25 @@ fn reply(r: Result<ureq::Response, ureq::Error>) -> Reply {
         www_authenticate,
         retry_after,
         content_type,
+        request_id,
     }
+}
+
+/// `METHOD url` with these headers and an optional JSON body.
+pub fn call_with_headers(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Reply {
+    let mut req = agent().request(method, url);
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    reply(match body {
+        Some(b) => req.send_json(b.clone()),
+        None => req.call(),
+    })
 }
 
 /// `METHOD url` with an optional bearer token and JSON body.
