@@ -359,6 +359,15 @@ impl Config {
         self.scopes.iter().map(|s| Ok(Scope::new(s)?)).collect()
     }
 
+    /// How much trace history the store keeps (`[serve]` `traces_*`).
+    pub fn trace_retention(&self) -> zhiku_adapters_fs::trace_log::Retention {
+        zhiku_adapters_fs::trace_log::Retention::new(
+            self.serve.traces_max_bytes,
+            self.serve.traces_keep_files,
+            self.serve.traces_max_age_days,
+        )
+    }
+
     /// Where `zhiku.toml` is looked for when `--config` is not given: the knowledge base root.
     pub fn default_file(kb: &Path) -> Option<PathBuf> {
         let candidate = kb.join("zhiku.toml");

@@ -29,12 +29,14 @@ use zhiku_domain::usecases::{
 };
 use zhiku_domain::{DocId, Document, Filter, Scope};
 
-use crate::answer::{JsonlTraceSink, MonotonicClock, Tee, generator_for, policy_for, read_trace};
+use crate::answer::{MonotonicClock, Tee, generator_for, policy_for};
 use crate::beir::{load_beir, passage_document};
 use crate::loader::{LoaderConfig, Skipped, load_folder, load_text};
 use crate::paths::{Found, KbPath, PathError, sidecar_of};
-use crate::source::{CorpusSource, FolderSource};
 use crate::store::{Origin, Store};
+use zhiku_adapters_fs::folder_source::FolderSource;
+use zhiku_adapters_fs::trace_log::{JsonlTraceSink, read_trace};
+use zhiku_eval::corpus_source::CorpusSource;
 
 /// Who is calling, as established by the server (never by the request body).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -575,7 +577,7 @@ impl KnowledgeBase {
             .filter(|i| store.manifest.catalog.docs.contains_key(&i.id))
             .map(|i| (i.id.clone(), i))
             .collect();
-        let traces = JsonlTraceSink::in_store(&store.dir, &store.config.serve);
+        let traces = JsonlTraceSink::in_store(&store.dir, store.config.trace_retention());
         Ok((
             Self {
                 inner: RwLock::new(Inner {

@@ -49,10 +49,11 @@ fn output_failed(e: &std::io::Error) -> ! {
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
+use zhiku_adapters_fs::trace_log::JsonlTraceSink;
 use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_adapters_tantivy::LexicalConfig;
 use zhiku_app::answer::{
-    JsonlTraceSink, MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
+    MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
 };
 use zhiku_app::beir::{load_beir, load_golden};
 use zhiku_app::config::Config;
@@ -721,7 +722,7 @@ fn cmd_ask(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;
     let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
-    let file_sink = JsonlTraceSink::in_store(&store.dir, &store.config.serve);
+    let file_sink = JsonlTraceSink::in_store(&store.dir, store.config.trace_retention());
     let memory = MemoryTraceSink::new();
     let sink = Tee(vec![&file_sink, &memory]);
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
@@ -907,7 +908,7 @@ fn cmd_eval(
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config)?;
             let policy = policy_for(&store.config, mode, store.config.k)?;
-            let sink = JsonlTraceSink::in_store(&store.dir, &store.config.serve);
+            let sink = JsonlTraceSink::in_store(&store.dir, store.config.trace_retention());
             let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
             let mut answers_out = match &answers_file {
                 Some(p) => Some(std::io::BufWriter::new(

@@ -1,0 +1,52 @@
+//! The folder as the source of truth: re-reading a document's file when a hit is checked.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use zhiku_domain::DocId;
+use zhiku_domain::ports::{SourceError, SourceRecord, SourceStore};
+
+use crate::loader::{LoaderConfig, load_path};
+
+/// Re-reads a document's file from the knowledge-base folder at check time, so edits and
+/// deletions made since indexing are noticed.
+#[derive(Debug)]
+pub struct FolderSource {
+    root: PathBuf,
+    sources: BTreeMap<DocId, String>,
+    config: LoaderConfig,
+}
+
+impl FolderSource {
+    /// A source over `root`, locating documents by the manifest's source paths.
+    pub fn new(root: PathBuf, sources: BTreeMap<DocId, String>, config: LoaderConfig) -> Self {
+        Self {
+            root,
+            sources,
+            config,
+        }
+    }
+}
+
+impl SourceStore for FolderSource {
+    fn lookup(&self, doc: &DocId) -> Result<Option<SourceRecord>, SourceError> {
+        let Some(rel) = self.sources.get(doc) else {
+            return Ok(None);
+        };
+        let path = self.root.join(rel);
+        if !path.exists() {
+            return Ok(None);
+        }
+        match load_path(&path, rel, &self.config) {
+            // The file now claims another id: the indexed document is gone from the source.
+            Ok(current) if current.id() != doc => Ok(None),
+            Ok(current) => Ok(Some(SourceRecord {
+                revision: current.revision().clone(),
+                scope: current.attributes().scope.clone(),
+                visible: true,
+            })),
+            // Unreadable now: the evidence cannot be vouched for.
+            Err(_) => Ok(None),
+        }
+    }
+}
