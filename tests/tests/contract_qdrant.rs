@@ -101,6 +101,9 @@ impl VectorIndex for Scratch {
     fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
         self.0.chunk_ids(doc)
     }
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        self.0.all_chunk_ids()
+    }
     fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {
         self.0.embeddings(ids)
     }
@@ -201,7 +204,7 @@ mod adapter {
         let mut want: Vec<ChunkId> = big.iter().map(|i| i.chunk.chunk_id().clone()).collect();
         want.sort();
         assert_eq!(listed, want);
-        assert_eq!(index.0.all_chunk_ids().unwrap().len(), 3007);
+        assert_eq!(index.all_chunk_ids().unwrap().len(), 3007);
 
         index.delete_document(&doc("big")).unwrap();
         index.commit().unwrap();

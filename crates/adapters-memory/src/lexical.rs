@@ -181,6 +181,10 @@ impl LexicalIndex for MemoryLexicalIndex {
         Ok(self.read().table.ids_of(doc))
     }
 
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        Ok(self.read().table.all_ids())
+    }
+
     fn count(&self) -> Result<usize, IndexError> {
         Ok(self.read().table.len())
     }

@@ -92,11 +92,6 @@ impl FileVectorIndex {
         &self.path
     }
 
-    /// Every stored chunk ID, sorted.
-    pub fn all_chunk_ids(&self) -> Vec<ChunkId> {
-        self.inner.all_chunk_ids()
-    }
-
     fn save(&self) -> Result<(), IndexError> {
         let rows = self.inner.snapshot();
         let tmp = self.path.with_extension("tmp");
@@ -171,6 +166,10 @@ impl VectorIndex for FileVectorIndex {
 
     fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
         self.inner.chunk_ids(doc)
+    }
+
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        self.inner.all_chunk_ids()
     }
 
     fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {

@@ -88,6 +88,11 @@ impl<T> Table<T> {
             .unwrap_or_default()
     }
 
+    /// Every stored chunk ID, sorted (the rows are keyed by ID, so each appears once).
+    pub(crate) fn all_ids(&self) -> Vec<ChunkId> {
+        self.rows.keys().cloned().collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.rows.len()
     }

@@ -35,11 +35,6 @@ impl MemoryVectorIndex {
         self.table.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Every stored chunk ID, sorted.
-    pub fn all_chunk_ids(&self) -> Vec<ChunkId> {
-        self.read().rows.keys().cloned().collect()
-    }
-
     /// A copy of every stored chunk and its vector, in chunk-ID order.
     pub fn snapshot(&self) -> Vec<(zhiku_domain::Chunk, Vec<f32>)> {
         self.read()
@@ -130,6 +125,10 @@ impl VectorIndex for MemoryVectorIndex {
 
     fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
         Ok(self.read().ids_of(doc))
+    }
+
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        Ok(self.read().all_ids())
     }
 
     fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {

@@ -284,11 +284,6 @@ impl QdrantVectorIndex {
         })
     }
 
-    /// Every stored chunk ID, sorted (a paged scroll over the whole collection).
-    pub fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
-        self.run(self.scroll_ids(None))
-    }
-
     /// Deletes the collection and everything in it. The index is unusable afterwards.
     pub fn drop_collection(&self) -> Result<(), IndexError> {
         self.run(async {
@@ -684,6 +679,11 @@ impl VectorIndex for QdrantVectorIndex {
 
     fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
         self.run(self.scroll_ids(Some(payload::document_filter(doc))))
+    }
+
+    /// A paged scroll over the whole collection.
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        self.run(self.scroll_ids(None))
     }
 
     fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {

@@ -678,6 +678,10 @@ impl LexicalIndex for TantivyLexicalIndex {
         self.ids_matching(&query)
     }
 
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        self.ids_matching(&tantivy::query::AllQuery)
+    }
+
     fn count(&self) -> Result<usize, IndexError> {
         let searcher = self.reader.searcher();
         searcher
@@ -696,11 +700,6 @@ impl LexicalIndex for TantivyLexicalIndex {
 }
 
 impl TantivyLexicalIndex {
-    /// Every stored chunk ID, sorted (for consistency checks and repair).
-    pub fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
-        self.ids_matching(&tantivy::query::AllQuery)
-    }
-
     /// The sorted chunk IDs of the documents matching `query`.
     fn ids_matching(&self, query: &dyn Query) -> Result<Vec<ChunkId>, IndexError> {
         let searcher = self.reader.searcher();
@@ -715,6 +714,7 @@ impl TantivyLexicalIndex {
             ids.push(ChunkId::parse(id).map_err(backend)?);
         }
         ids.sort();
+        ids.dedup();
         Ok(ids)
     }
 

@@ -39,7 +39,6 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{FileVectorIndex, HashingEmbedder, MemoryVectorIndex};
-use zhiku_adapters_qdrant::QdrantVectorIndex;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
 use zhiku_domain::usecases::{Catalog, Indexer, Retriever};
@@ -182,8 +181,6 @@ pub struct Store {
     pub picked: Vec<(String, String)>,
     /// What the consistency check repaired on open.
     pub repair: Repair,
-    file_vectors: Option<Arc<FileVectorIndex>>,
-    qdrant_vectors: Option<Arc<QdrantVectorIndex>>,
     /// The store lock, `None` for a read-only open (or a store that is not on disk).
     lock: Option<StoreLock>,
     read_only: bool,
@@ -479,7 +476,6 @@ impl Store {
             embedder.filter(|_| config.vectors != VectorsKind::Qdrant || qdrant_vectors.is_some());
 
         // The vector index, in the space the manifest records.
-        let mut file_vectors = None;
         let dense: Option<(Box<dyn Embedder>, Arc<dyn VectorIndex>)> = match (
             embedder,
             &manifest.catalog.space,
@@ -504,7 +500,6 @@ impl Store {
                                 },
                             )?,
                         );
-                        file_vectors = Some(Arc::clone(&file));
                         file
                     }
                     VectorsKind::Qdrant => match &qdrant_vectors {
@@ -546,8 +541,6 @@ impl Store {
             dense_notice,
             picked,
             repair: Repair::default(),
-            file_vectors,
-            qdrant_vectors,
             lock,
             read_only,
         };
@@ -640,21 +633,7 @@ impl Store {
         let expected = self.expected_ids();
         let lexical: BTreeSet<ChunkId> = self.lexical.all_chunk_ids()?.into_iter().collect();
         let vectors: Option<BTreeSet<ChunkId>> = match &self.dense {
-            Some(_) if self.qdrant_vectors.is_some() => match &self.qdrant_vectors {
-                Some(q) => Some(q.all_chunk_ids()?.into_iter().collect()),
-                None => None,
-            },
-            Some((_, v)) if self.file_vectors.is_none() => {
-                let mut all = BTreeSet::new();
-                for doc in self.manifest.catalog.docs.keys() {
-                    all.extend(v.chunk_ids(doc)?);
-                }
-                Some(all)
-            }
-            Some(_) => self
-                .file_vectors
-                .as_ref()
-                .map(|f| f.all_chunk_ids().into_iter().collect()),
+            Some((_, v)) => Some(v.all_chunk_ids()?.into_iter().collect()),
             None => None,
         };
         let mut docs_missing = BTreeSet::new();

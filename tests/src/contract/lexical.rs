@@ -277,6 +277,35 @@ pub fn chunk_ids_lists_a_documents_chunks(index: &dyn LexicalIndex) {
     assert_eq!(index.chunk_ids(&doc("a")).unwrap(), want);
 }
 
+/// `all_chunk_ids` lists every stored chunk of every document and scope once, sorted: after
+/// upserts across documents, a re-upsert, the delete of one chunk and of one document and a
+/// commit, exactly the surviving IDs.
+pub fn all_chunk_ids_lists_exactly_the_surviving_chunks(index: &dyn LexicalIndex) {
+    assert!(index.all_chunk_ids().unwrap().is_empty());
+    let a: Vec<Spec> = (0..3)
+        .map(|i| Spec::new("a", "s", format!("alpha {i}")).at(i * 9))
+        .collect();
+    let b: Vec<Spec> = (0..2)
+        .map(|i| Spec::new("b", "t", format!("beta {i}")).at(i * 9))
+        .collect();
+    let c = Spec::new("c/deep.md", "u", "gone soon");
+    let chunks: Vec<_> = a.iter().chain(&b).chain([&c]).map(|s| s.chunk()).collect();
+    index.upsert(&chunks).unwrap();
+    // Upserting a present chunk again must not list it twice.
+    index.upsert(&[a[0].chunk()]).unwrap();
+    index
+        .delete_chunks(&[a[1].chunk().chunk_id().clone()])
+        .unwrap();
+    index.delete_document(&doc("c/deep.md")).unwrap();
+    index.commit().unwrap();
+    let mut want: Vec<ChunkId> = [&a[0], &a[2], &b[0], &b[1]]
+        .iter()
+        .map(|s| s.chunk().chunk_id().clone())
+        .collect();
+    want.sort();
+    assert_eq!(index.all_chunk_ids().unwrap(), want);
+}
+
 /// A returned chunk equals the stored one: content, offsets, headings and every attribute.
 pub fn stored_chunks_round_trip(index: &dyn LexicalIndex) {
     let spec = Spec::new("guides/切分.md", "s", "切分策略 chunking 🚀\r\n")

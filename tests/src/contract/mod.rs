@@ -65,6 +65,7 @@ macro_rules! vector_index_contract {
                 ties_are_ordered_by_chunk_id,
                 results_are_ordered_by_score,
                 chunk_ids_lists_a_documents_chunks,
+                all_chunk_ids_lists_exactly_the_surviving_chunks,
                 embeddings_returns_stored_vectors,
                 stored_chunks_round_trip,
             ]
@@ -96,6 +97,7 @@ macro_rules! lexical_index_contract {
                 ties_are_ordered_by_chunk_id,
                 results_are_ordered_by_score,
                 chunk_ids_lists_a_documents_chunks,
+                all_chunk_ids_lists_exactly_the_surviving_chunks,
                 stored_chunks_round_trip,
                 analyzer_is_named,
             ]

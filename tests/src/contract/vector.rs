@@ -301,6 +301,36 @@ pub fn chunk_ids_lists_a_documents_chunks(index: &dyn VectorIndex) {
     assert_eq!(index.chunk_ids(&doc("a")).unwrap(), want);
 }
 
+/// `all_chunk_ids` lists every stored chunk of every document and scope once, sorted: after
+/// upserts across documents, a re-upsert, the delete of one chunk and of one document and a
+/// commit, exactly the surviving IDs.
+pub fn all_chunk_ids_lists_exactly_the_surviving_chunks(index: &dyn VectorIndex) {
+    assert!(index.all_chunk_ids().unwrap().is_empty());
+    let a: Vec<Spec> = (0..3)
+        .map(|i| Spec::new("a", "s", format!("a{i}")).at(i * 5))
+        .collect();
+    let b: Vec<Spec> = (0..2)
+        .map(|i| Spec::new("b", "t", format!("b{i}")).at(i * 5))
+        .collect();
+    let c = Spec::new("c/deep.md", "u", "gone");
+    let mut items: Vec<_> = a.iter().chain(&b).map(|s| embedded(s, axis(1))).collect();
+    items.push(embedded(&c, axis(2)));
+    index.upsert(&items).unwrap();
+    // Upserting a present chunk again must not list it twice.
+    index.upsert(&[embedded(&a[0], axis(3))]).unwrap();
+    index
+        .delete_chunks(&[a[1].chunk().chunk_id().clone()])
+        .unwrap();
+    index.delete_document(&doc("c/deep.md")).unwrap();
+    index.commit().unwrap();
+    let mut want: Vec<ChunkId> = [&a[0], &a[2], &b[0], &b[1]]
+        .iter()
+        .map(|s| s.chunk().chunk_id().clone())
+        .collect();
+    want.sort();
+    assert_eq!(index.all_chunk_ids().unwrap(), want);
+}
+
 /// `embeddings` returns the stored vectors, and `None` for absent chunks.
 pub fn embeddings_returns_stored_vectors(index: &dyn VectorIndex) {
     let spec = Spec::new("a", "s", "x");

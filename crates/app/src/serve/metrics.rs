@@ -499,6 +499,10 @@ impl VectorIndex for CountedVectors {
         counted(self.backend, self.inner.chunk_ids(doc))
     }
 
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        counted(self.backend, self.inner.all_chunk_ids())
+    }
+
     fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {
         counted(self.backend, self.inner.embeddings(ids))
     }

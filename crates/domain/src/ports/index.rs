@@ -94,6 +94,9 @@ pub struct EmbeddedChunk {
 ///   [`IndexError::InvalidInput`]; a filter condition the adapter cannot apply is
 ///   [`IndexError::Unsupported`]. An empty index returns an empty list.
 /// - The score is the cosine similarity of the query and the stored vector.
+/// - [`all_chunk_ids`](Self::all_chunk_ids) MUST list every stored chunk, whatever its document
+///   or scope, exactly once, sorted ascending: after committed upserts and deletes it equals the
+///   IDs that survived. It is how a consistency check finds chunks no catalog lists.
 pub trait VectorIndex: Send + Sync {
     /// What this adapter supports.
     fn capabilities(&self) -> IndexCapabilities;
@@ -120,6 +123,9 @@ pub trait VectorIndex: Send + Sync {
 
     /// The IDs of a document's stored chunks, sorted.
     fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError>;
+
+    /// The IDs of every stored chunk, sorted ascending, without duplicates.
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError>;
 
     /// The stored vectors of the given chunks, `None` where a chunk is absent. Lets the indexer
     /// re-store an unchanged chunk with new document attributes without embedding it again.
@@ -179,6 +185,9 @@ impl<T: VectorIndex + ?Sized> VectorIndexExt for T {}
 /// - [`search`](Self::search) ranks chunks by relevance of their content and title to the query
 ///   text (higher score first, ties by ascending chunk ID). A query with no searchable terms
 ///   (empty, only punctuation or stop words) returns an empty list, not an error.
+/// - [`all_chunk_ids`](Self::all_chunk_ids) MUST list every stored chunk, whatever its document
+///   or scope, exactly once, sorted ascending: after committed upserts and deletes it equals the
+///   IDs that survived.
 pub trait LexicalIndex: Send + Sync {
     /// What this adapter supports.
     fn capabilities(&self) -> IndexCapabilities;
@@ -205,6 +214,9 @@ pub trait LexicalIndex: Send + Sync {
 
     /// The IDs of a document's stored chunks, sorted.
     fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError>;
+
+    /// The IDs of every stored chunk, sorted ascending, without duplicates.
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError>;
 
     /// Number of stored chunks.
     fn count(&self) -> Result<usize, IndexError>;
