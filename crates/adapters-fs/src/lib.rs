@@ -3,12 +3,14 @@
 //! - [`paths`] — the one canonical form of a document path and the rules a write inside the
 //!   knowledge-base folder obeys (no escape, no link crossing the root, ignore files respected).
 //! - [`loader`] — the folder walk: Markdown and text files, front matter, sidecar metadata.
+//! - [`folder`] — the folder as a writable document store.
 //! - [`folder_source`] — the folder as the source of truth hits are re-checked against.
 //! - [`lock`] — the store lock (one writer per store).
 //! - [`atomic`] — replacing a file atomically (write, fsync, rename, fsync the folder).
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
 
 pub mod atomic;
+pub mod folder;
 pub mod folder_source;
 pub mod loader;
 pub mod lock;

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use zhiku_domain::ports::{TraceEvent, TraceSink};
+use zhiku_domain::ports::{BoxError, TraceEvent, TraceSink, TraceStore};
 
 fn unix_ms() -> u128 {
     SystemTime::now()
@@ -319,6 +319,16 @@ impl TraceSink for JsonlTraceSink {
         if let Some(block) = block {
             self.report(self.append(&event.trace_id, &block));
         }
+    }
+}
+
+impl TraceStore for JsonlTraceSink {
+    fn finish(&self, trace_id: &str) {
+        JsonlTraceSink::finish(self, trace_id);
+    }
+
+    fn read(&self, trace_id: &str) -> Result<Vec<Value>, BoxError> {
+        read_trace(&self.path, trace_id).map_err(|e| format!("{e:#}").into())
     }
 }
 

@@ -9,6 +9,7 @@
 //! map them into these.
 
 mod clock;
+mod documents;
 mod embedder;
 mod errors;
 mod generator;
@@ -17,6 +18,10 @@ mod source;
 mod trace;
 
 pub use clock::{Clock, FrozenClock, elapsed_ms};
+pub use documents::{
+    DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, PreparedPut,
+    PutRequest, SkippedFile, Staged,
+};
 pub use embedder::Embedder;
 pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
 pub use generator::{GenerationRequest, Generator, SourceBlock};
@@ -25,4 +30,4 @@ pub use index::{
     rank_and_truncate,
 };
 pub use source::{SourceRecord, SourceStore};
-pub use trace::{NullTraceSink, TraceEvent, TraceSink};
+pub use trace::{NullTraceSink, TraceEvent, TraceSink, TraceStore};

@@ -32,3 +32,18 @@ pub struct NullTraceSink;
 impl TraceSink for NullTraceSink {
     fn record(&self, _event: TraceEvent) {}
 }
+
+/// A trace sink whose runs can be read back (the trace endpoint, `zhiku ask --trace`).
+///
+/// # Contract
+///
+/// - [`read`](Self::read) returns a finished run's events in the order they were recorded, and
+///   an empty list for an unknown or malformed trace ID.
+/// - [`finish`](Self::finish) makes a run that ended without its final event readable.
+pub trait TraceStore: TraceSink {
+    /// Makes what was recorded of `trace_id` readable.
+    fn finish(&self, trace_id: &str);
+
+    /// The recorded events of `trace_id`, as stored.
+    fn read(&self, trace_id: &str) -> Result<Vec<serde_json::Value>, super::BoxError>;
+}
