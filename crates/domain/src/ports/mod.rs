@@ -8,6 +8,7 @@
 //! ([`is_temporary`](IndexError::is_temporary)); adapters keep their own error types private and
 //! map them into these.
 
+mod catalog;
 mod clock;
 mod embedder;
 mod errors;
@@ -16,6 +17,7 @@ mod index;
 mod source;
 mod trace;
 
+pub use catalog::{CatalogError, CatalogStore, Origin, StoredCatalog};
 pub use clock::{Clock, FrozenClock, elapsed_ms};
 pub use embedder::Embedder;
 pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
