@@ -2,9 +2,9 @@
 //!
 //! Every adapter of a port passes the same properties. Each property is a plain function over
 //! `&dyn Port` whose documentation states the rule it checks; the macros
-//! [`vector_index_contract!`], [`lexical_index_contract!`] and [`embedder_contract!`] generate
-//! one `#[test]` per property inside the caller's module, so a failure reads as
-//! `(adapter, property)`, e.g. `memory::delete_document_removes_only_its_chunks`.
+//! [`vector_index_contract!`], [`lexical_index_contract!`], [`embedder_contract!`] and
+//! [`catalog_store_contract!`] generate one `#[test]` per property inside the caller's module,
+//! so a failure reads as `(adapter, property)`, e.g. `memory::delete_document_removes_only_its_chunks`.
 //!
 //! ```text
 //! mod memory {

@@ -18,6 +18,16 @@ mod memory_lexical {
     });
 }
 
+mod memory_catalog {
+    use zhiku_adapters_memory::MemoryCatalogStore;
+    use zhiku_tests::contract::catalog::OpenCatalogStore;
+
+    zhiku_tests::catalog_store_contract!(|()| -> Option<Box<OpenCatalogStore>> {
+        let place = MemoryCatalogStore::new();
+        Some(Box::new(move || Box::new(place.clone())))
+    });
+}
+
 mod hashing_embedder {
     use super::*;
     zhiku_tests::embedder_contract!(

@@ -10,9 +10,11 @@
 //!   dimensions: deterministic and fast, with **no semantics** beyond shared tokens.
 //! - [`FileVectorIndex`]: the memory vector index committed atomically to one file, the
 //!   vector store of the embedded default.
+//! - [`MemoryCatalogStore`]: the catalog kept in memory, shared by its clones.
 //! - [`MemorySourceStore`], [`MemoryTraceSink`].
 
 mod analyzer;
+mod catalog;
 mod embedder;
 mod lexical;
 mod persist;
@@ -22,6 +24,7 @@ mod trace;
 mod vector;
 
 pub use analyzer::simple_tokens;
+pub use catalog::MemoryCatalogStore;
 pub use embedder::HashingEmbedder;
 pub use lexical::MemoryLexicalIndex;
 pub use persist::FileVectorIndex;

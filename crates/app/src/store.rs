@@ -51,21 +51,8 @@ pub use zhiku_adapters_fs::lock::{LOCK_FILE, StoreLock, StoreLocked};
 /// The on-disk manifest format.
 pub const MANIFEST_FORMAT: &str = "zhiku-store/1";
 
-/// What the knowledge base was loaded from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Origin {
-    /// A folder of Markdown and text files.
-    Folder {
-        /// Absolute path of the folder.
-        root: PathBuf,
-    },
-    /// A BEIR corpus.
-    Beir {
-        /// Absolute path of the BEIR directory.
-        dir: PathBuf,
-    },
-}
+/// What the knowledge base was loaded from (plain data, owned by the domain).
+pub use zhiku_domain::ports::Origin;
 
 /// `manifest.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! Properties of each port, and the macros that turn them into tests.
 
+pub mod catalog;
 pub mod embedder;
 pub mod fixtures;
 pub mod lexical;
@@ -100,6 +101,27 @@ macro_rules! lexical_index_contract {
                 all_chunk_ids_lists_exactly_the_surviving_chunks,
                 stored_chunks_round_trip,
                 analyzer_is_named,
+            ]
+        );
+    };
+}
+
+/// Generates the catalog-store contract tests. `$make` is a closure taking `()` and returning
+/// `Option<Box<`[`OpenCatalogStore`](crate::contract::catalog::OpenCatalogStore)`>>`: for a
+/// fresh, empty place, a function that opens a new handle onto it each time it is called (or
+/// `None` to skip).
+#[macro_export]
+macro_rules! catalog_store_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            catalog,
+            $make,
+            (),
+            [
+                fresh_store_loads_nothing,
+                save_then_load_round_trips,
+                a_second_save_replaces_the_first,
+                another_handle_sees_the_last_save,
             ]
         );
     };

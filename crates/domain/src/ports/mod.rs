@@ -8,6 +8,7 @@
 //! ([`is_temporary`](IndexError::is_temporary)); adapters keep their own error types private and
 //! map them into these.
 
+mod catalog;
 mod clock;
 mod documents;
 mod embedder;
@@ -17,6 +18,7 @@ mod index;
 mod source;
 mod trace;
 
+pub use catalog::{CatalogError, CatalogStore, Origin, StoredCatalog};
 pub use clock::{Clock, FrozenClock, elapsed_ms};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, PreparedPut,

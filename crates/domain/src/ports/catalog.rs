@@ -1,0 +1,214 @@
+//! The catalog store port: where the record of what has been indexed is kept between runs.
+//!
+//! The indexes hold chunks; the catalog says which chunks each document should have, at which
+//! revision, under which policy, space and analyzer, and where each document came from. Writers
+//! commit the indexes first and save the catalog last, so a crash in between leaves chunks the
+//! catalog does not list (orphans, which the consistency check removes), never a catalog entry
+//! whose chunks were not written.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::contracts::DocId;
+use crate::usecases::Catalog;
+
+use super::errors::BoxError;
+
+/// What a knowledge base's documents were loaded from. Serialised as
+/// `{"kind": "folder", "root": …}` or `{"kind": "beir", "dir": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Origin {
+    /// A folder of Markdown and text files.
+    Folder {
+        /// Absolute path of the folder.
+        root: PathBuf,
+    },
+    /// A BEIR corpus.
+    Beir {
+        /// Absolute path of the BEIR directory.
+        dir: PathBuf,
+    },
+}
+
+/// Everything a knowledge base records about its indexed documents, saved and loaded as one
+/// unit: the [`Catalog`], the path each document was read from, and the origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCatalog {
+    /// Policy, space, analyzer and every indexed document's revision and chunk IDs.
+    pub catalog: Catalog,
+    /// Each document's source path, relative to the origin.
+    pub sources: BTreeMap<DocId, String>,
+    /// Where the documents came from; `None` before the first indexing run names one.
+    pub origin: Option<Origin>,
+}
+
+impl StoredCatalog {
+    /// A catalog with no documents, no source paths and no origin.
+    pub fn empty(catalog: Catalog) -> Self {
+        Self {
+            catalog,
+            sources: BTreeMap::new(),
+            origin: None,
+        }
+    }
+}
+
+/// Errors of [`CatalogStore`].
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The backing store cannot be reached now (disk full, permission denied, server down).
+    /// Temporary: the same call may succeed later.
+    #[error("catalog store {adapter} is unavailable: {message}")]
+    Unavailable {
+        /// Adapter name, e.g. `memory`, `file`.
+        adapter: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// What is stored is not a catalog this build can read (corrupt, truncated, or written by
+    /// something else). Permanent: only a rebuild replaces it.
+    #[error("{location} is not a valid zhiku manifest; rebuild with zhiku index --rebuild")]
+    Unreadable {
+        /// Where the catalog is stored, e.g. the manifest's path.
+        location: String,
+        /// Why it could not be read.
+        #[source]
+        source: BoxError,
+    },
+    /// The stored catalog has a format version this build does not read. Permanent: only a
+    /// rebuild replaces it.
+    #[error(
+        "{location} has format {found:?}, this build reads {expected:?}; rebuild with zhiku index --rebuild"
+    )]
+    FormatMismatch {
+        /// Where the catalog is stored.
+        location: String,
+        /// The format this build reads.
+        expected: String,
+        /// The format recorded in the store.
+        found: String,
+    },
+    /// The store was opened read-only. Permanent for this handle.
+    #[error("catalog store {adapter} at {location} is read-only; the catalog cannot be saved")]
+    ReadOnly {
+        /// Adapter name.
+        adapter: &'static str,
+        /// Where the catalog is stored.
+        location: String,
+    },
+    /// Any other failure.
+    #[error("catalog store {adapter} failed: {source}")]
+    Backend {
+        /// Adapter name.
+        adapter: &'static str,
+        /// The adapter's own error.
+        #[source]
+        source: BoxError,
+        /// Whether a retry may succeed.
+        temporary: bool,
+    },
+}
+
+impl CatalogError {
+    /// True when retrying the same call later may succeed.
+    pub fn is_temporary(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Backend { temporary, .. } => *temporary,
+            Self::Unreadable { .. } | Self::FormatMismatch { .. } | Self::ReadOnly { .. } => false,
+        }
+    }
+
+    /// True when the stored catalog must be rebuilt before this build can use it.
+    pub fn needs_rebuild(&self) -> bool {
+        matches!(self, Self::Unreadable { .. } | Self::FormatMismatch { .. })
+    }
+}
+
+/// Keeps one [`StoredCatalog`] between runs.
+///
+/// # Contract
+///
+/// - [`load`](Self::load) MUST return `Ok(None)` when nothing was ever saved in this place, and
+///   otherwise the last successfully saved catalog, equal in every field (documents with their
+///   revisions, fingerprints and chunk IDs, policy, space, analyzer, source paths, origin).
+/// - [`save`](Self::save) MUST replace the stored catalog entirely: nothing of an earlier save
+///   survives that the new one does not hold.
+/// - A save MUST be atomic: a load (by this or any other handle, now or after a crash) sees
+///   either the previous catalog or the new one, never a mix; after a failed save the previous
+///   catalog still loads.
+/// - Handles opened onto the same place (the same file, the same shared memory) MUST see each
+///   other's saves once `save` returns; a persistent adapter MUST return the last save after a
+///   restart.
+/// - Stored data this build cannot read MUST be reported as [`CatalogError::Unreadable`] or
+///   [`CatalogError::FormatMismatch`], never silently replaced or read as empty.
+/// - An adapter MAY refuse [`save`](Self::save) with [`CatalogError::ReadOnly`] when opened for
+///   reading only; its loads still MUST work.
+pub trait CatalogStore: Send + Sync {
+    /// The last saved catalog, or `None` when none was ever saved.
+    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError>;
+
+    /// Replaces the stored catalog with `catalog`, atomically.
+    fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn origin_keeps_the_manifest_shape() {
+        let folder = Origin::Folder {
+            root: PathBuf::from("/kb/notes"),
+        };
+        let beir = Origin::Beir {
+            dir: PathBuf::from("/data/scifact"),
+        };
+        assert_eq!(
+            serde_json::to_value(&folder).unwrap(),
+            json!({"kind": "folder", "root": "/kb/notes"})
+        );
+        assert_eq!(
+            serde_json::to_value(&beir).unwrap(),
+            json!({"kind": "beir", "dir": "/data/scifact"})
+        );
+        for origin in [folder, beir] {
+            let text = serde_json::to_string(&origin).unwrap();
+            assert_eq!(serde_json::from_str::<Origin>(&text).unwrap(), origin);
+        }
+    }
+
+    #[test]
+    fn unreadable_and_foreign_formats_say_how_to_rebuild() {
+        let unreadable = CatalogError::Unreadable {
+            location: "/kb/.zhiku/manifest.json".into(),
+            source: "expected value at line 1 column 1".into(),
+        };
+        assert_eq!(
+            unreadable.to_string(),
+            "/kb/.zhiku/manifest.json is not a valid zhiku manifest; rebuild with zhiku index --rebuild"
+        );
+        let foreign = CatalogError::FormatMismatch {
+            location: "/kb/.zhiku/manifest.json".into(),
+            expected: "zhiku-store/1".into(),
+            found: "zhiku-store/0".into(),
+        };
+        assert_eq!(
+            foreign.to_string(),
+            "/kb/.zhiku/manifest.json has format \"zhiku-store/0\", this build reads \"zhiku-store/1\"; rebuild with zhiku index --rebuild"
+        );
+        for e in [&unreadable, &foreign] {
+            assert!(e.needs_rebuild() && !e.is_temporary());
+        }
+        let busy = CatalogError::Unavailable {
+            adapter: "file",
+            message: "disk full".into(),
+        };
+        assert!(busy.is_temporary() && !busy.needs_rebuild());
+    }
+}
