@@ -567,9 +567,13 @@ mod consistency {
     fn an_orphan_in_each_index_is_removed_and_the_catalog_kept() {
         let kb = indexed();
         let lexical_orphan = Spec::new("ghost", "s", "only lexical").chunk();
-        kb.lexical.upsert(&[lexical_orphan.clone()]).unwrap();
+        kb.lexical
+            .upsert(std::slice::from_ref(&lexical_orphan))
+            .unwrap();
         let vector_orphan = stray(&kb, "a", "only in vectors");
-        kb.vectors.upsert(&[vector_orphan.clone()]).unwrap();
+        kb.vectors
+            .upsert(std::slice::from_ref(&vector_orphan))
+            .unwrap();
 
         let check = Consistency::new(&kb.lexical, Some(&kb.vectors));
         let problems = check.check(&kb.catalog).unwrap();

@@ -620,7 +620,7 @@ impl Store {
                     }
                     VectorsKind::File => {
                         let path = dir.join("vectors.bin");
-                        let file = Arc::new(
+                        Arc::new(
                             FileVectorIndex::open(&path, embedder.space().clone()).map_err(
                                 |e| match e {
                                     zhiku_domain::ports::IndexError::SpaceMismatch {
@@ -632,8 +632,7 @@ impl Store {
                                     other => anyhow!(other),
                                 },
                             )?,
-                        );
-                        file
+                        )
                     }
                     VectorsKind::Qdrant => match &qdrant_vectors {
                         Some(index) => index.clone(),
