@@ -520,3 +520,253 @@ fn route_weights_really_apply() {
         );
     }
 }
+
+mod consistency {
+    use std::sync::atomic::AtomicUsize;
+
+    use zhiku_domain::ports::{EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk};
+    use zhiku_domain::usecases::{ChunkProblems, Consistency};
+    use zhiku_domain::{Chunk, ChunkId};
+    use zhiku_tests::contract::fixtures::Spec;
+
+    use super::*;
+
+    /// An indexed knowledge base of a long document (several chunks) and a short one.
+    fn indexed() -> Kb {
+        let mut kb = Kb::new();
+        kb.index(
+            vec![
+                doc("a", "s", &long_doc("结尾。")),
+                doc("b", "s", "short note"),
+            ],
+            SyncMode::Full,
+        );
+        assert!(kb.catalog.docs[&DocId::new("a").unwrap()].chunk_ids.len() > 2);
+        kb
+    }
+
+    fn stray(kb: &Kb, doc: &str, text: &str) -> EmbeddedChunk {
+        EmbeddedChunk {
+            chunk: Spec::new(doc, "s", text).chunk(),
+            embedding: kb.embedder.embed_documents(&[text]).unwrap().remove(0),
+        }
+    }
+
+    fn catalogued(kb: &Kb) -> Vec<ChunkId> {
+        let mut ids: Vec<ChunkId> = kb
+            .catalog
+            .docs
+            .values()
+            .flat_map(|e| e.chunk_ids.iter().cloned())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn an_orphan_in_each_index_is_removed_and_the_catalog_kept() {
+        let kb = indexed();
+        let lexical_orphan = Spec::new("ghost", "s", "only lexical").chunk();
+        kb.lexical
+            .upsert(std::slice::from_ref(&lexical_orphan))
+            .unwrap();
+        let vector_orphan = stray(&kb, "a", "only in vectors");
+        kb.vectors
+            .upsert(std::slice::from_ref(&vector_orphan))
+            .unwrap();
+
+        let check = Consistency::new(&kb.lexical, Some(&kb.vectors));
+        let problems = check.check(&kb.catalog).unwrap();
+        assert_eq!(
+            problems,
+            ChunkProblems {
+                lexical_orphans: vec![lexical_orphan.chunk_id().clone()],
+                vector_orphans: vec![vector_orphan.chunk.chunk_id().clone()],
+                docs_missing_chunks: vec![],
+            }
+        );
+        // Without the dense route, only the lexical index is compared.
+        let lexical_only = Consistency::new(&kb.lexical, None)
+            .check(&kb.catalog)
+            .unwrap();
+        assert_eq!(lexical_only.lexical_orphans, problems.lexical_orphans);
+        assert!(lexical_only.vector_orphans.is_empty());
+
+        let (catalog, repair) = check.repair(&kb.catalog).unwrap();
+        assert_eq!(repair.orphans_removed, 2);
+        assert!(repair.docs_requeued.is_empty());
+        assert_eq!(catalog, kb.catalog);
+        assert_eq!(kb.lexical.all_chunk_ids().unwrap(), catalogued(&kb));
+        assert_eq!(kb.vectors.all_chunk_ids().unwrap(), catalogued(&kb));
+        assert!(check.check(&catalog).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_document_missing_a_chunk_is_requeued_and_removed_from_both_indexes() {
+        let kb = indexed();
+        let a = DocId::new("a").unwrap();
+        let b = DocId::new("b").unwrap();
+        let a_chunks = kb.catalog.docs[&a].chunk_ids.clone();
+        kb.vectors.delete_chunks(&a_chunks[1..2]).unwrap();
+
+        let check = Consistency::new(&kb.lexical, Some(&kb.vectors));
+        let problems = check.check(&kb.catalog).unwrap();
+        assert_eq!(problems.docs_missing_chunks, vec![a.clone()]);
+        assert!(problems.lexical_orphans.is_empty() && problems.vector_orphans.is_empty());
+
+        let (catalog, repair) = check.repair(&kb.catalog).unwrap();
+        assert_eq!(repair.docs_requeued, vec![a.clone()]);
+        // Every surviving chunk of `a`: all of them lexically, all but one as vectors.
+        assert_eq!(repair.orphans_removed, 2 * a_chunks.len() - 1);
+        assert!(!catalog.docs.contains_key(&a));
+        assert_eq!(catalog.docs.get(&b), kb.catalog.docs.get(&b));
+        assert!(kb.lexical.chunk_ids(&a).unwrap().is_empty());
+        assert!(kb.vectors.chunk_ids(&a).unwrap().is_empty());
+        assert_eq!(
+            kb.lexical.chunk_ids(&b).unwrap(),
+            catalog.docs[&b].chunk_ids
+        );
+        assert_eq!(
+            kb.vectors.chunk_ids(&b).unwrap(),
+            catalog.docs[&b].chunk_ids
+        );
+        assert!(check.check(&catalog).unwrap().is_empty());
+        let json = serde_json::to_value(&repair).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"orphans_removed": repair.orphans_removed, "docs_requeued": ["a"]})
+        );
+    }
+
+    #[test]
+    fn a_consistent_store_reports_nothing_and_writes_nothing() {
+        let kb = indexed();
+        let lexical = Watched::new(&kb.lexical);
+        let vectors = Watched::new(&kb.vectors);
+        let check = Consistency::new(&lexical, Some(&vectors));
+        let problems = check.check(&kb.catalog).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let (catalog, repair) = check.repair(&kb.catalog).unwrap();
+        assert!(repair.is_empty(), "{repair:?}");
+        assert_eq!(catalog, kb.catalog);
+        assert_eq!(lexical.writes(), 0);
+        assert_eq!(vectors.writes(), 0);
+        // The spy does see writes: a repair that has work to do reaches both indexes.
+        kb.lexical
+            .upsert(&[Spec::new("ghost", "s", "stray").chunk()])
+            .unwrap();
+        kb.vectors.upsert(&[stray(&kb, "ghost", "stray")]).unwrap();
+        check.repair(&kb.catalog).unwrap();
+        assert!(lexical.writes() > 0 && vectors.writes() > 0);
+    }
+
+    /// Passes every call to a memory index and counts the writes (upserts, deletes, commits).
+    struct Watched<'a, T> {
+        inner: &'a T,
+        writes: AtomicUsize,
+    }
+
+    impl<'a, T> Watched<'a, T> {
+        fn new(inner: &'a T) -> Self {
+            Self {
+                inner,
+                writes: AtomicUsize::new(0),
+            }
+        }
+
+        fn writes(&self) -> usize {
+            self.writes.load(Ordering::SeqCst)
+        }
+
+        fn wrote(&self) {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl LexicalIndex for Watched<'_, MemoryLexicalIndex> {
+        fn capabilities(&self) -> IndexCapabilities {
+            self.inner.capabilities()
+        }
+        fn analyzer(&self) -> String {
+            self.inner.analyzer()
+        }
+        fn upsert(&self, chunks: &[Chunk]) -> Result<(), IndexError> {
+            self.wrote();
+            self.inner.upsert(chunks)
+        }
+        fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
+            self.wrote();
+            LexicalIndex::delete_chunks(self.inner, ids)
+        }
+        fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
+            self.wrote();
+            LexicalIndex::delete_document(self.inner, doc)
+        }
+        fn search(
+            &self,
+            query: &str,
+            k: usize,
+            filter: &Filter,
+        ) -> Result<Vec<ScoredChunk>, IndexError> {
+            self.inner.search(query, k, filter)
+        }
+        fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
+            LexicalIndex::chunk_ids(self.inner, doc)
+        }
+        fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+            LexicalIndex::all_chunk_ids(self.inner)
+        }
+        fn count(&self) -> Result<usize, IndexError> {
+            LexicalIndex::count(self.inner)
+        }
+        fn commit(&self) -> Result<(), IndexError> {
+            self.wrote();
+            LexicalIndex::commit(self.inner)
+        }
+    }
+
+    impl VectorIndex for Watched<'_, MemoryVectorIndex> {
+        fn capabilities(&self) -> IndexCapabilities {
+            self.inner.capabilities()
+        }
+        fn space(&self) -> &EmbeddingSpace {
+            self.inner.space()
+        }
+        fn upsert(&self, items: &[EmbeddedChunk]) -> Result<(), IndexError> {
+            self.wrote();
+            self.inner.upsert(items)
+        }
+        fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
+            self.wrote();
+            VectorIndex::delete_chunks(self.inner, ids)
+        }
+        fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
+            self.wrote();
+            VectorIndex::delete_document(self.inner, doc)
+        }
+        fn search(
+            &self,
+            query: &Embedding,
+            k: usize,
+            filter: &Filter,
+        ) -> Result<Vec<ScoredChunk>, IndexError> {
+            self.inner.search(query, k, filter)
+        }
+        fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
+            VectorIndex::chunk_ids(self.inner, doc)
+        }
+        fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+            VectorIndex::all_chunk_ids(self.inner)
+        }
+        fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {
+            self.inner.embeddings(ids)
+        }
+        fn count(&self) -> Result<usize, IndexError> {
+            VectorIndex::count(self.inner)
+        }
+        fn commit(&self) -> Result<(), IndexError> {
+            self.wrote();
+            VectorIndex::commit(self.inner)
+        }
+    }
+}

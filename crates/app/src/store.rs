@@ -41,7 +41,7 @@ use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{FileVectorIndex, HashingEmbedder, MemoryVectorIndex};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{Embedder, LexicalIndex, VectorIndex};
-use zhiku_domain::usecases::{Catalog, Indexer, Retriever};
+use zhiku_domain::usecases::{Catalog, Consistency, Indexer, Retriever};
 use zhiku_domain::{ChunkId, DocId};
 
 use crate::config::{Config, EmbedderKind, LexicalKind, VectorsKind};
@@ -474,7 +474,7 @@ impl Store {
                     }
                     VectorsKind::File => {
                         let path = dir.join("vectors.bin");
-                        let file = Arc::new(
+                        Arc::new(
                             FileVectorIndex::open(&path, embedder.space().clone()).map_err(
                                 |e| match e {
                                     zhiku_domain::ports::IndexError::SpaceMismatch {
@@ -486,8 +486,7 @@ impl Store {
                                     other => anyhow!(other),
                                 },
                             )?,
-                        );
-                        file
+                        )
                     }
                     VectorsKind::Qdrant => match &qdrant_vectors {
                         Some(index) => index.clone(),
@@ -549,16 +548,6 @@ impl Store {
         self.lock.is_some()
     }
 
-    /// Chunk IDs the manifest expects.
-    fn expected_ids(&self) -> BTreeSet<ChunkId> {
-        self.manifest
-            .catalog
-            .docs
-            .values()
-            .flat_map(|e| e.chunk_ids.iter().cloned())
-            .collect()
-    }
-
     /// Compares manifest, lexical index and vectors chunk by chunk and repairs from the manifest
     /// in one step: documents with a chunk missing from an index are dropped from the manifest
     /// and from both indexes (the next `zhiku index` re-indexes them), then every chunk the
@@ -571,67 +560,31 @@ impl Store {
                 self.dir.display()
             ));
         }
-        // A writing open lists no stray files (it swept them): `is_empty` is about chunks here.
-        let first = self.problems()?;
-        if first.is_empty() {
+        // A writing open lists no stray files (it swept them): the repair is about chunks.
+        let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
+        let (catalog, done) =
+            Consistency::new(&self.lexical, vectors).repair(&self.manifest.catalog)?;
+        if done.is_empty() {
             return Ok(Repair::default());
         }
-        let mut requeued = Vec::new();
-        for doc in &first.docs_missing_chunks {
-            if let Ok(id) = DocId::new(doc) {
-                self.manifest.catalog.docs.remove(&id);
-                self.manifest.sources.remove(&id);
-                requeued.push(id);
-            }
+        self.manifest.catalog = catalog;
+        for id in &done.docs_requeued {
+            self.manifest.sources.remove(id);
         }
-        // With the requeued documents gone from the manifest, their surviving chunks are
-        // orphans too: one listing finds them all.
-        let problems = self.problems()?;
-        let lexical_changes = !requeued.is_empty() || !problems.lexical_orphans.is_empty();
-        for id in &requeued {
-            self.lexical.delete_document(id)?;
-        }
-        self.lexical.delete_chunks(&problems.lexical_orphans)?;
-        if lexical_changes {
-            self.lexical.commit()?;
-        }
-        if let Some((_, vectors)) = &self.dense
-            && (!requeued.is_empty() || !problems.vector_orphans.is_empty())
-        {
-            for id in &requeued {
-                vectors.delete_document(id)?;
-            }
-            vectors.delete_chunks(&problems.vector_orphans)?;
-            vectors.commit()?;
-        }
-        let repair = Repair {
-            orphans_removed: problems.lexical_orphans.len() + problems.vector_orphans.len(),
-            docs_requeued: first.docs_missing_chunks,
-            stray_files_removed: Vec::new(),
-        };
         if self.is_persistent() {
             self.save_manifest()?;
         }
-        Ok(repair)
+        Ok(Repair {
+            orphans_removed: done.orphans_removed,
+            docs_requeued: done.docs_requeued.iter().map(ToString::to_string).collect(),
+            stray_files_removed: Vec::new(),
+        })
     }
 
     /// A full consistency check: every manifest chunk in every index, nothing else there.
     pub fn problems(&self) -> Result<Problems> {
-        let expected = self.expected_ids();
-        let lexical: BTreeSet<ChunkId> = self.lexical.all_chunk_ids()?.into_iter().collect();
-        let vectors: Option<BTreeSet<ChunkId>> = match &self.dense {
-            Some((_, v)) => Some(v.all_chunk_ids()?.into_iter().collect()),
-            None => None,
-        };
-        let mut docs_missing = BTreeSet::new();
-        for (doc, entry) in &self.manifest.catalog.docs {
-            let missing = entry.chunk_ids.iter().any(|id| {
-                !lexical.contains(id) || vectors.as_ref().is_some_and(|v| !v.contains(id))
-            });
-            if missing {
-                docs_missing.insert(doc.to_string());
-            }
-        }
+        let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
+        let chunks = Consistency::new(&self.lexical, vectors).check(&self.manifest.catalog)?;
         // A writing open swept what a killed writer left before its first write (reported in
         // `repair`); whatever is unreferenced later is this process's own work in progress (a
         // commit's background merge), not damage. Only a read-only open lists stray files.
@@ -642,11 +595,13 @@ impl Store {
         };
         Ok(Problems {
             stray_files,
-            lexical_orphans: lexical.difference(&expected).cloned().collect(),
-            vector_orphans: vectors
-                .map(|v| v.difference(&expected).cloned().collect())
-                .unwrap_or_default(),
-            docs_missing_chunks: docs_missing.into_iter().collect(),
+            lexical_orphans: chunks.lexical_orphans,
+            vector_orphans: chunks.vector_orphans,
+            docs_missing_chunks: chunks
+                .docs_missing_chunks
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         })
     }
 

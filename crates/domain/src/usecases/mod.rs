@@ -1,7 +1,9 @@
-//! Use cases over the ports: indexing, retrieval and grounded answers.
+//! Use cases over the ports: indexing, retrieval, grounded answers, and the consistency check
+//! and repair of a catalog against its indexes.
 
 mod answerer;
 mod catalog;
+mod consistency;
 mod indexer;
 mod retriever;
 
@@ -9,6 +11,7 @@ pub use answerer::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, EvidenceSummary,
 };
 pub use catalog::{Catalog, CatalogEntry};
+pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
 pub use retriever::{
     Dropped, Evidence, Retrieval, RetrievalMode, RetrievalRequest, RetrieveError, Retriever,
