@@ -150,6 +150,10 @@ impl DocumentStore for FolderDocuments {
         }
     }
 
+    fn root(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+
     fn load_all(&self) -> Result<LoadedDocuments, DocumentError> {
         let loaded = load_folder(&self.root, &self.config)
             .map_err(|e| DocumentError::Io(format!("{e:#}")))?;

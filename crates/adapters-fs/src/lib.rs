@@ -6,6 +6,7 @@
 //! - [`folder`] — the folder as a writable document store.
 //! - [`folder_source`] — the folder as the source of truth hits are re-checked against.
 //! - [`lock`] — the store lock (one writer per store).
+//! - [`manifest`] — the catalog as `manifest.json`, a catalog store.
 //! - [`atomic`] — replacing a file atomically (write, fsync, rename, fsync the folder).
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
 
@@ -14,5 +15,6 @@ pub mod folder;
 pub mod folder_source;
 pub mod loader;
 pub mod lock;
+pub mod manifest;
 pub mod paths;
 pub mod trace_log;

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use zhiku_app::beir::load_beir;
 use zhiku_app::config::Config;
-use zhiku_app::kb::{Caller, KnowledgeBase, SearchQuery};
 use zhiku_app::store::{Origin, Purpose, Store};
 use zhiku_domain::usecases::RetrievalMode;
+use zhiku_service::{Caller, SearchQuery};
 
 fn summary(mut ms: Vec<f64>) -> (f64, f64) {
     ms.sort_by(f64::total_cmp);
@@ -133,14 +133,14 @@ fn main() -> anyhow::Result<()> {
         Some(&kb),
     )?;
     let t = Instant::now();
-    let (service, _) = KnowledgeBase::new(
+    let (service, _) = zhiku_app::wiring::open_service(
         store,
         Some(Origin::Folder {
             root: std::fs::canonicalize(&kb)?,
         }),
     )?;
     let index_s = t.elapsed().as_secs_f64();
-    let caller = Caller::local(&config)?;
+    let caller = Caller::local(config.trusted_scopes()?);
     let query = |q: &str| SearchQuery {
         query: q.to_string(),
         k: Some(10),

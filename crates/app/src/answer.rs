@@ -1,91 +1,19 @@
-//! Answering, as the application runs it: the generator picked by configuration, the clock,
-//! trace IDs and the readable run chain.
-
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+//! Answering, as the CLI runs it: the answer policy of the configuration and the readable run
+//! chain of `zhiku ask --trace`.
 
 use anyhow::Result;
 use serde_json::Value;
-use zhiku_adapters_generate::{ExtractiveGenerator, OpenAiConfig, OpenAiGenerator};
-use zhiku_domain::ports::{Clock, Generator, TraceEvent, TraceSink};
-use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::ports::TraceEvent;
 use zhiku_domain::usecases::{AnswerPolicy, RetrievalMode};
 
-use crate::config::{Config, GeneratorKind};
+use crate::config::Config;
 
-/// The process's monotonic clock.
-#[derive(Debug, Clone, Copy)]
-pub struct MonotonicClock(Instant);
-
-impl Default for MonotonicClock {
-    fn default() -> Self {
-        Self(Instant::now())
-    }
-}
-
-impl Clock for MonotonicClock {
-    fn now(&self) -> Duration {
-        self.0.elapsed()
-    }
-}
-
-/// A fresh trace ID: 16 hex digits from the wall clock, the process and a counter.
-pub fn new_trace_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = DefaultHasher::new();
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos()
-        .hash(&mut h);
-    std::process::id().hash(&mut h);
-    COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut h);
-    format!("{:016x}", h.finish())
-}
-
-/// The generator the configuration asks for.
-pub fn generator_for(config: &Config) -> Result<Box<dyn Generator>> {
-    Ok(match config.generator {
-        GeneratorKind::Extractive => Box::new(ExtractiveGenerator::default()),
-        GeneratorKind::Openai => {
-            let mut c = OpenAiConfig::new(&config.llm_url, &config.llm_model);
-            c.api_key = std::env::var(&config.llm_api_key_env)
-                .ok()
-                .filter(|k| !k.is_empty());
-            c.timeout = Duration::from_millis(config.llm_timeout_ms);
-            c.max_tokens = config.llm_max_tokens;
-            Box::new(OpenAiGenerator::new(c))
-        }
-    })
-}
+pub use crate::wiring::generator::generator_for;
+pub use zhiku_service::{MonotonicClock, Tee, new_trace_id};
 
 /// The answer policy from the configuration, for `mode` and `k` evidence.
 pub fn policy_for(config: &Config, mode: RetrievalMode, k: usize) -> Result<AnswerPolicy> {
-    Ok(AnswerPolicy {
-        mode,
-        k,
-        budget: RetrievalBudget::new(config.context_chunks, config.context_chars)?,
-        max_attempts: config.ask_attempts,
-    })
-}
-
-/// Forwards each event to several sinks.
-pub struct Tee<'a>(pub Vec<&'a dyn TraceSink>);
-
-impl std::fmt::Debug for Tee<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tee({} sinks)", self.0.len())
-    }
-}
-
-impl TraceSink for Tee<'_> {
-    fn record(&self, event: TraceEvent) {
-        for sink in &self.0 {
-            sink.record(event.clone());
-        }
-    }
+    Ok(config.service_settings()?.answer_policy(mode, k))
 }
 
 fn short(v: &Value) -> String {
@@ -225,16 +153,4 @@ pub fn render_chain(events: &[TraceEvent]) -> String {
         out.push_str(&format!("{:>2}. {line}\n", i + 1));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trace_ids_differ() {
-        let a = new_trace_id();
-        assert_ne!(a, new_trace_id());
-        assert_eq!(a.len(), 16);
-    }
 }

@@ -113,7 +113,7 @@ pub struct Config {
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: crate::qdrant::QdrantSettings,
     /// The HTTP server (`[serve]`, `ZHIKU_SERVE_*`).
-    pub serve: crate::serve::settings::ServeSettings,
+    pub serve: zhiku_http::settings::ServeSettings,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
 }
@@ -154,7 +154,7 @@ struct File {
     #[serde(default)]
     profiles: std::collections::BTreeMap<String, Layer>,
     qdrant: Option<crate::qdrant::QdrantTable>,
-    serve: Option<crate::serve::settings::ServeTable>,
+    serve: Option<zhiku_http::settings::ServeTable>,
 }
 
 /// The default model of the candle embedder.
@@ -298,11 +298,8 @@ impl Config {
         let policy = ChunkingPolicy::default();
         let qdrant =
             crate::qdrant::QdrantSettings::resolve(parsed.qdrant.as_ref(), env, &mut origins)?;
-        let serve = crate::serve::settings::ServeSettings::resolve(
-            parsed.serve.as_ref(),
-            env,
-            &mut origins,
-        )?;
+        let serve =
+            zhiku_http::settings::ServeSettings::resolve(parsed.serve.as_ref(), env, &mut origins)?;
         let config = Config {
             vectors: pick!(vectors, VectorsKind::File),
             embedder: pick!(embedder, EmbedderKind::Candle),
@@ -357,6 +354,28 @@ impl Config {
             bail!("no scopes configured: set `scopes` in zhiku.toml or ZHIKU_SCOPES");
         }
         self.scopes.iter().map(|s| Ok(Scope::new(s)?)).collect()
+    }
+
+    /// True when the store lives on disk (a lexical index or vector file there).
+    pub fn is_persistent(&self) -> bool {
+        self.lexical == LexicalKind::Disk || self.vectors == VectorsKind::File
+    }
+
+    /// What the service needs of this configuration, parsed once.
+    pub fn service_settings(&self) -> Result<zhiku_service::Settings> {
+        Ok(zhiku_service::Settings {
+            profile: self.profile.clone(),
+            policy: self.policy()?,
+            trusted_scopes: self.trusted_scopes()?,
+            k: self.k,
+            candidates: self.candidates,
+            context: zhiku_domain::rules::budget::RetrievalBudget::new(
+                self.context_chunks,
+                self.context_chars,
+            )?,
+            ask_attempts: self.ask_attempts,
+            limits: self.serve.query_limits(),
+        })
     }
 
     /// How much trace history the store keeps (`[serve]` `traces_*`).

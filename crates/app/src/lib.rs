@@ -3,13 +3,11 @@
 
 pub mod answer;
 pub mod config;
-pub mod corpus;
-pub mod kb;
-pub mod mcp;
-pub mod qdrant;
-pub mod serve;
-pub mod store;
+pub mod wiring;
 
+pub use wiring::{corpus, qdrant, store};
 pub use zhiku_adapters_fs::{loader, paths};
 pub use zhiku_eval::beir;
 pub use zhiku_eval::runner as eval;
+pub use zhiku_http as serve;
+pub use zhiku_mcp as mcp;

@@ -49,7 +49,6 @@ fn output_failed(e: &std::io::Error) -> ! {
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
-use zhiku_adapters_fs::trace_log::JsonlTraceSink;
 use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_adapters_tantivy::LexicalConfig;
 use zhiku_app::answer::{
@@ -59,14 +58,14 @@ use zhiku_app::beir::{load_beir, load_golden};
 use zhiku_app::config::Config;
 use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_app::eval::{AnswerResult, AnswerSummary, Summary, evaluate, evaluate_answers};
-use zhiku_app::kb::{self, source_for};
-use zhiku_app::loader::Skipped;
 use zhiku_app::serve::logging::LogFormat;
 use zhiku_app::serve::settings::{Tokens, token_digest};
 use zhiku_app::serve::{self, AppState};
 use zhiku_app::store::{
     NeedsRebuild, Origin, Purpose, Store, StoreLock, StoreLocked, VectorsUnavailable,
 };
+use zhiku_app::wiring::{self, source_for};
+use zhiku_domain::ports::SkippedFile as Skipped;
 use zhiku_domain::usecases::{
     AnswerFrame, AnswerStatus, Answerer, IndexReport, RetrievalMode, RetrievalRequest,
     RetrieveError, RouteStatus,
@@ -223,7 +222,7 @@ enum Command {
         no_refresh: bool,
         /// Log lines on stderr, one per request and event: text, or json (one object per
         /// line). The level: ZHIKU_LOG or RUST_LOG (default info).
-        #[arg(long, value_enum, env = "ZHIKU_LOG_FORMAT", default_value = "text")]
+        #[arg(long, env = "ZHIKU_LOG_FORMAT", default_value = "text")]
         log_format: LogFormat,
     },
     /// Serve the knowledge base over the Model Context Protocol on stdin/stdout.
@@ -398,7 +397,7 @@ struct Indexed {
 /// Loads the origin and indexes it incrementally, with a progress bar.
 fn refresh(ctx: &Ctx, store: &mut Store, origin: Origin) -> Result<Indexed> {
     let bar = progress_bar(ctx);
-    let refreshed = kb::refresh(store, origin, &mut |p| {
+    let refreshed = wiring::refresh(store, origin, &mut |p| {
         if let Some(bar) = &bar {
             bar.set_length(p.to_embed as u64);
             bar.set_position(p.embedded as u64);
@@ -571,7 +570,7 @@ fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<
         };
         metadata.push((k.to_string(), v.to_string()));
     }
-    kb::filter_for(scopes, &metadata, None)
+    zhiku_service::filter_for(scopes, &metadata, None)
 }
 
 /// Opens the store for a query, first bringing it up to date with the knowledge base unless
@@ -643,7 +642,7 @@ fn cmd_search(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
     };
     let retrieval = retriever.retrieve(&request)?;
     if json {
-        let evidence = kb::Hit::all(&retrieval);
+        let evidence = zhiku_service::Hit::all(&retrieval);
         println!(
             "{}",
             json!({
@@ -722,7 +721,7 @@ fn cmd_ask(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;
     let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
-    let file_sink = JsonlTraceSink::in_store(&store.dir, store.config.trace_retention());
+    let file_sink = wiring::trace_log(&store);
     let memory = MemoryTraceSink::new();
     let sink = Tee(vec![&file_sink, &memory]);
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
@@ -908,7 +907,7 @@ fn cmd_eval(
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config)?;
             let policy = policy_for(&store.config, mode, store.config.k)?;
-            let sink = JsonlTraceSink::in_store(&store.dir, store.config.trace_retention());
+            let sink = wiring::trace_log(&store);
             let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
             let mut answers_out = match &answers_file {
                 Some(p) => Some(std::io::BufWriter::new(
@@ -944,7 +943,7 @@ fn cmd_eval(
 }
 
 /// Opens the store and wraps it for serving, refreshing it from `--kb` first unless told not to.
-fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> {
+fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<zhiku_service::SharedKb> {
     let kb_dir = ctx.global.kb.clone();
     let mut refresh_from = None;
     let store = if no_refresh || kb_dir.is_none() {
@@ -965,7 +964,7 @@ fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> {
     if let Some(notice) = &store.dense_notice {
         ctx.note(&format!("notice: {notice}"));
     }
-    let (service, refreshed) = kb::KnowledgeBase::new(store, refresh_from)?;
+    let (service, refreshed) = wiring::open_service(store, refresh_from)?;
     if let Some(r) = refreshed {
         for s in &r.skipped {
             ctx.note(&format!("skipped {}: {}", s.path, s.reason));
@@ -994,7 +993,7 @@ fn cmd_serve(
 ) -> Result<ExitCode> {
     serve::logging::init(log_format)?;
     let service = open_service(ctx, no_refresh)?;
-    let mut settings = service.limits();
+    let mut settings = ctx.config(ctx.global.kb.as_deref())?.serve;
     if let Some(bind) = bind {
         settings.bind = bind;
     }
@@ -1004,10 +1003,10 @@ fn cmd_serve(
             settings.bind
         )
     })?;
-    let anonymous = kb::Caller {
+    let anonymous = zhiku_service::Caller {
         name: "anonymous".into(),
         write: false,
-        ..service.local_caller()?
+        ..service.local_caller()
     };
     let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
     serve::metrics::Guard::from_settings(&settings)?;
@@ -1087,7 +1086,7 @@ async fn shutdown_signal() {
 
 fn cmd_mcp(ctx: &Ctx, no_refresh: bool) -> Result<ExitCode> {
     let service = open_service(ctx, no_refresh)?;
-    let caller = service.local_caller()?;
+    let caller = service.local_caller();
     runtime()?.block_on(zhiku_app::mcp::serve_stdio(service, caller))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -1117,7 +1116,7 @@ fn cmd_token(name: &str, scopes: &[String], write: bool) -> Result<ExitCode> {
 fn cmd_status(ctx: &Ctx, json: bool) -> Result<ExitCode> {
     let kb = ctx.global.kb.clone();
     let store = ctx.open_read_only(kb.as_deref())?;
-    let c = &store.manifest.catalog;
+    let c = &store.recorded.catalog;
     let status = json!({
         "store": store.dir,
         "documents": c.docs.len(),
@@ -1238,8 +1237,8 @@ fn cmd_verify(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
         if problems.is_empty() {
             println!(
                 "consistent: {} documents, {} chunks in the manifest, the lexical index{}",
-                store.manifest.catalog.docs.len(),
-                store.manifest.catalog.chunk_count(),
+                store.recorded.catalog.docs.len(),
+                store.recorded.catalog.chunk_count(),
                 if store.dense.is_some() {
                     " and the vectors"
                 } else {

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use zhiku_app::config::Config;
-use zhiku_app::kb::{Caller, KbError, KnowledgeBase, NewDocument, SearchQuery};
 use zhiku_app::loader::{LoaderConfig, load_folder};
 use zhiku_app::paths::KbPath;
 use zhiku_app::store::{Origin, Purpose, Store};
 use zhiku_domain::Scope;
+use zhiku_service::{Caller, KbError, KnowledgeBase, NewDocument, SearchQuery};
 
 use support::{Server, call, two_scope_kb, write};
 
@@ -441,7 +441,7 @@ fn open_kb(kb: &Path) -> KnowledgeBase {
         Some(&root),
     )
     .unwrap();
-    KnowledgeBase::new(store, Some(Origin::Folder { root }))
+    zhiku_app::wiring::open_service(store, Some(Origin::Folder { root }))
         .unwrap()
         .0
 }
@@ -776,7 +776,7 @@ fn an_internal_error_answers_without_server_paths() {
     mend_manifest(&kb, saved);
     assert_eq!(r.status, 500, "{}", r.text);
     assert_eq!(r.body["error"]["code"], "internal");
-    assert_eq!(message(&r), zhiku_app::kb::INTERNAL_MESSAGE);
+    assert_eq!(message(&r), zhiku_service::INTERNAL_MESSAGE);
     assert!(!r.text.contains(dir.path().to_str().unwrap()), "{}", r.text);
     assert!(!kb.join("api/fresh.md").exists());
 }

@@ -1,6 +1,7 @@
 //! Properties of each port, and the macros that turn them into tests.
 
 pub mod catalog;
+pub mod documents;
 pub mod embedder;
 pub mod fixtures;
 pub mod lexical;
@@ -122,6 +123,52 @@ macro_rules! catalog_store_contract {
                 save_then_load_round_trips,
                 a_second_save_replaces_the_first,
                 another_handle_sees_the_last_save,
+            ]
+        );
+    };
+}
+
+/// Generates the contract tests every document store passes. `$make` is a closure taking `()`
+/// and returning `Option<Box<DocumentPlace>>` (a store holding its seed documents, or `None` to skip).
+#[macro_export]
+macro_rules! document_store_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            documents,
+            $make,
+            (),
+            [
+                load_all_returns_every_document,
+                read_returns_each_loaded_document,
+                source_store_vouches_for_loaded_documents,
+            ]
+        );
+    };
+}
+
+/// The document-store contract of a read-only store.
+#[macro_export]
+macro_rules! read_only_document_store_contract {
+    ($make:expr) => {
+        $crate::document_store_contract!($make);
+        $crate::__contract_tests!(documents, $make, (), [read_only_refuses_writes]);
+    };
+}
+
+/// The document-store contract of a writable store (its seed holds at least two documents).
+#[macro_export]
+macro_rules! writable_document_store_contract {
+    ($make:expr) => {
+        $crate::document_store_contract!($make);
+        $crate::__contract_tests!(
+            documents,
+            $make,
+            (),
+            [
+                a_write_loads_back_and_its_undo_leaves_nothing,
+                an_undone_overwrite_restores_the_previous_document,
+                remove_is_undone_or_kept,
+                another_callers_path_is_not_found,
             ]
         );
     };

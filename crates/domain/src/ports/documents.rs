@@ -121,6 +121,12 @@ pub trait DocumentStore: Send + Sync {
     /// The source of truth hits are re-checked against, given each document's recorded path.
     fn source_store(&self, recorded: &BTreeMap<DocId, String>) -> Box<dyn SourceStore>;
 
+    /// The local folder the store lives in, if it is one. The service never shows it to a
+    /// caller: messages name paths relative to it.
+    fn root(&self) -> Option<&std::path::Path> {
+        None
+    }
+
     /// Finishes what a writer killed mid-change left behind, given the recorded paths; returns
     /// one line per repair. Stores without such state do nothing.
     fn settle(&self, recorded: &[&str]) -> Vec<String> {

@@ -10,7 +10,7 @@ use zhiku_domain::ports::Embedder;
 use zhiku_domain::usecases::{Catalog, IndexReport, Indexer, Retriever, SyncMode};
 use zhiku_domain::{ChunkingPolicy, Document, Scope};
 
-use crate::beir::{Passage, passage_document};
+use zhiku_eval::beir::{Passage, passage_document};
 
 /// The scope corpus documents are indexed in.
 pub fn corpus_scope() -> Scope {

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use zhiku_domain::Scope;
 
-use crate::kb::Caller;
+use zhiku_service::Caller;
 
 /// One `[[serve.tokens]]` entry.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -145,6 +145,16 @@ impl Default for ServeSettings {
             tokens: Vec::new(),
             metrics_token_sha256: None,
             metrics_token_env: None,
+        }
+    }
+}
+
+impl ServeSettings {
+    /// The bounds every transport applies to a query.
+    pub fn query_limits(&self) -> zhiku_service::QueryLimits {
+        zhiku_service::QueryLimits {
+            max_query_chars: self.max_query_chars,
+            max_k: self.max_k,
         }
     }
 }

@@ -32,7 +32,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 use tower_service::Service;
 
-use super::settings::ServeSettings;
+use crate::settings::ServeSettings;
 
 /// The connection limits of one server.
 #[derive(Debug, Clone, Copy)]
@@ -403,7 +403,7 @@ mod tests {
             assert!(deadline(phase, &limits) > now);
         }
         // Semaphore::new panics beyond its maximum: the gate caps the count first.
-        let gate = super::super::admission::Gate::new(usize::MAX, u64::MAX);
+        let gate = crate::admission::Gate::new(usize::MAX, u64::MAX);
         assert!(gate.admit().is_ok());
     }
 }

@@ -4,7 +4,7 @@
 //! `zhiku mcp` serves it over stdio for the local user (the configuration's trusted scopes);
 //! `zhiku serve` also mounts it at `/mcp` over streamable HTTP, where the bearer token of each
 //! request decides the caller, exactly as for the HTTP API, and its work takes a worker from the
-//! same gate within the same deadline ([`crate::serve::admission::Gate`]): over capacity a call
+//! same gate within the same deadline ([`zhiku_http::admission::Gate`]): over capacity a call
 //! is refused at once with [`BUSY`], past the deadline it fails with [`TIMEOUT`].
 
 use std::sync::Arc;
@@ -22,9 +22,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, t
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::answer::new_trace_id;
-use crate::kb::{Caller, KbError, SearchQuery, SharedKb};
-use crate::serve::admission::{Gate, Refused};
+use zhiku_http::admission::{Gate, Refused};
+use zhiku_service::new_trace_id;
+use zhiku_service::{Caller, KbError, SearchQuery, SharedKb};
 
 /// URI prefix of document resources.
 pub const RESOURCE_PREFIX: &str = "zhiku://documents/";
@@ -75,8 +75,8 @@ fn to_error(e: KbError) -> ErrorData {
 fn refused(r: Refused) -> ErrorData {
     // MCP refusals travel inside a 200 response: the access log's status cannot see them.
     match &r {
-        Refused::Busy { .. } => crate::serve::metrics::admission_rejected("busy"),
-        Refused::Timeout { .. } => crate::serve::metrics::admission_rejected("timeout"),
+        Refused::Busy { .. } => zhiku_http::metrics::admission_rejected("busy"),
+        Refused::Timeout { .. } => zhiku_http::metrics::admission_rejected("timeout"),
         Refused::Failed(_) | Refused::Kb(_) => {}
     }
     match r {
@@ -92,7 +92,7 @@ fn refused(r: Refused) -> ErrorData {
         ),
         Refused::Failed(e) => {
             tracing::error!(target: "zhiku::error", error = %e, "a request's worker failed");
-            ErrorData::internal_error(crate::kb::INTERNAL_MESSAGE, None)
+            ErrorData::internal_error(zhiku_service::INTERNAL_MESSAGE, None)
         }
         Refused::Kb(e) => to_error(e),
     }
@@ -188,7 +188,7 @@ impl ZhikuMcp {
         q.request_id = ctx
             .extensions
             .get::<Parts>()
-            .and_then(|p| crate::serve::logging::request_id(&p.headers));
+            .and_then(|p| zhiku_http::logging::request_id(&p.headers));
         let kb = self.kb.clone();
         let frame = self
             .blocking(move || kb.ask(&caller, &q, &new_trace_id(), None))
@@ -279,13 +279,10 @@ pub async fn serve_stdio(kb: SharedKb, caller: Caller) -> anyhow::Result<()> {
 
 /// The streamable-HTTP MCP endpoint, to be mounted at `/mcp` behind the token check, with the
 /// server's `gate`; and what ends its sessions (open event streams) at shutdown.
-pub fn http_router(
+pub fn http_router<S: Clone + Send + Sync + 'static>(
     kb: SharedKb,
     gate: Gate,
-) -> (
-    axum::Router<crate::serve::AppState>,
-    impl FnOnce() + Send + 'static,
-) {
+) -> (axum::Router<S>, impl FnOnce() + Send + 'static) {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };

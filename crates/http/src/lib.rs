@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use zhiku_domain::ports::{TraceEvent, TraceSink};
 
-use crate::answer::new_trace_id;
-use crate::kb::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status};
+use zhiku_service::new_trace_id;
+use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status};
 
 use self::admission::{Gate, Refused};
 use self::api::{AskRequest, DocumentRequest, Page, SearchRequest};
@@ -128,7 +128,7 @@ impl From<Refused> for ApiError {
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",
-                    crate::kb::INTERNAL_MESSAGE,
+                    zhiku_service::INTERNAL_MESSAGE,
                 )
             }
             Refused::Kb(e) => e.into(),

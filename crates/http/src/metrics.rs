@@ -39,8 +39,8 @@ use zhiku_domain::ports::{
 };
 use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
-use super::settings::{ServeSettings, token_digest};
-use super::{ApiError, AppState};
+use crate::settings::{ServeSettings, token_digest};
+use crate::{ApiError, AppState};
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

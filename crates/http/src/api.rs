@@ -8,9 +8,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use zhiku_domain::usecases::RetrievalMode;
 
-use crate::kb::{KbError, NewDocument, SearchQuery};
+use zhiku_service::{KbError, NewDocument, SearchQuery};
 
-use super::settings::ServeSettings;
+use crate::settings::ServeSettings;
 
 /// Which routes to run.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -137,7 +137,7 @@ pub fn query(
     filter: &FilterParam,
     limits: &ServeSettings,
 ) -> Result<SearchQuery, KbError> {
-    let mut q = SearchQuery::checked(text, what, k, limits)?;
+    let mut q = SearchQuery::checked(text, what, k, &limits.query_limits())?;
     q.mode = mode.into();
     q.metadata = filter
         .metadata

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::kb::KbError;
+use zhiku_service::KbError;
 
 /// Why a piece of work did not produce its result.
 #[derive(Debug)]

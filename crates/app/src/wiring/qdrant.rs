@@ -25,8 +25,6 @@ use serde::{Deserialize, Serialize};
 use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
 use zhiku_domain::EmbeddingSpace;
 
-use crate::store::VectorsUnavailable;
-
 /// The `[qdrant]` table as written.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -232,6 +230,16 @@ pub fn drop_before_rebuild(settings: &QdrantSettings, dir: &Path) -> Result<()> 
         )
     })?;
     Ok(())
+}
+
+/// The vector server cannot be reached, so nothing can be indexed now.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot index: the vector index is unreachable ({reason}); nothing was recorded, run zhiku index again once the server is back"
+)]
+pub struct VectorsUnavailable {
+    /// The adapter's error.
+    pub reason: String,
 }
 
 /// Opens the collection of the store in `dir` for `space`. When the server cannot be reached,

@@ -19,9 +19,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
-use serde_json::Value;
 use tracing::Instrument;
-use zhiku_domain::ports::{TraceEvent, TraceSink};
 
 /// The request ID header.
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -30,13 +28,25 @@ pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub const MAX_REQUEST_ID: usize = 128;
 
 /// How log lines are written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LogFormat {
     /// One human-readable line per event.
     #[default]
     Text,
     /// One JSON object per line, its fields at the top level.
     Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            other => Err(format!("{other:?} is not a log format: use text or json")),
+        }
+    }
 }
 
 /// Installs the process's log subscriber: `format` lines on stderr, filtered by `ZHIKU_LOG`
@@ -152,7 +162,7 @@ pub async fn access(mut request: Request, next: Next) -> Response {
     response.headers_mut().insert(X_REQUEST_ID.clone(), value);
     let caller = response.extensions_mut().remove::<CallerName>();
     let status = response.status();
-    super::metrics::observe_request(&route, method, status, response.headers(), elapsed);
+    crate::metrics::observe_request(&route, method, status, response.headers(), elapsed);
     tracing::info!(
         target: "zhiku::http",
         request_id = %id,
@@ -164,35 +174,6 @@ pub async fn access(mut request: Request, next: Next) -> Response {
         "request"
     );
     response
-}
-
-/// Adds the request ID to the `query` step of an answer's trace (the step that opens every
-/// run), for the trace file and the stream alike.
-pub struct WithRequestId<'a> {
-    /// Where the events go.
-    pub inner: &'a dyn TraceSink,
-    /// The ID.
-    pub request_id: &'a str,
-}
-
-impl std::fmt::Debug for WithRequestId<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WithRequestId({})", self.request_id)
-    }
-}
-
-impl TraceSink for WithRequestId<'_> {
-    fn record(&self, mut event: TraceEvent) {
-        if event.stage == "query"
-            && let Value::Object(data) = &mut event.data
-        {
-            data.insert(
-                "request_id".into(),
-                Value::String(self.request_id.to_string()),
-            );
-        }
-        self.inner.record(event);
-    }
 }
 
 #[cfg(test)]
@@ -220,25 +201,5 @@ mod tests {
         let a = new_request_id();
         assert!(valid_request_id(&a));
         assert_ne!(a, new_request_id());
-    }
-
-    #[test]
-    fn only_the_query_step_gets_the_request_id() {
-        let memory = zhiku_adapters_memory::MemoryTraceSink::new();
-        let sink = WithRequestId {
-            inner: &memory,
-            request_id: "req-1",
-        };
-        for stage in ["query", "answer"] {
-            sink.record(TraceEvent {
-                trace_id: "t".into(),
-                stage: stage.into(),
-                data: serde_json::json!({"k": 1}),
-            });
-        }
-        let events = memory.events();
-        assert_eq!(events[0].data["request_id"], "req-1");
-        assert_eq!(events[0].data["k"], 1);
-        assert!(events[1].data.get("request_id").is_none());
     }
 }

@@ -1,0 +1,25 @@
+//! The generator the configuration picks.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use zhiku_adapters_generate::{ExtractiveGenerator, OpenAiConfig, OpenAiGenerator};
+use zhiku_domain::ports::Generator;
+
+use crate::config::{Config, GeneratorKind};
+
+/// The generator the configuration asks for.
+pub fn generator_for(config: &Config) -> Result<Box<dyn Generator>> {
+    Ok(match config.generator {
+        GeneratorKind::Extractive => Box::new(ExtractiveGenerator::default()),
+        GeneratorKind::Openai => {
+            let mut c = OpenAiConfig::new(&config.llm_url, &config.llm_model);
+            c.api_key = std::env::var(&config.llm_api_key_env)
+                .ok()
+                .filter(|k| !k.is_empty());
+            c.timeout = Duration::from_millis(config.llm_timeout_ms);
+            c.max_tokens = config.llm_max_tokens;
+            Box::new(OpenAiGenerator::new(c))
+        }
+    })
+}

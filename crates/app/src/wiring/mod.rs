@@ -1,0 +1,104 @@
+//! The composition root: the only code that names adapter crates. Each function turns the
+//! resolved configuration into ports (embedder, vector index, lexical index, catalog store,
+//! document store, generator, trace log) and hands them to the service.
+
+pub mod corpus;
+pub mod generator;
+pub mod qdrant;
+pub mod store;
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use zhiku_adapters_fs::folder::FolderDocuments;
+use zhiku_adapters_fs::loader::LoaderConfig;
+use zhiku_adapters_fs::trace_log::JsonlTraceSink;
+use zhiku_domain::Scope;
+use zhiku_domain::ports::{DocumentStore, Origin, SourceStore};
+use zhiku_domain::usecases::Progress;
+use zhiku_eval::corpus_documents::CorpusDocuments;
+use zhiku_service::{KnowledgeBase, Refreshed};
+
+use crate::config::Config;
+use store::Store;
+
+/// Loader settings from the configuration, for the folder of `store`.
+pub fn loader_config(store: &Store) -> Result<LoaderConfig> {
+    loader_config_for(&store.config, &store.dir)
+}
+
+fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<LoaderConfig> {
+    Ok(LoaderConfig {
+        max_file_bytes: config.max_file_bytes,
+        default_scope: Scope::new(&config.default_scope)?,
+        follow_links_inside: config.follow_links_inside,
+        // A store kept inside the folder (`--store kb/store`) is never read as documents.
+        store_dir: store_dir.canonicalize().ok(),
+    })
+}
+
+/// The document store of `origin`: the folder (writable) or the BEIR corpus (read-only). The
+/// one place that tells origins apart.
+pub fn documents_for(store: &Store, origin: &Origin) -> Result<Box<dyn DocumentStore>> {
+    Ok(match origin {
+        Origin::Folder { root } => {
+            Box::new(FolderDocuments::new(root.clone(), loader_config(store)?))
+        }
+        Origin::Beir { dir } => Box::new(CorpusDocuments::new(
+            dir.clone(),
+            Scope::new(&store.config.default_scope)?,
+        )),
+    })
+}
+
+/// The document store of the origin `store` recorded, if it recorded one.
+pub fn recorded_documents(store: &Store) -> Result<Option<Box<dyn DocumentStore>>> {
+    store
+        .recorded
+        .origin
+        .as_ref()
+        .map(|origin| documents_for(store, origin))
+        .transpose()
+}
+
+/// The source store that re-checks hits of `store` against its origin.
+pub fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {
+    match recorded_documents(store)? {
+        Some(documents) => Ok(documents.source_store(&store.recorded.sources)),
+        None => bail!("the store is empty: run zhiku index first"),
+    }
+}
+
+/// Loads `origin` and indexes it incrementally; the manifest is saved after both indexes
+/// committed. Files that cannot be read keep their previously indexed documents.
+pub fn refresh(
+    store: &mut Store,
+    origin: Origin,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Result<Refreshed> {
+    let documents = documents_for(store, &origin)?;
+    zhiku_service::refresh(store, documents.as_ref(), origin, on_progress)
+}
+
+/// The store's trace log: `traces.jsonl` with the configured retention.
+pub fn trace_log(store: &Store) -> JsonlTraceSink {
+    JsonlTraceSink::in_store(&store.dir, store.config.trace_retention())
+}
+
+/// `store` as a long-lived service, first brought up to date with `refresh_from` when given.
+/// Backend and generator errors are counted for `/metrics` wherever they surface.
+pub fn open_service(
+    store: Store,
+    refresh_from: Option<Origin>,
+) -> Result<(KnowledgeBase, Option<Refreshed>)> {
+    let documents = match &refresh_from {
+        Some(origin) => Some(documents_for(&store, origin)?),
+        None => recorded_documents(&store)?,
+    };
+    let generator =
+        zhiku_http::metrics::count_generator_errors(generator::generator_for(&store.config)?);
+    let traces = Arc::new(trace_log(&store));
+    let mut core = store.into_service();
+    zhiku_http::metrics::count_backend_errors(&mut core.dense);
+    KnowledgeBase::new(core, documents, refresh_from, generator, traces)
+}

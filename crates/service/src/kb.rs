@@ -1,0 +1,627 @@
+//! One knowledge base as a long-lived service: the use cases the CLI runs once per command,
+//! shared by many callers at a time (the HTTP server and the MCP server).
+//!
+//! Who may see what is decided here, not by the caller's request: every call carries a
+//! [`Caller`] whose scopes come from the server's configuration (a bearer token) or, locally,
+//! from the trusted scopes of `zhiku.toml`. Searches, answers, documents and traces outside the
+//! caller's scopes are reported as not found, never as forbidden, so their existence does not
+//! leak.
+//!
+//! Concurrency: searches and answers hold a read lock on the store for their retrieval; an
+//! ingest chunks and embeds its document under that same read lock (searches go on), then takes
+//! the write lock only to write the file, apply both indexes and save the catalog. A search
+//! therefore sees the knowledge base either before or after an ingest, never half of it. One
+//! ingest runs at a time.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
+
+use anyhow::{Result, anyhow};
+use serde_json::Value;
+use zhiku_domain::chunker::chunk_document;
+use zhiku_domain::ports::{
+    DocumentStore, Generator, Origin, PutRequest, StoredCatalog, TraceSink, TraceStore,
+};
+use zhiku_domain::usecases::{
+    AnswerFrame, Answerer, Catalog, CatalogEntry, IndexReport, RetrievalRequest, SyncMode,
+};
+use zhiku_domain::{DocId, Document, Scope};
+
+use crate::ids::check_new_id;
+use crate::refresh::index_loaded;
+use crate::{
+    Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
+    QueryLimits, Refreshed, SearchQuery, SearchResult, Status, Store, Tee, WithRequestId,
+    filter_for,
+};
+
+struct Inner {
+    store: Store,
+    docs: BTreeMap<DocId, DocInfo>,
+}
+
+/// One knowledge base, shared by many callers.
+pub struct KnowledgeBase {
+    inner: RwLock<Inner>,
+    writer: Mutex<()>,
+    documents: Option<Box<dyn DocumentStore>>,
+    generator: Box<dyn Generator>,
+    clock: MonotonicClock,
+    traces: Arc<dyn TraceStore>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for KnowledgeBase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnowledgeBase")
+            .field("generator", &self.generator.identity())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A shared handle.
+pub type SharedKb = Arc<KnowledgeBase>;
+
+fn invalid(e: impl std::fmt::Display) -> KbError {
+    KbError::Invalid(e.to_string())
+}
+
+/// "Not found" for a document ID, the same words for an unknown one and for one the caller
+/// may not see.
+fn no_document(id: &str) -> KbError {
+    KbError::NotFound(format!("no document {id:?}"))
+}
+
+impl KnowledgeBase {
+    /// Serves `store`, whose documents live in `documents` (none for a store that was never
+    /// indexed). With `refresh_from`, the store is first brought up to date with that origin
+    /// (whose documents `documents` holds); otherwise the documents are loaded only to learn
+    /// each one's scope. Answers are written by `generator`; their runs are recorded in
+    /// `traces`.
+    pub fn new(
+        mut store: Store,
+        documents: Option<Box<dyn DocumentStore>>,
+        refresh_from: Option<Origin>,
+        generator: Box<dyn Generator>,
+        traces: Arc<dyn TraceStore>,
+    ) -> Result<(Self, Option<Refreshed>)> {
+        // The documents are loaded once: to refresh the indexes and to learn each one's scope.
+        let loaded = match &documents {
+            Some(documents) => documents.load_all()?,
+            None => Default::default(),
+        };
+        let infos: Vec<DocInfo> = loaded.documents.iter().map(DocInfo::of).collect();
+        let refreshed = match refresh_from {
+            Some(origin) => Some(index_loaded(&mut store, origin, loaded, &mut |_| {})?),
+            None => None,
+        };
+        // Only documents the catalog holds are served.
+        let docs = infos
+            .into_iter()
+            .filter(|i| store.recorded.catalog.docs.contains_key(&i.id))
+            .map(|i| (i.id.clone(), i))
+            .collect();
+        Ok((
+            Self {
+                inner: RwLock::new(Inner { store, docs }),
+                writer: Mutex::new(()),
+                documents,
+                generator,
+                clock: MonotonicClock::default(),
+                traces,
+                started: Instant::now(),
+            },
+            refreshed,
+        ))
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        // A panic while holding the lock leaves the data as consistent as the last write.
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bounds every transport applies to a query.
+    pub fn limits(&self) -> QueryLimits {
+        self.read().store.settings.limits
+    }
+
+    /// The local caller of this knowledge base's configuration.
+    pub fn local_caller(&self) -> Caller {
+        Caller::local(self.read().store.settings.trusted_scopes.clone())
+    }
+
+    fn source(&self, store: &Store) -> Result<Box<dyn zhiku_domain::ports::SourceStore>> {
+        match &self.documents {
+            Some(documents) => Ok(documents.source_store(&store.recorded.sources)),
+            None => Err(anyhow!("the store is empty: run zhiku index first")),
+        }
+    }
+
+    /// Searches within the caller's scopes.
+    pub fn search(&self, caller: &Caller, q: &SearchQuery) -> Result<SearchResult, KbError> {
+        let started = Instant::now();
+        let filter =
+            filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
+        let inner = self.read();
+        let store = &inner.store;
+        let source = self.source(store)?;
+        let retriever = store.retriever(source.as_ref());
+        let request = RetrievalRequest {
+            query: &q.query,
+            filter: &filter,
+            mode: q.mode,
+            k: q.k.unwrap_or(store.settings.k),
+            budget: None,
+        };
+        let retrieval = retriever.retrieve(&request)?;
+        let hits = Hit::all(&retrieval);
+        Ok(SearchResult {
+            query: q.query.clone(),
+            mode: q.mode,
+            routes: retrieval.routes,
+            notice: store.dense_notice.clone(),
+            hits,
+            dropped: retrieval.dropped,
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+    }
+
+    /// Answers within the caller's scopes; every trace event also goes to `also` (a stream).
+    pub fn ask(
+        &self,
+        caller: &Caller,
+        q: &SearchQuery,
+        trace_id: &str,
+        also: Option<&dyn TraceSink>,
+    ) -> Result<AnswerFrame, KbError> {
+        let filter =
+            filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
+        let inner = self.read();
+        let store = &inner.store;
+        let source = self.source(store)?;
+        let retriever = store.retriever(source.as_ref()).with_clock(&self.clock);
+        let policy = store
+            .settings
+            .answer_policy(q.mode, q.k.unwrap_or(store.settings.k));
+        let mut sinks: Vec<&dyn TraceSink> = vec![self.traces.as_ref()];
+        if let Some(also) = also {
+            sinks.push(also);
+        }
+        let tee = Tee(sinks);
+        let tagged;
+        let sink: &dyn TraceSink = match &q.request_id {
+            Some(request_id) => {
+                tagged = WithRequestId {
+                    inner: &tee,
+                    request_id,
+                };
+                &tagged
+            }
+            None => &tee,
+        };
+        let answerer = Answerer::new(
+            &retriever,
+            self.generator.as_ref(),
+            sink,
+            &self.clock,
+            policy,
+        );
+        let result = answerer.ask(&q.query, &filter, trace_id);
+        // A run that ended early (no `answer` event) is written too.
+        self.traces.finish(trace_id);
+        result.map_err(|e| match e {
+            zhiku_domain::usecases::AskError::InvalidInput(m) => KbError::Invalid(m),
+            other => KbError::Unavailable(other.to_string()),
+        })
+    }
+
+    /// The events of one answer run, when the caller may see every scope it searched.
+    pub fn trace(&self, caller: &Caller, trace_id: &str) -> Result<Vec<Value>, KbError> {
+        let events = self
+            .traces
+            .read(trace_id)
+            .map_err(|e| KbError::Internal(anyhow!("cannot read the trace: {e}")))?;
+        let allowed = events
+            .iter()
+            .find(|e| e["stage"] == "query")
+            .and_then(|e| e["data"]["scopes"].as_array())
+            .is_some_and(|scopes| {
+                scopes.iter().all(|s| {
+                    s.as_str()
+                        .and_then(|s| Scope::new(s).ok())
+                        .is_some_and(|s| caller.sees(&s))
+                })
+            });
+        if events.is_empty() || !allowed {
+            return Err(KbError::NotFound(format!("no trace {trace_id:?}")));
+        }
+        Ok(events)
+    }
+
+    /// Documents in the caller's scopes, by ID, from `offset`, at most `limit`.
+    pub fn documents(&self, caller: &Caller, offset: usize, limit: usize) -> (Vec<DocInfo>, usize) {
+        let inner = self.read();
+        let visible: Vec<&DocInfo> = inner
+            .docs
+            .values()
+            .filter(|d| caller.sees(&d.scope))
+            .collect();
+        let total = visible.len();
+        (
+            visible
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .cloned()
+                .collect(),
+            total,
+        )
+    }
+
+    fn visible_info(&self, inner: &Inner, caller: &Caller, id: &str) -> Result<DocInfo, KbError> {
+        let id = DocId::new(id).map_err(|_| no_document(id))?;
+        match inner.docs.get(&id) {
+            Some(info) if caller.sees(&info.scope) => Ok(info.clone()),
+            _ => Err(no_document(id.as_str())),
+        }
+    }
+
+    /// One document with its chunks, as it is now in the source.
+    pub fn document(&self, caller: &Caller, id: &str) -> Result<DocumentView, KbError> {
+        let inner = self.read();
+        let info = self.visible_info(&inner, caller, id)?;
+        let store = &inner.store;
+        let (Some(documents), Some(rel)) = (&self.documents, store.recorded.sources.get(&info.id))
+        else {
+            return Err(no_document(id));
+        };
+        let doc = documents
+            .read(&info.id, rel)
+            .map_err(|e| KbError::NotFound(format!("document {id:?} cannot be read now: {e}")))?
+            .ok_or_else(|| no_document(id))?;
+        if !caller.sees(&doc.attributes().scope) {
+            return Err(no_document(id));
+        }
+        let a = doc.attributes();
+        Ok(DocumentView {
+            id: doc.id().to_string(),
+            title: a.title.to_string(),
+            source: a.source.to_string(),
+            scope: a.scope.to_string(),
+            locale: Some(a.locale.to_string()).filter(|l| !l.is_empty()),
+            revision: doc.revision().to_string(),
+            metadata: a
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            text: doc.content().to_string(),
+            chunks: chunk_document(&doc, &store.settings.policy)
+                .iter()
+                .map(|c| ChunkView {
+                    chunk_id: c.chunk_id().to_string(),
+                    heading_path: c.heading_path().to_vec(),
+                    start: c.start(),
+                    end: c.end(),
+                    content: c.content().to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    /// A message never shows the server's absolute path of the knowledge base.
+    fn without_paths(&self, e: KbError) -> KbError {
+        let Some(root) = self.documents.as_ref().and_then(|d| d.root()) else {
+            return e;
+        };
+        let mut roots = vec![root.display().to_string()];
+        if let Ok(real) = root.canonicalize() {
+            roots.push(real.display().to_string());
+        }
+        e.without(&roots)
+    }
+
+    fn writable(&self, refusal: &str) -> Result<&dyn DocumentStore, KbError> {
+        match &self.documents {
+            Some(d) if d.capabilities().writable => Ok(d.as_ref()),
+            _ => Err(KbError::Conflict(format!(
+                "this knowledge base is not a folder; documents cannot be {refusal} over the API"
+            ))),
+        }
+    }
+
+    /// Adds or replaces a document: writes it into the document store and indexes it
+    /// incrementally (only new chunks are embedded).
+    ///
+    /// The document store checks the path (a folder: its one canonical form, seen by the folder
+    /// scan). A document, path, file or sidecar the caller cannot see is answered as not found,
+    /// exactly as an unknown one. Document, indexes and catalog change together: when indexing
+    /// or saving the catalog fails, the document and the indexes are put back.
+    pub fn put_document(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
+        self.put_inner(caller, new)
+            .map_err(|e| self.without_paths(e))
+    }
+
+    fn put_inner(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write documents",
+                caller.name
+            )));
+        }
+        check_new_id(&new.id)?;
+        let id = DocId::new(&new.id).map_err(invalid)?;
+        let scope = match &new.scope {
+            Some(s) => Scope::new(s).map_err(invalid)?,
+            None => caller
+                .scopes
+                .first()
+                .cloned()
+                .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
+        };
+        if !caller.sees(&scope) {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write to scope {scope}",
+                caller.name
+            )));
+        }
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let documents = self.writable("added")?;
+
+        // Plan and embed under the read lock: searches go on meanwhile.
+        let (planned, prepared) = {
+            let inner = self.read();
+            let store = &inner.store;
+            let visible =
+                |other: &DocId| inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope));
+            let sees = |s: &Scope| caller.sees(s);
+            let planned = documents.prepare_put(&PutRequest {
+                id: &id,
+                scope: &scope,
+                path: new.path.as_deref(),
+                title: new.title.as_deref(),
+                locale: new.locale.as_deref(),
+                metadata: &new.metadata,
+                text: &new.text,
+                recorded: &store.recorded.sources,
+                visible: &visible,
+                sees: &sees,
+            })?;
+            let indexer = store.indexer()?;
+            let prepared = indexer
+                .prepare(
+                    &store.recorded.catalog,
+                    [planned.document.clone()],
+                    SyncMode::Partial,
+                    &mut |_| {},
+                )
+                .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
+            (planned, prepared)
+        };
+
+        // Write the document, indexes and catalog under the write lock: searches wait briefly.
+        let mut inner = self.write();
+        let staged = documents.write(&planned)?;
+        let applied = {
+            let indexer = inner.store.indexer()?;
+            indexer.apply(prepared)
+        };
+        let (catalog, report) = match applied {
+            Ok(done) => done,
+            Err(e) => {
+                // Put the document back as it was, and the indexes as far as they changed.
+                staged.undo();
+                let before = inner.store.recorded.catalog.clone();
+                if let Ok(c) = reindex(&inner.store, &before, &id, planned.previous.clone()) {
+                    inner.store.recorded.catalog = c;
+                }
+                return Err(KbError::Unavailable(format!("cannot index: {e}")));
+            }
+        };
+        let chunk_ids = catalog
+            .docs
+            .get(&id)
+            .map(|e| e.chunk_ids.iter().map(|c| c.to_string()).collect())
+            .unwrap_or_default();
+        let mut sources = inner.store.recorded.sources.clone();
+        sources.insert(id.clone(), planned.path.clone());
+        let next = StoredCatalog {
+            catalog: catalog.clone(),
+            sources,
+            origin: inner.store.recorded.origin.clone(),
+        };
+        if let Err(e) = inner.store.commit_catalog(next) {
+            // The catalog on record still says the old state: put document and indexes back.
+            staged.undo();
+            let before = inner.store.recorded.catalog.clone();
+            inner.store.recorded.catalog =
+                reindex(&inner.store, &catalog, &id, planned.previous).unwrap_or(before);
+            return Err(KbError::Internal(anyhow!(
+                "cannot save the manifest; nothing was changed: {:#}",
+                anyhow::Error::from(e)
+            )));
+        }
+        staged.keep();
+        inner
+            .docs
+            .insert(id.clone(), DocInfo::of(&planned.document));
+        Ok(Ingested {
+            doc_id: id.to_string(),
+            path: planned.path,
+            revision: planned.document.revision().to_string(),
+            chunk_ids,
+            report,
+        })
+    }
+
+    /// Removes a document from both indexes and from the document store (a folder: its file,
+    /// and its sidecar unless another document shares it). Document, indexes and catalog
+    /// change together: the file is first moved aside, and put back if the indexes or the
+    /// catalog cannot be changed.
+    pub fn delete_document(&self, caller: &Caller, id: &str) -> Result<IndexReport, KbError> {
+        self.delete_inner(caller, id)
+            .map_err(|e| self.without_paths(e))
+    }
+
+    fn delete_inner(&self, caller: &Caller, id: &str) -> Result<IndexReport, KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not delete documents",
+                caller.name
+            )));
+        }
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.write();
+        let info = self.visible_info(&inner, caller, id)?;
+        let documents = self.writable("removed")?;
+        let rel = inner.store.recorded.sources.get(&info.id).cloned();
+        // Move the document aside before any index changes.
+        let (current, staged) = match &rel {
+            Some(rel) => {
+                let (current, staged) =
+                    documents.remove(&info.id, rel, &inner.store.recorded.sources)?;
+                (current, Some(staged))
+            }
+            None => (None, None),
+        };
+        let undo = |staged: Option<Box<dyn zhiku_domain::ports::Staged>>| {
+            if let Some(s) = staged {
+                s.undo();
+            }
+        };
+        let before = inner.store.recorded.catalog.clone();
+        let removed = {
+            let store = &inner.store;
+            store
+                .indexer()
+                .map_err(KbError::Internal)
+                .and_then(|indexer| {
+                    indexer
+                        .remove(&before, std::slice::from_ref(&info.id))
+                        .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
+                })
+        };
+        let (catalog, report) = match removed {
+            Ok(done) => done,
+            Err(e) => {
+                // Put the file back and re-index it where a route already dropped it.
+                undo(staged);
+                if let Ok(c) = reindex(&inner.store, &before, &info.id, current) {
+                    inner.store.recorded.catalog = c;
+                }
+                return Err(e);
+            }
+        };
+        let mut sources = inner.store.recorded.sources.clone();
+        sources.remove(&info.id);
+        let next = StoredCatalog {
+            catalog: catalog.clone(),
+            sources,
+            origin: inner.store.recorded.origin.clone(),
+        };
+        if let Err(e) = inner.store.commit_catalog(next) {
+            undo(staged);
+            inner.store.recorded.catalog =
+                reindex(&inner.store, &catalog, &info.id, current).unwrap_or(before);
+            return Err(KbError::Internal(anyhow!(
+                "cannot save the manifest; nothing was deleted: {:#}",
+                anyhow::Error::from(e)
+            )));
+        }
+        if let Some(s) = staged {
+            s.keep();
+        }
+        inner.docs.remove(&info.id);
+        Ok(report)
+    }
+
+    /// The state of the knowledge base as the caller may see it.
+    pub fn status(&self, caller: &Caller) -> Status {
+        let inner = self.read();
+        let store = &inner.store;
+        let visible: Vec<&DocInfo> = inner
+            .docs
+            .values()
+            .filter(|d| caller.sees(&d.scope))
+            .collect();
+        let chunks = visible
+            .iter()
+            .filter_map(|d| store.recorded.catalog.docs.get(&d.id))
+            .map(|e| e.chunk_ids.len())
+            .sum();
+        Status {
+            documents: visible.len(),
+            chunks,
+            scopes: caller.scopes.iter().map(|s| s.to_string()).collect(),
+            write: caller.write,
+            profile: store.settings.profile.clone(),
+            adapters: store.picked.iter().cloned().collect(),
+            embedding_space: store
+                .dense
+                .as_ref()
+                .map(|(e, _)| e.space().identity().to_string()),
+            dense_notice: store.dense_notice.clone(),
+            generator: self.generator.identity(),
+            origin: store
+                .recorded
+                .origin
+                .as_ref()
+                .map(|_| self.documents.as_ref())
+                .and_then(|d| d.map(|d| d.capabilities().adapter.to_string())),
+            uptime_s: self.started.elapsed().as_secs(),
+        }
+    }
+
+    /// Documents and chunks served per scope, every scope: for the operator's metrics only.
+    pub fn counts_by_scope(&self) -> Vec<(String, usize, usize)> {
+        let inner = self.read();
+        let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for d in inner.docs.values() {
+            let c = counts.entry(d.scope.as_str()).or_default();
+            c.0 += 1;
+            c.1 += inner
+                .store
+                .recorded
+                .catalog
+                .docs
+                .get(&d.id)
+                .map_or(0, |e| e.chunk_ids.len());
+        }
+        counts
+            .into_iter()
+            .map(|(s, (d, c))| (s.to_string(), d, c))
+            .collect()
+    }
+}
+
+/// Puts document `id` back in both indexes as `doc` (or out of them when there is none),
+/// whatever a failed or unrecorded change left there: every chunk of the document is removed
+/// from both indexes, then `doc` is indexed again. `catalog` is the state to start from; the
+/// result is the catalog that matches the indexes.
+fn reindex(store: &Store, catalog: &Catalog, id: &DocId, doc: Option<Document>) -> Result<Catalog> {
+    let indexer = store.indexer()?;
+    let mut start = catalog.clone();
+    // `remove` acts on the documents the catalog lists: list this one whatever it held.
+    start
+        .docs
+        .entry(id.clone())
+        .or_insert_with(|| CatalogEntry {
+            revision: zhiku_domain::Revision::of_content(""),
+            fingerprint: String::new(),
+            chunk_ids: Vec::new(),
+        });
+    let (cleared, _) = indexer.remove(&start, std::slice::from_ref(id))?;
+    Ok(match doc {
+        Some(doc) => {
+            indexer
+                .run(&cleared, [doc], SyncMode::Partial, &mut |_| {})?
+                .0
+        }
+        None => cleared,
+    })
+}

@@ -1,0 +1,36 @@
+//! The zhiku application service: one knowledge base as a long-lived service over `dyn` ports,
+//! shared by every transport (the CLI, HTTP, MCP).
+//!
+//! - [`Store`] — the opened ports of one knowledge base (lexical index, embedder and vector
+//!   index, catalog store) with the catalog in memory; every writer commits the indexes, then
+//!   [`Store::commit_catalog`] (the catalog is saved last).
+//! - [`refresh`] — brings the indexes up to date with a [`DocumentStore`](zhiku_domain::ports::DocumentStore).
+//! - [`KnowledgeBase`] — search, ask, documents, ingest and delete for a [`Caller`] whose scopes
+//!   the transport established; what the caller may not see is reported as not found.
+//! - [`SearchQuery`] and [`QueryLimits`] — the bounds every transport applies to a query.
+//!
+//! No adapter, no async runtime and no web framework is named here: the composition root picks
+//! the adapters and the transports drive this crate.
+
+mod caller;
+mod clock;
+mod error;
+mod ids;
+mod kb;
+mod query;
+mod refresh;
+mod store;
+mod trace;
+mod views;
+
+pub use caller::Caller;
+pub use clock::{MonotonicClock, new_trace_id};
+pub use error::{INTERNAL_MESSAGE, KbError};
+pub use kb::{KnowledgeBase, SharedKb};
+pub use query::{QueryLimits, SearchQuery, filter_for};
+pub use refresh::{Refreshed, refresh};
+pub use store::{Dense, Settings, Store};
+pub use trace::{Tee, WithRequestId};
+pub use views::{
+    ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, Status,
+};

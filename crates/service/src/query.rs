@@ -1,0 +1,88 @@
+//! A query as every transport hands it to the service, and the bounds they all apply.
+
+use anyhow::Result;
+use zhiku_domain::usecases::RetrievalMode;
+use zhiku_domain::{Filter, Scope};
+
+use crate::KbError;
+
+/// The bounds of a query every transport applies (`[serve]` `max_query_chars`, `max_k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryLimits {
+    /// Most characters in a query or question.
+    pub max_query_chars: usize,
+    /// Largest `k` a caller may ask for.
+    pub max_k: usize,
+}
+
+/// A search as the service takes it.
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    /// The query text.
+    pub query: String,
+    /// Evidence wanted (default: the configured `k`).
+    pub k: Option<usize>,
+    /// Which routes.
+    pub mode: RetrievalMode,
+    /// `key=value` metadata terms, all required.
+    pub metadata: Vec<(String, String)>,
+    /// Locale prefix.
+    pub locale: Option<String>,
+    /// The transport's request ID, recorded in an answer's trace.
+    pub request_id: Option<String>,
+}
+
+impl SearchQuery {
+    /// A hybrid query without narrowing, after the bounds every transport applies: `text` (the
+    /// `what` of the message) must not be blank nor longer than `max_query_chars` characters,
+    /// and `k`, when given, lies in `1..=max_k`.
+    pub fn checked(
+        text: &str,
+        what: &str,
+        k: Option<usize>,
+        limits: &QueryLimits,
+    ) -> Result<Self, KbError> {
+        if text.trim().is_empty() {
+            return Err(KbError::Invalid(format!("{what} must not be empty")));
+        }
+        let chars = text.chars().count();
+        if chars > limits.max_query_chars {
+            return Err(KbError::Invalid(format!(
+                "{what} has {chars} characters; at most {} are accepted",
+                limits.max_query_chars
+            )));
+        }
+        if let Some(k) = k
+            && (k == 0 || k > limits.max_k)
+        {
+            return Err(KbError::Invalid(format!(
+                "k must be between 1 and {}",
+                limits.max_k
+            )));
+        }
+        Ok(Self {
+            query: text.to_string(),
+            k,
+            mode: RetrievalMode::Hybrid,
+            metadata: Vec::new(),
+            locale: None,
+            request_id: None,
+        })
+    }
+}
+
+/// A filter over `scopes` with `key=value` metadata terms and an optional locale prefix.
+pub fn filter_for(
+    scopes: Vec<Scope>,
+    metadata: &[(String, String)],
+    locale: Option<&str>,
+) -> Result<Filter> {
+    let mut filter = Filter::for_scopes(scopes)?;
+    for (k, v) in metadata {
+        filter = filter.with_metadata(k.trim(), v.trim())?;
+    }
+    if let Some(locale) = locale {
+        filter = filter.with_locale(zhiku_domain::Locale::new(locale)?);
+    }
+    Ok(filter)
+}

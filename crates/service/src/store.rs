@@ -1,0 +1,167 @@
+//! The opened ports of one knowledge base, and the one step every writer ends with.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use zhiku_domain::ports::{
+    CatalogError, CatalogStore, Embedder, LexicalIndex, SourceStore, StoredCatalog, VectorIndex,
+};
+use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
+use zhiku_domain::{ChunkingPolicy, Scope};
+
+use crate::QueryLimits;
+
+/// The dense route: the embedder and the vector index of its space.
+pub type Dense = (Box<dyn Embedder>, Arc<dyn VectorIndex>);
+
+/// What the configuration decides for the service, parsed once.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The profile's name, for `status`.
+    pub profile: String,
+    /// How documents are cut into chunks.
+    pub policy: ChunkingPolicy,
+    /// The scopes the local user may read.
+    pub trusted_scopes: Vec<Scope>,
+    /// Evidence per search when the caller does not say.
+    pub k: usize,
+    /// Candidates each route returns before fusion.
+    pub candidates: usize,
+    /// What an answer's context may hold.
+    pub context: RetrievalBudget,
+    /// Generation attempts before an answer run ends `blocked`.
+    pub ask_attempts: u32,
+    /// The bounds of a query every transport applies.
+    pub limits: QueryLimits,
+}
+
+impl Settings {
+    /// The answer policy for `mode` and `k` pieces of evidence.
+    pub fn answer_policy(&self, mode: RetrievalMode, k: usize) -> AnswerPolicy {
+        AnswerPolicy {
+            mode,
+            k,
+            budget: self.context,
+            max_attempts: self.ask_attempts,
+        }
+    }
+}
+
+/// One knowledge base's ports, with its catalog in memory.
+///
+/// The catalog (`recorded`) changes only through [`Store::commit_catalog`], after both indexes
+/// committed: the catalog is saved last, and the copy in memory changes only once it is saved.
+pub struct Store {
+    /// What the configuration decides.
+    pub settings: Settings,
+    /// The lexical route.
+    pub lexical: Arc<dyn LexicalIndex>,
+    /// The dense route, when there is one.
+    pub dense: Option<Dense>,
+    /// Why the dense route is missing, when it is.
+    pub dense_notice: Option<String>,
+    /// The adapters the composition root picked and why (`port`, `choice`), for `status`.
+    pub picked: Vec<(String, String)>,
+    /// The catalog as last saved.
+    pub recorded: StoredCatalog,
+    catalog_store: Box<dyn CatalogStore>,
+    read_only: bool,
+    /// What the composition root holds for as long as the store is open (the writer lock).
+    _held: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("picked", &self.picked)
+            .field("documents", &self.recorded.catalog.docs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// A store over these ports, whose catalog was loaded as `recorded` from `catalog_store`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        settings: Settings,
+        lexical: Arc<dyn LexicalIndex>,
+        dense: Option<Dense>,
+        dense_notice: Option<String>,
+        picked: Vec<(String, String)>,
+        recorded: StoredCatalog,
+        catalog_store: Box<dyn CatalogStore>,
+        read_only: bool,
+    ) -> Self {
+        Self {
+            settings,
+            lexical,
+            dense,
+            dense_notice,
+            picked,
+            recorded,
+            catalog_store,
+            read_only,
+            _held: None,
+        }
+    }
+
+    /// The same store, keeping `held` (a lock) until it is dropped.
+    pub fn holding(mut self, held: impl std::any::Any + Send + Sync) -> Self {
+        self._held = Some(Box::new(held));
+        self
+    }
+
+    /// True when opened for reading only: nothing is written.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Saves `next` as the catalog, then makes it the one in memory: the last step of every
+    /// write, after both indexes committed. When the save fails, the catalog in memory stays
+    /// the one on record.
+    pub fn commit_catalog(&mut self, next: StoredCatalog) -> Result<(), CatalogError> {
+        self.catalog_store.save(&next)?;
+        self.recorded = next;
+        Ok(())
+    }
+
+    /// Saves the catalog in memory as it is.
+    pub fn save_catalog(&self) -> Result<(), CatalogError> {
+        self.catalog_store.save(&self.recorded)
+    }
+
+    /// The catalog as stored now (a writer beside this reader may have saved since).
+    pub fn load_catalog(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        self.catalog_store.load()
+    }
+
+    /// An indexer over this store's routes.
+    pub fn indexer(&self) -> Result<Indexer<'_>> {
+        let policy = self.settings.policy.clone();
+        Ok(match &self.dense {
+            Some((embedder, vectors)) => Indexer::hybrid(
+                policy,
+                embedder.as_ref(),
+                vectors.as_ref(),
+                self.lexical.as_ref(),
+            )?,
+            None => Indexer::lexical_only(policy, self.lexical.as_ref()),
+        })
+    }
+
+    /// A retriever over this store's routes, checking hits against `source`.
+    pub fn retriever<'a>(&'a self, source: &'a dyn SourceStore) -> Retriever<'a> {
+        let r = Retriever::new(source)
+            .with_lexical(self.lexical.as_ref())
+            .with_candidates(self.settings.candidates);
+        match &self.dense {
+            Some((embedder, vectors)) => r.with_dense(embedder.as_ref(), vectors.as_ref()),
+            None => r.without_dense(
+                self.dense_notice
+                    .clone()
+                    .unwrap_or_else(|| "no embedder".into()),
+            ),
+        }
+    }
+}

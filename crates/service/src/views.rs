@@ -1,0 +1,196 @@
+//! What the service returns: search results, documents, ingests and the status.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use zhiku_domain::usecases::{IndexReport, RetrievalMode, RouteReport};
+use zhiku_domain::{DocId, Document, Scope};
+
+/// What is known about a document without reading it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DocInfo {
+    /// Its ID.
+    pub id: DocId,
+    /// Its title.
+    pub title: String,
+    /// Its source path (relative to the knowledge-base root) or corpus name.
+    pub source: String,
+    /// Its scope.
+    pub scope: Scope,
+}
+
+impl DocInfo {
+    /// What `doc` says about itself.
+    pub fn of(doc: &Document) -> Self {
+        let a = doc.attributes();
+        Self {
+            id: doc.id().clone(),
+            title: a.title.to_string(),
+            source: a.source.to_string(),
+            scope: a.scope.clone(),
+        }
+    }
+}
+
+/// One piece of evidence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    /// 1-based rank.
+    pub rank: usize,
+    /// The chunk.
+    pub chunk_id: String,
+    /// Its document.
+    pub doc_id: String,
+    /// The document's title.
+    pub title: String,
+    /// The document's source.
+    pub source: String,
+    /// Headings above the chunk.
+    pub heading_path: Vec<String>,
+    /// Fused score.
+    pub score: f64,
+    /// Each route's rank and score.
+    pub routes: Vec<zhiku_domain::usecases::RouteHit>,
+    /// The chunk's text.
+    pub content: String,
+}
+
+impl Hit {
+    /// The evidence of a retrieval, in rank order.
+    pub fn all(retrieval: &zhiku_domain::usecases::Retrieval) -> Vec<Hit> {
+        retrieval
+            .evidence
+            .iter()
+            .map(|e| Hit {
+                rank: e.rank,
+                chunk_id: e.chunk_id.to_string(),
+                doc_id: e.chunk.doc_id().to_string(),
+                title: e.chunk.doc().title.to_string(),
+                source: e.chunk.doc().source.to_string(),
+                heading_path: e.chunk.heading_path().to_vec(),
+                score: e.score,
+                routes: e.routes.clone(),
+                content: e.chunk.content().to_string(),
+            })
+            .collect()
+    }
+}
+
+/// A search's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// The query as asked.
+    pub query: String,
+    /// The routes asked for.
+    pub mode: RetrievalMode,
+    /// What each route did.
+    pub routes: Vec<RouteReport>,
+    /// Why the dense route is missing, when it is.
+    pub notice: Option<String>,
+    /// Evidence in rank order.
+    pub hits: Vec<Hit>,
+    /// Hits dropped by the revision check (stale, deleted, invisible).
+    pub dropped: Vec<zhiku_domain::usecases::Dropped>,
+    /// Milliseconds spent.
+    pub latency_ms: f64,
+}
+
+/// A document to add or replace.
+#[derive(Debug, Clone, Default)]
+pub struct NewDocument {
+    /// Its ID (stable across updates).
+    pub id: String,
+    /// Path of its file relative to the knowledge-base root (default: `api/<id>.md`).
+    pub path: Option<String>,
+    /// Title (default: the first heading).
+    pub title: Option<String>,
+    /// Markdown body.
+    pub text: String,
+    /// Scope (default: the caller's first scope); must be one of the caller's.
+    pub scope: Option<String>,
+    /// Locale.
+    pub locale: Option<String>,
+    /// Filterable metadata.
+    pub metadata: BTreeMap<String, Value>,
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ingested {
+    /// The document.
+    pub doc_id: String,
+    /// Its file, relative to the knowledge-base root.
+    pub path: String,
+    /// Its revision.
+    pub revision: String,
+    /// Its chunks.
+    pub chunk_ids: Vec<String>,
+    /// What the indexer did.
+    pub report: IndexReport,
+}
+
+/// A chunk of a document, for showing where a citation points.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkView {
+    /// The chunk.
+    pub chunk_id: String,
+    /// Headings above it.
+    pub heading_path: Vec<String>,
+    /// Offset of its first character (Unicode scalar value, not byte) in the document's text.
+    pub start: usize,
+    /// Offset after its last character.
+    pub end: usize,
+    /// Its text.
+    pub content: String,
+}
+
+/// A document as the caller may read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentView {
+    /// ID.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Source path.
+    pub source: String,
+    /// Scope.
+    pub scope: String,
+    /// Locale, when declared.
+    pub locale: Option<String>,
+    /// Revision (content hash).
+    pub revision: String,
+    /// Metadata.
+    pub metadata: BTreeMap<String, Value>,
+    /// The text.
+    pub text: String,
+    /// Its chunks under the current chunking policy.
+    pub chunks: Vec<ChunkView>,
+}
+
+/// The knowledge base's state, as a caller may see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Documents in the caller's scopes.
+    pub documents: usize,
+    /// Their chunks.
+    pub chunks: usize,
+    /// The caller's scopes.
+    pub scopes: Vec<String>,
+    /// Whether the caller may write.
+    pub write: bool,
+    /// Profile.
+    pub profile: String,
+    /// Adapters picked and why.
+    pub adapters: BTreeMap<String, String>,
+    /// The embedding space of the dense route, when there is one.
+    pub embedding_space: Option<String>,
+    /// Why there is no dense route, when there is none.
+    pub dense_notice: Option<String>,
+    /// The generator.
+    pub generator: String,
+    /// `folder` or `beir`.
+    pub origin: Option<String>,
+    /// Seconds since the service started.
+    pub uptime_s: u64,
+}

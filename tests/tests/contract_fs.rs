@@ -1,0 +1,84 @@
+//! The filesystem adapters against the contract suite: the folder as a document store and the
+//! manifest file as a catalog store.
+
+mod folder_documents {
+    use zhiku_adapters_fs::folder::FolderDocuments;
+    use zhiku_adapters_fs::loader::LoaderConfig;
+    use zhiku_domain::DocId;
+    use zhiku_tests::contract::documents::DocumentPlace;
+
+    fn seeded(_: ()) -> Option<Box<DocumentPlace>> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical root");
+        std::fs::create_dir_all(root.join("guide")).unwrap();
+        std::fs::write(
+            root.join("guide/install.md"),
+            "---\nid: install\nscope: alpha\n---\n# 安装\n\n先下载，再安装。\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("notes.md"),
+            "---\nid: notes\nscope: beta\n---\n# Notes\n\nPlain notes.\n",
+        )
+        .unwrap();
+        Some(Box::new(DocumentPlace {
+            store: Box::new(FolderDocuments::new(root, LoaderConfig::default())),
+            seeded: vec![DocId::new("install").unwrap(), DocId::new("notes").unwrap()],
+            guard: Box::new(dir),
+        }))
+    }
+
+    zhiku_tests::writable_document_store_contract!(seeded);
+}
+
+mod manifest_file {
+    use std::sync::Arc;
+
+    use zhiku_adapters_fs::manifest::ManifestFile;
+    use zhiku_tests::contract::catalog::OpenCatalogStore;
+
+    zhiku_tests::catalog_store_contract!(|()| -> Option<Box<OpenCatalogStore>> {
+        let dir = Arc::new(tempfile::tempdir().expect("tempdir"));
+        Some(Box::new(move || {
+            Box::new(ManifestFile::in_store(dir.path(), false))
+        }))
+    });
+
+    #[test]
+    fn a_read_only_handle_loads_but_never_saves() {
+        use zhiku_domain::ports::{CatalogError, CatalogStore};
+        let dir = tempfile::tempdir().unwrap();
+        let stored = zhiku_tests::contract::catalog::stored_catalog(&[("a", 2)], None);
+        ManifestFile::in_store(dir.path(), false)
+            .save(&stored)
+            .unwrap();
+        let reader = ManifestFile::in_store(dir.path(), true);
+        assert_eq!(reader.load().unwrap(), Some(stored.clone()));
+        let refused = reader.save(&stored);
+        assert!(
+            matches!(refused, Err(CatalogError::ReadOnly { .. })),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_manifest_of_another_format_or_none_at_all_says_rebuild() {
+        use zhiku_domain::ports::CatalogStore;
+        let dir = tempfile::tempdir().unwrap();
+        let file = ManifestFile::in_store(dir.path(), false);
+        std::fs::write(file.path(), "{\"format\": \"zhiku-store/0\"}").unwrap();
+        let e = file.load().unwrap_err();
+        assert!(e.needs_rebuild(), "{e}");
+        assert!(
+            e.to_string().contains("rebuild with zhiku index --rebuild"),
+            "{e}"
+        );
+        std::fs::write(file.path(), "not json").unwrap();
+        let e = file.load().unwrap_err();
+        assert!(e.needs_rebuild(), "{e}");
+        assert!(
+            e.to_string().contains("is not a valid zhiku manifest"),
+            "{e}"
+        );
+    }
+}
