@@ -138,7 +138,7 @@ impl Store {
 
     /// An indexer over this store's routes.
     pub fn indexer(&self) -> Result<Indexer<'_>> {
-        let policy = self.settings.policy.clone();
+        let policy = self.settings.policy;
         Ok(match &self.dense {
             Some((embedder, vectors)) => Indexer::hybrid(
                 policy,
