@@ -879,3 +879,131 @@ fn markers_inside_evidence_with_a_real_model() {
         AnswerStatus::CannotRetrieve => panic!("both routes are configured"),
     }
 }
+
+/// A generator double that is always unreachable.
+struct Down;
+
+impl Generator for Down {
+    fn identity(&self) -> String {
+        "down".into()
+    }
+
+    fn generate(&self, _request: &GenerationRequest) -> Result<String, GenerateError> {
+        Err(GenerateError::Unavailable {
+            adapter: "down",
+            message: "connection refused".into(),
+        })
+    }
+}
+
+/// The events of a run exactly as a stream sends them: one `serde_json::to_string` line each.
+fn trace_lines(events: &[TraceEvent]) -> String {
+    events
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap() + "\n")
+        .collect()
+}
+
+/// Compares `lines` with the recorded file `tests/tests/traces/<name>.jsonl`; with
+/// `ZHIKU_RECORD_TRACES=1` the file is written instead. The files were recorded from the
+/// answerer that built its events with `json!`, so a typed trace must reproduce them byte for
+/// byte (key names, key order, nesting, value types and number formatting).
+fn assert_trace_file(name: &str, lines: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/traces")
+        .join(format!("{name}.jsonl"));
+    if std::env::var_os("ZHIKU_RECORD_TRACES").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, lines).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    for (i, (got, want)) in lines.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(got, want, "{name}: line {} differs", i + 1);
+    }
+    assert_eq!(lines.lines().count(), expected.lines().count(), "{name}");
+}
+
+#[test]
+fn every_kind_of_run_traces_the_recorded_json() {
+    let kb = Kb::new(corpus());
+    let hybrid = kb.retriever();
+    let extractive = ExtractiveGenerator::default();
+    let policy = AnswerPolicy::default();
+    let q = "块的 ID 由什么组成？";
+
+    let (_, events) = ask_with(&hybrid, &extractive, policy, q, &public());
+    assert_trace_file("hybrid_answered", &trace_lines(&events));
+
+    // Dense unavailable (a notice on the route), lexical answers.
+    let lexical = Retriever::new(&kb.source)
+        .without_dense("no embedding model is available")
+        .with_lexical(&kb.lexical);
+    let (_, events) = ask_with(&lexical, &extractive, policy, q, &public());
+    assert_trace_file("lexical_only", &trace_lines(&events));
+
+    // Rejected once (no citation, feedback on the retry), then answered.
+    let retried = Scripted::new(&["用倒数排名融合合并。", "用倒数排名融合合并[1]。"]);
+    let (_, events) = ask_with(&hybrid, &retried, policy, "混合检索怎么合并结果？", &public());
+    assert_trace_file("retried_answered", &trace_lines(&events));
+
+    // A forged citation, every attempt: blocked.
+    let forged = Scripted::new(&["倒数排名融合[fusion:9:feedfacefeedface]。"]);
+    let (_, events) = ask_with(&hybrid, &forged, policy, "混合检索怎么合并结果？", &public());
+    assert_trace_file("blocked", &trace_lines(&events));
+
+    // The generator says the sources do not answer.
+    let (_, events) = ask_with(&hybrid, &extractive, policy, "明天北京天气怎么样？", &public());
+    assert_trace_file("not_found_no_material", &trace_lines(&events));
+
+    // Nothing in scope: generation skipped.
+    let nobody = Filter::for_scope(Scope::new("empty-scope").unwrap());
+    let (_, events) = ask_with(&hybrid, &extractive, policy, "切分策略", &nobody);
+    assert_trace_file("not_found_skipped", &trace_lines(&events));
+
+    // Every filter field named in the query step.
+    let narrow = Filter::for_scopes([Scope::new("public").unwrap(), Scope::new("internal").unwrap()])
+        .unwrap()
+        .with_doc_ids([DocId::new("english").unwrap(), DocId::new("chunking").unwrap()])
+        .with_locale(zhiku_domain::Locale::new("en").unwrap())
+        .with_metadata("kind", "guide")
+        .unwrap();
+    let (_, events) = ask_with(&hybrid, &extractive, policy, "What do citations name?", &narrow);
+    assert_trace_file("filtered", &trace_lines(&events));
+
+    // No route can run.
+    let broken = Retriever::new(&kb.source).without_dense("the model is missing");
+    let (_, events) = ask_with(&broken, &extractive, policy, q, &public());
+    assert_trace_file("cannot_retrieve", &trace_lines(&events));
+
+    // The generator is down: the run ends with an error event.
+    let sink = MemoryTraceSink::new();
+    let answerer = Answerer::new(&hybrid, &Down, &sink, &FrozenClock, policy);
+    assert!(answerer.ask(q, &public(), "t-1").is_err());
+    assert_trace_file("generator_down", &trace_lines(&sink.events_for("t-1")));
+
+    // Stale and deleted hits dropped, and the budget leaves evidence out; filters on locale
+    // and metadata are named in the query step.
+    kb.source.set(
+        DocId::new("chunking").unwrap(),
+        SourceRecord {
+            revision: Revision::of_content("edited since"),
+            scope: Scope::new("public").unwrap(),
+            visible: true,
+        },
+    );
+    kb.source.remove(&DocId::new("fusion").unwrap());
+    let tight = AnswerPolicy {
+        budget: RetrievalBudget::new(1, 10_000).unwrap(),
+        ..policy
+    };
+    let (_, events) = ask_with(
+        &hybrid,
+        &extractive,
+        tight,
+        "块的 ID 由什么组成？混合检索怎么合并？Citations?",
+        &public(),
+    );
+    assert_trace_file("dropped_and_truncated", &trace_lines(&events));
+}
