@@ -107,7 +107,39 @@ fn public() -> Filter {
     Filter::for_scope(Scope::new("public").unwrap())
 }
 
+/// An event as its JSON reads (`stage` and `data`): the tests below check the published
+/// format, whatever types the domain builds it from.
+#[derive(Debug)]
+struct Event {
+    stage: String,
+    data: serde_json::Value,
+}
+
+fn as_json(events: &[TraceEvent]) -> Vec<Event> {
+    events
+        .iter()
+        .map(|e| {
+            let v = serde_json::to_value(e).unwrap();
+            Event {
+                stage: v["stage"].as_str().unwrap().to_string(),
+                data: v["data"].clone(),
+            }
+        })
+        .collect()
+}
+
 fn ask_with(
+    retriever: &Retriever<'_>,
+    generator: &dyn Generator,
+    policy: AnswerPolicy,
+    question: &str,
+    filter: &Filter,
+) -> (AnswerFrame, Vec<Event>) {
+    let (frame, events) = ask_typed(retriever, generator, policy, question, filter);
+    (frame, as_json(&events))
+}
+
+fn ask_typed(
     retriever: &Retriever<'_>,
     generator: &dyn Generator,
     policy: AnswerPolicy,
@@ -121,11 +153,11 @@ fn ask_with(
     (frame, sink.events_for("t-1"))
 }
 
-fn stages(events: &[TraceEvent]) -> Vec<&str> {
+fn stages(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.stage.as_str()).collect()
 }
 
-fn event<'e>(events: &'e [TraceEvent], stage: &str) -> &'e serde_json::Value {
+fn event<'e>(events: &'e [Event], stage: &str) -> &'e serde_json::Value {
     &events
         .iter()
         .find(|e| e.stage == stage)
@@ -933,48 +965,78 @@ fn every_kind_of_run_traces_the_recorded_json() {
     let policy = AnswerPolicy::default();
     let q = "块的 ID 由什么组成？";
 
-    let (_, events) = ask_with(&hybrid, &extractive, policy, q, &public());
+    let (_, events) = ask_typed(&hybrid, &extractive, policy, q, &public());
     assert_trace_file("hybrid_answered", &trace_lines(&events));
 
     // Dense unavailable (a notice on the route), lexical answers.
     let lexical = Retriever::new(&kb.source)
         .without_dense("no embedding model is available")
         .with_lexical(&kb.lexical);
-    let (_, events) = ask_with(&lexical, &extractive, policy, q, &public());
+    let (_, events) = ask_typed(&lexical, &extractive, policy, q, &public());
     assert_trace_file("lexical_only", &trace_lines(&events));
 
     // Rejected once (no citation, feedback on the retry), then answered.
     let retried = Scripted::new(&["用倒数排名融合合并。", "用倒数排名融合合并[1]。"]);
-    let (_, events) = ask_with(&hybrid, &retried, policy, "混合检索怎么合并结果？", &public());
+    let (_, events) = ask_typed(
+        &hybrid,
+        &retried,
+        policy,
+        "混合检索怎么合并结果？",
+        &public(),
+    );
     assert_trace_file("retried_answered", &trace_lines(&events));
 
     // A forged citation, every attempt: blocked.
     let forged = Scripted::new(&["倒数排名融合[fusion:9:feedfacefeedface]。"]);
-    let (_, events) = ask_with(&hybrid, &forged, policy, "混合检索怎么合并结果？", &public());
+    let (_, events) = ask_typed(
+        &hybrid,
+        &forged,
+        policy,
+        "混合检索怎么合并结果？",
+        &public(),
+    );
     assert_trace_file("blocked", &trace_lines(&events));
 
     // The generator says the sources do not answer.
-    let (_, events) = ask_with(&hybrid, &extractive, policy, "明天北京天气怎么样？", &public());
+    let (_, events) = ask_typed(
+        &hybrid,
+        &extractive,
+        policy,
+        "明天北京天气怎么样？",
+        &public(),
+    );
     assert_trace_file("not_found_no_material", &trace_lines(&events));
 
     // Nothing in scope: generation skipped.
     let nobody = Filter::for_scope(Scope::new("empty-scope").unwrap());
-    let (_, events) = ask_with(&hybrid, &extractive, policy, "切分策略", &nobody);
+    let (_, events) = ask_typed(&hybrid, &extractive, policy, "切分策略", &nobody);
     assert_trace_file("not_found_skipped", &trace_lines(&events));
 
     // Every filter field named in the query step.
-    let narrow = Filter::for_scopes([Scope::new("public").unwrap(), Scope::new("internal").unwrap()])
-        .unwrap()
-        .with_doc_ids([DocId::new("english").unwrap(), DocId::new("chunking").unwrap()])
-        .with_locale(zhiku_domain::Locale::new("en").unwrap())
-        .with_metadata("kind", "guide")
-        .unwrap();
-    let (_, events) = ask_with(&hybrid, &extractive, policy, "What do citations name?", &narrow);
+    let narrow = Filter::for_scopes([
+        Scope::new("public").unwrap(),
+        Scope::new("internal").unwrap(),
+    ])
+    .unwrap()
+    .with_doc_ids([
+        DocId::new("english").unwrap(),
+        DocId::new("chunking").unwrap(),
+    ])
+    .with_locale(zhiku_domain::Locale::new("en").unwrap())
+    .with_metadata("kind", "guide")
+    .unwrap();
+    let (_, events) = ask_typed(
+        &hybrid,
+        &extractive,
+        policy,
+        "What do citations name?",
+        &narrow,
+    );
     assert_trace_file("filtered", &trace_lines(&events));
 
     // No route can run.
     let broken = Retriever::new(&kb.source).without_dense("the model is missing");
-    let (_, events) = ask_with(&broken, &extractive, policy, q, &public());
+    let (_, events) = ask_typed(&broken, &extractive, policy, q, &public());
     assert_trace_file("cannot_retrieve", &trace_lines(&events));
 
     // The generator is down: the run ends with an error event.
@@ -998,7 +1060,7 @@ fn every_kind_of_run_traces_the_recorded_json() {
         budget: RetrievalBudget::new(1, 10_000).unwrap(),
         ..policy
     };
-    let (_, events) = ask_with(
+    let (_, events) = ask_typed(
         &hybrid,
         &extractive,
         tight,

@@ -11,9 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 use zhiku_adapters_generate::{ExtractiveGenerator, OpenAiConfig, OpenAiGenerator};
-use zhiku_domain::ports::{Clock, Generator, TraceEvent, TraceSink};
+use zhiku_domain::ports::{
+    AnswerStep, Clock, GenerationStep, Generator, RouteOutcome, Stage, StoredTraceEvent,
+    TraceEvent, TraceSink, ValidationStep,
+};
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::usecases::{AnswerPolicy, RetrievalMode};
 
@@ -357,27 +360,29 @@ fn legacy_index(path: &Path) -> std::io::Result<String> {
 
 impl TraceSink for JsonlTraceSink {
     fn record(&self, event: TraceEvent) {
-        let line = json!({
-            "at_ms": unix_ms() as u64,
-            "trace_id": event.trace_id,
-            "stage": event.stage,
-            "data": event.data,
+        let done = event.stage.name() == "answer";
+        let trace_id = event.trace_id.clone();
+        // Through `Value`, whose keys are sorted: the line's bytes do not depend on the order
+        // the event's types declare their fields in.
+        let line = serde_json::to_value(StoredTraceEvent {
+            at_ms: Some(unix_ms() as u64),
+            event,
         })
-        .to_string();
-        let done = event.stage == "answer";
+        .map(|v| v.to_string())
+        .unwrap_or_default();
         let block = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let block = pending.entry(event.trace_id.clone()).or_default();
+            let block = pending.entry(trace_id.clone()).or_default();
             block.push_str(&line);
             block.push('\n');
             if done {
-                pending.remove(&event.trace_id)
+                pending.remove(&trace_id)
             } else {
                 None
             }
         };
         if let Some(block) = block {
-            self.report(self.append(&event.trace_id, &block));
+            self.report(self.append(&trace_id, &block));
         }
     }
 }
@@ -393,7 +398,7 @@ impl Drop for JsonlTraceSink {
 }
 
 /// The events of `trace_id` in the byte range `offset..offset + len` of `data`, in order.
-fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<Value>> {
+fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<StoredTraceEvent>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = match File::open(data) {
         Ok(f) => f,
@@ -405,13 +410,13 @@ fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<
     file.take(len).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf)
         .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["trace_id"] == trace_id)
+        .filter_map(|l| serde_json::from_str::<StoredTraceEvent>(l).ok())
+        .filter(|e| e.event.trace_id == trace_id)
         .collect())
 }
 
 /// Every event of `trace_id` in `data`, reading the whole file (no index).
-fn scan(data: &Path, trace_id: &str) -> Result<Vec<Value>> {
+fn scan(data: &Path, trace_id: &str) -> Result<Vec<StoredTraceEvent>> {
     let len = match std::fs::metadata(data) {
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -422,8 +427,9 @@ fn scan(data: &Path, trace_id: &str) -> Result<Vec<Value>> {
 
 /// Reads the events of `trace_id` back, in order: from the current file `path` or a rotated
 /// one, each looked up in its index and read as one byte range (a file without an index, from
-/// before it existed, is scanned).
-pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<Value>> {
+/// before it existed, is scanned). Events come back typed; a step without a type here is kept
+/// as [`Stage::Other`], and a line that is no event at all is skipped.
+pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<StoredTraceEvent>> {
     if trace_id.is_empty() || trace_id.contains(char::is_whitespace) {
         return Ok(Vec::new());
     }
@@ -487,139 +493,156 @@ impl TraceSink for Tee<'_> {
     }
 }
 
-fn short(v: &Value) -> String {
-    v.as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| v.to_string())
+/// A value as the chain shows it: a string bare, anything else as JSON.
+fn short(v: impl serde::Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(v) => v.to_string(),
+        Err(_) => String::new(),
+    }
 }
 
-fn ms(v: &Value) -> String {
-    v.as_f64().map(|m| format!("{m:.1} ms")).unwrap_or_default()
+/// A value as JSON (`60.0`, `["public"]`, `"question"`).
+fn js(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+fn ms(m: f64) -> String {
+    if m.is_finite() {
+        format!("{m:.1} ms")
+    } else {
+        String::new()
+    }
 }
 
 /// One line (or a few) per step of a run, for `zhiku ask --trace`.
 pub fn render_chain(events: &[TraceEvent]) -> String {
     let mut out = String::new();
     for (i, e) in events.iter().enumerate() {
-        let d = &e.data;
-        let line = match e.stage.as_str() {
-            "query" => format!(
+        let line = match &e.stage {
+            Stage::Query(q) => format!(
                 "question {}  scopes {}  mode {}  k {}",
-                d["question"],
-                d["scopes"],
-                short(&d["mode"]),
-                d["k"]
+                js(&q.question),
+                js(&q.scopes),
+                q.mode,
+                q.k
             ),
-            "retrieval.route" => {
-                let mut s = format!("{} route: {}", short(&d["route"]), short(&d["status"]));
-                if let Some(r) = d["reason"].as_str() {
-                    s.push_str(&format!(" ({r})"));
+            Stage::Route(r) => {
+                let mut s = format!("{} route: {}", r.route, short(r.status));
+                if let Some(reason) = &r.reason {
+                    s.push_str(&format!(" ({reason})"));
                 }
-                if d["status"] == "ran" {
-                    s.push_str(&format!(", {} hits, {}", d["hit_count"], ms(&d["ms"])));
-                    if let Some(space) = d["embedding_space"].as_str() {
+                if r.status == RouteOutcome::Ran {
+                    s.push_str(&format!(", {} hits, {}", r.hit_count, ms(r.ms)));
+                    if let Some(space) = &r.embedding_space {
                         s.push_str(&format!(", space {space}"));
                     }
-                    for h in d["hits"].as_array().into_iter().flatten().take(3) {
+                    for h in r.hits.iter().take(3) {
                         s.push_str(&format!(
                             "\n       #{} {} ({:.3})",
-                            h["rank"],
-                            short(&h["chunk_id"]),
-                            h["score"].as_f64().unwrap_or_default()
+                            h.rank,
+                            short(&h.chunk_id),
+                            h.score
                         ));
                     }
                 }
                 s
             }
-            "fusion" => format!(
+            Stage::Fusion(f) => format!(
                 "fusion: reciprocal rank fusion k={} → {} fused",
-                d["k"],
-                d["fused"].as_array().map_or(0, Vec::len)
+                js(f.k),
+                f.fused.len()
             ),
-            "revision_check" => {
-                let dropped = d["dropped"].as_array().cloned().unwrap_or_default();
+            Stage::RevisionCheck(r) => {
                 let mut s = format!(
                     "revision check: {} kept, {} dropped",
-                    d["kept"],
-                    dropped.len()
+                    r.kept,
+                    r.dropped.len()
                 );
-                for x in dropped {
+                for x in &r.dropped {
                     s.push_str(&format!(
                         "\n       dropped {} ({})",
-                        short(&x["chunk_id"]),
-                        short(&x["reason"])
+                        short(&x.chunk_id),
+                        x.reason
                     ));
                 }
                 s
             }
-            "budget" => format!(
+            Stage::Budget(b) => format!(
                 "budget: {} chunks / {} chars kept of max {} / {}{}",
-                d["kept"],
-                d["chars_used"],
-                d["max_chunks"],
-                d["max_chars"],
-                if d["retrieval_truncated"] == true {
-                    format!(
-                        ", retrieval_truncated ({} left out)",
-                        d["left_out"].as_array().map_or(0, Vec::len)
-                    )
+                b.kept,
+                b.chars_used,
+                b.max_chunks,
+                b.max_chars,
+                if b.retrieval_truncated {
+                    format!(", retrieval_truncated ({} left out)", b.left_out.len())
                 } else {
                     String::new()
                 }
             ),
-            "context" => format!(
+            Stage::Context(c) => format!(
                 "context (attempt {}): {} sources, prompt {} chars{}",
-                d["attempt"],
-                d["sources"],
-                d["prompt_chars"],
-                d["feedback"]
-                    .as_str()
+                c.attempt,
+                c.sources,
+                c.prompt_chars,
+                c.feedback
+                    .as_deref()
                     .map(|f| format!(", feedback: {f}"))
                     .unwrap_or_default()
             ),
-            "generation" if d["skipped"] == true => {
-                format!("generation skipped: {}", short(&d["reason"]))
+            Stage::Generation(GenerationStep::Skipped { reason, .. }) => {
+                format!("generation skipped: {reason}")
             }
-            "generation" => match d["error"].as_str() {
-                Some(err) => format!("generation failed ({}): {err}", short(&d["generator"])),
-                None => format!(
-                    "generation (attempt {}): {}, {} chars, {}",
-                    d["attempt"],
-                    short(&d["generator"]),
-                    d["answer_chars"],
-                    ms(&d["ms"])
-                ),
-            },
-            "citation_validation" => {
-                if d["no_material"] == true {
-                    "citations: none needed (the sources do not answer)".to_string()
-                } else {
-                    format!(
-                        "citations valid: {}",
-                        d["cited"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(|c| format!("[{}] {}", c["marker"], short(&c["chunk_id"])))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
+            Stage::Generation(GenerationStep::Failed {
+                error, generator, ..
+            }) => format!("generation failed ({generator}): {error}"),
+            Stage::Generation(GenerationStep::Produced {
+                answer_chars,
+                attempt,
+                generator,
+                ms: took,
+            }) => format!(
+                "generation (attempt {attempt}): {generator}, {answer_chars} chars, {}",
+                ms(*took)
+            ),
+            Stage::CitationValidation(ValidationStep::NoMaterial { .. }) => {
+                "citations: none needed (the sources do not answer)".to_string()
             }
-            "citation_rejected" => format!(
+            Stage::CitationValidation(ValidationStep::Cited { cited, .. }) => format!(
+                "citations valid: {}",
+                cited
+                    .iter()
+                    .map(|c| format!("[{}] {}", c.marker, short(&c.chunk_id)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Stage::CitationRejected(r) => format!(
                 "citation_rejected (attempt {}): {} {}",
-                d["attempt"],
-                short(&d["code"]),
-                d["bad"]
+                r.attempt,
+                r.code,
+                js(&r.bad)
             ),
-            "answer" => format!(
-                "answer: {} after {} attempt(s), {} citation(s), {}",
-                short(&d["status"]),
-                d["attempts"],
-                d["citations"].as_array().map_or(0, Vec::len),
-                ms(&d["latency_ms"])
+            Stage::Answer(AnswerStep::Finished {
+                attempts,
+                citations,
+                latency_ms,
+                status,
+                ..
+            }) => format!(
+                "answer: {status} after {attempts} attempt(s), {} citation(s), {}",
+                citations.len(),
+                ms(*latency_ms)
             ),
-            other => format!("{other}: {d}"),
+            // A run the generator ended has no attempt count: the line has always said `null`.
+            Stage::Answer(AnswerStep::Failed {
+                latency_ms, status, ..
+            }) => format!(
+                "answer: {status} after null attempt(s), 0 citation(s), {}",
+                ms(*latency_ms)
+            ),
+            Stage::Other { stage, data } => format!("{stage}: {data}"),
         };
         out.push_str(&format!("{:>2}. {line}\n", i + 1));
     }
@@ -629,6 +652,7 @@ pub fn render_chain(events: &[TraceEvent]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn trace_ids_differ_and_the_jsonl_file_reads_back() {
@@ -639,16 +663,18 @@ mod tests {
         let path = dir.path().join("sub/traces.jsonl");
         let sink = JsonlTraceSink::new(&path);
         for (id, stage) in [("t1", "query"), ("t2", "query"), ("t1", "answer")] {
-            sink.record(TraceEvent {
-                trace_id: id.into(),
-                stage: stage.into(),
-                data: json!({"x": 1}),
-            });
+            sink.record(TraceEvent::new(
+                id,
+                Stage::Other {
+                    stage: stage.into(),
+                    data: json!({"x": 1}),
+                },
+            ));
         }
         let back = read_trace(&path, "t1").unwrap();
         assert_eq!(back.len(), 2);
-        assert_eq!(back[1]["stage"], "answer");
-        assert!(back[0]["at_ms"].as_u64().unwrap() > 0);
+        assert_eq!(back[1].event.stage.name(), "answer");
+        assert!(back[0].at_ms.unwrap() > 0);
         assert!(
             read_trace(&dir.path().join("none"), "t1")
                 .unwrap()
@@ -657,11 +683,13 @@ mod tests {
     }
 
     fn event(id: &str, stage: &str) -> TraceEvent {
-        TraceEvent {
-            trace_id: id.into(),
-            stage: stage.into(),
-            data: json!({"pad": "x".repeat(100)}),
-        }
+        TraceEvent::new(
+            id,
+            Stage::Other {
+                stage: stage.into(),
+                data: json!({"pad": "x".repeat(100)}),
+            },
+        )
     }
 
     #[test]
@@ -695,7 +723,7 @@ mod tests {
         assert_eq!(read_trace(&path, "old2").unwrap().len(), 1);
         let a = read_trace(&path, "a").unwrap();
         assert_eq!(a.len(), 2);
-        assert_eq!(a[1]["stage"], "answer");
+        assert_eq!(a[1].event.stage.name(), "answer");
         assert_eq!(read_trace(&path, "b").unwrap().len(), 2);
         let index = std::fs::read_to_string(dir.path().join("traces.idx")).unwrap();
         assert!(index.lines().any(|l| l.starts_with("a ")), "{index}");

@@ -690,19 +690,17 @@ impl KnowledgeBase {
     }
 
     /// The events of one answer run, when the caller may see every scope it searched.
-    pub fn trace(&self, caller: &Caller, trace_id: &str) -> Result<Vec<Value>, KbError> {
+    pub fn trace(
+        &self,
+        caller: &Caller,
+        trace_id: &str,
+    ) -> Result<Vec<zhiku_domain::ports::StoredTraceEvent>, KbError> {
         let events = read_trace(self.traces.path(), trace_id)?;
         let allowed = events
             .iter()
-            .find(|e| e["stage"] == "query")
-            .and_then(|e| e["data"]["scopes"].as_array())
-            .is_some_and(|scopes| {
-                scopes.iter().all(|s| {
-                    s.as_str()
-                        .and_then(|s| Scope::new(s).ok())
-                        .is_some_and(|s| caller.sees(&s))
-                })
-            });
+            .find(|e| e.event.stage.name() == "query")
+            .and_then(|e| e.event.stage.scopes())
+            .is_some_and(|scopes| scopes.iter().all(|s| caller.sees(s)));
         if events.is_empty() || !allowed {
             return Err(KbError::NotFound(format!("no trace {trace_id:?}")));
         }

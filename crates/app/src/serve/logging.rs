@@ -19,9 +19,8 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
-use serde_json::Value;
 use tracing::Instrument;
-use zhiku_domain::ports::{TraceEvent, TraceSink};
+use zhiku_domain::ports::{Stage, TraceEvent, TraceSink};
 
 /// The request ID header.
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -183,13 +182,8 @@ impl std::fmt::Debug for WithRequestId<'_> {
 
 impl TraceSink for WithRequestId<'_> {
     fn record(&self, mut event: TraceEvent) {
-        if event.stage == "query"
-            && let Value::Object(data) = &mut event.data
-        {
-            data.insert(
-                "request_id".into(),
-                Value::String(self.request_id.to_string()),
-            );
+        if let Stage::Query(query) = &mut event.stage {
+            query.request_id = Some(self.request_id.to_string());
         }
         self.inner.record(event);
     }
@@ -229,16 +223,31 @@ mod tests {
             inner: &memory,
             request_id: "req-1",
         };
-        for stage in ["query", "answer"] {
-            sink.record(TraceEvent {
-                trace_id: "t".into(),
-                stage: stage.into(),
-                data: serde_json::json!({"k": 1}),
-            });
+        let query = zhiku_domain::ports::QueryStep {
+            doc_ids: None,
+            k: 1,
+            locale: None,
+            metadata: Vec::new(),
+            mode: "hybrid".into(),
+            question: "q".into(),
+            request_id: None,
+            scopes: Vec::new(),
+        };
+        let answer = zhiku_domain::ports::AnswerStep::Failed {
+            error: "e".into(),
+            latency_ms: 0.0,
+            status: "error".into(),
+        };
+        for stage in [Stage::Query(query), Stage::Answer(answer)] {
+            sink.record(TraceEvent::new("t", stage));
         }
-        let events = memory.events();
-        assert_eq!(events[0].data["request_id"], "req-1");
-        assert_eq!(events[0].data["k"], 1);
-        assert!(events[1].data.get("request_id").is_none());
+        let events: Vec<serde_json::Value> = memory
+            .events()
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        assert_eq!(events[0]["data"]["request_id"], "req-1");
+        assert_eq!(events[0]["data"]["k"], 1);
+        assert!(events[1]["data"].get("request_id").is_none());
     }
 }
