@@ -13,8 +13,8 @@ use zhiku_adapters_memory::{
     HashingEmbedder, MemoryLexicalIndex, MemorySourceStore, MemoryTraceSink, MemoryVectorIndex,
 };
 use zhiku_domain::ports::{
-    Embedder, FrozenClock, GenerateError, GenerationRequest, Generator, SourceRecord, TraceEvent,
-    VectorIndex,
+    Embedder, FrozenClock, GenerateError, GenerationRequest, Generator, SourceRecord, Stage,
+    StoredTraceEvent, TraceEvent, VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::context::{NO_MATERIAL_EN, NO_MATERIAL_ZH};
@@ -1068,4 +1068,45 @@ fn every_kind_of_run_traces_the_recorded_json() {
         &public(),
     );
     assert_trace_file("dropped_and_truncated", &trace_lines(&events));
+}
+
+#[test]
+fn recorded_traces_read_back_typed_and_serve_what_they_served() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 10, "{files:?}");
+    for file in files {
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            // Read back typed, an event serves what reading it as a plain JSON value served
+            // (serde_json parses some decimals one unit in the last place off either way, so
+            // the reference is the value read back, not the line).
+            let event: TraceEvent = serde_json::from_str(line).unwrap();
+            assert!(
+                !matches!(event.stage, Stage::Other { .. }),
+                "untyped: {line}"
+            );
+            let plain: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&event).unwrap().to_string(),
+                plain.to_string()
+            );
+            // As a trace file stores it (with its time, keys sorted) and reads it back.
+            let stored = StoredTraceEvent {
+                at_ms: Some(1),
+                event,
+            };
+            let stored_line = serde_json::to_value(&stored).unwrap().to_string();
+            let mut expected = plain;
+            expected["at_ms"] = 1.into();
+            assert_eq!(stored_line, expected.to_string());
+            assert_eq!(
+                serde_json::from_str::<StoredTraceEvent>(&stored_line).unwrap(),
+                stored
+            );
+        }
+    }
 }

@@ -468,3 +468,165 @@ pub struct NullTraceSink;
 impl TraceSink for NullTraceSink {
     fn record(&self, _event: TraceEvent) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn query() -> QueryStep {
+        QueryStep {
+            doc_ids: None,
+            k: 8,
+            locale: None,
+            metadata: vec!["kind=guide".into()],
+            mode: "hybrid".into(),
+            question: "块的 ID？".into(),
+            request_id: None,
+            scopes: vec![Scope::new("public").unwrap()],
+        }
+    }
+
+    #[test]
+    fn an_event_is_trace_id_stage_data_in_that_order() {
+        let event = TraceEvent::new("t-1", Stage::Query(query()));
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"trace_id":"t-1","stage":"query","data":{"doc_ids":null,"k":8,"locale":null,"metadata":["kind=guide"],"mode":"hybrid","question":"块的 ID？","scopes":["public"]}}"#
+        );
+        // Through a Value (whose keys are sorted, as a trace file writes them): the same
+        // details, byte for byte.
+        let value = serde_json::to_value(&event).unwrap();
+        let direct = serde_json::to_string(&event).unwrap();
+        assert!(direct.contains(&value["data"].to_string()), "{direct}");
+        let back: TraceEvent = serde_json::from_value(value).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn the_request_id_is_written_only_when_known() {
+        let mut q = query();
+        let without = serde_json::to_value(Stage::Query(q.clone())).unwrap();
+        assert!(without["data"].get("request_id").is_none());
+        q.request_id = Some("req-1".into());
+        let with = serde_json::to_value(Stage::Query(q)).unwrap();
+        assert_eq!(with["data"]["request_id"], "req-1");
+        // Alphabetical, like the map it replaces: between question and scopes.
+        let text = serde_json::to_string(&Stage::Query(
+            serde_json::from_value(with["data"].clone()).unwrap(),
+        ))
+        .unwrap();
+        assert!(text.contains(r#""question":"块的 ID？","request_id":"req-1","scopes""#));
+    }
+
+    #[test]
+    fn unknown_or_malformed_steps_read_back_whole_as_other() {
+        let lines = [
+            // A step this version has no type for.
+            r#"{"at_ms":5,"trace_id":"t","stage":"rerank","data":{"model":"x","kept":[1,2]}}"#,
+            // A known name whose details do not fit its type (a missing and an extra key).
+            r#"{"at_ms":6,"trace_id":"t","stage":"query","data":{"question":"q"}}"#,
+            r#"{"at_ms":7,"trace_id":"t","stage":"budget","data":{"chars_used":1,"kept":1,"left_out":[],"max_chars":9,"max_chunks":1,"ms":0.0,"retrieval_truncated":false,"new_key":1}}"#,
+            // A scope that no longer validates.
+            r#"{"at_ms":8,"trace_id":"t","stage":"query","data":{"doc_ids":null,"k":8,"locale":null,"metadata":[],"mode":"hybrid","question":"q","scopes":["Not A Scope!"]}}"#,
+            // No details at all.
+            r#"{"at_ms":9,"trace_id":"t","stage":"answer"}"#,
+        ];
+        for line in lines {
+            let e: StoredTraceEvent =
+                serde_json::from_str(line).unwrap_or_else(|err| panic!("{line}: {err}"));
+            assert!(matches!(e.event.stage, Stage::Other { .. }), "{line}");
+            assert_eq!(e.event.stage.scopes(), None, "{line}");
+            assert_eq!(e.event.trace_id, "t");
+            let original: Value = serde_json::from_str(line).unwrap();
+            let again = serde_json::to_value(&e).unwrap();
+            if original.get("data").is_some() {
+                // Kept whole: written back, the line is what it was.
+                assert_eq!(again, original, "{line}");
+            } else {
+                assert_eq!(again["data"], Value::Null);
+            }
+        }
+        assert_eq!(
+            serde_json::from_str::<StoredTraceEvent>(lines[0])
+                .unwrap()
+                .event
+                .stage
+                .name(),
+            "rerank"
+        );
+    }
+
+    #[test]
+    fn a_stored_line_reads_back_typed_with_its_time() {
+        let stored = StoredTraceEvent {
+            at_ms: Some(1_700_000_000_000),
+            event: TraceEvent::new("t", Stage::Query(query())),
+        };
+        let line = serde_json::to_value(&stored).unwrap().to_string();
+        assert!(
+            line.starts_with(r#"{"at_ms":1700000000000,"data":{"#),
+            "{line}"
+        );
+        let back: StoredTraceEvent = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, stored);
+        assert_eq!(
+            back.event.stage.scopes(),
+            Some(&[Scope::new("public").unwrap()][..])
+        );
+        // A line without its time still reads.
+        let bare: StoredTraceEvent = serde_json::from_value(json!({
+            "trace_id": "t", "stage": "context", "data": {"attempt": 1, "feedback": null,
+            "prompt_chars": 3, "source_chars": 2, "sources": 1, "system_chars": 4}
+        }))
+        .unwrap();
+        assert_eq!(bare.at_ms, None);
+        assert!(matches!(
+            bare.event.stage,
+            Stage::Context(ContextStep { attempt: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn each_shape_of_a_step_reads_back_as_its_own_variant() {
+        let cases = [
+            (
+                json!({"stage": "generation", "data": {"reason": "none", "skipped": true}}),
+                "skipped",
+            ),
+            (
+                json!({"stage": "generation", "data": {"attempt": 1, "error": "e",
+                    "generator": "g", "ms": 0.0, "temporary": true}}),
+                "failed",
+            ),
+            (
+                json!({"stage": "generation", "data": {"answer_chars": 3, "attempt": 1,
+                    "generator": "g", "ms": 0.0}}),
+                "produced",
+            ),
+            (
+                json!({"stage": "answer", "data": {"error": "e", "latency_ms": 1.0,
+                    "status": "error"}}),
+                "answer failed",
+            ),
+            (
+                json!({"stage": "citation_validation", "data": {"attempt": 1,
+                    "no_material": true, "ok": true}}),
+                "no material",
+            ),
+        ];
+        for (value, shape) in cases {
+            let stage: Stage = serde_json::from_value(value.clone()).unwrap();
+            let got = match &stage {
+                Stage::Generation(GenerationStep::Skipped { .. }) => "skipped",
+                Stage::Generation(GenerationStep::Failed { .. }) => "failed",
+                Stage::Generation(GenerationStep::Produced { .. }) => "produced",
+                Stage::Answer(AnswerStep::Failed { .. }) => "answer failed",
+                Stage::CitationValidation(ValidationStep::NoMaterial { .. }) => "no material",
+                _ => "other",
+            };
+            assert_eq!(got, shape, "{value}");
+            assert_eq!(serde_json::to_value(&stage).unwrap(), value);
+        }
+    }
+}
