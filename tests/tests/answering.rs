@@ -13,8 +13,8 @@ use zhiku_adapters_memory::{
     HashingEmbedder, MemoryLexicalIndex, MemorySourceStore, MemoryTraceSink, MemoryVectorIndex,
 };
 use zhiku_domain::ports::{
-    Embedder, FrozenClock, GenerateError, GenerationRequest, Generator, SourceRecord, TraceEvent,
-    VectorIndex,
+    Embedder, FrozenClock, GenerateError, GenerationRequest, Generator, SourceRecord, Stage,
+    StoredTraceEvent, TraceEvent, VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::context::{NO_MATERIAL_EN, NO_MATERIAL_ZH};
@@ -107,7 +107,39 @@ fn public() -> Filter {
     Filter::for_scope(Scope::new("public").unwrap())
 }
 
+/// An event as its JSON reads (`stage` and `data`): the tests below check the published
+/// format, whatever types the domain builds it from.
+#[derive(Debug)]
+struct Event {
+    stage: String,
+    data: serde_json::Value,
+}
+
+fn as_json(events: &[TraceEvent]) -> Vec<Event> {
+    events
+        .iter()
+        .map(|e| {
+            let v = serde_json::to_value(e).unwrap();
+            Event {
+                stage: v["stage"].as_str().unwrap().to_string(),
+                data: v["data"].clone(),
+            }
+        })
+        .collect()
+}
+
 fn ask_with(
+    retriever: &Retriever<'_>,
+    generator: &dyn Generator,
+    policy: AnswerPolicy,
+    question: &str,
+    filter: &Filter,
+) -> (AnswerFrame, Vec<Event>) {
+    let (frame, events) = ask_typed(retriever, generator, policy, question, filter);
+    (frame, as_json(&events))
+}
+
+fn ask_typed(
     retriever: &Retriever<'_>,
     generator: &dyn Generator,
     policy: AnswerPolicy,
@@ -121,11 +153,11 @@ fn ask_with(
     (frame, sink.events_for("t-1"))
 }
 
-fn stages(events: &[TraceEvent]) -> Vec<&str> {
+fn stages(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.stage.as_str()).collect()
 }
 
-fn event<'e>(events: &'e [TraceEvent], stage: &str) -> &'e serde_json::Value {
+fn event<'e>(events: &'e [Event], stage: &str) -> &'e serde_json::Value {
     &events
         .iter()
         .find(|e| e.stage == stage)
@@ -877,5 +909,204 @@ fn markers_inside_evidence_with_a_real_model() {
         }
         AnswerStatus::Blocked | AnswerStatus::NotFound => assert!(frame.citations.is_empty()),
         AnswerStatus::CannotRetrieve => panic!("both routes are configured"),
+    }
+}
+
+/// A generator double that is always unreachable.
+struct Down;
+
+impl Generator for Down {
+    fn identity(&self) -> String {
+        "down".into()
+    }
+
+    fn generate(&self, _request: &GenerationRequest) -> Result<String, GenerateError> {
+        Err(GenerateError::Unavailable {
+            adapter: "down",
+            message: "connection refused".into(),
+        })
+    }
+}
+
+/// The events of a run exactly as a stream sends them: one `serde_json::to_string` line each.
+fn trace_lines(events: &[TraceEvent]) -> String {
+    events
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap() + "\n")
+        .collect()
+}
+
+/// Compares `lines` with the recorded file `tests/tests/traces/<name>.jsonl`; with
+/// `ZHIKU_RECORD_TRACES=1` the file is written instead. The files were recorded from the
+/// answerer that built its events with `json!`, so a typed trace must reproduce them byte for
+/// byte (key names, key order, nesting, value types and number formatting).
+fn assert_trace_file(name: &str, lines: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/traces")
+        .join(format!("{name}.jsonl"));
+    if std::env::var_os("ZHIKU_RECORD_TRACES").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, lines).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    for (i, (got, want)) in lines.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(got, want, "{name}: line {} differs", i + 1);
+    }
+    assert_eq!(lines.lines().count(), expected.lines().count(), "{name}");
+}
+
+#[test]
+fn every_kind_of_run_traces_the_recorded_json() {
+    let kb = Kb::new(corpus());
+    let hybrid = kb.retriever();
+    let extractive = ExtractiveGenerator::default();
+    let policy = AnswerPolicy::default();
+    let q = "块的 ID 由什么组成？";
+
+    let (_, events) = ask_typed(&hybrid, &extractive, policy, q, &public());
+    assert_trace_file("hybrid_answered", &trace_lines(&events));
+
+    // Dense unavailable (a notice on the route), lexical answers.
+    let lexical = Retriever::new(&kb.source)
+        .without_dense("no embedding model is available")
+        .with_lexical(&kb.lexical);
+    let (_, events) = ask_typed(&lexical, &extractive, policy, q, &public());
+    assert_trace_file("lexical_only", &trace_lines(&events));
+
+    // Rejected once (no citation, feedback on the retry), then answered.
+    let retried = Scripted::new(&["用倒数排名融合合并。", "用倒数排名融合合并[1]。"]);
+    let (_, events) = ask_typed(
+        &hybrid,
+        &retried,
+        policy,
+        "混合检索怎么合并结果？",
+        &public(),
+    );
+    assert_trace_file("retried_answered", &trace_lines(&events));
+
+    // A forged citation, every attempt: blocked.
+    let forged = Scripted::new(&["倒数排名融合[fusion:9:feedfacefeedface]。"]);
+    let (_, events) = ask_typed(
+        &hybrid,
+        &forged,
+        policy,
+        "混合检索怎么合并结果？",
+        &public(),
+    );
+    assert_trace_file("blocked", &trace_lines(&events));
+
+    // The generator says the sources do not answer.
+    let (_, events) = ask_typed(
+        &hybrid,
+        &extractive,
+        policy,
+        "明天北京天气怎么样？",
+        &public(),
+    );
+    assert_trace_file("not_found_no_material", &trace_lines(&events));
+
+    // Nothing in scope: generation skipped.
+    let nobody = Filter::for_scope(Scope::new("empty-scope").unwrap());
+    let (_, events) = ask_typed(&hybrid, &extractive, policy, "切分策略", &nobody);
+    assert_trace_file("not_found_skipped", &trace_lines(&events));
+
+    // Every filter field named in the query step.
+    let narrow = Filter::for_scopes([
+        Scope::new("public").unwrap(),
+        Scope::new("internal").unwrap(),
+    ])
+    .unwrap()
+    .with_doc_ids([
+        DocId::new("english").unwrap(),
+        DocId::new("chunking").unwrap(),
+    ])
+    .with_locale(zhiku_domain::Locale::new("en").unwrap())
+    .with_metadata("kind", "guide")
+    .unwrap();
+    let (_, events) = ask_typed(
+        &hybrid,
+        &extractive,
+        policy,
+        "What do citations name?",
+        &narrow,
+    );
+    assert_trace_file("filtered", &trace_lines(&events));
+
+    // No route can run.
+    let broken = Retriever::new(&kb.source).without_dense("the model is missing");
+    let (_, events) = ask_typed(&broken, &extractive, policy, q, &public());
+    assert_trace_file("cannot_retrieve", &trace_lines(&events));
+
+    // The generator is down: the run ends with an error event.
+    let sink = MemoryTraceSink::new();
+    let answerer = Answerer::new(&hybrid, &Down, &sink, &FrozenClock, policy);
+    assert!(answerer.ask(q, &public(), "t-1").is_err());
+    assert_trace_file("generator_down", &trace_lines(&sink.events_for("t-1")));
+
+    // Stale and deleted hits dropped, and the budget leaves evidence out; filters on locale
+    // and metadata are named in the query step.
+    kb.source.set(
+        DocId::new("chunking").unwrap(),
+        SourceRecord {
+            revision: Revision::of_content("edited since"),
+            scope: Scope::new("public").unwrap(),
+            visible: true,
+        },
+    );
+    kb.source.remove(&DocId::new("fusion").unwrap());
+    let tight = AnswerPolicy {
+        budget: RetrievalBudget::new(1, 10_000).unwrap(),
+        ..policy
+    };
+    let (_, events) = ask_typed(
+        &hybrid,
+        &extractive,
+        tight,
+        "块的 ID 由什么组成？混合检索怎么合并？Citations?",
+        &public(),
+    );
+    assert_trace_file("dropped_and_truncated", &trace_lines(&events));
+}
+
+#[test]
+fn recorded_traces_read_back_typed_and_serve_what_they_served() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 10, "{files:?}");
+    for file in files {
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            // Read back typed, an event serves what reading it as a plain JSON value served
+            // (serde_json parses some decimals one unit in the last place off either way, so
+            // the reference is the value read back, not the line).
+            let event: TraceEvent = serde_json::from_str(line).unwrap();
+            assert!(
+                !matches!(event.stage, Stage::Other { .. }),
+                "untyped: {line}"
+            );
+            let plain: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&event).unwrap().to_string(),
+                plain.to_string()
+            );
+            // As a trace file stores it (with its time, keys sorted) and reads it back.
+            let stored = StoredTraceEvent {
+                at_ms: Some(1),
+                event,
+            };
+            let stored_line = serde_json::to_value(&stored).unwrap().to_string();
+            let mut expected = plain;
+            expected["at_ms"] = 1.into();
+            assert_eq!(stored_line, expected.to_string());
+            assert_eq!(
+                serde_json::from_str::<StoredTraceEvent>(&stored_line).unwrap(),
+                stored
+            );
+        }
     }
 }

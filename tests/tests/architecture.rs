@@ -327,3 +327,26 @@ fn the_binarys_modules_import_each_other_without_a_cycle() {
         visit(m, &edges, &mut state, &mut Vec::new());
     }
 }
+
+/// **Architecture Invariant:** the use cases build their trace from the typed steps of
+/// `ports::trace` (`Stage`), never from ad-hoc JSON: no `json!`, no `serde_json::Value` in
+/// `crates/domain/src/usecases`.
+#[test]
+fn use_cases_trace_typed_steps_not_json() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/domain/src/usecases");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for word in ["json!", "serde_json::Value", "Value::Object"] {
+                assert!(!text.contains(word), "{} uses {word}", path.display());
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 4,
+        "only {checked} use-case files found under {root}"
+    );
+}

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
-use zhiku_domain::ports::{BoxError, TraceEvent, TraceSink, TraceStore};
+use serde_json::Value;
+use zhiku_domain::ports::{BoxError, StoredTraceEvent, TraceEvent, TraceSink, TraceStore};
 
 fn unix_ms() -> u128 {
     SystemTime::now()
@@ -297,27 +297,29 @@ fn legacy_index(path: &Path) -> std::io::Result<String> {
 
 impl TraceSink for JsonlTraceSink {
     fn record(&self, event: TraceEvent) {
-        let line = json!({
-            "at_ms": unix_ms() as u64,
-            "trace_id": event.trace_id,
-            "stage": event.stage,
-            "data": event.data,
+        let done = event.stage.name() == "answer";
+        let trace_id = event.trace_id.clone();
+        // Through `Value`, whose keys are sorted: the line's bytes do not depend on the order
+        // the event's types declare their fields in.
+        let line = serde_json::to_value(StoredTraceEvent {
+            at_ms: Some(unix_ms() as u64),
+            event,
         })
-        .to_string();
-        let done = event.stage == "answer";
+        .map(|v| v.to_string())
+        .unwrap_or_default();
         let block = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let block = pending.entry(event.trace_id.clone()).or_default();
+            let block = pending.entry(trace_id.clone()).or_default();
             block.push_str(&line);
             block.push('\n');
             if done {
-                pending.remove(&event.trace_id)
+                pending.remove(&trace_id)
             } else {
                 None
             }
         };
         if let Some(block) = block {
-            self.report(self.append(&event.trace_id, &block));
+            self.report(self.append(&trace_id, &block));
         }
     }
 }
@@ -327,7 +329,7 @@ impl TraceStore for JsonlTraceSink {
         JsonlTraceSink::finish(self, trace_id);
     }
 
-    fn read(&self, trace_id: &str) -> Result<Vec<Value>, BoxError> {
+    fn read(&self, trace_id: &str) -> Result<Vec<StoredTraceEvent>, BoxError> {
         read_trace(&self.path, trace_id).map_err(|e| format!("{e:#}").into())
     }
 }
@@ -343,7 +345,7 @@ impl Drop for JsonlTraceSink {
 }
 
 /// The events of `trace_id` in the byte range `offset..offset + len` of `data`, in order.
-fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<Value>> {
+fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<StoredTraceEvent>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = match File::open(data) {
         Ok(f) => f,
@@ -355,13 +357,13 @@ fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<
     file.take(len).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf)
         .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["trace_id"] == trace_id)
+        .filter_map(|l| serde_json::from_str::<StoredTraceEvent>(l).ok())
+        .filter(|e| e.event.trace_id == trace_id)
         .collect())
 }
 
 /// Every event of `trace_id` in `data`, reading the whole file (no index).
-fn scan(data: &Path, trace_id: &str) -> Result<Vec<Value>> {
+fn scan(data: &Path, trace_id: &str) -> Result<Vec<StoredTraceEvent>> {
     let len = match std::fs::metadata(data) {
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -372,8 +374,10 @@ fn scan(data: &Path, trace_id: &str) -> Result<Vec<Value>> {
 
 /// Reads the events of `trace_id` back, in order: from the current file `path` or a rotated
 /// one, each looked up in its index and read as one byte range (a file without an index, from
-/// before it existed, is scanned).
-pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<Value>> {
+/// before it existed, is scanned). Events come back typed; a step without a type here is kept
+/// as [`Stage::Other`](zhiku_domain::ports::Stage::Other), and a line that is no event at all is
+/// skipped.
+pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<StoredTraceEvent>> {
     if trace_id.is_empty() || trace_id.contains(char::is_whitespace) {
         return Ok(Vec::new());
     }
@@ -423,6 +427,8 @@ pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use zhiku_domain::ports::Stage;
 
     #[test]
     fn the_jsonl_file_reads_back() {
@@ -430,16 +436,18 @@ mod tests {
         let path = dir.path().join("sub/traces.jsonl");
         let sink = JsonlTraceSink::new(&path);
         for (id, stage) in [("t1", "query"), ("t2", "query"), ("t1", "answer")] {
-            sink.record(TraceEvent {
-                trace_id: id.into(),
-                stage: stage.into(),
-                data: json!({"x": 1}),
-            });
+            sink.record(TraceEvent::new(
+                id,
+                Stage::Other {
+                    stage: stage.into(),
+                    data: json!({"x": 1}),
+                },
+            ));
         }
         let back = read_trace(&path, "t1").unwrap();
         assert_eq!(back.len(), 2);
-        assert_eq!(back[1]["stage"], "answer");
-        assert!(back[0]["at_ms"].as_u64().unwrap() > 0);
+        assert_eq!(back[1].event.stage.name(), "answer");
+        assert!(back[0].at_ms.unwrap() > 0);
         assert!(
             read_trace(&dir.path().join("none"), "t1")
                 .unwrap()
@@ -448,11 +456,13 @@ mod tests {
     }
 
     fn event(id: &str, stage: &str) -> TraceEvent {
-        TraceEvent {
-            trace_id: id.into(),
-            stage: stage.into(),
-            data: json!({"pad": "x".repeat(100)}),
-        }
+        TraceEvent::new(
+            id,
+            Stage::Other {
+                stage: stage.into(),
+                data: json!({"pad": "x".repeat(100)}),
+            },
+        )
     }
 
     #[test]
@@ -486,7 +496,7 @@ mod tests {
         assert_eq!(read_trace(&path, "old2").unwrap().len(), 1);
         let a = read_trace(&path, "a").unwrap();
         assert_eq!(a.len(), 2);
-        assert_eq!(a[1]["stage"], "answer");
+        assert_eq!(a[1].event.stage.name(), "answer");
         assert_eq!(read_trace(&path, "b").unwrap().len(), 2);
         let index = std::fs::read_to_string(dir.path().join("traces.idx")).unwrap();
         assert!(index.lines().any(|l| l.starts_with("a ")), "{index}");

@@ -3,7 +3,9 @@
 
 use anyhow::Result;
 use serde_json::Value;
-use zhiku_domain::ports::TraceEvent;
+use zhiku_domain::ports::{
+    AnswerStep, GenerationStep, RouteOutcome, Stage, TraceEvent, ValidationStep,
+};
 use zhiku_domain::usecases::{AnswerPolicy, RetrievalMode};
 
 use crate::config::Config;
@@ -16,139 +18,156 @@ pub fn policy_for(config: &Config, mode: RetrievalMode, k: usize) -> Result<Answ
     Ok(config.service_settings()?.answer_policy(mode, k))
 }
 
-fn short(v: &Value) -> String {
-    v.as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| v.to_string())
+/// A value as the chain shows it: a string bare, anything else as JSON.
+fn short(v: impl serde::Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(v) => v.to_string(),
+        Err(_) => String::new(),
+    }
 }
 
-fn ms(v: &Value) -> String {
-    v.as_f64().map(|m| format!("{m:.1} ms")).unwrap_or_default()
+/// A value as JSON (`60.0`, `["public"]`, `"question"`).
+fn js(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+fn ms(m: f64) -> String {
+    if m.is_finite() {
+        format!("{m:.1} ms")
+    } else {
+        String::new()
+    }
 }
 
 /// One line (or a few) per step of a run, for `zhiku ask --trace`.
 pub fn render_chain(events: &[TraceEvent]) -> String {
     let mut out = String::new();
     for (i, e) in events.iter().enumerate() {
-        let d = &e.data;
-        let line = match e.stage.as_str() {
-            "query" => format!(
+        let line = match &e.stage {
+            Stage::Query(q) => format!(
                 "question {}  scopes {}  mode {}  k {}",
-                d["question"],
-                d["scopes"],
-                short(&d["mode"]),
-                d["k"]
+                js(&q.question),
+                js(&q.scopes),
+                q.mode,
+                q.k
             ),
-            "retrieval.route" => {
-                let mut s = format!("{} route: {}", short(&d["route"]), short(&d["status"]));
-                if let Some(r) = d["reason"].as_str() {
-                    s.push_str(&format!(" ({r})"));
+            Stage::Route(r) => {
+                let mut s = format!("{} route: {}", r.route, short(r.status));
+                if let Some(reason) = &r.reason {
+                    s.push_str(&format!(" ({reason})"));
                 }
-                if d["status"] == "ran" {
-                    s.push_str(&format!(", {} hits, {}", d["hit_count"], ms(&d["ms"])));
-                    if let Some(space) = d["embedding_space"].as_str() {
+                if r.status == RouteOutcome::Ran {
+                    s.push_str(&format!(", {} hits, {}", r.hit_count, ms(r.ms)));
+                    if let Some(space) = &r.embedding_space {
                         s.push_str(&format!(", space {space}"));
                     }
-                    for h in d["hits"].as_array().into_iter().flatten().take(3) {
+                    for h in r.hits.iter().take(3) {
                         s.push_str(&format!(
                             "\n       #{} {} ({:.3})",
-                            h["rank"],
-                            short(&h["chunk_id"]),
-                            h["score"].as_f64().unwrap_or_default()
+                            h.rank,
+                            short(&h.chunk_id),
+                            h.score
                         ));
                     }
                 }
                 s
             }
-            "fusion" => format!(
+            Stage::Fusion(f) => format!(
                 "fusion: reciprocal rank fusion k={} → {} fused",
-                d["k"],
-                d["fused"].as_array().map_or(0, Vec::len)
+                js(f.k),
+                f.fused.len()
             ),
-            "revision_check" => {
-                let dropped = d["dropped"].as_array().cloned().unwrap_or_default();
+            Stage::RevisionCheck(r) => {
                 let mut s = format!(
                     "revision check: {} kept, {} dropped",
-                    d["kept"],
-                    dropped.len()
+                    r.kept,
+                    r.dropped.len()
                 );
-                for x in dropped {
+                for x in &r.dropped {
                     s.push_str(&format!(
                         "\n       dropped {} ({})",
-                        short(&x["chunk_id"]),
-                        short(&x["reason"])
+                        short(&x.chunk_id),
+                        x.reason
                     ));
                 }
                 s
             }
-            "budget" => format!(
+            Stage::Budget(b) => format!(
                 "budget: {} chunks / {} chars kept of max {} / {}{}",
-                d["kept"],
-                d["chars_used"],
-                d["max_chunks"],
-                d["max_chars"],
-                if d["retrieval_truncated"] == true {
-                    format!(
-                        ", retrieval_truncated ({} left out)",
-                        d["left_out"].as_array().map_or(0, Vec::len)
-                    )
+                b.kept,
+                b.chars_used,
+                b.max_chunks,
+                b.max_chars,
+                if b.retrieval_truncated {
+                    format!(", retrieval_truncated ({} left out)", b.left_out.len())
                 } else {
                     String::new()
                 }
             ),
-            "context" => format!(
+            Stage::Context(c) => format!(
                 "context (attempt {}): {} sources, prompt {} chars{}",
-                d["attempt"],
-                d["sources"],
-                d["prompt_chars"],
-                d["feedback"]
-                    .as_str()
+                c.attempt,
+                c.sources,
+                c.prompt_chars,
+                c.feedback
+                    .as_deref()
                     .map(|f| format!(", feedback: {f}"))
                     .unwrap_or_default()
             ),
-            "generation" if d["skipped"] == true => {
-                format!("generation skipped: {}", short(&d["reason"]))
+            Stage::Generation(GenerationStep::Skipped { reason, .. }) => {
+                format!("generation skipped: {reason}")
             }
-            "generation" => match d["error"].as_str() {
-                Some(err) => format!("generation failed ({}): {err}", short(&d["generator"])),
-                None => format!(
-                    "generation (attempt {}): {}, {} chars, {}",
-                    d["attempt"],
-                    short(&d["generator"]),
-                    d["answer_chars"],
-                    ms(&d["ms"])
-                ),
-            },
-            "citation_validation" => {
-                if d["no_material"] == true {
-                    "citations: none needed (the sources do not answer)".to_string()
-                } else {
-                    format!(
-                        "citations valid: {}",
-                        d["cited"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(|c| format!("[{}] {}", c["marker"], short(&c["chunk_id"])))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
+            Stage::Generation(GenerationStep::Failed {
+                error, generator, ..
+            }) => format!("generation failed ({generator}): {error}"),
+            Stage::Generation(GenerationStep::Produced {
+                answer_chars,
+                attempt,
+                generator,
+                ms: took,
+            }) => format!(
+                "generation (attempt {attempt}): {generator}, {answer_chars} chars, {}",
+                ms(*took)
+            ),
+            Stage::CitationValidation(ValidationStep::NoMaterial { .. }) => {
+                "citations: none needed (the sources do not answer)".to_string()
             }
-            "citation_rejected" => format!(
+            Stage::CitationValidation(ValidationStep::Cited { cited, .. }) => format!(
+                "citations valid: {}",
+                cited
+                    .iter()
+                    .map(|c| format!("[{}] {}", c.marker, short(&c.chunk_id)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Stage::CitationRejected(r) => format!(
                 "citation_rejected (attempt {}): {} {}",
-                d["attempt"],
-                short(&d["code"]),
-                d["bad"]
+                r.attempt,
+                r.code,
+                js(&r.bad)
             ),
-            "answer" => format!(
-                "answer: {} after {} attempt(s), {} citation(s), {}",
-                short(&d["status"]),
-                d["attempts"],
-                d["citations"].as_array().map_or(0, Vec::len),
-                ms(&d["latency_ms"])
+            Stage::Answer(AnswerStep::Finished {
+                attempts,
+                citations,
+                latency_ms,
+                status,
+                ..
+            }) => format!(
+                "answer: {status} after {attempts} attempt(s), {} citation(s), {}",
+                citations.len(),
+                ms(*latency_ms)
             ),
-            other => format!("{other}: {d}"),
+            // A run the generator ended has no attempt count: the line has always said `null`.
+            Stage::Answer(AnswerStep::Failed {
+                latency_ms, status, ..
+            }) => format!(
+                "answer: {status} after null attempt(s), 0 citation(s), {}",
+                ms(*latency_ms)
+            ),
+            Stage::Other { stage, data } => format!("{stage}: {data}"),
         };
         out.push_str(&format!("{:>2}. {line}\n", i + 1));
     }

@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
-use serde_json::Value;
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    DocumentStore, Generator, Origin, PutRequest, StoredCatalog, TraceSink, TraceStore,
+    DocumentStore, Generator, Origin, PutRequest, StoredCatalog, StoredTraceEvent, TraceSink,
+    TraceStore,
 };
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, Catalog, CatalogEntry, IndexReport, RetrievalRequest, SyncMode,
@@ -221,22 +221,16 @@ impl KnowledgeBase {
     }
 
     /// The events of one answer run, when the caller may see every scope it searched.
-    pub fn trace(&self, caller: &Caller, trace_id: &str) -> Result<Vec<Value>, KbError> {
+    pub fn trace(&self, caller: &Caller, trace_id: &str) -> Result<Vec<StoredTraceEvent>, KbError> {
         let events = self
             .traces
             .read(trace_id)
             .map_err(|e| KbError::Internal(anyhow!("cannot read the trace: {e}")))?;
         let allowed = events
             .iter()
-            .find(|e| e["stage"] == "query")
-            .and_then(|e| e["data"]["scopes"].as_array())
-            .is_some_and(|scopes| {
-                scopes.iter().all(|s| {
-                    s.as_str()
-                        .and_then(|s| Scope::new(s).ok())
-                        .is_some_and(|s| caller.sees(&s))
-                })
-            });
+            .find(|e| e.event.stage.name() == "query")
+            .and_then(|e| e.event.stage.scopes())
+            .is_some_and(|scopes| scopes.iter().all(|s| caller.sees(s)));
         if events.is_empty() || !allowed {
             return Err(KbError::NotFound(format!("no trace {trace_id:?}")));
         }

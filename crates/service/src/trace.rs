@@ -1,7 +1,6 @@
 //! Trace sinks the service composes: a fan-out, and the request ID of a transport.
 
-use serde_json::Value;
-use zhiku_domain::ports::{TraceEvent, TraceSink};
+use zhiku_domain::ports::{Stage, TraceEvent, TraceSink};
 
 /// Forwards each event to several sinks.
 pub struct Tee<'a>(pub Vec<&'a dyn TraceSink>);
@@ -37,13 +36,8 @@ impl std::fmt::Debug for WithRequestId<'_> {
 
 impl TraceSink for WithRequestId<'_> {
     fn record(&self, mut event: TraceEvent) {
-        if event.stage == "query"
-            && let Value::Object(data) = &mut event.data
-        {
-            data.insert(
-                "request_id".into(),
-                Value::String(self.request_id.to_string()),
-            );
+        if let Stage::Query(query) = &mut event.stage {
+            query.request_id = Some(self.request_id.to_string());
         }
         self.inner.record(event);
     }
@@ -71,16 +65,33 @@ mod tests {
             inner: &kept,
             request_id: "req-1",
         };
-        for stage in ["query", "answer"] {
-            sink.record(TraceEvent {
-                trace_id: "t".into(),
-                stage: stage.into(),
-                data: serde_json::json!({"k": 1}),
-            });
+        let query = zhiku_domain::ports::QueryStep {
+            doc_ids: None,
+            k: 1,
+            locale: None,
+            metadata: Vec::new(),
+            mode: "hybrid".into(),
+            question: "q".into(),
+            request_id: None,
+            scopes: Vec::new(),
+        };
+        let answer = zhiku_domain::ports::AnswerStep::Failed {
+            error: "e".into(),
+            latency_ms: 0.0,
+            status: "error".into(),
+        };
+        for stage in [Stage::Query(query), Stage::Answer(answer)] {
+            sink.record(TraceEvent::new("t", stage));
         }
-        let events = kept.0.into_inner().unwrap();
-        assert_eq!(events[0].data["request_id"], "req-1");
-        assert_eq!(events[0].data["k"], 1);
-        assert!(events[1].data.get("request_id").is_none());
+        let events: Vec<serde_json::Value> = kept
+            .0
+            .into_inner()
+            .unwrap()
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        assert_eq!(events[0]["data"]["request_id"], "req-1");
+        assert_eq!(events[0]["data"]["k"], 1);
+        assert!(events[1]["data"].get("request_id").is_none());
     }
 }

@@ -32,4 +32,9 @@ pub use index::{
     rank_and_truncate,
 };
 pub use source::{SourceRecord, SourceStore};
-pub use trace::{NullTraceSink, TraceEvent, TraceSink, TraceStore};
+pub use trace::{
+    AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
+    GenerationStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, RejectionStep,
+    RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, Stage, StoredTraceEvent, TraceEvent,
+    TraceSink, TraceStore, ValidationStep,
+};

@@ -4,16 +4,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::contracts::{ChunkId, DocId, Filter};
 use crate::ports::{
-    Clock, GenerateError, Generator, SourceBlock, SourceError, TraceEvent, TraceSink, elapsed_ms,
+    AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DroppedChunk, FusedEntry, FusionStep,
+    GenerateError, GenerationStep, Generator, PhaseTime, QueryStep, RankedHit, RejectionStep,
+    RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, SourceBlock, SourceError, Stage,
+    TraceEvent, TraceSink, ValidationStep, elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
 use crate::rules::citation::{self, CitationViolation};
 use crate::rules::context::{self, build_request, feedback_for};
 use crate::rules::fusion::Route;
+use crate::rules::revision::DropReason;
 use crate::rules::text;
 
 use super::retriever::{
@@ -178,16 +181,12 @@ struct Run<'r> {
     clock: &'r dyn Clock,
     started: std::time::Duration,
     lap: std::time::Duration,
-    stages: Vec<(String, f64)>,
+    stages: Vec<PhaseTime>,
 }
 
 impl Run<'_> {
-    fn emit(&self, stage: &str, data: Value) {
-        self.sink.record(TraceEvent {
-            trace_id: self.trace_id.to_string(),
-            stage: stage.to_string(),
-            data,
-        });
+    fn emit(&self, stage: Stage) {
+        self.sink.record(TraceEvent::new(self.trace_id, stage));
     }
 
     /// Milliseconds since the last lap, recorded under `stage`.
@@ -195,7 +194,10 @@ impl Run<'_> {
         let now = self.clock.now();
         let ms = elapsed_ms(self.lap, now);
         self.lap = now;
-        self.stages.push((stage.to_string(), ms));
+        self.stages.push(PhaseTime {
+            ms,
+            stage: stage.to_string(),
+        });
         ms
     }
 
@@ -245,18 +247,16 @@ impl<'a> Answerer<'a> {
                 "max_attempts must be at least 1".into(),
             ));
         }
-        run.emit(
-            "query",
-            json!({
-                "question": question,
-                "scopes": filter.scopes(),
-                "doc_ids": filter.doc_ids(),
-                "locale": filter.locale(),
-                "metadata": filter.metadata().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
-                "mode": self.policy.mode,
-                "k": self.policy.k,
-            }),
-        );
+        run.emit(Stage::Query(QueryStep {
+            doc_ids: filter.doc_ids().map(|ids| ids.iter().cloned().collect()),
+            k: self.policy.k,
+            locale: filter.locale().cloned(),
+            metadata: filter.metadata().map(|(k, v)| format!("{k}={v}")).collect(),
+            mode: self.policy.mode.code().to_string(),
+            question: question.to_string(),
+            request_id: None,
+            scopes: filter.scopes().iter().cloned().collect(),
+        }));
         let request = RetrievalRequest {
             query: question,
             filter,
@@ -269,7 +269,7 @@ impl<'a> Answerer<'a> {
             Err(RetrieveError::CannotRetrieve { routes }) => {
                 run.lap("retrieval");
                 for r in &routes {
-                    run.emit("retrieval.route", route_event(r, None, &[], 0.0));
+                    run.emit(Stage::Route(route_step(r, None, &[], 0.0)));
                 }
                 let answer = format!(
                     "cannot retrieve: {}",
@@ -320,10 +320,10 @@ impl<'a> Answerer<'a> {
             })
             .collect();
         if sources.is_empty() {
-            run.emit(
-                "generation",
-                json!({"skipped": true, "reason": "no evidence survived retrieval"}),
-            );
+            run.emit(Stage::Generation(GenerationStep::Skipped {
+                reason: "no evidence survived retrieval".to_string(),
+                skipped: true,
+            }));
             let answer = context::no_material_for(question).to_string();
             return Ok(self.finish(
                 &mut run,
@@ -346,47 +346,48 @@ impl<'a> Answerer<'a> {
         let mut feedback = None;
         for attempt in 1..=self.policy.max_attempts {
             let gen_request = build_request(question, sources.clone(), feedback.take(), attempt);
-            run.emit(
-                "context",
-                json!({
-                    "attempt": attempt,
-                    "sources": sources.len(),
-                    "source_chars": sources.iter().map(|s| s.text.chars().count()).sum::<usize>(),
-                    "system_chars": gen_request.system.chars().count(),
-                    "prompt_chars": gen_request.prompt.chars().count(),
-                    "feedback": gen_request.feedback,
-                }),
-            );
+            run.emit(Stage::Context(ContextStep {
+                attempt,
+                feedback: gen_request.feedback.clone(),
+                prompt_chars: gen_request.prompt.chars().count(),
+                source_chars: sources.iter().map(|s| s.text.chars().count()).sum(),
+                sources: sources.len(),
+                system_chars: gen_request.system.chars().count(),
+            }));
             let output = self.generator.generate(&gen_request);
             let ms = run.lap(&format!("generation.{attempt}"));
             let text = match output {
                 Ok(text) => text,
                 Err(e) => {
-                    run.emit(
-                        "generation",
-                        json!({"attempt": attempt, "generator": generator, "ms": ms,
-                               "error": e.to_string(), "temporary": e.is_temporary()}),
-                    );
-                    run.emit(
-                        "answer",
-                        json!({"status": "error", "error": e.to_string(),
-                               "latency_ms": run.total_ms()}),
-                    );
+                    run.emit(Stage::Generation(GenerationStep::Failed {
+                        attempt,
+                        error: e.to_string(),
+                        generator: generator.clone(),
+                        ms,
+                        temporary: e.is_temporary(),
+                    }));
+                    run.emit(Stage::Answer(AnswerStep::Failed {
+                        error: e.to_string(),
+                        latency_ms: run.total_ms(),
+                        status: "error".to_string(),
+                    }));
                     return Err(AskError::Generate(e));
                 }
             };
-            run.emit(
-                "generation",
-                json!({"attempt": attempt, "generator": generator, "ms": ms,
-                       "answer_chars": text.chars().count()}),
-            );
+            run.emit(Stage::Generation(GenerationStep::Produced {
+                answer_chars: text.chars().count(),
+                attempt,
+                generator: generator.clone(),
+                ms,
+            }));
             let text = text.trim().to_string();
             let resolved = citation::resolve(&text, &round);
             if resolved.written == 0 && context::is_no_material(&text) {
-                run.emit(
-                    "citation_validation",
-                    json!({"attempt": attempt, "ok": true, "no_material": true}),
-                );
+                run.emit(Stage::CitationValidation(ValidationStep::NoMaterial {
+                    attempt,
+                    no_material: true,
+                    ok: true,
+                }));
                 return Ok(self.finish(
                     &mut run,
                     Frame {
@@ -408,16 +409,18 @@ impl<'a> Answerer<'a> {
             });
             match verdict {
                 Ok(()) => {
-                    run.emit(
-                        "citation_validation",
-                        json!({
-                            "attempt": attempt,
-                            "ok": true,
-                            "cited": resolved.cited.iter()
-                                .map(|(m, id)| json!({"marker": m, "chunk_id": id}))
-                                .collect::<Vec<_>>(),
-                        }),
-                    );
+                    run.emit(Stage::CitationValidation(ValidationStep::Cited {
+                        attempt,
+                        cited: resolved
+                            .cited
+                            .iter()
+                            .map(|(marker, id)| CitedChunk {
+                                chunk_id: id.clone(),
+                                marker: *marker,
+                            })
+                            .collect(),
+                        ok: true,
+                    }));
                     let citations = citations_for(&text, &resolved.cited, &retrieval.evidence);
                     return Ok(self.finish(
                         &mut run,
@@ -438,16 +441,13 @@ impl<'a> Answerer<'a> {
                         CitationViolation::AnswerHasNoCitation => Vec::new(),
                         CitationViolation::CitationNotInThisRound { ids } => ids.clone(),
                     };
-                    run.emit(
-                        "citation_rejected",
-                        json!({
-                            "attempt": attempt,
-                            "code": violation.code(),
-                            "bad": bad,
-                            "allowed": round,
-                            "retry": attempt < self.policy.max_attempts,
-                        }),
-                    );
+                    run.emit(Stage::CitationRejected(RejectionStep {
+                        allowed: round.clone(),
+                        attempt,
+                        bad,
+                        code: violation.code().to_string(),
+                        retry: attempt < self.policy.max_attempts,
+                    }));
                     feedback = Some(feedback_for(&violation, sources.len()));
                 }
             }
@@ -492,47 +492,79 @@ impl<'a> Answerer<'a> {
                 .get(&r.route)
                 .map(Vec::as_slice)
                 .unwrap_or_default();
-            run.emit(
-                "retrieval.route",
-                route_event(r, space, hits, ms(&format!("retrieval.{}", r.route))),
-            );
+            run.emit(Stage::Route(route_step(
+                r,
+                space,
+                hits,
+                ms(&format!("retrieval.{}", r.route)),
+            )));
         }
         let fusion = self.retriever.fusion();
-        run.emit(
-            "fusion",
-            json!({
-                "method": "reciprocal_rank_fusion",
-                "k": fusion.k,
-                "weights": fusion.weights,
-                "ms": ms("fusion"),
-                "fused": retrieval.evidence.iter().map(|e| json!({
-                    "chunk_id": e.chunk_id, "score": e.score, "routes": e.routes,
-                })).chain(retrieval.budget_dropped.iter().map(|id| json!({
-                    "chunk_id": id, "left_out_by_budget": true,
-                }))).collect::<Vec<_>>(),
-            }),
-        );
-        run.emit(
-            "revision_check",
-            json!({
-                "kept": retrieval.evidence.len() + retrieval.budget_dropped.len(),
-                "dropped": retrieval.dropped,
-                "ms": ms("revision_check"),
-            }),
-        );
+        run.emit(Stage::Fusion(FusionStep {
+            fused: retrieval
+                .evidence
+                .iter()
+                .map(|e| FusedEntry::Kept {
+                    chunk_id: e.chunk_id.clone(),
+                    routes: e
+                        .routes
+                        .iter()
+                        .map(|h| RouteScore {
+                            rank: h.rank,
+                            route: h.route,
+                            score: f64::from(h.score),
+                        })
+                        .collect(),
+                    score: e.score,
+                })
+                .chain(
+                    retrieval
+                        .budget_dropped
+                        .iter()
+                        .map(|id| FusedEntry::LeftOut {
+                            chunk_id: id.clone(),
+                            left_out_by_budget: true,
+                        }),
+                )
+                .collect(),
+            k: fusion.k,
+            method: "reciprocal_rank_fusion".to_string(),
+            ms: ms("fusion"),
+            weights: fusion.weights.clone(),
+        }));
+        run.emit(Stage::RevisionCheck(RevisionCheckStep {
+            dropped: retrieval
+                .dropped
+                .iter()
+                .map(|d| {
+                    let (indexed, current) = match &d.reason {
+                        DropReason::StaleRevision { indexed, current } => {
+                            (Some(indexed.clone()), Some(current.clone()))
+                        }
+                        DropReason::Deleted | DropReason::NotVisible => (None, None),
+                    };
+                    DroppedChunk {
+                        chunk_id: d.chunk_id.clone(),
+                        current,
+                        doc_id: d.doc_id.clone(),
+                        indexed,
+                        reason: d.reason.code().to_string(),
+                    }
+                })
+                .collect(),
+            kept: retrieval.evidence.len() + retrieval.budget_dropped.len(),
+            ms: ms("revision_check"),
+        }));
         let budget = self.policy.budget;
-        run.emit(
-            "budget",
-            json!({
-                "max_chunks": budget.max_chunks(),
-                "max_chars": budget.max_chars(),
-                "kept": retrieval.evidence.len(),
-                "chars_used": retrieval.evidence.iter().map(|e| e.chunk.char_len()).sum::<usize>(),
-                "left_out": retrieval.budget_dropped,
-                "retrieval_truncated": retrieval.truncated,
-                "ms": ms("budget"),
-            }),
-        );
+        run.emit(Stage::Budget(BudgetStep {
+            chars_used: retrieval.evidence.iter().map(|e| e.chunk.char_len()).sum(),
+            kept: retrieval.evidence.len(),
+            left_out: retrieval.budget_dropped.clone(),
+            max_chars: budget.max_chars(),
+            max_chunks: budget.max_chunks(),
+            ms: ms("budget"),
+            retrieval_truncated: retrieval.truncated,
+        }));
     }
 
     fn finish(&self, run: &mut Run<'_>, frame: Frame<'_>) -> AnswerFrame {
@@ -554,28 +586,29 @@ impl<'a> Answerer<'a> {
             generator: frame.generator,
             latency_ms,
         };
-        let routes_ran: Vec<String> = out
+        let routes_ran: Vec<Route> = out
             .routes
             .iter()
             .filter(|r| matches!(r.status, RouteStatus::Ran { .. }))
-            .map(|r| r.route.to_string())
+            .map(|r| r.route)
             .collect();
-        run.emit(
-            "answer",
-            json!({
-                "status": out.status,
-                "attempts": out.attempts,
-                "citations": out.citations.iter().map(|c| json!({
-                    "marker": c.marker, "chunk_id": c.chunk_id,
-                })).collect::<Vec<_>>(),
-                "routes_ran": routes_ran,
-                "retrieval_truncated": out.retrieval_truncated,
-                "answer_chars": out.answer.chars().count(),
-                "latency_ms": latency_ms,
-                "stages_ms": run.stages.iter().map(|(s, ms)| json!({"stage": s, "ms": ms}))
-                    .collect::<Vec<_>>(),
-            }),
-        );
+        run.emit(Stage::Answer(AnswerStep::Finished {
+            answer_chars: out.answer.chars().count(),
+            attempts: out.attempts,
+            citations: out
+                .citations
+                .iter()
+                .map(|c| CitedChunk {
+                    chunk_id: c.chunk_id.clone(),
+                    marker: c.marker,
+                })
+                .collect(),
+            latency_ms,
+            retrieval_truncated: out.retrieval_truncated,
+            routes_ran,
+            stages_ms: run.stages.clone(),
+            status: out.status.code().to_string(),
+        }));
         out
     }
 }
@@ -591,23 +624,35 @@ struct Frame<'f> {
     generator: String,
 }
 
-fn route_event(r: &RouteReport, space: Option<String>, hits: &[(ChunkId, f32)], ms: f64) -> Value {
+fn route_step(
+    r: &RouteReport,
+    space: Option<String>,
+    hits: &[(ChunkId, f32)],
+    ms: f64,
+) -> RouteStep {
     let (status, reason) = match &r.status {
-        RouteStatus::Ran { .. } => ("ran", None),
-        RouteStatus::Unavailable { reason } => ("unavailable", Some(reason.clone())),
-        RouteStatus::NotRequested => ("not_requested", None),
+        RouteStatus::Ran { .. } => (RouteOutcome::Ran, None),
+        RouteStatus::Unavailable { reason } => (RouteOutcome::Unavailable, Some(reason.clone())),
+        RouteStatus::NotRequested => (RouteOutcome::NotRequested, None),
     };
-    json!({
-        "route": r.route,
-        "status": status,
-        "reason": reason,
-        "embedding_space": space,
-        "ms": ms,
-        "hits": hits.iter().take(20).enumerate().map(|(i, (id, score))| json!({
-            "rank": i + 1, "chunk_id": id, "score": score,
-        })).collect::<Vec<_>>(),
-        "hit_count": hits.len(),
-    })
+    RouteStep {
+        embedding_space: space,
+        hit_count: hits.len(),
+        hits: hits
+            .iter()
+            .take(20)
+            .enumerate()
+            .map(|(i, (id, score))| RankedHit {
+                chunk_id: id.clone(),
+                rank: i + 1,
+                score: f64::from(*score),
+            })
+            .collect(),
+        ms,
+        reason,
+        route: r.route,
+        status,
+    }
 }
 
 fn summarise(e: &Evidence) -> EvidenceSummary {

@@ -26,6 +26,15 @@ pub enum RetrievalMode {
 }
 
 impl RetrievalMode {
+    /// `hybrid`, `lexical` or `dense`, as the mode is written in requests and traces.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Hybrid => "hybrid",
+            Self::Lexical => "lexical",
+            Self::Dense => "dense",
+        }
+    }
+
     fn wants(self, route: Route) -> bool {
         matches!(
             (self, route),
