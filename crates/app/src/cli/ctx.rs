@@ -1,0 +1,238 @@
+//! What every command shares: the global options, the configuration, and opening the store —
+//! for writing, read-only, for a query or for serving — plus bringing it up to date.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use zhiku_app::config::Config;
+use zhiku_app::kb;
+use zhiku_app::loader::Skipped;
+use zhiku_app::store::{Origin, Purpose, Store, StoreLocked, VectorsUnavailable};
+use zhiku_domain::usecases::IndexReport;
+use zhiku_domain::{Filter, Scope};
+
+use super::args::Global;
+
+/// The global options, handed to every command.
+pub(crate) struct Ctx {
+    pub(crate) global: Global,
+}
+
+impl Ctx {
+    pub(crate) fn kb(&self) -> Result<PathBuf> {
+        match &self.global.kb {
+            Some(kb) => Ok(kb.clone()),
+            None => bail!("no knowledge base given: pass --kb DIR (or set ZHIKU_KB)"),
+        }
+    }
+
+    pub(crate) fn store_dir(&self, kb: Option<&Path>) -> Result<PathBuf> {
+        match (&self.global.store, kb) {
+            (Some(s), _) => Ok(s.clone()),
+            (None, Some(kb)) => Ok(kb.join(".zhiku")),
+            (None, None) => bail!("no store given: pass --store DIR or --kb DIR"),
+        }
+    }
+
+    pub(crate) fn config(&self, kb: Option<&Path>) -> Result<Config> {
+        let file = self
+            .global
+            .config
+            .clone()
+            .or_else(|| kb.and_then(Config::default_file));
+        Config::resolve(file.as_deref(), self.global.profile.as_deref(), &|k| {
+            std::env::var(k).ok()
+        })
+    }
+
+    pub(crate) fn note(&self, text: &str) {
+        if !self.global.quiet {
+            // `zhiku serve` logs: its notes are log lines in the chosen format.
+            if tracing::dispatcher::has_been_set() {
+                tracing::info!(target: "zhiku", "{text}");
+            } else {
+                eprintln!("{text}");
+            }
+        }
+    }
+
+    /// Opens the store for writing: takes the store lock, repairs what a crash left.
+    pub(crate) fn open(&self, kb: Option<&Path>, purpose: Purpose, rebuild: bool) -> Result<Store> {
+        let config = self.config(kb)?;
+        let dir = self.store_dir(kb)?;
+        let store = Store::open(&dir, config, purpose, rebuild, kb)?;
+        if store.repair.repaired() {
+            self.note(&format!("repaired the store: {}", store.repair.describe()));
+        }
+        Ok(store)
+    }
+
+    /// Opens the last committed state of the store for reading: no lock, nothing written.
+    pub(crate) fn open_read_only(&self, kb: Option<&Path>) -> Result<Store> {
+        let config = self.config(kb)?;
+        let dir = self.store_dir(kb)?;
+        Store::open_read_only(&dir, config, kb)
+    }
+}
+
+/// The outcome of a refresh, as printed.
+pub(crate) struct Indexed {
+    pub(crate) report: IndexReport,
+    pub(crate) skipped: Vec<Skipped>,
+    pub(crate) docs: usize,
+}
+
+/// Loads the origin and indexes it incrementally, with a progress bar.
+pub(crate) fn refresh(ctx: &Ctx, store: &mut Store, origin: Origin) -> Result<Indexed> {
+    let bar = progress_bar(ctx);
+    let refreshed = kb::refresh(store, origin, &mut |p| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.to_embed as u64);
+            bar.set_position(p.embedded as u64);
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(Indexed {
+        report: refreshed.report,
+        skipped: refreshed.skipped,
+        docs: refreshed.docs,
+    })
+}
+
+fn progress_bar(ctx: &Ctx) -> Option<indicatif::ProgressBar> {
+    if ctx.global.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("embedding {bar:40} {pos}/{len} chunks ({eta})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+/// The origin to index (a BEIR corpus or the knowledge-base folder) and the folder, if any.
+pub(crate) fn origin_for(
+    ctx: &Ctx,
+    dir: Option<PathBuf>,
+    beir: Option<PathBuf>,
+) -> Result<(Origin, Option<PathBuf>)> {
+    if let Some(beir) = beir {
+        let dir = std::fs::canonicalize(&beir)
+            .with_context(|| format!("{} does not exist", beir.display()))?;
+        return Ok((Origin::Beir { dir }, None));
+    }
+    let kb = match dir {
+        Some(d) => d,
+        None => ctx.kb()?,
+    };
+    let root = std::fs::canonicalize(&kb)
+        .with_context(|| format!("knowledge base {} does not exist", kb.display()))?;
+    Ok((Origin::Folder { root }, Some(kb)))
+}
+
+/// The filter of a query: the given scopes (default: the trusted ones) and key=value metadata.
+pub(crate) fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<Filter> {
+    let scopes: Vec<Scope> = if scopes.is_empty() {
+        store.config.trusted_scopes()?
+    } else {
+        scopes
+            .iter()
+            .map(|s| Ok(Scope::new(s)?))
+            .collect::<Result<_>>()?
+    };
+    let mut metadata = Vec::new();
+    for f in filters {
+        let Some((k, v)) = f.split_once('=') else {
+            bail!("--filter {f:?} must be key=value")
+        };
+        metadata.push((k.to_string(), v.to_string()));
+    }
+    kb::filter_for(scopes, &metadata, None)
+}
+
+/// Opens the store for a query, first bringing it up to date with the knowledge base unless
+/// `no_refresh`. Returns the store and how many files were skipped. Without a refresh the store
+/// is opened read-only; when it cannot be written now (another process writes it, or the folder
+/// is read-only) the query reads the last committed state, with a notice.
+pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
+    let kb = ctx.global.kb.clone();
+    if no_refresh {
+        return Ok((ctx.open_read_only(kb.as_deref())?, 0));
+    }
+    let mut refresh_first = true;
+    let mut store = match ctx.open(kb.as_deref(), Purpose::Write, false) {
+        Ok(store) => store,
+        // The vector server is down: search what is indexed, lexically, rather than fail.
+        Err(e) if e.downcast_ref::<VectorsUnavailable>().is_some() => {
+            // The read-only open below reports the reason.
+            ctx.note("notice: the index was not refreshed: the vector index is unreachable");
+            refresh_first = false;
+            ctx.open(kb.as_deref(), Purpose::Read, false)?
+        }
+        Err(e) if e.downcast_ref::<StoreLocked>().is_some() => {
+            ctx.note(&format!(
+                "notice: the index was not refreshed, searching its last committed state: {e}"
+            ));
+            refresh_first = false;
+            ctx.open_read_only(kb.as_deref())?
+        }
+        Err(e) => return Err(e),
+    };
+    let mut skipped = 0;
+    if refresh_first && let Some(kb) = &kb {
+        let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
+        let indexed = refresh(ctx, &mut store, origin)?;
+        let r = &indexed.report;
+        skipped = indexed.skipped.len();
+        for s in &indexed.skipped {
+            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
+        }
+        if r.docs_added + r.docs_changed + r.docs_removed > 0 {
+            ctx.note(&format!(
+                "indexed: {} added, {} changed, {} removed ({} chunks embedded)",
+                r.docs_added, r.docs_changed, r.docs_removed, r.chunks_embedded
+            ));
+        }
+    }
+    Ok((store, skipped))
+}
+
+/// Opens the store and wraps it for serving, refreshing it from `--kb` first unless told not to.
+pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> {
+    let kb_dir = ctx.global.kb.clone();
+    let mut refresh_from = None;
+    let store = if no_refresh || kb_dir.is_none() {
+        ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
+    } else {
+        match ctx.open(kb_dir.as_deref(), Purpose::Write, false) {
+            Ok(store) => {
+                refresh_from = Some(origin_for(ctx, kb_dir.clone(), None)?.0);
+                store
+            }
+            Err(e) if e.downcast_ref::<VectorsUnavailable>().is_some() => {
+                ctx.note("notice: the index was not refreshed: the vector index is unreachable");
+                ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    if let Some(notice) = &store.dense_notice {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let (service, refreshed) = kb::KnowledgeBase::new(store, refresh_from)?;
+    if let Some(r) = refreshed {
+        for s in &r.skipped {
+            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
+        }
+        let rep = &r.report;
+        ctx.note(&format!(
+            "indexed: {} documents ({} added, {} changed, {} removed, {} chunks embedded)",
+            r.docs, rep.docs_added, rep.docs_changed, rep.docs_removed, rep.chunks_embedded
+        ));
+    }
+    Ok(std::sync::Arc::new(service))
+}
