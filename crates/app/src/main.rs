@@ -3,7 +3,7 @@
 //! Exit codes: 0 success; 1 error; 2 usage error; 3 finished, but some files were skipped;
 //! 4 the store was built with another configuration and must be rebuilt; 5 cannot retrieve
 //! (no retrieval route could run); 6 `verify` found an inconsistency; 7 `ask` was blocked (the
-//! generator's citations kept failing validation).
+//! generator's citations kept failing validation). Each is a variant of [`cli::exit::Exit`].
 
 // Opt-in (`--features mimalloc`): faster lexical builds, more memory; see the README.
 #[cfg(feature = "mimalloc")]
@@ -21,29 +21,31 @@ use zhiku_domain::usecases::RetrieveError;
 
 use cli::args::{Cli, Command};
 use cli::ctx::Ctx;
+use cli::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(code) => code,
+        Ok(exit) => exit.into(),
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<NeedsRebuild>().is_some() {
-                ExitCode::from(4)
+            let exit = if e.downcast_ref::<NeedsRebuild>().is_some() {
+                Exit::NeedsRebuild
             } else if matches!(
                 e.downcast_ref::<RetrieveError>(),
                 Some(RetrieveError::CannotRetrieve { .. })
             ) {
-                ExitCode::from(5)
+                Exit::CannotRetrieve
             } else {
-                ExitCode::from(1)
-            }
+                Exit::Error
+            };
+            exit.into()
         }
     }
 }
 
 /// Runs the parsed command: every command is one module of [`cli`].
-fn run(cli: Cli) -> Result<ExitCode> {
+fn run(cli: Cli) -> Result<Exit> {
     let ctx = Ctx { global: cli.global };
     match cli.command {
         Command::Index {

@@ -1,7 +1,5 @@
 //! `zhiku ask`: answer a question with citations checked against this round's retrieval.
 
-use std::process::ExitCode;
-
 use anyhow::Result;
 use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_app::answer::{
@@ -12,10 +10,11 @@ use zhiku_domain::usecases::{AnswerStatus, Answerer, RetrievalMode};
 
 use super::args::QueryArgs;
 use super::ctx::{Ctx, build_filter, open_for_query};
+use super::exit::Exit;
 use super::render;
 
 /// Refreshes the store (unless told not to), answers, prints the answer (and the trace).
-pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit> {
     let mode = RetrievalMode::from(q.mode);
     let (store, skipped) = open_for_query(ctx, q.no_refresh)?;
     if let Some(notice) = &store.dense_notice
@@ -44,9 +43,8 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
         render::answer(&frame);
     }
     Ok(match frame.status {
-        AnswerStatus::CannotRetrieve => ExitCode::from(5),
-        AnswerStatus::Blocked => ExitCode::from(7),
-        _ if skipped > 0 => ExitCode::from(3),
-        _ => ExitCode::SUCCESS,
+        AnswerStatus::CannotRetrieve => Exit::CannotRetrieve,
+        AnswerStatus::Blocked => Exit::Blocked,
+        _ => Exit::unless_skipped(skipped),
     })
 }

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use zhiku_adapters_tantivy::LexicalConfig;
@@ -17,6 +16,7 @@ use zhiku_domain::Filter;
 use zhiku_domain::usecases::{Answerer, RetrievalMode};
 
 use super::ctx::{Ctx, build_filter, origin_for, refresh};
+use super::exit::Exit;
 use super::render;
 
 /// Runs the evaluation, writes the per-query and per-answer files, prints the summary.
@@ -28,7 +28,7 @@ pub(crate) fn run(
     json: bool,
     (per_query, answers_file): (Option<PathBuf>, Option<PathBuf>),
     embedder: &str,
-) -> Result<ExitCode> {
+) -> Result<Exit> {
     let mut out = match &per_query {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
@@ -120,5 +120,5 @@ pub(crate) fn run(
         out.flush()?;
     }
     render::eval(&summary, answer_summary.as_ref(), json, warnings);
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }

@@ -3,12 +3,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use zhiku_app::store::{Origin, Purpose, Store};
 
 use super::ctx::{Ctx, origin_for, refresh};
+use super::exit::Exit;
 use super::render;
 
 /// Indexes the origin, prints the summary, and keeps watching when asked.
@@ -19,7 +19,7 @@ pub(crate) fn run(
     rebuild: bool,
     json: bool,
     watch: bool,
-) -> Result<ExitCode> {
+) -> Result<Exit> {
     let (origin, kb) = origin_for(ctx, dir, beir.clone())?;
     let store_kb = kb.clone().or(beir);
     let mut store = ctx.open(store_kb.as_deref(), Purpose::Write, rebuild)?;
@@ -31,16 +31,12 @@ pub(crate) fn run(
     if watch {
         return watch_and_reindex(ctx, &mut store, origin, json);
     }
-    Ok(if indexed.skipped.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    })
+    Ok(Exit::unless_skipped(indexed.skipped.len()))
 }
 
 /// Re-indexes whenever files under the knowledge base change, after 500 ms without further
 /// changes. Changes inside the store directory are ignored. Runs until interrupted.
-fn watch_and_reindex(ctx: &Ctx, store: &mut Store, origin: Origin, json: bool) -> Result<ExitCode> {
+fn watch_and_reindex(ctx: &Ctx, store: &mut Store, origin: Origin, json: bool) -> Result<Exit> {
     use notify::{RecursiveMode, Watcher};
     use std::sync::mpsc;
     use std::time::Duration;

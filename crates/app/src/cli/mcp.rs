@@ -1,16 +1,15 @@
 //! `zhiku mcp`: the Model Context Protocol on stdin/stdout, as the local caller.
 
-use std::process::ExitCode;
-
 use anyhow::Result;
 
 use super::ctx::{Ctx, open_service};
+use super::exit::Exit;
 use super::serve::runtime;
 
 /// Opens the service and serves MCP on stdin/stdout until the client closes it.
-pub(crate) fn run(ctx: &Ctx, no_refresh: bool) -> Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, no_refresh: bool) -> Result<Exit> {
     let service = open_service(ctx, no_refresh)?;
     let caller = service.local_caller()?;
     runtime()?.block_on(zhiku_app::mcp::serve_stdio(service, caller))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }

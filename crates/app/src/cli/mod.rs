@@ -19,6 +19,7 @@ pub(crate) mod args;
 pub(crate) mod ask;
 pub(crate) mod ctx;
 pub(crate) mod eval;
+pub(crate) mod exit;
 pub(crate) mod index;
 pub(crate) mod mcp;
 pub(crate) mod render;

@@ -1,17 +1,16 @@
 //! `zhiku search`: retrieve the ranked evidence for a query.
 
-use std::process::ExitCode;
-
 use anyhow::Result;
 use zhiku_app::kb::source_for;
 use zhiku_domain::usecases::{RetrievalMode, RetrievalRequest};
 
 use super::args::QueryArgs;
 use super::ctx::{Ctx, build_filter, open_for_query};
+use super::exit::Exit;
 use super::render;
 
 /// Refreshes the store (unless told not to), retrieves, prints the evidence.
-pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
     let (k, mode, json) = (q.k, RetrievalMode::from(q.mode), q.json);
     let (scopes, filters, no_refresh) = (&q.scopes, &q.filters, q.no_refresh);
     let (store, skipped) = open_for_query(ctx, no_refresh)?;
@@ -41,9 +40,5 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<ExitCode> {
         &retrieval,
         json,
     );
-    Ok(if skipped > 0 {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(Exit::unless_skipped(skipped))
 }

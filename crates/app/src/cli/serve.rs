@@ -1,7 +1,5 @@
 //! `zhiku serve`: the JSON API, the web page and MCP over HTTP, until a signal stops it.
 
-use std::process::ExitCode;
-
 use anyhow::{Context, Result, bail};
 use zhiku_app::kb;
 use zhiku_app::serve::logging::LogFormat;
@@ -9,6 +7,7 @@ use zhiku_app::serve::settings::Tokens;
 use zhiku_app::serve::{self, AppState};
 
 use super::ctx::{Ctx, open_service};
+use super::exit::Exit;
 
 /// The async runtime of `serve` and `mcp`.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -24,7 +23,7 @@ pub(crate) fn run(
     bind: Option<String>,
     no_refresh: bool,
     log_format: LogFormat,
-) -> Result<ExitCode> {
+) -> Result<Exit> {
     serve::logging::init(log_format)?;
     let service = open_service(ctx, no_refresh)?;
     let mut settings = service.limits();
@@ -94,7 +93,7 @@ pub(crate) fn run(
     // Work still running past shutdown_timeout_ms is abandoned (the store's writes are
     // crash-safe).
     rt.shutdown_timeout(std::time::Duration::from_millis(100));
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 async fn shutdown_signal() {

@@ -1,13 +1,13 @@
 //! `zhiku token`: a new random bearer token and the `zhiku.toml` lines that admit it.
 
-use std::process::ExitCode;
-
 use anyhow::{Context, Result};
 use zhiku_app::serve::settings::token_digest;
 use zhiku_domain::Scope;
 
+use super::exit::Exit;
+
 /// Checks the scopes, draws 32 random bytes, prints the token and its configuration entry.
-pub(crate) fn run(name: &str, scopes: &[String], write: bool) -> Result<ExitCode> {
+pub(crate) fn run(name: &str, scopes: &[String], write: bool) -> Result<Exit> {
     for s in scopes {
         Scope::new(s)?;
     }
@@ -26,5 +26,5 @@ pub(crate) fn run(name: &str, scopes: &[String], write: bool) -> Result<ExitCode
     if write {
         println!("write = true");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }

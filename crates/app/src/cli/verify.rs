@@ -1,16 +1,15 @@
 //! `zhiku verify`: check that manifest, lexical index and vectors agree, repairing first what a
 //! crash left when the store can be written.
 
-use std::process::ExitCode;
-
 use anyhow::Result;
 use serde_json::json;
 use zhiku_app::store::{Purpose, StoreLock, StoreLocked};
 
 use super::ctx::Ctx;
+use super::exit::Exit;
 
 /// Opens (and repairs) the store, or reads its last committed state, and reports what differs.
-pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let mut notice = None;
     let mut store = if read_only {
@@ -115,8 +114,8 @@ pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<ExitCode> {
         }
     }
     Ok(if problems.is_empty() {
-        ExitCode::SUCCESS
+        Exit::Success
     } else {
-        ExitCode::from(6)
+        Exit::Inconsistent
     })
 }
