@@ -16,11 +16,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
-use zhiku_app::store::NeedsRebuild;
-use zhiku_domain::usecases::RetrieveError;
 
 use cli::args::{Cli, Command};
 use cli::ctx::Ctx;
+use cli::error::CliError;
 use cli::exit::Exit;
 
 fn main() -> ExitCode {
@@ -29,17 +28,7 @@ fn main() -> ExitCode {
         Ok(exit) => exit.into(),
         Err(e) => {
             eprintln!("error: {e:#}");
-            let exit = if e.downcast_ref::<NeedsRebuild>().is_some() {
-                Exit::NeedsRebuild
-            } else if matches!(
-                e.downcast_ref::<RetrieveError>(),
-                Some(RetrieveError::CannotRetrieve { .. })
-            ) {
-                Exit::CannotRetrieve
-            } else {
-                Exit::Error
-            };
-            exit.into()
+            CliError::from(e).exit().into()
         }
     }
 }

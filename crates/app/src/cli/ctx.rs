@@ -8,11 +8,12 @@ use anyhow::{Context, Result, bail};
 use zhiku_app::config::Config;
 use zhiku_app::kb;
 use zhiku_app::loader::Skipped;
-use zhiku_app::store::{Origin, Purpose, Store, StoreLocked, VectorsUnavailable};
+use zhiku_app::store::{Origin, Purpose, Store};
 use zhiku_domain::usecases::IndexReport;
 use zhiku_domain::{Filter, Scope};
 
 use super::args::Global;
+use super::error::CliError;
 
 /// The global options, handed to every command.
 pub(crate) struct Ctx {
@@ -164,23 +165,26 @@ pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usiz
         return Ok((ctx.open_read_only(kb.as_deref())?, 0));
     }
     let mut refresh_first = true;
-    let mut store = match ctx.open(kb.as_deref(), Purpose::Write, false) {
+    let mut store = match ctx
+        .open(kb.as_deref(), Purpose::Write, false)
+        .map_err(CliError::from)
+    {
         Ok(store) => store,
         // The vector server is down: search what is indexed, lexically, rather than fail.
-        Err(e) if e.downcast_ref::<VectorsUnavailable>().is_some() => {
+        Err(CliError::VectorsUnavailable(_)) => {
             // The read-only open below reports the reason.
             ctx.note("notice: the index was not refreshed: the vector index is unreachable");
             refresh_first = false;
             ctx.open(kb.as_deref(), Purpose::Read, false)?
         }
-        Err(e) if e.downcast_ref::<StoreLocked>().is_some() => {
+        Err(CliError::Locked(e)) => {
             ctx.note(&format!(
                 "notice: the index was not refreshed, searching its last committed state: {e}"
             ));
             refresh_first = false;
             ctx.open_read_only(kb.as_deref())?
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into_inner()),
     };
     let mut skipped = 0;
     if refresh_first && let Some(kb) = &kb {
@@ -208,16 +212,19 @@ pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> 
     let store = if no_refresh || kb_dir.is_none() {
         ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
     } else {
-        match ctx.open(kb_dir.as_deref(), Purpose::Write, false) {
+        match ctx
+            .open(kb_dir.as_deref(), Purpose::Write, false)
+            .map_err(CliError::from)
+        {
             Ok(store) => {
                 refresh_from = Some(origin_for(ctx, kb_dir.clone(), None)?.0);
                 store
             }
-            Err(e) if e.downcast_ref::<VectorsUnavailable>().is_some() => {
+            Err(CliError::VectorsUnavailable(_)) => {
                 ctx.note("notice: the index was not refreshed: the vector index is unreachable");
                 ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into_inner()),
         }
     };
     if let Some(notice) = &store.dense_notice {

@@ -3,9 +3,10 @@
 
 use anyhow::Result;
 use serde_json::json;
-use zhiku_app::store::{Purpose, StoreLock, StoreLocked};
+use zhiku_app::store::{Purpose, StoreLock};
 
 use super::ctx::Ctx;
+use super::error::CliError;
 use super::exit::Exit;
 
 /// Opens (and repairs) the store, or reads its last committed state, and reports what differs.
@@ -15,15 +16,18 @@ pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<Exit> {
     let mut store = if read_only {
         ctx.open_read_only(kb.as_deref())?
     } else {
-        match ctx.open(kb.as_deref(), Purpose::Read, false) {
+        match ctx
+            .open(kb.as_deref(), Purpose::Read, false)
+            .map_err(CliError::from)
+        {
             Ok(store) => store,
-            Err(e) if e.downcast_ref::<StoreLocked>().is_some() => {
+            Err(CliError::Locked(e)) => {
                 notice = Some(format!(
                     "checked the last committed state without repairing: {e}"
                 ));
                 ctx.open_read_only(kb.as_deref())?
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into_inner()),
         }
     };
     let mut attempt = 0u64;
