@@ -164,30 +164,9 @@ pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usiz
     if no_refresh {
         return Ok((ctx.open_read_only(kb.as_deref())?, 0));
     }
-    let mut refresh_first = true;
-    let mut store = match ctx
-        .open(kb.as_deref(), Purpose::Write, false)
-        .map_err(CliError::from)
-    {
-        Ok(store) => store,
-        // The vector server is down: search what is indexed, lexically, rather than fail.
-        Err(CliError::VectorsUnavailable(_)) => {
-            // The read-only open below reports the reason.
-            ctx.note("notice: the index was not refreshed: the vector index is unreachable");
-            refresh_first = false;
-            ctx.open(kb.as_deref(), Purpose::Read, false)?
-        }
-        Err(CliError::Locked(e)) => {
-            ctx.note(&format!(
-                "notice: the index was not refreshed, searching its last committed state: {e}"
-            ));
-            refresh_first = false;
-            ctx.open_read_only(kb.as_deref())?
-        }
-        Err(e) => return Err(e.into_inner()),
-    };
+    let (mut store, writable) = open_to_refresh(ctx, kb.as_deref(), OnLocked::ReadLastCommitted)?;
     let mut skipped = 0;
-    if refresh_first && let Some(kb) = &kb {
+    if writable && let Some(kb) = &kb {
         let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
         let indexed = refresh(ctx, &mut store, origin)?;
         let r = &indexed.report;
@@ -208,23 +187,15 @@ pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usiz
 /// Opens the store and wraps it for serving, refreshing it from `--kb` first unless told not to.
 pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> {
     let kb_dir = ctx.global.kb.clone();
-    let mut refresh_from = None;
-    let store = if no_refresh || kb_dir.is_none() {
-        ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
+    let (store, refresh_from) = if no_refresh || kb_dir.is_none() {
+        (ctx.open(kb_dir.as_deref(), Purpose::Read, false)?, None)
     } else {
-        match ctx
-            .open(kb_dir.as_deref(), Purpose::Write, false)
-            .map_err(CliError::from)
-        {
-            Ok(store) => {
-                refresh_from = Some(origin_for(ctx, kb_dir.clone(), None)?.0);
-                store
-            }
-            Err(CliError::VectorsUnavailable(_)) => {
-                ctx.note("notice: the index was not refreshed: the vector index is unreachable");
-                ctx.open(kb_dir.as_deref(), Purpose::Read, false)?
-            }
-            Err(e) => return Err(e.into_inner()),
+        let (store, writable) = open_to_refresh(ctx, kb_dir.as_deref(), OnLocked::Fail)?;
+        if writable {
+            let origin = origin_for(ctx, kb_dir.clone(), None)?.0;
+            (store, Some(origin))
+        } else {
+            (store, None)
         }
     };
     if let Some(notice) = &store.dense_notice {
@@ -242,4 +213,41 @@ pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> 
         ));
     }
     Ok(std::sync::Arc::new(service))
+}
+
+/// What a reader does when the store cannot be written now: another process holds its lock, or
+/// its folder is read-only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnLocked {
+    /// Read the last committed state, without the lock, with a notice.
+    ReadLastCommitted,
+    /// Fail with the lock error.
+    Fail,
+}
+
+/// Opens the store for writing, so that a reader can bring it up to date first; when it cannot
+/// be written now, degrades rather than fails where it may. With the vector index unreachable it
+/// opens the store for reading (lexical retrieval only), with a notice; with the store locked it
+/// does what `on_locked` says. Returns the store and whether it was opened for writing.
+pub(crate) fn open_to_refresh(
+    ctx: &Ctx,
+    kb: Option<&Path>,
+    on_locked: OnLocked,
+) -> Result<(Store, bool)> {
+    match ctx.open(kb, Purpose::Write, false).map_err(CliError::from) {
+        Ok(store) => Ok((store, true)),
+        // The vector server is down: read what is indexed, lexically, rather than fail.
+        Err(CliError::VectorsUnavailable(_)) => {
+            // The open below reports the reason, as the store's dense notice.
+            ctx.note("notice: the index was not refreshed: the vector index is unreachable");
+            Ok((ctx.open(kb, Purpose::Read, false)?, false))
+        }
+        Err(CliError::Locked(e)) if on_locked == OnLocked::ReadLastCommitted => {
+            ctx.note(&format!(
+                "notice: the index was not refreshed, searching its last committed state: {e}"
+            ));
+            Ok((ctx.open_read_only(kb)?, false))
+        }
+        Err(e) => Err(e.into_inner()),
+    }
 }
