@@ -14,6 +14,7 @@ use zhiku_domain::{Filter, Scope};
 
 use super::args::Global;
 use super::error::CliError;
+use super::render::{self, Refreshed};
 
 /// The global options, handed to every command.
 pub(crate) struct Ctx {
@@ -21,6 +22,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// The knowledge-base folder (`--kb` or `ZHIKU_KB`); an error when none was given.
     pub(crate) fn kb(&self) -> Result<PathBuf> {
         match &self.global.kb {
             Some(kb) => Ok(kb.clone()),
@@ -28,6 +30,7 @@ impl Ctx {
         }
     }
 
+    /// The store directory: `--store`, else `.zhiku/` inside the knowledge base.
     pub(crate) fn store_dir(&self, kb: Option<&Path>) -> Result<PathBuf> {
         match (&self.global.store, kb) {
             (Some(s), _) => Ok(s.clone()),
@@ -36,6 +39,8 @@ impl Ctx {
         }
     }
 
+    /// The configuration: the file (`--config`, else the knowledge base's `zhiku.toml`), the
+    /// profile and the environment.
     pub(crate) fn config(&self, kb: Option<&Path>) -> Result<Config> {
         let file = self
             .global
@@ -47,6 +52,7 @@ impl Ctx {
         })
     }
 
+    /// A note for the user on stderr (a log line under `serve`); nothing with `--quiet`.
     pub(crate) fn note(&self, text: &str) {
         if !self.global.quiet {
             // `zhiku serve` logs: its notes are log lines in the chosen format.
@@ -58,7 +64,8 @@ impl Ctx {
         }
     }
 
-    /// Opens the store for writing: takes the store lock, repairs what a crash left.
+    /// Opens the store holding its lock and repairs what a crash left. `Purpose::Write` needs every
+    /// configured index writable; `Purpose::Read` may degrade to lexical retrieval.
     pub(crate) fn open(&self, kb: Option<&Path>, purpose: Purpose, rebuild: bool) -> Result<Store> {
         let config = self.config(kb)?;
         let dir = self.store_dir(kb)?;
@@ -79,8 +86,11 @@ impl Ctx {
 
 /// The outcome of a refresh, as printed.
 pub(crate) struct Indexed {
+    /// What the indexer did.
     pub(crate) report: IndexReport,
+    /// Files that could not be loaded (their earlier documents are kept).
     pub(crate) skipped: Vec<Skipped>,
+    /// Documents in the knowledge base afterwards.
     pub(crate) docs: usize,
 }
 
@@ -103,6 +113,7 @@ pub(crate) fn refresh(ctx: &Ctx, store: &mut Store, origin: Origin) -> Result<In
     })
 }
 
+/// A progress bar for embedding on stderr, unless `--quiet` or stderr is not a terminal.
 fn progress_bar(ctx: &Ctx) -> Option<indicatif::ProgressBar> {
     if ctx.global.quiet || !std::io::stderr().is_terminal() {
         return None;
@@ -169,17 +180,8 @@ pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usiz
     if writable && let Some(kb) = &kb {
         let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
         let indexed = refresh(ctx, &mut store, origin)?;
-        let r = &indexed.report;
         skipped = indexed.skipped.len();
-        for s in &indexed.skipped {
-            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
-        }
-        if r.docs_added + r.docs_changed + r.docs_removed > 0 {
-            ctx.note(&format!(
-                "indexed: {} added, {} changed, {} removed ({} chunks embedded)",
-                r.docs_added, r.docs_changed, r.docs_removed, r.chunks_embedded
-            ));
-        }
+        render::index_summary(ctx, &indexed, Refreshed::BeforeQuery);
     }
     Ok((store, skipped))
 }
@@ -203,14 +205,12 @@ pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<kb::SharedKb> 
     }
     let (service, refreshed) = kb::KnowledgeBase::new(store, refresh_from)?;
     if let Some(r) = refreshed {
-        for s in &r.skipped {
-            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
-        }
-        let rep = &r.report;
-        ctx.note(&format!(
-            "indexed: {} documents ({} added, {} changed, {} removed, {} chunks embedded)",
-            r.docs, rep.docs_added, rep.docs_changed, rep.docs_removed, rep.chunks_embedded
-        ));
+        let indexed = Indexed {
+            report: r.report,
+            skipped: r.skipped,
+            docs: r.docs,
+        };
+        render::index_summary(ctx, &indexed, Refreshed::BeforeServing);
     }
     Ok(std::sync::Arc::new(service))
 }

@@ -9,7 +9,7 @@ use zhiku_app::store::{Origin, Purpose, Store};
 
 use super::ctx::{Ctx, origin_for, refresh};
 use super::exit::Exit;
-use super::render;
+use super::render::{self, Refreshed};
 
 /// Indexes the origin, prints the summary, and keeps watching when asked.
 pub(crate) fn run(
@@ -27,7 +27,7 @@ pub(crate) fn run(
         ctx.note(&format!("notice: {notice}"));
     }
     let indexed = refresh(ctx, &mut store, origin.clone())?;
-    render::index_summary(ctx, &indexed, json);
+    render::index_summary(ctx, &indexed, Refreshed::Index { json });
     if watch {
         return watch_and_reindex(ctx, &mut store, origin, json);
     }
@@ -68,7 +68,7 @@ fn watch_and_reindex(ctx: &Ctx, store: &mut Store, origin: Origin, json: bool) -
         // Debounce: wait until the folder has been quiet for 500 ms.
         while rx.recv_timeout(Duration::from_millis(500)).is_ok() {}
         match refresh(ctx, store, origin.clone()) {
-            Ok(indexed) => render::index_summary(ctx, &indexed, json),
+            Ok(indexed) => render::index_summary(ctx, &indexed, Refreshed::Index { json }),
             Err(e) => eprintln!("error: {e:#}"),
         }
         let _ = std::io::stdout().flush();

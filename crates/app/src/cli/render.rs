@@ -10,49 +10,89 @@ use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, Retrieval, RetrievalMode
 
 use super::ctx::{Ctx, Indexed};
 
-/// What `zhiku index` prints after a refresh: one JSON object, or the skipped files on stderr
-/// and one summary line.
-pub(crate) fn index_summary(ctx: &Ctx, indexed: &Indexed, json: bool) {
+/// Which refresh an index summary reports, which decides how it is printed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refreshed {
+    /// `zhiku index` (and each round of `--watch`): one JSON object, or the skipped files on
+    /// stderr (even with `--quiet`) and one summary line.
+    Index {
+        /// Print one JSON object.
+        json: bool,
+    },
+    /// The refresh before a query: notes on stderr, the counts only when something changed.
+    BeforeQuery,
+    /// The refresh before serving: notes on stderr (log lines under `serve`), always with the
+    /// number of documents.
+    BeforeServing,
+}
+
+/// Prints what a refresh did, in the form `after` calls for.
+pub(crate) fn index_summary(ctx: &Ctx, indexed: &Indexed, after: Refreshed) {
     let r = &indexed.report;
-    if json {
-        let line = json!({
-            "docs_added": r.docs_added,
-            "docs_changed": r.docs_changed,
-            "docs_unchanged": r.docs_skipped,
-            "docs_removed": r.docs_removed,
-            "chunks_reused": r.chunks_reused,
-            "chunks_embedded": r.chunks_embedded,
-            "chunks_removed": r.chunks_removed,
-            "chunks_truncated": r.chunks_truncated,
-            "skipped": indexed.skipped,
-        });
-        println!("{line}");
-        return;
-    }
-    for s in &indexed.skipped {
-        eprintln!("skipped {}: {}", s.path, s.reason);
-    }
-    if r.docs_added + r.docs_changed + r.docs_removed == 0 {
-        ctx.note(&format!(
-            "{} documents, nothing changed: 0 chunks embedded",
-            indexed.docs
-        ));
-    }
-    println!(
-        "documents: {} added, {} changed, {} unchanged, {} removed; chunks: {} reused, {} embedded, {} removed{}",
-        r.docs_added,
-        r.docs_changed,
-        r.docs_skipped,
-        r.docs_removed,
-        r.chunks_reused,
-        r.chunks_embedded,
-        r.chunks_removed,
-        if indexed.skipped.is_empty() {
-            String::new()
-        } else {
-            format!("; {} files skipped", indexed.skipped.len())
+    let changed = r.docs_added + r.docs_changed + r.docs_removed > 0;
+    let note_skipped = || {
+        for s in &indexed.skipped {
+            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
         }
-    );
+    };
+    match after {
+        Refreshed::Index { json: true } => {
+            let line = json!({
+                "docs_added": r.docs_added,
+                "docs_changed": r.docs_changed,
+                "docs_unchanged": r.docs_skipped,
+                "docs_removed": r.docs_removed,
+                "chunks_reused": r.chunks_reused,
+                "chunks_embedded": r.chunks_embedded,
+                "chunks_removed": r.chunks_removed,
+                "chunks_truncated": r.chunks_truncated,
+                "skipped": indexed.skipped,
+            });
+            println!("{line}");
+        }
+        Refreshed::Index { json: false } => {
+            for s in &indexed.skipped {
+                eprintln!("skipped {}: {}", s.path, s.reason);
+            }
+            if !changed {
+                ctx.note(&format!(
+                    "{} documents, nothing changed: 0 chunks embedded",
+                    indexed.docs
+                ));
+            }
+            println!(
+                "documents: {} added, {} changed, {} unchanged, {} removed; chunks: {} reused, {} embedded, {} removed{}",
+                r.docs_added,
+                r.docs_changed,
+                r.docs_skipped,
+                r.docs_removed,
+                r.chunks_reused,
+                r.chunks_embedded,
+                r.chunks_removed,
+                if indexed.skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} files skipped", indexed.skipped.len())
+                }
+            );
+        }
+        Refreshed::BeforeQuery => {
+            note_skipped();
+            if changed {
+                ctx.note(&format!(
+                    "indexed: {} added, {} changed, {} removed ({} chunks embedded)",
+                    r.docs_added, r.docs_changed, r.docs_removed, r.chunks_embedded
+                ));
+            }
+        }
+        Refreshed::BeforeServing => {
+            note_skipped();
+            ctx.note(&format!(
+                "indexed: {} documents ({} added, {} changed, {} removed, {} chunks embedded)",
+                indexed.docs, r.docs_added, r.docs_changed, r.docs_removed, r.chunks_embedded
+            ));
+        }
+    }
 }
 
 /// The ranked evidence of `zhiku search`: one JSON object, or a few lines per hit (notes on
