@@ -22,6 +22,8 @@ use cli::ctx::Ctx;
 use cli::error::CliError;
 use cli::exit::Exit;
 
+/// Parses the command line, runs the command, and turns how it ended into the exit status (an
+/// error is printed first).
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
