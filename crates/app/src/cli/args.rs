@@ -1,0 +1,197 @@
+//! The command line's shape: the global options, the commands and their arguments, as clap
+//! parses them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use zhiku_app::serve::logging::LogFormat;
+use zhiku_domain::usecases::RetrievalMode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "zhiku",
+    version,
+    about = "知库: a knowledge-base engine for retrieval-augmented generation"
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub(crate) struct Global {
+    /// The knowledge-base folder.
+    #[arg(long, global = true, env = "ZHIKU_KB")]
+    pub(crate) kb: Option<PathBuf>,
+    /// The store directory (default: .zhiku/ inside the knowledge base).
+    #[arg(long, global = true, env = "ZHIKU_STORE")]
+    pub(crate) store: Option<PathBuf>,
+    /// Configuration file (default: zhiku.toml in the knowledge base, if present).
+    #[arg(long, global = true)]
+    pub(crate) config: Option<PathBuf>,
+    /// Profile: dev, local (default) or prod.
+    #[arg(long, global = true)]
+    pub(crate) profile: Option<String>,
+    /// More detail.
+    #[arg(short, long, global = true)]
+    pub(crate) verbose: bool,
+    /// Only errors and results.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Mode {
+    Hybrid,
+    Lexical,
+    Dense,
+}
+
+impl From<Mode> for RetrievalMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Hybrid => RetrievalMode::Hybrid,
+            Mode::Lexical => RetrievalMode::Lexical,
+            Mode::Dense => RetrievalMode::Dense,
+        }
+    }
+}
+
+/// What `search` and `ask` share: routes, scope, filters, output.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct QueryArgs {
+    /// Evidence to retrieve (default: `k` from the configuration). For `ask`, before the
+    /// context budget.
+    #[arg(long, short = 'k')]
+    pub(crate) k: Option<usize>,
+    /// Retrieval routes.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub(crate) mode: Mode,
+    /// Scopes to search (default: the configured scopes).
+    #[arg(long = "scope")]
+    pub(crate) scopes: Vec<String>,
+    /// Metadata equality filter, key=value (repeatable).
+    #[arg(long = "filter")]
+    pub(crate) filters: Vec<String>,
+    /// Print JSON (for `ask`, the answer frame).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Do not refresh the index first.
+    #[arg(long)]
+    pub(crate) no_refresh: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Index a knowledge-base folder (or a BEIR corpus) incrementally.
+    Index {
+        /// The folder (default: --kb).
+        dir: Option<PathBuf>,
+        /// Index a BEIR corpus.jsonl from this directory instead of a folder.
+        #[arg(long, conflicts_with = "dir")]
+        beir: Option<PathBuf>,
+        /// Discard the store and build it again (after a policy, model or tokenizer change).
+        #[arg(long)]
+        rebuild: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Keep running and re-index when files change (debounced).
+        #[arg(long, conflicts_with = "beir")]
+        watch: bool,
+    },
+    /// Search the knowledge base and print the ranked evidence.
+    Search {
+        /// The query.
+        query: String,
+        #[command(flatten)]
+        q: QueryArgs,
+    },
+    /// Answer a question from the knowledge base, with citations checked against this round's
+    /// retrieval.
+    Ask {
+        /// The question.
+        question: String,
+        #[command(flatten)]
+        q: QueryArgs,
+        /// Print the run as a chain of steps.
+        #[arg(long)]
+        trace: bool,
+    },
+    /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
+    Eval {
+        /// A BEIR directory (corpus, queries, qrels, optional spans), indexed in memory.
+        #[arg(long, conflicts_with = "golden")]
+        beir: Option<PathBuf>,
+        /// A golden JSONL file evaluated against the knowledge base (--kb).
+        #[arg(long)]
+        golden: Option<PathBuf>,
+        /// Retrieval mode.
+        #[arg(long, value_enum, default_value = "lexical")]
+        mode: Mode,
+        /// Print the one-line JSON summary.
+        #[arg(long)]
+        json: bool,
+        /// Write per-query results (rank of the first hit, top-10 ids) as JSONL.
+        #[arg(long)]
+        per_query: Option<PathBuf>,
+        /// Golden sets only: write each case's answer (status, citation validity, trace id) as
+        /// JSONL.
+        #[arg(long)]
+        answers: Option<PathBuf>,
+        /// BEIR only: the dense route's embedder: none, hashing (the test double) or candle (the
+        /// configured model, ZHIKU_MODEL).
+        #[arg(long, default_value = "none")]
+        embedder: String,
+    },
+    /// Serve the knowledge base over HTTP: the JSON API under /v1, the web page at /, and MCP
+    /// (streamable HTTP) at /mcp.
+    Serve {
+        /// Listen address (default: [serve] bind, 127.0.0.1:7878).
+        #[arg(long)]
+        bind: Option<String>,
+        /// Do not refresh the index from the knowledge base before serving.
+        #[arg(long)]
+        no_refresh: bool,
+        /// Log lines on stderr, one per request and event: text, or json (one object per
+        /// line). The level: ZHIKU_LOG or RUST_LOG (default info).
+        #[arg(long, env = "ZHIKU_LOG_FORMAT", default_value = "text")]
+        log_format: LogFormat,
+    },
+    /// Serve the knowledge base over the Model Context Protocol on stdin/stdout.
+    Mcp {
+        /// Do not refresh the index from the knowledge base first.
+        #[arg(long)]
+        no_refresh: bool,
+    },
+    /// Print a new random bearer token and the line to put in zhiku.toml for it.
+    Token {
+        /// The token's name.
+        name: String,
+        /// Scopes it may read (repeatable).
+        #[arg(long = "scope", required = true)]
+        scopes: Vec<String>,
+        /// It may also add and remove documents.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Show what the store holds and which adapters were picked.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check that manifest, lexical index and vectors agree (repairing first what a crash left,
+    /// unless another process is writing the store or it cannot be written).
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Check the last committed state without the store lock and without repairing: works
+        /// beside a running `zhiku serve` and on a read-only store.
+        #[arg(long)]
+        read_only: bool,
+    },
+}

@@ -1,0 +1,51 @@
+//! `zhiku ask`: answer a question with citations checked against this round's retrieval.
+
+use anyhow::Result;
+use zhiku_adapters_memory::MemoryTraceSink;
+use zhiku_app::answer::{
+    MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
+};
+use zhiku_app::wiring::{self, source_for};
+use zhiku_domain::usecases::{AnswerStatus, Answerer, RetrievalMode};
+
+use super::args::QueryArgs;
+use super::ctx::{Ctx, build_filter};
+use super::exit::Exit;
+use super::open::open_for_query;
+use super::render;
+
+/// Refreshes the store (unless told not to), answers, prints the answer (and the trace).
+pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit> {
+    let mode = RetrievalMode::from(q.mode);
+    let (store, skipped) = open_for_query(ctx, q.no_refresh)?;
+    if let Some(notice) = &store.dense_notice
+        && !matches!(mode, RetrievalMode::Lexical)
+    {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let filter = build_filter(&store, &q.scopes, &q.filters)?;
+    let source = source_for(&store)?;
+    let clock = MonotonicClock::default();
+    let retriever = store.retriever(source.as_ref()).with_clock(&clock);
+    let generator = generator_for(&store.config)?;
+    let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
+    let file_sink = wiring::trace_log(&store);
+    let memory = MemoryTraceSink::new();
+    let sink = Tee(vec![&file_sink, &memory]);
+    let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
+    let trace_id = new_trace_id();
+    let frame = answerer.ask(question, &filter, &trace_id)?;
+    if trace {
+        eprint!("{}", render_chain(&memory.events_for(&trace_id)));
+    }
+    if q.json {
+        println!("{}", serde_json::to_string(&frame)?);
+    } else {
+        render::answer(&frame);
+    }
+    Ok(match frame.status {
+        AnswerStatus::CannotRetrieve => Exit::CannotRetrieve,
+        AnswerStatus::Blocked => Exit::Blocked,
+        _ => Exit::unless_skipped(skipped),
+    })
+}

@@ -1,0 +1,76 @@
+//! `zhiku index`: bring the store up to date with a folder or a BEIR corpus, once or on every
+//! change (`--watch`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use zhiku_app::store::{Origin, Purpose, Store};
+
+use super::ctx::{Ctx, origin_for, refresh};
+use super::exit::Exit;
+use super::render::{self, After};
+
+/// Indexes the origin, prints the summary, and keeps watching when asked.
+pub(crate) fn run(
+    ctx: &Ctx,
+    dir: Option<PathBuf>,
+    beir: Option<PathBuf>,
+    rebuild: bool,
+    json: bool,
+    watch: bool,
+) -> Result<Exit> {
+    let (origin, kb) = origin_for(ctx, dir, beir.clone())?;
+    let store_kb = kb.clone().or(beir);
+    let mut store = ctx.open(store_kb.as_deref(), Purpose::Write, rebuild)?;
+    if let Some(notice) = &store.dense_notice {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let indexed = refresh(ctx, &mut store, origin.clone())?;
+    render::index_summary(ctx, &indexed, After::Index { json });
+    if watch {
+        return watch_and_reindex(ctx, &mut store, origin, json);
+    }
+    Ok(Exit::unless_skipped(indexed.skipped.len()))
+}
+
+/// Re-indexes whenever files under the knowledge base change, after 500 ms without further
+/// changes. Changes inside the store directory are ignored. Runs until interrupted.
+fn watch_and_reindex(ctx: &Ctx, store: &mut Store, origin: Origin, json: bool) -> Result<Exit> {
+    use notify::{RecursiveMode, Watcher};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let Origin::Folder { root } = &origin else {
+        bail!("--watch needs a folder")
+    };
+    let store_dir = std::fs::canonicalize(&store.dir).unwrap_or_else(|_| store.dir.clone());
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            let _ = tx.send(event);
+        }
+    })?;
+    watcher.watch(root, RecursiveMode::Recursive)?;
+    ctx.note(&format!(
+        "watching {} for changes (Ctrl-C to stop)",
+        root.display()
+    ));
+    let relevant = |event: &notify::Event| {
+        !matches!(event.kind, notify::EventKind::Access(_))
+            && event.paths.iter().any(|p| !p.starts_with(&store_dir))
+    };
+    loop {
+        let event = rx.recv()?;
+        if !relevant(&event) {
+            continue;
+        }
+        // Debounce: wait until the folder has been quiet for 500 ms.
+        while rx.recv_timeout(Duration::from_millis(500)).is_ok() {}
+        match refresh(ctx, store, origin.clone()) {
+            Ok(indexed) => render::index_summary(ctx, &indexed, After::Index { json }),
+            Err(e) => eprintln!("error: {e:#}"),
+        }
+        let _ = std::io::stdout().flush();
+    }
+}

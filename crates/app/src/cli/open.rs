@@ -1,0 +1,53 @@
+//! Opening the store for the commands that read it: a query (brought up to date first, unless
+//! told not to) and a long-lived service.
+
+use anyhow::Result;
+use zhiku_app::store::{Purpose, Store};
+use zhiku_app::wiring;
+
+use super::ctx::{Ctx, OnLocked, open_to_refresh, origin_for, refresh};
+use super::render::{self, After};
+
+/// Opens the store for a query, first bringing it up to date with the knowledge base unless
+/// `no_refresh`. Returns the store and how many files were skipped. Without a refresh the store
+/// is opened read-only; when it cannot be written now (another process writes it, or the folder
+/// is read-only) the query reads the last committed state, with a notice.
+pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
+    let kb = ctx.global.kb.clone();
+    if no_refresh {
+        return Ok((ctx.open_read_only(kb.as_deref())?, 0));
+    }
+    let (mut store, writable) = open_to_refresh(ctx, kb.as_deref(), OnLocked::ReadLastCommitted)?;
+    let mut skipped = 0;
+    if writable && let Some(kb) = &kb {
+        let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
+        let indexed = refresh(ctx, &mut store, origin)?;
+        skipped = indexed.skipped.len();
+        render::index_summary(ctx, &indexed, After::BeforeQuery);
+    }
+    Ok((store, skipped))
+}
+
+/// Opens the store and wraps it for serving, refreshing it from `--kb` first unless told not to.
+pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<zhiku_service::SharedKb> {
+    let kb_dir = ctx.global.kb.clone();
+    let (store, refresh_from) = if no_refresh || kb_dir.is_none() {
+        (ctx.open(kb_dir.as_deref(), Purpose::Read, false)?, None)
+    } else {
+        let (store, writable) = open_to_refresh(ctx, kb_dir.as_deref(), OnLocked::Fail)?;
+        if writable {
+            let origin = origin_for(ctx, kb_dir.clone(), None)?.0;
+            (store, Some(origin))
+        } else {
+            (store, None)
+        }
+    };
+    if let Some(notice) = &store.dense_notice {
+        ctx.note(&format!("notice: {notice}"));
+    }
+    let (service, refreshed) = wiring::open_service(store, refresh_from)?;
+    if let Some(r) = refreshed {
+        render::index_summary(ctx, &r, After::BeforeServing);
+    }
+    Ok(std::sync::Arc::new(service))
+}

@@ -1,0 +1,118 @@
+//! `zhiku serve`: the JSON API, the web page and MCP over HTTP, until a signal stops it.
+
+use anyhow::{Context, Result, bail};
+use zhiku_app::serve::logging::LogFormat;
+use zhiku_app::serve::settings::Tokens;
+use zhiku_app::serve::{self, AppState};
+
+use super::ctx::Ctx;
+use super::exit::Exit;
+use super::open::open_service;
+
+/// The async runtime of `serve` and `mcp`.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Opens the service, checks the bind address and tokens, serves until SIGINT or SIGTERM.
+pub(crate) fn run(
+    ctx: &Ctx,
+    bind: Option<String>,
+    no_refresh: bool,
+    log_format: LogFormat,
+) -> Result<Exit> {
+    serve::logging::init(log_format)?;
+    let service = open_service(ctx, no_refresh)?;
+    let mut settings = ctx.config(ctx.global.kb.as_deref())?.serve;
+    if let Some(bind) = bind {
+        settings.bind = bind;
+    }
+    let addr: std::net::SocketAddr = settings.bind.parse().with_context(|| {
+        format!(
+            "--bind {:?} is not an address like 127.0.0.1:7878",
+            settings.bind
+        )
+    })?;
+    let anonymous = zhiku_service::Caller {
+        name: "anonymous".into(),
+        write: false,
+        ..service.local_caller()
+    };
+    let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
+    serve::metrics::Guard::from_settings(&settings)?;
+    if !tokens.required() && !addr.ip().is_loopback() {
+        bail!(
+            "refusing to serve {addr} without tokens: add [[serve.tokens]] to zhiku.toml (zhiku token NAME --scope S prints one), or bind a loopback address"
+        );
+    }
+    let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
+    let gate = state.gate().clone();
+    let (mcp, end_mcp_sessions) = zhiku_app::mcp::http_router(service, gate.clone());
+    let app = serve::router(state, Some(mcp));
+    let (limits, lowered) = serve::conn::Limits::of(&settings);
+    if let Some(lowered) = lowered {
+        ctx.note(&format!("note: {lowered}"));
+    }
+    let shutdown_ms = settings.shutdown_timeout_ms;
+    let rt = runtime()?;
+    let stopped = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        ctx.note(&format!(
+            "zhiku serving http://{local}  (API /v1, page /, MCP /mcp; {})",
+            if tokens.required() {
+                format!("{} bearer token(s)", settings.tokens.len())
+            } else {
+                "no tokens: anonymous read-only access to the trusted scopes".to_string()
+            }
+        ));
+        let stopped = serve::conn::serve(
+            listener,
+            app,
+            limits,
+            shutdown_signal(),
+            end_mcp_sessions,
+            async move { gate.drained().await },
+        )
+        .await;
+        anyhow::Ok(stopped)
+    })?;
+    match stopped {
+        serve::conn::Stopped::Drained => {
+            ctx.note("zhiku stopped: every request and its work finished")
+        }
+        serve::conn::Stopped::DeadlinePassed { open } => ctx.note(&format!(
+            "zhiku stopped after shutdown_timeout_ms ({shutdown_ms} ms) with {open} connection(s) or their work unfinished"
+        )),
+    }
+    // Work still running past shutdown_timeout_ms is abandoned (the store's writes are
+    // crash-safe).
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(Exit::Success)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

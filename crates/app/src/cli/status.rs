@@ -1,0 +1,15 @@
+//! `zhiku status`: what the store holds and which adapters were picked.
+
+use anyhow::Result;
+
+use super::ctx::Ctx;
+use super::exit::Exit;
+use super::render;
+
+/// Opens the last committed state read-only and prints it.
+pub(crate) fn run(ctx: &Ctx, json: bool) -> Result<Exit> {
+    let kb = ctx.global.kb.clone();
+    let store = ctx.open_read_only(kb.as_deref())?;
+    render::status(ctx, &store, json);
+    Ok(Exit::Success)
+}

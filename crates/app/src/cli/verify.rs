@@ -1,0 +1,125 @@
+//! `zhiku verify`: check that manifest, lexical index and vectors agree, repairing first what a
+//! crash left when the store can be written.
+
+use anyhow::Result;
+use serde_json::json;
+use zhiku_app::store::{Purpose, StoreLock};
+
+use super::ctx::Ctx;
+use super::error::CliError;
+use super::exit::Exit;
+
+/// Opens (and repairs) the store, or reads its last committed state, and reports what differs.
+pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<Exit> {
+    let kb = ctx.global.kb.clone();
+    let mut notice = None;
+    let mut store = if read_only {
+        ctx.open_read_only(kb.as_deref())?
+    } else {
+        match ctx
+            .open(kb.as_deref(), Purpose::Read, false)
+            .map_err(CliError::from)
+        {
+            Ok(store) => store,
+            Err(CliError::Locked(e)) => {
+                notice = Some(format!(
+                    "checked the last committed state without repairing: {e}"
+                ));
+                ctx.open_read_only(kb.as_deref())?
+            }
+            Err(e) => return Err(e.into_inner()),
+        }
+    };
+    let mut attempt = 0u64;
+    let (problems, writer, in_progress) = loop {
+        let mut problems = store.problems()?;
+        // Files a writer running now has not committed yet are its work in progress, not damage.
+        let writer = if store.holds_lock() {
+            None
+        } else {
+            StoreLock::holder(&store.dir)
+        };
+        if writer.is_some() {
+            store.discount_later_writes(&mut problems)?;
+        }
+        let in_progress = match &writer {
+            Some(_) => std::mem::take(&mut problems.stray_files),
+            None => Vec::new(),
+        };
+        // Beside a running writer, manifest and indexes were read one after the other and may
+        // straddle one of its writes (indexes commit, then the manifest is renamed): look again
+        // at a later committed state before reporting a difference.
+        if problems.is_empty() || writer.is_none() || attempt >= 10 {
+            break (problems, writer, in_progress);
+        }
+        attempt += 1;
+        std::thread::sleep(std::time::Duration::from_millis((50 * attempt).min(250)));
+        store = ctx.open_read_only(kb.as_deref())?;
+    };
+    if json {
+        println!(
+            "{}",
+            json!({
+                "consistent": problems.is_empty(),
+                "read_only": store.is_read_only(),
+                "writer_pid": writer,
+                "repaired_on_open": store.repair,
+                "uncommitted_files_of_the_running_writer": in_progress,
+                "problems": problems,
+            })
+        );
+    } else {
+        if let Some(n) = &notice {
+            ctx.note(&format!("notice: {n}"));
+        }
+        if store.repair.repaired() {
+            println!("repaired on open: {}", store.repair.describe());
+        }
+        if let Some(pid) = &writer {
+            println!(
+                "process {pid} is writing the store; checked its last committed state{}",
+                if in_progress.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} uncommitted files in progress)", in_progress.len())
+                }
+            );
+        }
+        if problems.is_empty() {
+            println!(
+                "consistent: {} documents, {} chunks in the manifest, the lexical index{}",
+                store.recorded.catalog.docs.len(),
+                store.recorded.catalog.chunk_count(),
+                if store.dense.is_some() {
+                    " and the vectors"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            println!("inconsistent store {}:", store.dir.display());
+            for file in &problems.stray_files {
+                println!(
+                    "  lexical/{file} is not referenced by the committed index (left by a killed writer)"
+                );
+            }
+            for id in &problems.lexical_orphans {
+                println!("  lexical index holds {id}, which the manifest does not list");
+            }
+            for id in &problems.vector_orphans {
+                println!("  vector index holds {id}, which the manifest does not list");
+            }
+            for doc in &problems.docs_missing_chunks {
+                println!("  document {doc} has chunks missing from an index");
+            }
+            println!(
+                "fix: zhiku verify or zhiku index (both repair from the manifest), or zhiku index --rebuild"
+            );
+        }
+    }
+    Ok(if problems.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Inconsistent
+    })
+}
