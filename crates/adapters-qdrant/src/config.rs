@@ -2,11 +2,18 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use zhiku_domain::EmbeddingSpace;
 
 /// Connection and layout settings of a [`QdrantVectorIndex`](crate::QdrantVectorIndex).
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Deserialises from the `[qdrant]` table of `zhiku.toml`: `url`, `api_key`,
+/// `collection_prefix`, `timeout_ms`, `shards`, `replication`, `batch`; a key left out keeps
+/// its default, an unknown key is an error. Check a deserialised value with
+/// [`QdrantConfig::check`].
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct QdrantConfig {
     /// gRPC URL of the server, e.g. `http://127.0.0.1:6334` (the gRPC port, not the REST one).
     pub url: String,
@@ -15,20 +22,27 @@ pub struct QdrantConfig {
     /// Prefix of every collection zhiku creates, so one server can host several installations.
     pub collection_prefix: String,
     /// Deadline of one request; connecting gets the same deadline, at most 5 s.
+    #[serde(rename = "timeout_ms", deserialize_with = "millis")]
     pub timeout: Duration,
     /// Points per upsert request.
+    #[serde(rename = "batch")]
     pub batch_size: usize,
     /// Shards of a new collection (a distributed cluster spreads them over its nodes).
+    #[serde(rename = "shards")]
     pub shard_number: u32,
     /// Copies of each shard in a new collection (a distributed cluster keeps them on different
     /// nodes).
+    #[serde(rename = "replication")]
     pub replication_factor: u32,
     /// Retries of a request that failed with a temporary error (unavailable, timeout,
     /// overloaded) before the error is reported.
+    #[serde(skip)]
     pub max_retries: u32,
     /// Delay before the first retry; it doubles on each further retry, up to 5 s.
+    #[serde(skip)]
     pub initial_backoff: Duration,
     /// Exact (brute-force) search instead of HNSW. For measurements and tiny collections.
+    #[serde(skip)]
     pub exact: bool,
 }
 
@@ -67,7 +81,42 @@ impl std::fmt::Debug for QdrantConfig {
     }
 }
 
+/// A duration written in milliseconds.
+fn millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Ok(Duration::from_millis(u64::deserialize(d)?))
+}
+
 impl QdrantConfig {
+    /// Why these settings cannot be used, if they cannot: a timeout, shard count, replication
+    /// or batch of 0, a URL that is not `http(s)://`, a collection prefix other than ASCII
+    /// letters, digits, `_` and `-`.
+    pub fn check(&self) -> Result<(), String> {
+        if self.timeout.is_zero() || self.shard_number == 0 || self.replication_factor == 0 {
+            return Err("qdrant timeout_ms, shards and replication must be at least 1".into());
+        }
+        if self.batch_size == 0 {
+            return Err("qdrant batch must be at least 1".into());
+        }
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return Err(format!(
+                "qdrant url {:?} must start with http:// or https:// (the gRPC port, e.g. http://127.0.0.1:6334)",
+                self.url
+            ));
+        }
+        if self.collection_prefix.is_empty()
+            || !self
+                .collection_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(format!(
+                "qdrant collection_prefix {:?} may contain only ASCII letters, digits, _ and -",
+                self.collection_prefix
+            ));
+        }
+        Ok(())
+    }
+
     /// The defaults with another URL.
     pub fn with_url(url: impl Into<String>) -> Self {
         Self {

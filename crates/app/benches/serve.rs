@@ -140,7 +140,7 @@ fn main() -> anyhow::Result<()> {
         }),
     )?;
     let index_s = t.elapsed().as_secs_f64();
-    let caller = Caller::local(config.trusted_scopes()?);
+    let caller = Caller::local(config.scopes.clone());
     let query = |q: &str| SearchQuery {
         query: q.to_string(),
         k: Some(10),

@@ -15,7 +15,7 @@ pub use zhiku_service::{MonotonicClock, Tee, new_trace_id};
 
 /// The answer policy from the configuration, for `mode` and `k` evidence.
 pub fn policy_for(config: &Config, mode: RetrievalMode, k: usize) -> Result<AnswerPolicy> {
-    Ok(config.service_settings()?.answer_policy(mode, k))
+    Ok(config.service_settings().answer_policy(mode, k))
 }
 
 /// A value as the chain shows it: a string bare, anything else as JSON.

@@ -6,9 +6,9 @@
 //! bind = "127.0.0.1:7878"
 //! timeout_ms = 30000
 //! allowed_hosts = ["kb.example.com"]   # names clients use to reach the server (Host check)
-//! header_timeout_ms = 10000            # connection limits, see `serve::conn`
+//! header_timeout_ms = 10000            # connection limits, see `conn`
 //! max_connections = 512
-//! traces_max_bytes = 16777216          # trace rotation, see `answer::JsonlTraceSink`
+//! traces_max_bytes = 16777216          # trace rotation of the store's trace log
 //!
 //! [[serve.tokens]]
 //! name = "support-team"
@@ -28,7 +28,7 @@
 //! Tokens never sit in the file in clear. Without any token the server admits anonymous
 //! callers, read-only, with the configuration's trusted scopes, and only on a loopback address.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use zhiku_domain::Scope;
@@ -160,17 +160,12 @@ impl ServeSettings {
 }
 
 impl ServeSettings {
-    /// File values over defaults, `ZHIKU_SERVE_BIND`, `ZHIKU_SERVE_TIMEOUT_MS` and
-    /// `ZHIKU_SERVE_{HEADER,BODY,IDLE,SHUTDOWN}_TIMEOUT_MS`, `ZHIKU_SERVE_MAX_CONNECTIONS` over
-    /// both.
-    pub fn resolve(
-        table: Option<&ServeTable>,
-        env: &dyn Fn(&str) -> Option<String>,
-        origins: &mut Vec<(String, String)>,
-    ) -> Result<Self> {
+    /// The settings `table` (the merged `[serve]` of every configuration layer) asks for, over
+    /// the defaults, checked.
+    pub fn from_table(table: ServeTable) -> Result<Self> {
         let d = Self::default();
-        let t = table.cloned().unwrap_or_default();
-        let mut s = Self {
+        let t = table;
+        let s = Self {
             bind: t.bind.unwrap_or(d.bind),
             max_body_bytes: t.max_body_bytes.unwrap_or(d.max_body_bytes),
             max_k: t.max_k.unwrap_or(d.max_k),
@@ -190,38 +185,6 @@ impl ServeSettings {
             metrics_token_sha256: t.metrics_token_sha256,
             metrics_token_env: t.metrics_token_env,
         };
-        if let Some(v) = env("ZHIKU_SERVE_BIND").filter(|v| !v.is_empty()) {
-            s.bind = v;
-            origins.push(("serve.bind".into(), "ZHIKU_SERVE_BIND".into()));
-        }
-        if let Some(v) = env("ZHIKU_SERVE_TIMEOUT_MS").filter(|v| !v.is_empty()) {
-            s.timeout_ms = v
-                .parse()
-                .with_context(|| format!("ZHIKU_SERVE_TIMEOUT_MS={v:?} is not a number"))?;
-            origins.push(("serve.timeout_ms".into(), "ZHIKU_SERVE_TIMEOUT_MS".into()));
-        }
-        for (key, var) in [
-            ("header_timeout_ms", "ZHIKU_SERVE_HEADER_TIMEOUT_MS"),
-            ("body_timeout_ms", "ZHIKU_SERVE_BODY_TIMEOUT_MS"),
-            ("idle_timeout_ms", "ZHIKU_SERVE_IDLE_TIMEOUT_MS"),
-            ("shutdown_timeout_ms", "ZHIKU_SERVE_SHUTDOWN_TIMEOUT_MS"),
-            ("max_connections", "ZHIKU_SERVE_MAX_CONNECTIONS"),
-        ] {
-            let Some(v) = env(var).filter(|v| !v.is_empty()) else {
-                continue;
-            };
-            let n: u64 = v
-                .parse()
-                .with_context(|| format!("{var}={v:?} is not a number"))?;
-            match key {
-                "header_timeout_ms" => s.header_timeout_ms = n,
-                "body_timeout_ms" => s.body_timeout_ms = n,
-                "idle_timeout_ms" => s.idle_timeout_ms = n,
-                "shutdown_timeout_ms" => s.shutdown_timeout_ms = n,
-                _ => s.max_connections = usize::try_from(n).unwrap_or(usize::MAX),
-            }
-            origins.push((format!("serve.{key}"), var.into()));
-        }
         if s.max_k == 0
             || s.max_query_chars == 0
             || s.max_concurrent == 0
@@ -501,15 +464,14 @@ mod tests {
 
     #[test]
     fn rules_need_exactly_one_secret_and_scopes() {
-        let mut origins = Vec::new();
         let table: ServeTable =
             toml::from_str("[[tokens]]\nname = \"x\"\nscopes = [\"a\"]\n").unwrap();
-        assert!(ServeSettings::resolve(Some(&table), &|_| None, &mut origins).is_err());
+        assert!(ServeSettings::from_table(table).is_err());
         let table: ServeTable = toml::from_str(&format!(
             "[[tokens]]\nname = \"x\"\nsha256 = \"{}\"\nscopes = []\n",
             token_digest("t")
         ))
         .unwrap();
-        assert!(ServeSettings::resolve(Some(&table), &|_| None, &mut origins).is_err());
+        assert!(ServeSettings::from_table(table).is_err());
     }
 }

@@ -133,7 +133,7 @@ pub(crate) fn origin_for(
 /// The filter of a query: the given scopes (default: the trusted ones) and key=value metadata.
 pub(crate) fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<Filter> {
     let scopes: Vec<Scope> = if scopes.is_empty() {
-        store.config.trusted_scopes()?
+        store.config.scopes.clone()
     } else {
         scopes
             .iter()

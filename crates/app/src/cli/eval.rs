@@ -56,12 +56,8 @@ pub(crate) fn run(
                 "candle" => DenseChoice::Candle(config.model.clone()),
                 other => bail!("--embedder {other:?}: use none, hashing or candle"),
             };
-            let index = build_corpus_index(
-                &set.corpus,
-                config.policy()?,
-                LexicalConfig::default(),
-                dense,
-            )?;
+            let index =
+                build_corpus_index(&set.corpus, config.policy, LexicalConfig::default(), dense)?;
             ctx.note(&format!(
                 "indexed {} passages into {} chunks in {:.2} s",
                 set.corpus.len(),

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
-use zhiku_adapters_fs::trace_log::JsonlTraceSink;
-use zhiku_domain::Scope;
+use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
 use zhiku_domain::ports::{DocumentStore, Origin, SourceStore};
 use zhiku_domain::usecases::Progress;
 use zhiku_eval::corpus_documents::CorpusDocuments;
@@ -30,7 +29,7 @@ pub fn loader_config(store: &Store) -> Result<LoaderConfig> {
 fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<LoaderConfig> {
     Ok(LoaderConfig {
         max_file_bytes: config.max_file_bytes,
-        default_scope: Scope::new(&config.default_scope)?,
+        default_scope: config.default_scope.clone(),
         follow_links_inside: config.follow_links_inside,
         // A store kept inside the folder (`--store kb/store`) is never read as documents.
         store_dir: store_dir.canonicalize().ok(),
@@ -46,7 +45,7 @@ pub fn documents_for(store: &Store, origin: &Origin) -> Result<Box<dyn DocumentS
         }
         Origin::Beir { dir } => Box::new(CorpusDocuments::new(
             dir.clone(),
-            Scope::new(&store.config.default_scope)?,
+            store.config.default_scope.clone(),
         )),
     })
 }
@@ -80,9 +79,17 @@ pub fn refresh(
     zhiku_service::refresh(store, documents.as_ref(), origin, on_progress)
 }
 
-/// The store's trace log: `traces.jsonl` with the configured retention.
+/// The store's trace log: `traces.jsonl` with the retention of `[serve]` `traces_*`.
 pub fn trace_log(store: &Store) -> JsonlTraceSink {
-    JsonlTraceSink::in_store(&store.dir, store.config.trace_retention())
+    let serve = &store.config.serve;
+    JsonlTraceSink::in_store(
+        &store.dir,
+        Retention::new(
+            serve.traces_max_bytes,
+            serve.traces_keep_files,
+            serve.traces_max_age_days,
+        ),
+    )
 }
 
 /// `store` as a long-lived service, first brought up to date with `refresh_from` when given.

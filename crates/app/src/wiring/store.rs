@@ -369,7 +369,7 @@ fn open_dense(
                 &config.qdrant,
                 dir,
                 embedder.space(),
-                &config.policy()?.fingerprint(),
+                &config.policy.fingerprint(),
                 purpose == Purpose::Read,
                 picked,
                 notice,
@@ -468,7 +468,7 @@ impl Store {
             ),
         ));
         let requested = Catalog::new(
-            config.policy()?,
+            config.policy,
             embedder.as_ref().map(|e| e.space().identity().to_string()),
             lexical.analyzer(),
         );
@@ -508,7 +508,7 @@ impl Store {
         }
         let swept = lexical.swept_files().to_vec();
         let mut core = zhiku_service::Store::new(
-            config.service_settings()?,
+            config.service_settings(),
             Arc::new(lexical),
             dense,
             notice,

@@ -1,0 +1,587 @@
+//! Configuration: `zhiku.toml` (optional), profiles, and `ZHIKU_*` environment overrides,
+//! resolved once by one precedence rule ([`resolver`]) into parsed values.
+//!
+//! Precedence, lowest first: built-in defaults, the profile's adapters, the file's top-level
+//! keys and tables, the file's `[profiles.NAME]` table, `ZHIKU_*` variables; command-line flags
+//! are applied last by the command that takes them.
+//!
+//! Profiles pick adapters:
+//! - `dev`: vectors in memory, hashing embedder, tantivy in RAM (nothing persists).
+//! - `local` (default): the embedded store on disk (tantivy + vector file), the candle embedder
+//!   when a model is available, otherwise lexical retrieval with a notice.
+//! - `prod`: vectors on a Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`, the adapter's
+//!   [`QdrantConfig`]), manifest and tantivy on disk, candle.
+//!
+//! Each section's type is owned by the crate it configures: `[qdrant]` by the Qdrant adapter,
+//! `[serve]` by the HTTP transport.
+
+mod resolver;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use toml::Table;
+use zhiku_adapters_qdrant::QdrantConfig;
+use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::{ChunkingPolicy, Scope};
+use zhiku_http::settings::{ServeSettings, ServeTable};
+
+use resolver::{EnvKey, Resolver, var};
+
+/// Where vectors live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorsKind {
+    /// In memory, gone when the process ends.
+    Memory,
+    /// The embedded store's vector file.
+    File,
+    /// A Qdrant server.
+    Qdrant,
+}
+
+/// Which embedder produces vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// No embedder: lexical retrieval only.
+    None,
+    /// The hashing test double (no semantics).
+    Hashing,
+    /// A BERT-family model run by candle.
+    Candle,
+}
+
+/// Where the lexical index lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LexicalKind {
+    /// tantivy in RAM.
+    Ram,
+    /// tantivy in the store directory.
+    Disk,
+}
+
+/// What writes answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GeneratorKind {
+    /// The offline extractive strategy (no model).
+    Extractive,
+    /// An OpenAI-compatible chat-completions server (`llm_url`, `llm_model`).
+    Openai,
+}
+
+/// The default model of the candle embedder.
+pub const DEFAULT_MODEL: &str = "BAAI/bge-small-zh-v1.5";
+
+/// The resolved configuration of one run, parsed once.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The profile name.
+    pub profile: String,
+    /// Where vectors live.
+    pub vectors: VectorsKind,
+    /// Which embedder produces vectors.
+    pub embedder: EmbedderKind,
+    /// Where the lexical index lives.
+    pub lexical: LexicalKind,
+    /// Model id or local folder for the candle embedder.
+    pub model: String,
+    /// How documents are cut into chunks (`max_chars`, `overlap_chars`).
+    pub policy: ChunkingPolicy,
+    /// The scopes the local user may read (the CLI's trusted identity); never empty.
+    pub scopes: Vec<Scope>,
+    /// Scope of documents that do not declare one.
+    pub default_scope: Scope,
+    /// The loader skips files larger than this.
+    pub max_file_bytes: u64,
+    /// Follow symbolic links whose target is inside the knowledge-base folder (links to outside
+    /// it are never followed).
+    pub follow_links_inside: bool,
+    /// Evidence per search when a command does not say.
+    pub k: usize,
+    /// Candidates each route returns before fusion.
+    pub candidates: usize,
+    /// Texts per embedder forward pass.
+    pub embed_batch: usize,
+    /// What writes answers.
+    pub generator: GeneratorKind,
+    /// Base URL of the OpenAI-compatible API (up to `/v1`).
+    pub llm_url: String,
+    /// Model name sent to the server.
+    pub llm_model: String,
+    /// The environment variable holding the API key (the key itself never sits in a file).
+    pub llm_api_key_env: String,
+    /// Generation deadline in milliseconds.
+    pub llm_timeout_ms: u64,
+    /// Most tokens generated per answer.
+    pub llm_max_tokens: u32,
+    /// Generation attempts before an answer run ends `blocked`.
+    pub ask_attempts: u32,
+    /// What an answer's context may hold (`context_chunks`, `context_chars`).
+    pub context: RetrievalBudget,
+    /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
+    pub qdrant: QdrantConfig,
+    /// The HTTP server (`[serve]`, `ZHIKU_SERVE_*`).
+    pub serve: ServeSettings,
+    /// Where each value came from, for `zhiku status`.
+    pub origins: Vec<(String, String)>,
+}
+
+/// The top-level keys, as every layer may write them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    vectors: Option<VectorsKind>,
+    embedder: Option<EmbedderKind>,
+    lexical: Option<LexicalKind>,
+    model: Option<String>,
+    max_chars: Option<usize>,
+    overlap_chars: Option<usize>,
+    scopes: Option<Vec<String>>,
+    default_scope: Option<String>,
+    max_file_bytes: Option<u64>,
+    follow_links_inside: Option<bool>,
+    k: Option<usize>,
+    candidates: Option<usize>,
+    embed_batch: Option<usize>,
+    generator: Option<GeneratorKind>,
+    llm_url: Option<String>,
+    llm_model: Option<String>,
+    llm_api_key_env: Option<String>,
+    llm_timeout_ms: Option<u64>,
+    llm_max_tokens: Option<u32>,
+    ask_attempts: Option<u32>,
+    context_chunks: Option<usize>,
+    context_chars: Option<usize>,
+}
+
+/// The top-level keys, in the order `status` lists them.
+const KEYS: [&str; 22] = [
+    "vectors",
+    "embedder",
+    "lexical",
+    "model",
+    "max_chars",
+    "overlap_chars",
+    "scopes",
+    "default_scope",
+    "max_file_bytes",
+    "follow_links_inside",
+    "k",
+    "candidates",
+    "embed_batch",
+    "generator",
+    "llm_url",
+    "llm_model",
+    "llm_api_key_env",
+    "llm_timeout_ms",
+    "llm_max_tokens",
+    "ask_attempts",
+    "context_chunks",
+    "context_chars",
+];
+
+/// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
+/// reported with the file's name.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // read for its checks; the values are merged from the raw table
+struct File {
+    profile: Option<String>,
+    #[serde(flatten)]
+    base: Keys,
+    #[serde(default)]
+    profiles: std::collections::BTreeMap<String, Keys>,
+    qdrant: Option<QdrantConfig>,
+    serve: Option<ServeTable>,
+}
+
+/// The variables of the top-level keys.
+const ENV: [EnvKey; 22] = [
+    var("vectors", "ZHIKU_VECTORS"),
+    var("embedder", "ZHIKU_EMBEDDER"),
+    var("lexical", "ZHIKU_LEXICAL"),
+    var("model", "ZHIKU_MODEL"),
+    var("max_chars", "ZHIKU_MAX_CHARS"),
+    var("overlap_chars", "ZHIKU_OVERLAP_CHARS"),
+    EnvKey {
+        key: "scopes",
+        var: "ZHIKU_SCOPES",
+        list: true,
+    },
+    var("default_scope", "ZHIKU_DEFAULT_SCOPE"),
+    var("max_file_bytes", "ZHIKU_MAX_FILE_BYTES"),
+    var("follow_links_inside", "ZHIKU_FOLLOW_LINKS_INSIDE"),
+    var("k", "ZHIKU_K"),
+    var("candidates", "ZHIKU_CANDIDATES"),
+    var("embed_batch", "ZHIKU_EMBED_BATCH"),
+    var("generator", "ZHIKU_GENERATOR"),
+    var("llm_url", "ZHIKU_LLM_URL"),
+    var("llm_model", "ZHIKU_LLM_MODEL"),
+    var("llm_api_key_env", "ZHIKU_LLM_API_KEY_ENV"),
+    var("llm_timeout_ms", "ZHIKU_LLM_TIMEOUT_MS"),
+    var("llm_max_tokens", "ZHIKU_LLM_MAX_TOKENS"),
+    var("ask_attempts", "ZHIKU_ASK_ATTEMPTS"),
+    var("context_chunks", "ZHIKU_CONTEXT_CHUNKS"),
+    var("context_chars", "ZHIKU_CONTEXT_CHARS"),
+];
+
+/// The variables of `[qdrant]`.
+const QDRANT_ENV: [EnvKey; 7] = [
+    var("url", "ZHIKU_QDRANT_URL"),
+    var("api_key", "ZHIKU_QDRANT_API_KEY"),
+    var("collection_prefix", "ZHIKU_QDRANT_COLLECTION_PREFIX"),
+    var("timeout_ms", "ZHIKU_QDRANT_TIMEOUT_MS"),
+    var("shards", "ZHIKU_QDRANT_SHARDS"),
+    var("replication", "ZHIKU_QDRANT_REPLICATION"),
+    var("batch", "ZHIKU_QDRANT_BATCH"),
+];
+
+/// The keys of `[qdrant]` whose origin `status` shows (the API key's value never is).
+const QDRANT_KEYS: [&str; 6] = [
+    "url",
+    "collection_prefix",
+    "timeout_ms",
+    "shards",
+    "replication",
+    "batch",
+];
+
+/// The variables of `[serve]`.
+const SERVE_ENV: [EnvKey; 7] = [
+    var("bind", "ZHIKU_SERVE_BIND"),
+    var("timeout_ms", "ZHIKU_SERVE_TIMEOUT_MS"),
+    var("header_timeout_ms", "ZHIKU_SERVE_HEADER_TIMEOUT_MS"),
+    var("body_timeout_ms", "ZHIKU_SERVE_BODY_TIMEOUT_MS"),
+    var("idle_timeout_ms", "ZHIKU_SERVE_IDLE_TIMEOUT_MS"),
+    var("shutdown_timeout_ms", "ZHIKU_SERVE_SHUTDOWN_TIMEOUT_MS"),
+    var("max_connections", "ZHIKU_SERVE_MAX_CONNECTIONS"),
+];
+
+/// The adapters a built-in profile picks.
+fn builtin(profile: &str) -> Result<Table> {
+    let (vectors, embedder, lexical) = match profile {
+        "dev" => ("memory", "hashing", "ram"),
+        "local" => ("file", "candle", "disk"),
+        "prod" => ("qdrant", "candle", "disk"),
+        other => bail!(
+            "unknown profile {other:?}: use dev, local or prod, or define [profiles.{other}] in zhiku.toml"
+        ),
+    };
+    Ok(Table::from_iter(
+        [
+            ("vectors", vectors),
+            ("embedder", embedder),
+            ("lexical", lexical),
+        ]
+        .map(|(k, v)| (k.to_string(), toml::Value::String(v.to_string()))),
+    ))
+}
+
+/// The built-in value of every top-level key.
+fn defaults() -> Table {
+    let policy = ChunkingPolicy::default();
+    let text = format!(
+        r#"
+vectors = "file"
+embedder = "candle"
+lexical = "disk"
+model = "{DEFAULT_MODEL}"
+max_chars = {}
+overlap_chars = {}
+scopes = ["default", "public"]
+default_scope = "default"
+max_file_bytes = {}
+follow_links_inside = false
+k = 8
+candidates = 50
+embed_batch = 32
+generator = "extractive"
+llm_url = "http://127.0.0.1:8088/v1"
+llm_model = "local"
+llm_api_key_env = "ZHIKU_LLM_API_KEY"
+llm_timeout_ms = 60000
+llm_max_tokens = 512
+ask_attempts = 3
+context_chunks = 6
+context_chars = 4000
+"#,
+        policy.max_chars(),
+        policy.overlap_chars(),
+        10 * 1024 * 1024,
+    );
+    toml::from_str(&text).expect("the built-in defaults parse")
+}
+
+impl Config {
+    /// Resolves the configuration from an optional file, a profile and the environment.
+    pub fn resolve(
+        file: Option<&Path>,
+        profile: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        let raw: Table = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read config {}", path.display()))?;
+                let checked: File = toml::from_str(&text)
+                    .with_context(|| format!("invalid config {}", path.display()))?;
+                if let Some(q) = &checked.qdrant {
+                    q.check()
+                        .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
+                }
+                toml::from_str(&text)?
+            }
+            None => Table::new(),
+        };
+        let from_file = raw.get("profile").and_then(|p| p.as_str());
+        let (profile, profile_origin) = match (profile, env("ZHIKU_PROFILE"), from_file) {
+            (Some(p), _, _) => (p.to_string(), "--profile"),
+            (None, Some(p), _) if !p.is_empty() => (p, "ZHIKU_PROFILE"),
+            (None, _, Some(p)) => (p.to_string(), "zhiku.toml"),
+            _ => ("local".to_string(), "default"),
+        };
+        let profile_table = raw
+            .get("profiles")
+            .and_then(|p| p.get(&profile))
+            .and_then(|t| t.as_table())
+            .cloned();
+        // A profile the file defines (not a built-in name) starts from `local`'s adapters.
+        let base =
+            if profile_table.is_some() && !matches!(profile.as_str(), "dev" | "local" | "prod") {
+                builtin("local")?
+            } else {
+                builtin(&profile)?
+            };
+
+        let mut r = Resolver::default();
+        r.origins.push((
+            "profile".to_string(),
+            format!("{profile} ({profile_origin})"),
+        ));
+        r.push("built-in default", defaults());
+        r.push(format!("profile {profile}"), base);
+        let mut top = raw.clone();
+        top.remove("profile");
+        top.remove("profiles");
+        r.push("zhiku.toml", top);
+        if let Some(t) = profile_table {
+            r.push(format!("zhiku.toml [profiles.{profile}]"), t);
+        }
+        r.push_env::<Keys>(None, &ENV, env)?;
+        r.push_env::<QdrantConfig>(Some("qdrant"), &QDRANT_ENV, env)?;
+        r.push_env::<ServeTable>(Some("serve"), &SERVE_ENV, env)?;
+
+        let keys: Keys = r.resolve(None, &KEYS)?;
+        let qdrant: QdrantConfig = r.resolve(Some("qdrant"), &QDRANT_KEYS)?;
+        qdrant.check().map_err(anyhow::Error::msg)?;
+        let serve = ServeSettings::from_table(r.resolve(Some("serve"), &[])?)?;
+        // Every key is present: the defaults layer holds them all.
+        let required = |what: &str| anyhow::anyhow!("the built-in default of {what} is missing");
+        let scopes = keys.scopes.ok_or_else(|| required("scopes"))?;
+        if scopes.is_empty() {
+            bail!("no scopes configured: set `scopes` in zhiku.toml or ZHIKU_SCOPES");
+        }
+        let config = Config {
+            vectors: keys.vectors.ok_or_else(|| required("vectors"))?,
+            embedder: keys.embedder.ok_or_else(|| required("embedder"))?,
+            lexical: keys.lexical.ok_or_else(|| required("lexical"))?,
+            model: keys.model.ok_or_else(|| required("model"))?,
+            policy: ChunkingPolicy::with_sizes(
+                keys.max_chars.ok_or_else(|| required("max_chars"))?,
+                keys.overlap_chars
+                    .ok_or_else(|| required("overlap_chars"))?,
+            )?,
+            scopes: scopes
+                .iter()
+                .map(|s| Ok(Scope::new(s)?))
+                .collect::<Result<_>>()?,
+            default_scope: Scope::new(
+                &keys
+                    .default_scope
+                    .ok_or_else(|| required("default_scope"))?,
+            )?,
+            max_file_bytes: keys
+                .max_file_bytes
+                .ok_or_else(|| required("max_file_bytes"))?,
+            follow_links_inside: keys
+                .follow_links_inside
+                .ok_or_else(|| required("follow_links_inside"))?,
+            k: keys.k.ok_or_else(|| required("k"))?,
+            candidates: keys.candidates.ok_or_else(|| required("candidates"))?,
+            embed_batch: keys.embed_batch.ok_or_else(|| required("embed_batch"))?,
+            generator: keys.generator.ok_or_else(|| required("generator"))?,
+            llm_url: keys.llm_url.ok_or_else(|| required("llm_url"))?,
+            llm_model: keys.llm_model.ok_or_else(|| required("llm_model"))?,
+            llm_api_key_env: keys
+                .llm_api_key_env
+                .ok_or_else(|| required("llm_api_key_env"))?,
+            llm_timeout_ms: keys
+                .llm_timeout_ms
+                .ok_or_else(|| required("llm_timeout_ms"))?,
+            llm_max_tokens: keys
+                .llm_max_tokens
+                .ok_or_else(|| required("llm_max_tokens"))?,
+            ask_attempts: keys.ask_attempts.ok_or_else(|| required("ask_attempts"))?,
+            context: RetrievalBudget::new(
+                keys.context_chunks
+                    .ok_or_else(|| required("context_chunks"))?,
+                keys.context_chars
+                    .ok_or_else(|| required("context_chars"))?,
+            )
+            .map_err(|_| {
+                anyhow::anyhow!("ask_attempts, context_chunks and context_chars must be at least 1")
+            })?,
+            qdrant,
+            serve,
+            profile,
+            origins: std::mem::take(&mut r.origins),
+        };
+        if config.k == 0 {
+            bail!("k must be at least 1");
+        }
+        if config.ask_attempts == 0 {
+            bail!("ask_attempts, context_chunks and context_chars must be at least 1");
+        }
+        Ok(config)
+    }
+
+    /// True when the store lives on disk (a lexical index or vector file there).
+    pub fn is_persistent(&self) -> bool {
+        self.lexical == LexicalKind::Disk || self.vectors == VectorsKind::File
+    }
+
+    /// What the service needs of this configuration.
+    pub fn service_settings(&self) -> zhiku_service::Settings {
+        zhiku_service::Settings {
+            profile: self.profile.clone(),
+            policy: self.policy,
+            trusted_scopes: self.scopes.clone(),
+            k: self.k,
+            candidates: self.candidates,
+            context: self.context,
+            ask_attempts: self.ask_attempts,
+            limits: self.serve.query_limits(),
+        }
+    }
+
+    /// Where `zhiku.toml` is looked for when `--config` is not given: the knowledge base root.
+    pub fn default_file(kb: &Path) -> Option<PathBuf> {
+        let candidate = kb.join("zhiku.toml");
+        candidate.is_file().then_some(candidate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn profiles_pick_adapters_and_env_overrides_win() {
+        let local = Config::resolve(None, None, &no_env).unwrap();
+        assert_eq!(
+            (local.vectors, local.embedder, local.lexical),
+            (VectorsKind::File, EmbedderKind::Candle, LexicalKind::Disk)
+        );
+        let dev = Config::resolve(None, Some("dev"), &no_env).unwrap();
+        assert_eq!(dev.embedder, EmbedderKind::Hashing);
+        let env = |k: &str| match k {
+            "ZHIKU_EMBEDDER" => Some("hashing".to_string()),
+            "ZHIKU_MAX_CHARS" => Some("300".to_string()),
+            "ZHIKU_SCOPES" => Some("a, b".to_string()),
+            _ => None,
+        };
+        let c = Config::resolve(None, None, &env).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Hashing);
+        assert_eq!(c.policy.max_chars(), 300);
+        assert_eq!(
+            c.scopes,
+            vec![Scope::new("a").unwrap(), Scope::new("b").unwrap()]
+        );
+        assert!(
+            c.origins
+                .iter()
+                .any(|(k, o)| k == "embedder" && o == "ZHIKU_EMBEDDER")
+        );
+        assert!(Config::resolve(None, Some("nope"), &no_env).is_err());
+        let bad = |k: &str| (k == "ZHIKU_EMBEDDER").then(|| "gpt".to_string());
+        assert!(Config::resolve(None, None, &bad).is_err());
+    }
+
+    #[test]
+    fn the_file_and_its_profiles_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zhiku.toml");
+        std::fs::write(&path, "profile = \"team\"\nmax_chars = 400\n[profiles.team]\nembedder = \"none\"\nscopes = [\"team-a\"]\n").unwrap();
+        let c = Config::resolve(Some(&path), None, &no_env).unwrap();
+        assert_eq!(c.profile, "team");
+        assert_eq!(c.embedder, EmbedderKind::None);
+        assert_eq!(c.policy.max_chars(), 400);
+        assert_eq!(c.scopes, vec![Scope::new("team-a").unwrap()]);
+        std::fs::write(&path, "unknown_key = 1\n").unwrap();
+        assert!(Config::resolve(Some(&path), None, &no_env).is_err());
+    }
+
+    #[test]
+    fn qdrant_variables_win_over_the_table_and_bad_values_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zhiku.toml");
+        std::fs::write(
+            &path,
+            "[qdrant]\nurl = \"http://q:6334\"\nshards = 3\nbatch = 64\n",
+        )
+        .unwrap();
+        let env = |k: &str| match k {
+            "ZHIKU_QDRANT_SHARDS" => Some("6".to_string()),
+            "ZHIKU_QDRANT_API_KEY" => Some("k".to_string()),
+            _ => None,
+        };
+        let c = Config::resolve(Some(&path), None, &env).unwrap();
+        let q = &c.qdrant;
+        assert_eq!(q.url, "http://q:6334");
+        assert_eq!((q.shard_number, q.batch_size), (6, 64));
+        assert_eq!(q.replication_factor, 1);
+        assert_eq!(q.api_key.as_deref(), Some("k"));
+        assert!(!format!("{q:?}").contains("\"k\""));
+        assert!(
+            c.origins
+                .iter()
+                .any(|(k, o)| k == "qdrant.shards" && o == "ZHIKU_QDRANT_SHARDS")
+        );
+        assert!(
+            c.origins
+                .iter()
+                .any(|(k, o)| k == "qdrant.url" && o == "zhiku.toml")
+        );
+        for (var, value) in [
+            ("ZHIKU_QDRANT_TIMEOUT_MS", "soon"),
+            ("ZHIKU_QDRANT_BATCH", "0"),
+            ("ZHIKU_QDRANT_URL", "127.0.0.1:6334"),
+        ] {
+            let bad = |k: &str| (k == var).then(|| value.to_string());
+            assert!(Config::resolve(None, None, &bad).is_err(), "{var}={value}");
+        }
+        std::fs::write(&path, "[qdrant]\nnope = 1\n").unwrap();
+        assert!(Config::resolve(Some(&path), None, &no_env).is_err());
+    }
+
+    #[test]
+    fn serve_variables_win_over_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zhiku.toml");
+        std::fs::write(&path, "[serve]\nbind = \"127.0.0.1:1\"\nmax_k = 9\n").unwrap();
+        let env = |k: &str| (k == "ZHIKU_SERVE_BIND").then(|| "127.0.0.1:2".to_string());
+        let c = Config::resolve(Some(&path), None, &env).unwrap();
+        assert_eq!(c.serve.bind, "127.0.0.1:2");
+        assert_eq!(c.serve.max_k, 9);
+        let bad = |k: &str| (k == "ZHIKU_SERVE_TIMEOUT_MS").then(|| "later".to_string());
+        assert!(Config::resolve(None, None, &bad).is_err());
+    }
+}
