@@ -1,5 +1,5 @@
-//! The filesystem adapters against the contract suite: the folder as a document store and the
-//! manifest file as a catalog store.
+//! The filesystem adapters against the contract suite: the folder as a document store, the
+//! manifest file as a catalog store, and the vector file as a vector index.
 
 mod folder_documents {
     use zhiku_adapters_fs::folder::FolderDocuments;
@@ -80,5 +80,54 @@ mod manifest_file {
             e.to_string().contains("is not a valid zhiku manifest"),
             "{e}"
         );
+    }
+}
+
+mod file_vector {
+    use std::sync::Mutex;
+
+    use zhiku_adapters_fs::vector_file::FileVectorIndex;
+    use zhiku_domain::EmbeddingSpace;
+    use zhiku_domain::ports::VectorIndex;
+
+    /// Keeps each test's directory alive for the whole test process.
+    static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
+
+    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| -> Option<Box<dyn VectorIndex>> {
+        let dir = tempfile::tempdir().unwrap();
+        let index = FileVectorIndex::open(&dir.path().join("vectors.bin"), space).unwrap();
+        DIRS.lock().unwrap().push(dir);
+        Some(Box::new(index))
+    });
+}
+
+mod file_vector_persistence {
+    use zhiku_adapters_fs::vector_file::FileVectorIndex;
+    use zhiku_domain::ports::{IndexError, VectorIndex};
+    use zhiku_domain::{Filter, Scope};
+    use zhiku_tests::contract::fixtures::{Spec, axis, embedded, other_space, space};
+
+    #[test]
+    fn committed_vectors_survive_a_reopen_and_uncommitted_ones_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vectors.bin");
+        {
+            let index = FileVectorIndex::open(&path, space()).unwrap();
+            index
+                .upsert(&[embedded(&Spec::new("a", "s", "kept"), axis(1))])
+                .unwrap();
+            index.commit().unwrap();
+            index
+                .upsert(&[embedded(&Spec::new("b", "s", "lost"), axis(1))])
+                .unwrap();
+        }
+        let index = FileVectorIndex::open(&path, space()).unwrap();
+        let hits = index
+            .search(&axis(1), 10, &Filter::for_scope(Scope::new("s").unwrap()))
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].chunk.content(), "kept");
+        let err = FileVectorIndex::open(&path, other_space()).unwrap_err();
+        assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
     }
 }

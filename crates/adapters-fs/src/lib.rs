@@ -8,6 +8,7 @@
 //! - [`lock`] — the store lock (one writer per store).
 //! - [`manifest`] — the catalog as `manifest.json`, a catalog store.
 //! - [`atomic`] — replacing a file atomically (write, fsync, rename, fsync the folder).
+//! - [`vector_file`] — the exact in-memory vector index persisted to `vectors.bin`.
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
 
 pub mod atomic;
@@ -18,3 +19,4 @@ pub mod lock;
 pub mod manifest;
 pub mod paths;
 pub mod trace_log;
+pub mod vector_file;

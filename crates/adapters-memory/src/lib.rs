@@ -1,15 +1,14 @@
 //! Reference in-memory adapters for every zhiku port.
 //!
 //! These are the executable specification of the port contracts: they run on every
-//! `cargo test`, pass the whole contract suite, and back the `dev` profile.
+//! `cargo test`, pass the whole contract suite, and back the `dev` profile. Nothing here touches
+//! a file.
 //!
 //! - [`MemoryVectorIndex`]: exact cosine search over normalised vectors.
 //! - [`MemoryLexicalIndex`]: BM25 over a simple analyzer (CJK unigrams and bigrams, Latin
 //!   words), the reference for lexical adapters.
 //! - [`HashingEmbedder`]: the test double embedder. It hashes tokens into a fixed number of
 //!   dimensions: deterministic and fast, with **no semantics** beyond shared tokens.
-//! - [`FileVectorIndex`]: the memory vector index committed atomically to one file, the
-//!   vector store of the embedded default.
 //! - [`MemoryCatalogStore`]: the catalog kept in memory, shared by its clones.
 //! - [`MemorySourceStore`], [`MemoryTraceSink`].
 
@@ -17,7 +16,6 @@ mod analyzer;
 mod catalog;
 mod embedder;
 mod lexical;
-mod persist;
 mod source;
 mod table;
 mod trace;
@@ -27,7 +25,6 @@ pub use analyzer::simple_tokens;
 pub use catalog::MemoryCatalogStore;
 pub use embedder::HashingEmbedder;
 pub use lexical::MemoryLexicalIndex;
-pub use persist::FileVectorIndex;
 pub use source::MemorySourceStore;
 pub use trace::MemoryTraceSink;
 pub use vector::MemoryVectorIndex;

@@ -40,9 +40,8 @@ use serde::Serialize;
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 
 use zhiku_adapters_fs::manifest::ManifestFile;
-use zhiku_adapters_memory::{
-    FileVectorIndex, HashingEmbedder, MemoryCatalogStore, MemoryVectorIndex,
-};
+use zhiku_adapters_fs::vector_file::FileVectorIndex;
+use zhiku_adapters_memory::{HashingEmbedder, MemoryCatalogStore, MemoryVectorIndex};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{
     CatalogStore, Embedder, IndexError, LexicalIndex, StoredCatalog, VectorIndex,

@@ -6,14 +6,15 @@
 //! and renames it over the old one, so a crash leaves either the old or the new file whole.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use zhiku_adapters_memory::MemoryVectorIndex;
 use zhiku_domain::ports::{EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex};
 use zhiku_domain::{Chunk, ChunkId, ChunkRecord, DocId, Embedding, EmbeddingSpace, Filter};
 
-use crate::MemoryVectorIndex;
+use crate::atomic::write_atomically_with;
 
 const FORMAT: &str = "zhiku-vectors/1";
 const ADAPTER: &str = "memory-file";
@@ -94,39 +95,26 @@ impl FileVectorIndex {
 
     fn save(&self) -> Result<(), IndexError> {
         let rows = self.inner.snapshot();
-        let tmp = self.path.with_extension("tmp");
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(backend)?;
-        }
-        {
-            let file = File::create(&tmp).map_err(backend)?;
-            let mut out = BufWriter::new(file);
-            let header = Header {
-                format: FORMAT.into(),
-                space: self.inner.space().clone(),
-                count: rows.len(),
-            };
-            serde_json::to_writer(&mut out, &header).map_err(backend)?;
-            out.write_all(b"\n").map_err(backend)?;
-            for (chunk, values) in rows {
-                let json = serde_json::to_vec(&chunk.to_record()).map_err(backend)?;
-                let len = u32::try_from(json.len()).map_err(backend)?;
-                out.write_all(&len.to_le_bytes()).map_err(backend)?;
-                out.write_all(&json).map_err(backend)?;
+        let header = Header {
+            format: FORMAT.into(),
+            space: self.inner.space().clone(),
+            count: rows.len(),
+        };
+        write_atomically_with(&self.path, &mut |out| {
+            serde_json::to_writer(&mut *out, &header)?;
+            out.write_all(b"\n")?;
+            for (chunk, values) in &rows {
+                let json = serde_json::to_vec(&chunk.to_record())?;
+                let len = u32::try_from(json.len()).map_err(std::io::Error::other)?;
+                out.write_all(&len.to_le_bytes())?;
+                out.write_all(&json)?;
                 for v in values {
-                    out.write_all(&v.to_le_bytes()).map_err(backend)?;
+                    out.write_all(&v.to_le_bytes())?;
                 }
             }
-            let file = out.into_inner().map_err(|e| backend(e.into_error()))?;
-            file.sync_all().map_err(backend)?;
-        }
-        std::fs::rename(&tmp, &self.path).map_err(backend)?;
-        if let Some(parent) = self.path.parent()
-            && let Ok(dir) = File::open(parent)
-        {
-            let _ = dir.sync_all();
-        }
-        Ok(())
+            Ok(())
+        })
+        .map_err(|e| backend(std::io::Error::other(format!("{e:#}"))))
     }
 }
 
