@@ -41,8 +41,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
-use zhiku_app::beir::load_beir;
 use zhiku_domain::ports::Embedder;
+use zhiku_eval::beir::load_beir;
 
 fn cache_dir() -> PathBuf {
     std::env::var_os("ZHIKU_CACHE_DIR")

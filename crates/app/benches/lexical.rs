@@ -20,12 +20,12 @@ use std::process::Command;
 use std::time::Instant;
 
 use zhiku_adapters_tantivy::{LexicalConfig, jieba};
-use zhiku_app::beir::{EvalSet, Passage, load_beir};
-use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
-use zhiku_app::eval::evaluate;
+use zhiku_app::wiring::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_domain::ports::LexicalIndex;
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_domain::{ChunkingPolicy, Filter};
+use zhiku_eval::beir::{EvalSet, Passage, load_beir};
+use zhiku_eval::runner::evaluate;
 
 #[derive(Debug, Default, Clone)]
 struct Figures {

@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use zhiku_app::beir::load_beir;
 use zhiku_app::config::Config;
-use zhiku_app::store::{Origin, Purpose, Store};
+use zhiku_app::wiring::store::{Origin, Purpose, Store};
 use zhiku_domain::usecases::RetrievalMode;
+use zhiku_eval::beir::load_beir;
 use zhiku_service::{Caller, SearchQuery};
 
 fn summary(mut ms: Vec<f64>) -> (f64, f64) {

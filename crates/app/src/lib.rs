@@ -1,13 +1,6 @@
-//! The zhiku application: the composition root that picks adapters, and the use cases it exposes
-//! on the command line, over HTTP (`serve`) and over the Model Context Protocol (`mcp`).
+//! The zhiku binary's library half: the configuration ([`config`]) and the composition root
+//! ([`wiring`]), the only code that names adapter crates. The commands live in the binary
+//! (`src/cli/`); the service, the transports and the adapters in their own crates.
 
-pub mod answer;
 pub mod config;
 pub mod wiring;
-
-pub use wiring::{corpus, qdrant, store};
-pub use zhiku_adapters_fs::{loader, paths};
-pub use zhiku_eval::beir;
-pub use zhiku_eval::runner as eval;
-pub use zhiku_http as serve;
-pub use zhiku_mcp as mcp;

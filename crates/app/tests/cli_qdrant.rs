@@ -74,7 +74,7 @@ struct Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        if let Ok(kb) = zhiku_app::qdrant::kb_name(&self.store) {
+        if let Ok(kb) = zhiku_app::wiring::qdrant::kb_name(&self.store) {
             let _ = QdrantVectorIndex::drop_kb_collections(&self.config, &kb);
         }
     }

@@ -3,11 +3,11 @@
 use std::path::Path;
 
 use zhiku_adapters_tantivy::LexicalConfig;
-use zhiku_app::beir::{load_beir, load_golden};
-use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
-use zhiku_app::eval::evaluate;
+use zhiku_app::wiring::corpus::{DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_domain::{ChunkingPolicy, Filter};
+use zhiku_eval::beir::{load_beir, load_golden};
+use zhiku_eval::runner::evaluate;
 
 fn write(dir: &Path, name: &str, text: &str) {
     let path = dir.join(name);

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use zhiku_adapters_fs::loader::{LoaderConfig, load_folder};
+use zhiku_adapters_fs::paths::KbPath;
 use zhiku_app::config::Config;
-use zhiku_app::loader::{LoaderConfig, load_folder};
-use zhiku_app::paths::KbPath;
-use zhiku_app::store::{Origin, Purpose, Store};
+use zhiku_app::wiring::store::{Origin, Purpose, Store};
 use zhiku_domain::Scope;
 use zhiku_service::{Caller, KbError, KnowledgeBase, NewDocument, SearchQuery};
 

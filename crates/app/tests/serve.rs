@@ -602,7 +602,7 @@ fn slow_work_hits_the_deadline_and_overload_is_refused() {
 
 #[test]
 fn the_openapi_document_lists_every_route() {
-    let spec: Value = serde_json::from_str(zhiku_app::serve::OPENAPI).unwrap();
+    let spec: Value = serde_json::from_str(zhiku_http::OPENAPI).unwrap();
     let paths: BTreeSet<&str> = spec["paths"]
         .as_object()
         .unwrap()
@@ -623,7 +623,7 @@ fn the_openapi_document_lists_every_route() {
         assert!(paths.contains(p), "{p} missing from openapi.json");
     }
     // Every $ref resolves.
-    let text = zhiku_app::serve::OPENAPI;
+    let text = zhiku_http::OPENAPI;
     for part in text.split("\"$ref\": \"#/components/").skip(1) {
         let name = part.split('"').next().unwrap();
         let (kind, key) = name.split_once('/').unwrap();

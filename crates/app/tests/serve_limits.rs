@@ -42,7 +42,7 @@ fn status_of(response: &str) -> Option<u16> {
 #[test]
 fn idle_sockets_do_not_starve_health_under_a_small_file_limit() {
     // 300 sockets here, beside the other tests' files.
-    if zhiku_app::serve::conn::open_file_limit().is_some_and(|n| n < 600) {
+    if zhiku_http::conn::open_file_limit().is_some_and(|n| n < 600) {
         eprintln!(
             "SKIPPED idle_sockets_do_not_starve_health_under_a_small_file_limit: this process may open fewer than 600 files (ulimit -n)"
         );

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use zhiku_app::serve::logging::LogFormat;
 use zhiku_domain::usecases::RetrievalMode;
+use zhiku_http::logging::LogFormat;
 
 #[derive(Parser, Debug)]
 #[command(

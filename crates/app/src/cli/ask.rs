@@ -2,9 +2,10 @@
 
 use anyhow::Result;
 use zhiku_adapters_memory::MemoryTraceSink;
-use zhiku_app::answer::{
-    MonotonicClock, Tee, generator_for, new_trace_id, policy_for, render_chain,
-};
+use zhiku_app::wiring::generator::generator_for;
+use zhiku_service::{MonotonicClock, Tee, new_trace_id};
+
+use super::chain::render_chain;
 use zhiku_app::wiring::{self, source_for};
 use zhiku_domain::usecases::{AnswerStatus, Answerer, RetrievalMode};
 
@@ -28,7 +29,9 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
     let clock = MonotonicClock::default();
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;
-    let policy = policy_for(&store.config, mode, q.k.unwrap_or(store.config.k))?;
+    let policy = store
+        .settings
+        .answer_policy(mode, q.k.unwrap_or(store.config.k));
     let file_sink = wiring::trace_log(&store);
     let memory = MemoryTraceSink::new();
     let sink = Tee(vec![&file_sink, &memory]);

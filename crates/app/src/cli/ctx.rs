@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use zhiku_app::config::Config;
-use zhiku_app::store::{Origin, Purpose, Store};
 use zhiku_app::wiring;
+use zhiku_app::wiring::store::{Origin, Purpose, Store};
 use zhiku_domain::{Filter, Scope};
 use zhiku_service::Refreshed;
 

@@ -2,7 +2,7 @@
 //! status of their own, and those after which a command opens the store in a lesser way instead
 //! of failing. [`CliError::from`] is the only code that looks inside an error for its kind.
 
-use zhiku_app::store::{NeedsRebuild, StoreLocked, VectorsUnavailable};
+use zhiku_app::wiring::store::{NeedsRebuild, StoreLocked, VectorsUnavailable};
 use zhiku_domain::usecases::RetrieveError;
 
 use super::exit::Exit;

@@ -6,14 +6,15 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use zhiku_adapters_tantivy::LexicalConfig;
-use zhiku_app::answer::{MonotonicClock, generator_for, new_trace_id, policy_for};
-use zhiku_app::beir::{load_beir, load_golden};
-use zhiku_app::corpus::{DenseChoice, build_corpus_index, corpus_scope};
-use zhiku_app::eval::{AnswerResult, evaluate, evaluate_answers};
-use zhiku_app::store::Purpose;
+use zhiku_app::wiring::corpus::{DenseChoice, build_corpus_index, corpus_scope};
+use zhiku_app::wiring::generator::generator_for;
+use zhiku_app::wiring::store::Purpose;
 use zhiku_app::wiring::{self, source_for};
 use zhiku_domain::Filter;
 use zhiku_domain::usecases::{Answerer, RetrievalMode};
+use zhiku_eval::beir::{load_beir, load_golden};
+use zhiku_eval::runner::{AnswerResult, evaluate, evaluate_answers};
+use zhiku_service::{MonotonicClock, new_trace_id};
 
 use super::ctx::{Ctx, build_filter, origin_for, refresh};
 use super::exit::Exit;
@@ -36,7 +37,7 @@ pub(crate) fn run(
         None => None,
     };
     let mut warnings = 0usize;
-    let mut on_query = |r: &zhiku_app::eval::QueryResult| {
+    let mut on_query = |r: &zhiku_eval::runner::QueryResult| {
         if let Some(w) = &r.warning {
             warnings += 1;
             eprintln!("warning: query {}: {w}", r.id);
@@ -83,7 +84,7 @@ pub(crate) fn run(
             let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config)?;
-            let policy = policy_for(&store.config, mode, store.config.k)?;
+            let policy = store.settings.answer_policy(mode, store.config.k);
             let sink = wiring::trace_log(&store);
             let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
             let mut answers_out = match &answers_file {

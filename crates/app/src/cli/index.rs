@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use zhiku_app::store::{Origin, Purpose, Store};
+use zhiku_app::wiring::store::{Origin, Purpose, Store};
 
 use super::ctx::{Ctx, origin_for, refresh};
 use super::exit::Exit;

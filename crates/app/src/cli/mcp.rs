@@ -11,6 +11,6 @@ use super::serve::runtime;
 pub(crate) fn run(ctx: &Ctx, no_refresh: bool) -> Result<Exit> {
     let service = open_service(ctx, no_refresh)?;
     let caller = service.local_caller();
-    runtime()?.block_on(zhiku_app::mcp::serve_stdio(service, caller))?;
+    runtime()?.block_on(zhiku_mcp::serve_stdio(service, caller))?;
     Ok(Exit::Success)
 }

@@ -18,6 +18,7 @@ macro_rules! println {
 
 pub(crate) mod args;
 pub(crate) mod ask;
+pub(crate) mod chain;
 pub(crate) mod ctx;
 pub(crate) mod error;
 pub(crate) mod eval;

@@ -2,8 +2,8 @@
 //! told not to) and a long-lived service.
 
 use anyhow::Result;
-use zhiku_app::store::{Purpose, Store};
 use zhiku_app::wiring;
+use zhiku_app::wiring::store::{Purpose, Store};
 
 use super::ctx::{Ctx, OnLocked, open_to_refresh, origin_for, refresh};
 use super::render::{self, After};

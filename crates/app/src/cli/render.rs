@@ -2,10 +2,10 @@
 //! evaluation summaries and the store's status.
 
 use serde_json::json;
-use zhiku_app::eval::{AnswerSummary, Summary};
-use zhiku_app::store::Store;
+use zhiku_app::wiring::store::Store;
 use zhiku_domain::Filter;
 use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, Retrieval, RetrievalMode, RouteStatus};
+use zhiku_eval::runner::{AnswerSummary, Summary};
 
 use zhiku_service::Refreshed;
 

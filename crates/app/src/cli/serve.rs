@@ -1,9 +1,9 @@
 //! `zhiku serve`: the JSON API, the web page and MCP over HTTP, until a signal stops it.
 
 use anyhow::{Context, Result, bail};
-use zhiku_app::serve::logging::LogFormat;
-use zhiku_app::serve::settings::Tokens;
-use zhiku_app::serve::{self, AppState};
+use zhiku_http::logging::LogFormat;
+use zhiku_http::settings::Tokens;
+use zhiku_http::{self as serve, AppState};
 
 use super::ctx::Ctx;
 use super::exit::Exit;
@@ -50,7 +50,7 @@ pub(crate) fn run(
     }
     let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
     let gate = state.gate().clone();
-    let (mcp, end_mcp_sessions) = zhiku_app::mcp::http_router(service, gate.clone());
+    let (mcp, end_mcp_sessions) = zhiku_mcp::http_router(service, gate.clone());
     let app = serve::router(state, Some(mcp));
     let (limits, lowered) = serve::conn::Limits::of(&settings);
     if let Some(lowered) = lowered {

@@ -1,8 +1,8 @@
 //! `zhiku token`: a new random bearer token and the `zhiku.toml` lines that admit it.
 
 use anyhow::{Context, Result};
-use zhiku_app::serve::settings::token_digest;
 use zhiku_domain::Scope;
+use zhiku_http::settings::token_digest;
 
 use super::exit::Exit;
 

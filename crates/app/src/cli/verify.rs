@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use serde_json::json;
-use zhiku_app::store::{Purpose, StoreLock};
+use zhiku_app::wiring::store::{Purpose, StoreLock};
 
 use super::ctx::Ctx;
 use super::error::CliError;

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use zhiku_app::serve::settings::token_digest;
+use zhiku_http::settings::token_digest;
 
 /// The public steps of an answered run, in order (routes may repeat).
 pub const ANSWER_STAGES: [&str; 9] = [

@@ -1,22 +1,9 @@
-//! Answering, as the CLI runs it: the answer policy of the configuration and the readable run
-//! chain of `zhiku ask --trace`.
+//! The readable run chain of `zhiku ask --trace`: one line (or a few) per step of a run.
 
-use anyhow::Result;
 use serde_json::Value;
 use zhiku_domain::ports::{
     AnswerStep, GenerationStep, RouteOutcome, Stage, TraceEvent, ValidationStep,
 };
-use zhiku_domain::usecases::{AnswerPolicy, RetrievalMode};
-
-use crate::config::Config;
-
-pub use crate::wiring::generator::generator_for;
-pub use zhiku_service::{MonotonicClock, Tee, new_trace_id};
-
-/// The answer policy from the configuration, for `mode` and `k` evidence.
-pub fn policy_for(config: &Config, mode: RetrievalMode, k: usize) -> Result<AnswerPolicy> {
-    Ok(config.service_settings().answer_policy(mode, k))
-}
 
 /// A value as the chain shows it: a string bare, anything else as JSON.
 fn short(v: impl serde::Serialize) -> String {
@@ -43,7 +30,7 @@ fn ms(m: f64) -> String {
 }
 
 /// One line (or a few) per step of a run, for `zhiku ask --trace`.
-pub fn render_chain(events: &[TraceEvent]) -> String {
+pub(crate) fn render_chain(events: &[TraceEvent]) -> String {
     let mut out = String::new();
     for (i, e) in events.iter().enumerate() {
         let line = match &e.stage {
