@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use zhiku_domain::ports::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, PreparedPut,
-    PutRequest, SkippedFile, SourceStore, Staged,
+    PutRequest, SourceStore, Staged,
 };
 use zhiku_domain::{DocId, Document};
 
@@ -155,19 +155,7 @@ impl DocumentStore for FolderDocuments {
     }
 
     fn load_all(&self) -> Result<LoadedDocuments, DocumentError> {
-        let loaded = load_folder(&self.root, &self.config)
-            .map_err(|e| DocumentError::Io(format!("{e:#}")))?;
-        Ok(LoadedDocuments {
-            documents: loaded.docs,
-            skipped: loaded
-                .skipped
-                .into_iter()
-                .map(|s| SkippedFile {
-                    path: s.path,
-                    reason: s.reason,
-                })
-                .collect(),
-        })
+        load_folder(&self.root, &self.config).map_err(|e| DocumentError::Io(format!("{e:#}")))
     }
 
     fn read(&self, _id: &DocId, path: &str) -> Result<Option<Document>, DocumentError> {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use zhiku_domain::ports::{LoadedDocuments, SkippedFile};
 use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
 
 /// Loader settings.
@@ -53,24 +53,6 @@ impl Default for LoaderConfig {
     }
 }
 
-/// A file that was not loaded, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
-    /// Path relative to the knowledge-base root.
-    pub path: String,
-    /// Why, in words.
-    pub reason: String,
-}
-
-/// The outcome of loading a folder.
-#[derive(Debug, Default)]
-pub struct Loaded {
-    /// Documents, sorted by path.
-    pub docs: Vec<Document>,
-    /// Files that could not be loaded.
-    pub skipped: Vec<Skipped>,
-}
-
 fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .unwrap_or(path)
@@ -81,18 +63,18 @@ fn relative(root: &Path, path: &Path) -> String {
 }
 
 /// Loads every document under `root`.
-pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
+pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<LoadedDocuments> {
     if !root.is_dir() {
         bail!("{} is not a directory", root.display());
     }
     let mut files: Vec<PathBuf> = Vec::new();
-    let mut loaded = Loaded::default();
+    let mut loaded = LoadedDocuments::default();
     let real_root = root
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", root.display()))?;
     // Links are judged before the walker follows them: one pointing outside the root (or any
     // link, unless inside links are followed) is pruned and reported.
-    let pruned: Arc<Mutex<Vec<Skipped>>> = Arc::default();
+    let pruned: Arc<Mutex<Vec<SkippedFile>>> = Arc::default();
     let filter = {
         let (root, real_root, pruned) = (root.to_path_buf(), real_root.clone(), pruned.clone());
         let follow = config.follow_links_inside;
@@ -121,7 +103,7 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
                 pruned
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push(Skipped {
+                    .push(SkippedFile {
                         path: relative(&root, e.path()),
                         reason: reason.into(),
                     });
@@ -145,7 +127,7 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                loaded.skipped.push(Skipped {
+                loaded.skipped.push(SkippedFile {
                     path: root.display().to_string(),
                     reason: format!("cannot walk: {e}"),
                 });
@@ -157,7 +139,7 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
             continue;
         }
         if entry.path_is_symlink() && std::fs::metadata(&path).is_err() {
-            loaded.skipped.push(Skipped {
+            loaded.skipped.push(SkippedFile {
                 path: relative(root, &path),
                 reason: "broken symlink".into(),
             });
@@ -170,7 +152,7 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
             .is_none()
         {
             // Its recorded path could not name it again (to re-read, replace or delete it).
-            loaded.skipped.push(Skipped {
+            loaded.skipped.push(SkippedFile {
                 path: relative(root, &path),
                 reason: "file name is not valid UTF-8".into(),
             });
@@ -199,10 +181,10 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
                         .push(rel);
                 } else {
                     owners.insert(doc.id().clone(), rel);
-                    loaded.docs.push(doc);
+                    loaded.documents.push(doc);
                 }
             }
-            Err(reason) => loaded.skipped.push(Skipped {
+            Err(reason) => loaded.skipped.push(SkippedFile {
                 path: rel,
                 reason: format!("{reason:#}"),
             }),
@@ -210,9 +192,9 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<Loaded> {
     }
     // Two files claiming one ID: neither is trusted; both are reported.
     for (id, paths) in duplicates {
-        loaded.docs.retain(|d| d.id() != &id);
+        loaded.documents.retain(|d| d.id() != &id);
         for p in &paths {
-            loaded.skipped.push(Skipped {
+            loaded.skipped.push(SkippedFile {
                 path: p.clone(),
                 reason: format!(
                     "duplicate document id {id:?}, claimed by {}",

@@ -18,7 +18,7 @@ pub enum StoreLocked {
         "the store at {store} is being written by another process (pid {pid}); wait for it to finish, or use a read-only command (status, verify --read-only, search --no-refresh)"
     )]
     Busy {
-        /// Store directory.
+        /// The store folder, as the message shows it.
         store: String,
         /// The holder's pid as it recorded it (`unknown` when unreadable).
         pid: String,
@@ -28,7 +28,7 @@ pub enum StoreLocked {
         "the store at {store} is read-only ({reason}): it cannot be written; read-only commands (status, verify, search --no-refresh) still work"
     )]
     ReadOnly {
-        /// Store directory.
+        /// The store folder, as the message shows it.
         store: String,
         /// What refused the write.
         reason: String,

@@ -713,7 +713,7 @@ mod tests {
         let loaded =
             crate::loader::load_folder(root, &crate::loader::LoaderConfig::default()).unwrap();
         let seen: Vec<String> = loaded
-            .docs
+            .documents
             .iter()
             .map(|d| d.attributes().source.to_string())
             .collect();

@@ -318,7 +318,7 @@ fn the_scan_follows_no_link_out_of_the_root_and_inside_links_only_when_asked() {
         };
         let loaded = load_folder(&kb, &config).unwrap();
         let sources: Vec<String> = loaded
-            .docs
+            .documents
             .iter()
             .map(|d| d.attributes().source.to_string())
             .collect();
@@ -720,7 +720,7 @@ fn random_raw_paths_write_exactly_the_callers_canonical_file_or_nothing() {
                     prop_assert!(!std::fs::symlink_metadata(&p).unwrap().file_type().is_symlink());
                 }
                 let loaded = load_folder(&root, &LoaderConfig::default()).unwrap();
-                let doc = loaded.docs.iter().find(|d| d.id().as_str() == id);
+                let doc = loaded.documents.iter().find(|d| d.id().as_str() == id);
                 prop_assert!(doc.is_some_and(|d| d.attributes().source.as_str() == canonical.as_str()
                     && d.attributes().scope.as_str() == "alpha"
                     && d.attributes().metadata.iter().all(|(k, _)| k != "codename")),

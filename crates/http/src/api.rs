@@ -50,15 +50,15 @@ pub struct FilterParam {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
-    /// The query.
+    /// The search text (not blank, at most `max_query_chars` characters).
     pub query: String,
-    /// Evidence wanted.
+    /// Pieces of evidence wanted, `1..=max_k` (default: the configured `k`).
     #[serde(default, deserialize_with = "whole_number")]
     pub k: Option<usize>,
-    /// Routes.
+    /// Which retrieval routes run (default: hybrid).
     #[serde(default)]
     pub mode: ModeParam,
-    /// Narrowing.
+    /// Metadata and locale the evidence must match, within the caller's scopes.
     #[serde(default)]
     pub filter: FilterParam,
 }
@@ -67,15 +67,15 @@ pub struct SearchRequest {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AskRequest {
-    /// The question.
+    /// The question (not blank, at most `max_query_chars` characters).
     pub question: String,
-    /// Evidence retrieved.
+    /// Pieces of evidence retrieved before the context budget, `1..=max_k`.
     #[serde(default, deserialize_with = "whole_number")]
     pub k: Option<usize>,
-    /// Routes.
+    /// Which retrieval routes run (default: hybrid).
     #[serde(default)]
     pub mode: ModeParam,
-    /// Narrowing.
+    /// Metadata and locale the evidence must match, within the caller's scopes.
     #[serde(default)]
     pub filter: FilterParam,
     /// Stream stages and the answer as server-sent events (also chosen by
@@ -94,13 +94,14 @@ pub struct DocumentRequest {
     pub path: Option<String>,
     /// Title (default: the first heading).
     pub title: Option<String>,
-    /// Markdown body.
+    /// The Markdown body; the other fields become its front matter.
     pub text: String,
     /// One of the token's scopes (default: its first).
     pub scope: Option<String>,
     /// Locale, e.g. `zh-CN`.
     pub locale: Option<String>,
-    /// Filterable metadata.
+    /// `key: value` attributes a search can filter on (`id`, `title`, `scope` and `locale`
+    /// are reserved).
     #[serde(default)]
     pub metadata: BTreeMap<String, Value>,
 }
@@ -109,7 +110,7 @@ pub struct DocumentRequest {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Page {
-    /// First item.
+    /// How many of the caller's documents (in ID order) to skip.
     #[serde(default)]
     pub offset: usize,
     /// Most items (default 100, at most 1000).

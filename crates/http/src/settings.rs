@@ -81,7 +81,7 @@ pub struct ServeTable {
 /// The resolved server settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServeSettings {
-    /// Listen address.
+    /// Where the server listens (`host:port`; `--bind` overrides it).
     pub bind: String,
     /// Largest request body.
     pub max_body_bytes: usize,
@@ -113,7 +113,7 @@ pub struct ServeSettings {
     /// Host names (or `host:port`) accepted in `Host` besides IP addresses and `localhost`:
     /// DNS-rebinding protection for a server reached by name.
     pub allowed_hosts: Vec<String>,
-    /// Bearer tokens.
+    /// The bearer tokens and the caller each one makes.
     #[serde(skip)]
     pub tokens: Vec<TokenRule>,
     /// Hex SHA-256 of the bearer token of `/metrics` (none: loopback only).

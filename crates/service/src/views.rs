@@ -12,11 +12,11 @@ use zhiku_domain::{DocId, Document, Scope};
 pub struct DocInfo {
     /// Its ID.
     pub id: DocId,
-    /// Its title.
+    /// Its title (the first heading when the document declares none).
     pub title: String,
     /// Its source path (relative to the knowledge-base root) or corpus name.
     pub source: String,
-    /// Its scope.
+    /// The scope that decides who may read it.
     pub scope: Scope,
 }
 
@@ -38,9 +38,9 @@ impl DocInfo {
 pub struct Hit {
     /// 1-based rank.
     pub rank: usize,
-    /// The chunk.
+    /// The evidence chunk (`doc:start:sha16`), what a citation names.
     pub chunk_id: String,
-    /// Its document.
+    /// The document the chunk was cut from.
     pub doc_id: String,
     /// The document's title.
     pub title: String,
@@ -48,7 +48,8 @@ pub struct Hit {
     pub source: String,
     /// Headings above the chunk.
     pub heading_path: Vec<String>,
-    /// Fused score.
+    /// The score after fusing the routes (reciprocal rank fusion); comparable within one
+    /// result only.
     pub score: f64,
     /// Each route's rank and score.
     pub routes: Vec<zhiku_domain::usecases::RouteHit>,
@@ -92,7 +93,7 @@ pub struct SearchResult {
     pub hits: Vec<Hit>,
     /// Hits dropped by the revision check (stale, deleted, invisible).
     pub dropped: Vec<zhiku_domain::usecases::Dropped>,
-    /// Milliseconds spent.
+    /// Wall time of the search in the service, in milliseconds.
     pub latency_ms: f64,
 }
 
@@ -105,26 +106,27 @@ pub struct NewDocument {
     pub path: Option<String>,
     /// Title (default: the first heading).
     pub title: Option<String>,
-    /// Markdown body.
+    /// The Markdown body, without front matter (the attributes go in the other fields).
     pub text: String,
     /// Scope (default: the caller's first scope); must be one of the caller's.
     pub scope: Option<String>,
-    /// Locale.
+    /// Its language tag (`zh-CN`, `en`), when known.
     pub locale: Option<String>,
-    /// Filterable metadata.
+    /// `key: value` attributes a search can filter on (`id`, `title`, `scope`, `locale` are
+    /// reserved).
     pub metadata: BTreeMap<String, Value>,
 }
 
 /// What an ingest did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ingested {
-    /// The document.
+    /// The document written.
     pub doc_id: String,
     /// Its file, relative to the knowledge-base root.
     pub path: String,
-    /// Its revision.
+    /// The content hash of what was written.
     pub revision: String,
-    /// Its chunks.
+    /// The IDs of its chunks now in both indexes.
     pub chunk_ids: Vec<String>,
     /// What the indexer did.
     pub report: IndexReport,
@@ -133,7 +135,7 @@ pub struct Ingested {
 /// A chunk of a document, for showing where a citation points.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChunkView {
-    /// The chunk.
+    /// The chunk's ID, as citations name it.
     pub chunk_id: String,
     /// Headings above it.
     pub heading_path: Vec<String>,
@@ -141,28 +143,28 @@ pub struct ChunkView {
     pub start: usize,
     /// Offset after its last character.
     pub end: usize,
-    /// Its text.
+    /// Its text, exactly as indexed.
     pub content: String,
 }
 
 /// A document as the caller may read it.
 #[derive(Debug, Clone, Serialize)]
 pub struct DocumentView {
-    /// ID.
+    /// The document's ID.
     pub id: String,
-    /// Title.
+    /// Its title as it reads now.
     pub title: String,
-    /// Source path.
+    /// Its file relative to the knowledge-base root (a corpus passage: `corpus.jsonl#id`).
     pub source: String,
-    /// Scope.
+    /// The scope that decides who may read it.
     pub scope: String,
     /// Locale, when declared.
     pub locale: Option<String>,
     /// Revision (content hash).
     pub revision: String,
-    /// Metadata.
+    /// Its filterable attributes.
     pub metadata: BTreeMap<String, Value>,
-    /// The text.
+    /// Its body as the source holds it now (chunk offsets point into it).
     pub text: String,
     /// Its chunks under the current chunking policy.
     pub chunks: Vec<ChunkView>,
@@ -173,13 +175,13 @@ pub struct DocumentView {
 pub struct Status {
     /// Documents in the caller's scopes.
     pub documents: usize,
-    /// Their chunks.
+    /// The chunks of those documents in the indexes.
     pub chunks: usize,
     /// The caller's scopes.
     pub scopes: Vec<String>,
     /// Whether the caller may write.
     pub write: bool,
-    /// Profile.
+    /// The configuration profile the server runs (`dev`, `local`, `prod` or a custom one).
     pub profile: String,
     /// Adapters picked and why.
     pub adapters: BTreeMap<String, String>,
@@ -187,7 +189,7 @@ pub struct Status {
     pub embedding_space: Option<String>,
     /// Why there is no dense route, when there is none.
     pub dense_notice: Option<String>,
-    /// The generator.
+    /// What writes answers, with its model where there is one.
     pub generator: String,
     /// `folder` or `beir`.
     pub origin: Option<String>,

@@ -64,13 +64,13 @@ pub use zhiku_domain::ports::Origin;
      Rebuild it: zhiku index --rebuild{kb_flag}"
 )]
 pub struct NeedsRebuild {
-    /// Store directory.
+    /// The store folder, as the message shows it.
     pub store: String,
-    /// What differs.
+    /// What differs: `chunking policy`, `lexical analyzer`, `embedding space`, ...
     pub what: String,
-    /// Recorded value.
+    /// What the store was built with.
     pub recorded: String,
-    /// Requested value.
+    /// What this run would use.
     pub requested: String,
     /// ` --kb DIR` when known.
     pub kb_flag: String,
@@ -177,7 +177,7 @@ pub enum Purpose {
 /// An opened knowledge base: the service's store with the folder it lives in and the
 /// configuration that picked its adapters.
 pub struct Store {
-    /// Store directory.
+    /// The store folder (`<kb>/.zhiku` unless `--store` says otherwise).
     pub dir: PathBuf,
     /// The resolved configuration.
     pub config: Config,
