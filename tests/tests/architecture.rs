@@ -196,6 +196,36 @@ fn adapters_depend_only_on_the_domain() {
     );
 }
 
+/// **Architecture Invariant:** inside the binary, only `wiring/` names adapter crates (and
+/// `config/` the settings types adapters own): the commands get ports from the wiring.
+#[test]
+fn inside_the_binary_only_wiring_names_adapters() {
+    let src = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/app/src"));
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let allowed: &[&str] = if rel.starts_with("wiring/") {
+            &["zhiku_adapters_"]
+        } else if rel.starts_with("config/") {
+            &["zhiku_adapters_qdrant::QdrantConfig"]
+        } else {
+            &[]
+        };
+        for (i, _) in text.match_indices("zhiku_adapters_") {
+            let named = &text[i..];
+            assert!(
+                allowed.iter().any(|a| named.starts_with(a)),
+                "crates/app/src/{rel} names an adapter crate: {}",
+                named.lines().next().unwrap_or_default()
+            );
+        }
+    }
+}
+
 /// Every `.rs` file under `dir`, recursively.
 fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();

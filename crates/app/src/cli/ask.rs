@@ -1,11 +1,10 @@
 //! `zhiku ask`: answer a question with citations checked against this round's retrieval.
 
 use anyhow::Result;
-use zhiku_adapters_memory::MemoryTraceSink;
 use zhiku_app::wiring::generator::generator_for;
 use zhiku_service::{MonotonicClock, Tee, new_trace_id};
 
-use super::chain::render_chain;
+use super::chain::{Recorded, render_chain};
 use zhiku_app::wiring::{self, source_for};
 use zhiku_domain::usecases::{AnswerStatus, Answerer, RetrievalMode};
 
@@ -33,13 +32,13 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
         .settings
         .answer_policy(mode, q.k.unwrap_or(store.config.k));
     let file_sink = wiring::trace_log(&store);
-    let memory = MemoryTraceSink::new();
+    let memory = Recorded::default();
     let sink = Tee(vec![&file_sink, &memory]);
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
     let trace_id = new_trace_id();
     let frame = answerer.ask(question, &filter, &trace_id)?;
     if trace {
-        eprint!("{}", render_chain(&memory.events_for(&trace_id)));
+        eprint!("{}", render_chain(&memory.events_of(&trace_id)));
     }
     if q.json {
         println!("{}", serde_json::to_string(&frame)?);

@@ -1,9 +1,34 @@
-//! The readable run chain of `zhiku ask --trace`: one line (or a few) per step of a run.
+//! The readable run chain of `zhiku ask --trace`: the run's events kept as they happen, then
+//! one line (or a few) per step.
+
+use std::sync::Mutex;
 
 use serde_json::Value;
 use zhiku_domain::ports::{
-    AnswerStep, GenerationStep, RouteOutcome, Stage, TraceEvent, ValidationStep,
+    AnswerStep, GenerationStep, RouteOutcome, Stage, TraceEvent, TraceSink, ValidationStep,
 };
+
+/// The events of this process's runs, kept to be printed.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded(Mutex<Vec<TraceEvent>>);
+
+impl Recorded {
+    /// The events of `trace_id`, in the order they were recorded.
+    pub(crate) fn events_of(&self, trace_id: &str) -> Vec<TraceEvent> {
+        let events = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        events
+            .iter()
+            .filter(|e| e.trace_id == trace_id)
+            .cloned()
+            .collect()
+    }
+}
+
+impl TraceSink for Recorded {
+    fn record(&self, event: TraceEvent) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(event);
+    }
+}
 
 /// A value as the chain shows it: a string bare, anything else as JSON.
 fn short(v: impl serde::Serialize) -> String {

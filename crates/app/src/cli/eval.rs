@@ -5,8 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use zhiku_adapters_tantivy::LexicalConfig;
-use zhiku_app::wiring::corpus::{DenseChoice, build_corpus_index, corpus_scope};
+use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_scope};
 use zhiku_app::wiring::generator::generator_for;
 use zhiku_app::wiring::store::Purpose;
 use zhiku_app::wiring::{self, source_for};
@@ -57,8 +56,7 @@ pub(crate) fn run(
                 "candle" => DenseChoice::Candle(config.model.clone()),
                 other => bail!("--embedder {other:?}: use none, hashing or candle"),
             };
-            let index =
-                build_corpus_index(&set.corpus, config.policy, LexicalConfig::default(), dense)?;
+            let index = build_default_corpus_index(&set.corpus, config.policy, dense)?;
             ctx.note(&format!(
                 "indexed {} passages into {} chunks in {:.2} s",
                 set.corpus.len(),

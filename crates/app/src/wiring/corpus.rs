@@ -52,6 +52,15 @@ pub enum DenseChoice {
     Candle(String),
 }
 
+/// [`build_corpus_index`] with the lexical analyzer every store uses.
+pub fn build_default_corpus_index(
+    passages: &[Passage],
+    policy: ChunkingPolicy,
+    dense: DenseChoice,
+) -> Result<CorpusIndex> {
+    build_corpus_index(passages, policy, LexicalConfig::default(), dense)
+}
+
 /// Converts passages to documents and indexes them.
 pub fn build_corpus_index(
     passages: &[Passage],
