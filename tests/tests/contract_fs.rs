@@ -1,5 +1,6 @@
 //! The filesystem adapters against the contract suite: the folder as a document store, the
-//! manifest file as a catalog store, and the vector file as a vector index.
+//! manifest file as a catalog store, the vector file as a vector index and the JSONL trace log
+//! as a trace store.
 
 mod folder_documents {
     use zhiku_adapters_fs::folder::FolderDocuments;
@@ -130,4 +131,23 @@ mod file_vector_persistence {
         let err = FileVectorIndex::open(&path, other_space()).unwrap_err();
         assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
     }
+}
+
+mod jsonl_trace_log {
+    use std::sync::Mutex;
+
+    use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
+    use zhiku_domain::ports::TraceStore;
+
+    /// Keeps each test's directory alive for the whole test process.
+    static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
+
+    zhiku_tests::trace_store_contract!(|()| -> Option<Box<dyn TraceStore>> {
+        let dir = tempfile::tempdir().unwrap();
+        // A small rotation size, so the runs also cross rotated files.
+        let sink = JsonlTraceSink::new(dir.path().join("traces.jsonl"))
+            .with_retention(Retention::new(600, 8, 0));
+        DIRS.lock().unwrap().push(dir);
+        Some(Box::new(sink))
+    });
 }

@@ -35,3 +35,12 @@ mod hashing_embedder {
         0.0
     );
 }
+
+mod memory_trace {
+    use zhiku_adapters_memory::MemoryTraceSink;
+    use zhiku_domain::ports::TraceStore;
+
+    zhiku_tests::trace_store_contract!(|()| -> Option<Box<dyn TraceStore>> {
+        Some(Box::new(MemoryTraceSink::new()))
+    });
+}

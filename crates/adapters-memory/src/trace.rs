@@ -1,8 +1,8 @@
-//! An in-memory trace sink.
+//! An in-memory trace sink whose runs can be read back.
 
 use std::sync::Mutex;
 
-use zhiku_domain::ports::{TraceEvent, TraceSink};
+use zhiku_domain::ports::{BoxError, StoredTraceEvent, TraceEvent, TraceSink, TraceStore};
 
 /// Keeps every event in memory, in arrival order.
 #[derive(Debug, Default)]
@@ -39,5 +39,17 @@ impl TraceSink for MemoryTraceSink {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(event);
+    }
+}
+
+impl TraceStore for MemoryTraceSink {
+    fn finish(&self, _trace_id: &str) {}
+
+    fn read(&self, trace_id: &str) -> Result<Vec<StoredTraceEvent>, BoxError> {
+        Ok(self
+            .events_for(trace_id)
+            .into_iter()
+            .map(|event| StoredTraceEvent { at_ms: None, event })
+            .collect())
     }
 }

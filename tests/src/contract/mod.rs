@@ -5,6 +5,7 @@ pub mod documents;
 pub mod embedder;
 pub mod fixtures;
 pub mod lexical;
+pub mod trace;
 pub mod vector;
 
 /// Prints the loud notice a skipped contract test shows.
@@ -169,6 +170,24 @@ macro_rules! writable_document_store_contract {
                 an_undone_overwrite_restores_the_previous_document,
                 remove_is_undone_or_kept,
                 another_callers_path_is_not_found,
+            ]
+        );
+    };
+}
+
+/// Generates the trace-store contract tests. `$make` is a closure taking `()` and returning
+/// `Option<Box<dyn TraceStore>>` (an empty store, or `None` to skip).
+#[macro_export]
+macro_rules! trace_store_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            trace,
+            $make,
+            (),
+            [
+                interleaved_runs_read_back_apart_and_in_order,
+                a_run_without_its_answer_is_readable_after_finish,
+                unknown_and_malformed_ids_read_nothing,
             ]
         );
     };
