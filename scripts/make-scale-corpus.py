@@ -104,13 +104,9 @@ def overlap_start(body: str, window_start: int, overlap: int) -> int:
     if overlap == 0:
         return window_start
     # The earliest p in [earliest, window_start) with p > 0 and a soft break at p - 1.
+    # Searching the characters p - 1 in [max(earliest - 1, 0), window_start - 1) gives it.
     m = SOFT_BREAK.search(body, max(earliest - 1, 0), window_start - 1)
-    if m is not None:
-        p = m.start() + 1
-        if p >= earliest:
-            return p
-        # earliest == 0 and the match is at 0: p = 1 is still inside the range.
-    return earliest
+    return earliest if m is None else m.start() + 1
 
 
 def count_section(body: str, section_start: int, pieces, has_heading: bool) -> int:
@@ -141,28 +137,32 @@ class Generator:
         self.rng = random.Random(seed)
         self.seen = set()
 
+    def pick(self, items):
+        """A uniform choice (random.random is cheaper than Random.choice's rejection loop)."""
+        return items[int(self.rng.random() * len(items))]
+
     def sentence_source(self, main):
-        """Draws sentences: mostly from the main passage, some from any other."""
+        """Draws sentences: mostly from the main passage (each at most once), some from any
+        other passage."""
         rng = self.rng
         own = main[1]
-        order = rng.sample(range(len(own)), len(own))
-        k = 0
+        used = set()
 
         def draw():
-            nonlocal k
-            if k < len(order) and rng.random() < 0.7:
-                s = own[order[k]]
-                k += 1
-                return s
-            other = rng.choice(self.passages)[1]
-            return rng.choice(other)
+            if len(used) < len(own) and rng.random() < 0.7:
+                while True:
+                    k = int(rng.random() * len(own))
+                    if k not in used:
+                        used.add(k)
+                        return own[k]
+            return self.pick(self.pick(self.passages)[1])
 
         return draw
 
     def paragraph(self, draw, limit: int) -> str:
         """1 to 5 sentences, at most `limit` characters (at least one sentence fits)."""
         rng = self.rng
-        want = rng.choice((1, 1, 1, 2, 2, 3))
+        want = self.pick((1, 1, 1, 2, 2, 3))
         parts = []
         size = 0
         for _ in range(want * 3):
@@ -181,17 +181,17 @@ class Generator:
         """Returns (title, body, chunks) for a new distinct document."""
         rng = self.rng
         while True:
-            main = rng.choice(self.passages)
+            main = self.pick(self.passages)
             draw = self.sentence_source(main)
-            title = f"{main[0]} · {rng.choice(LABELS)}"
-            paragraphs = rng.choice((2, 2, 2, 3, 3, 4, 5, 6))
+            title = f"{main[0]} · {self.pick(LABELS)}"
+            paragraphs = self.pick((2, 2, 2, 3, 3, 4, 5, 6))
             two_sections = paragraphs >= 3 and rng.random() < 0.5
-            split_at = rng.randint(1, paragraphs - 1) if two_sections else paragraphs
-            blocks = []  # (kind, text) with kind in {"h1", "h2", "p"}
+            split_at = 1 + int(rng.random() * (paragraphs - 1)) if two_sections else paragraphs
+            blocks = []  # (kind, text): "h" a heading line, "p" a paragraph
             blocks.append(("h", f"# {title}"))
             for j in range(paragraphs):
                 if j == split_at:
-                    sub = rng.choice(SUBHEADINGS + [rng.choice(self.passages)[0]])
+                    sub = self.pick(SUBHEADINGS + [self.pick(self.passages)[0]])
                     blocks.append(("h", f"## {sub}"))
                 if blocks[-1][0] == "h":
                     # Heading unit ("<heading>\n\n") plus this paragraph ("<p>\n\n") must fit.
@@ -204,12 +204,11 @@ class Generator:
             if digest in self.seen:
                 continue
             self.seen.add(digest)
-            return title, body, count_chunks(blocks)
+            return title, body, count_chunks(body, blocks)
 
 
-def count_chunks(blocks) -> int:
-    """Chunks of the body "\\n\\n".join(blocks) + "\\n" under the default policy."""
-    body = "\n\n".join(text for _, text in blocks) + "\n"
+def count_chunks(body: str, blocks) -> int:
+    """Chunks of `body` = "\\n\\n".join(blocks) + "\\n" under the default policy."""
     # Units: each block plus its trailing blank line (the last one: its final newline).
     # Sections start at each heading; every heading here is followed by a paragraph, so no
     # section is empty and none is merged into the next.
@@ -261,7 +260,7 @@ def write_corpus(args, passages) -> None:
                 tries += 1
                 if tries > 10_000:
                     sys.exit("could not hit the chunk target exactly")
-        scope_index = rng.randrange(len(SCOPES))
+        scope_index = int(rng.random() * len(SCOPES))
         doc_id = f"scale-{docs:07d}"
         front = [
             "---",
@@ -271,15 +270,20 @@ def write_corpus(args, passages) -> None:
         ]
         if rng.random() < 0.9:
             front.append("locale: zh-CN")
-        front.append(f"team: {rng.choice(TEAMS)}")
-        front.append(f"year: {rng.randint(2015, 2026)}")
+        front.append(f"team: {gen.pick(TEAMS)}")
+        front.append(f"year: {2015 + int(rng.random() * 12)}")
         front.append("---\n")
         data = ("\n".join(front) + body).encode("utf-8")
         if docs % FILES_PER_FOLDER == 0:
-            folder = out / f"part-{docs // FILES_PER_FOLDER:04d}"
-            folder.mkdir()
-        with open(folder / f"doc-{docs:07d}.md", "wb") as f:
-            f.write(data)
+            folder = os.path.join(out, f"part-{docs // FILES_PER_FOLDER:04d}")
+            os.mkdir(folder)
+        fd = os.open(f"{folder}/doc-{docs:07d}.md", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         total_bytes += len(data)
         per_scope[scope_index] += 1
         docs += 1
