@@ -160,8 +160,7 @@ class Generator:
         return draw
 
     def paragraph(self, draw, limit: int) -> str:
-        """1 to 5 sentences, at most `limit` characters (at least one sentence fits)."""
-        rng = self.rng
+        """1 to 3 sentences, at most `limit` characters (at least one sentence fits)."""
         want = self.pick((1, 1, 1, 2, 2, 3))
         parts = []
         size = 0
