@@ -155,6 +155,7 @@ def main():
                 "bulk_s": bulk_s,
                 "disk_bulk_mb": disk_bulk / 1e6,
                 "ingest": lat(samples),
+                "raw_scan_ms": None,
                 "scan_ms": None,
                 "open_ms": child["open_ms"],
                 "first_read_ms": child["first_read_ms"],
