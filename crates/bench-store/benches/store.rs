@@ -8,7 +8,16 @@
 //! 3. a fresh process (this binary re-run as a child) opens the store — beside the parent's open
 //!    writer where the library allows it — and reads 100 random chunk records by id;
 //! 4. a full scan of the catalog (what `status` does);
-//! 5. bytes on disk (allocated blocks) after the bulk load and after close.
+//! 5. bytes on disk (allocated blocks) after the bulk load and after close;
+//! 6. a writer killed with SIGKILL amid ingests: the next open (recovery included) and a scan
+//!    that finds every catalog entry.
+//!
+//! Candidates: redb (`SingleWriter` mode, with and without quick-repair), LMDB through heed,
+//! fjall, SQLite through rusqlite (bundled, WAL, `synchronous = FULL`). Every write is a durable
+//! commit: the library's default where it is durable (redb `Durability::Immediate`, LMDB's
+//! sync on commit, SQLite's `synchronous = FULL`), fjall's `PersistMode::SyncAll` (its default
+//! stops at the OS buffers). The fresh process reads with a warm page cache (the parent just
+//! wrote the files; dropping the machine's caches is not ours to do).
 //!
 //! Records are the domain's own: a [`ChunkRecord`] (from [`Chunk::to_record`]) and a catalog
 //! entry ([`CatalogEntry`] plus source path, size and mtime), both as JSON, the same bytes for
