@@ -1,0 +1,1 @@
+//! Nothing here: the comparison is the `store` bench (`benches/store.rs`).
