@@ -464,14 +464,34 @@ impl Allowed<'_> {
     }
 }
 
-/// Runs every query once (after a short warm-up) at one breadth and scores it.
-fn pass(
-    data: &Data,
-    truth: &[Vec<u64>],
+/// A search under test: query, optional filter, top-10 keys.
+type SearchFn<'s> = dyn Fn(&[f32], Option<Allowed<'_>>) -> Vec<u64> + 's;
+
+/// The queries of one measurement: a data set, its ground truth, filtered or not.
+#[derive(Debug, Clone, Copy)]
+struct Case<'a> {
+    data: &'a Data,
+    truth: &'a [Vec<u64>],
     filtered: bool,
-    limit: usize,
-    search: &dyn Fn(&[f32], Option<Allowed<'_>>) -> Vec<u64>,
-) -> Pass {
+}
+
+impl<'a> Case<'a> {
+    fn new(data: &'a Data, truth: &'a [Vec<u64>], filtered: bool) -> Self {
+        Self {
+            data,
+            truth,
+            filtered,
+        }
+    }
+}
+
+/// Runs every query once (after a short warm-up) at one breadth and scores it.
+fn pass(case: Case<'_>, limit: usize, search: &SearchFn<'_>) -> Pass {
+    let Case {
+        data,
+        truth,
+        filtered,
+    } = case;
     let nq = data.nq().min(limit);
     let mut times = Vec::with_capacity(nq);
     let mut hits = 0usize;
@@ -485,7 +505,7 @@ fn pass(
         });
         std::hint::black_box(search(data.query(i), allowed));
     }
-    for i in 0..nq {
+    for (i, want) in truth.iter().enumerate().take(nq) {
         // The filter's translation to a scope mask is outside the timing, like the peer's.
         let mask = data.allowed(&data.filters[i]);
         let t = Instant::now();
@@ -496,8 +516,8 @@ fn pass(
         });
         let found = search(data.query(i), allowed);
         times.push(t.elapsed());
-        expected += truth[i].len();
-        hits += truth[i].iter().filter(|k| found.contains(k)).count();
+        expected += want.len();
+        hits += want.iter().filter(|k| found.contains(k)).count();
     }
     times.sort();
     let pct = |p: f64| micros(times[((times.len() as f64 * p).ceil() as usize).saturating_sub(1)]);
@@ -516,19 +536,17 @@ fn micros(d: Duration) -> f64 {
 /// `set_breadth` is called before each pass. Returns the breadth used (label) and its pass.
 fn tune(
     label: &str,
-    data: &Data,
-    truth: &[Vec<u64>],
-    filtered: bool,
+    case: Case<'_>,
     target: f64,
     breadths: &[usize],
     set_breadth: &dyn Fn(usize) -> String,
-    search: &dyn Fn(&[f32], Option<Allowed<'_>>) -> Vec<u64>,
+    search: &SearchFn<'_>,
 ) -> (String, Pass) {
     let mut last = None;
     let mut sweep = String::new();
     for &b in breadths {
         let name = set_breadth(b);
-        let p = pass(data, truth, filtered, usize::MAX, search);
+        let p = pass(case, usize::MAX, search);
         let _ = write!(sweep, " {name}:{:.3}/{:.0}us", p.recall, p.p50_us);
         let reached = p.recall >= target;
         last = Some((name, p));
@@ -538,8 +556,8 @@ fn tune(
     }
     eprintln!(
         "[{}] {label}{} sweep (breadth:recall/p50):{sweep}",
-        data.name,
-        if filtered { " filtered" } else { "" }
+        case.data.name,
+        if case.filtered { " filtered" } else { "" }
     );
     let (name, p) = last.expect("at least one breadth");
     let name = if p.recall >= target {
@@ -678,8 +696,8 @@ fn exact(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>]) -> Row {
         let mask = allowed.map(|a| *a.mask);
         exact_top_k(data, q, mask.as_ref())
     };
-    let all = pass(data, truth, false, 200, &search);
-    let one = pass(data, truth_f, true, 200, &search);
+    let all = pass(Case::new(data, truth, false), 200, &search);
+    let one = pass(Case::new(data, truth_f, true), 200, &search);
     Row {
         name: "exact (brute force)".into(),
         build_s: 0.0,
@@ -759,8 +777,22 @@ fn usearch_row(
         index.change_expansion_search(ef);
         format!("ef={ef}")
     };
-    let (ef, all) = tune(label, data, truth, false, target, EFS, &set, &search);
-    let (f_ef, one) = tune(label, data, truth_f, true, target, EFS, &set, &search);
+    let (ef, all) = tune(
+        label,
+        Case::new(data, truth, false),
+        target,
+        EFS,
+        &set,
+        &search,
+    );
+    let (f_ef, one) = tune(
+        label,
+        Case::new(data, truth_f, true),
+        target,
+        EFS,
+        &set,
+        &search,
+    );
     Row {
         name: label.into(),
         build_s,
@@ -812,8 +844,22 @@ fn hnsw_rs_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target: f6
         ef_now.set(ef);
         format!("ef={ef}")
     };
-    let (ef, all) = tune("hnsw_rs", data, truth, false, target, EFS, &set, &search);
-    let (f_ef, one) = tune("hnsw_rs", data, truth_f, true, target, EFS, &set, &search);
+    let (ef, all) = tune(
+        "hnsw_rs",
+        Case::new(data, truth, false),
+        target,
+        EFS,
+        &set,
+        &search,
+    );
+    let (f_ef, one) = tune(
+        "hnsw_rs",
+        Case::new(data, truth_f, true),
+        target,
+        EFS,
+        &set,
+        &search,
+    );
     Row {
         name: "hnsw_rs".into(),
         build_s,
@@ -897,15 +943,20 @@ fn arroy_row(
     };
     let (ef, all) = tune(
         "arroy",
-        data,
-        truth,
-        false,
+        Case::new(data, truth, false),
         target,
         ARROY_SEARCH_K_MULT,
         &set,
         &search,
     );
-    let (f_ef, one) = tune("arroy", data, truth_f, true, target, &[1], &set, &search);
+    let (f_ef, one) = tune(
+        "arroy",
+        Case::new(data, truth_f, true),
+        target,
+        &[1],
+        &set,
+        &search,
+    );
     Ok(Row {
         name: "arroy".into(),
         build_s,
