@@ -1,0 +1,1 @@
+//! Comparison bench of ANN libraries; the bench itself is `benches/ann.rs`.
