@@ -23,7 +23,14 @@ mod folder_documents {
         )
         .unwrap();
         Some(Box::new(DocumentPlace {
-            store: Box::new(FolderDocuments::new(root, LoaderConfig::default())),
+            // Files written just now are stamped (the racy window guards real edits).
+            store: Box::new(FolderDocuments::new(
+                root,
+                LoaderConfig {
+                    racy_window: std::time::Duration::ZERO,
+                    ..LoaderConfig::default()
+                },
+            )),
             seeded: vec![DocId::new("install").unwrap(), DocId::new("notes").unwrap()],
             guard: Box::new(dir),
         }))

@@ -56,6 +56,31 @@ fn committed_chunks_survive_a_reopen_and_uncommitted_ones_do_not() {
 }
 
 #[test]
+fn a_reopened_index_reports_the_generation_its_last_commit_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let committed = {
+        let index =
+            TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+        index
+            .upsert(&[Spec::new("a", "s", "代数 generation").chunk()])
+            .unwrap();
+        index.commit().unwrap();
+        let committed = index.generation().unwrap();
+        // Written, never committed: the generation on disk stays the committed one.
+        index
+            .upsert(&[Spec::new("b", "s", "未提交 uncommitted").chunk()])
+            .unwrap();
+        committed
+    };
+    assert!(committed.is_some());
+    let reopened =
+        TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+    assert_eq!(reopened.generation().unwrap(), committed);
+    let reader = TantivyLexicalIndex::open_read_only(dir.path(), LexicalConfig::default()).unwrap();
+    assert_eq!(reader.generation().unwrap(), committed);
+}
+
+#[test]
 fn an_index_built_with_another_analyzer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     {

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use zhiku_domain::ports::{
-    DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, PreparedPut,
-    PutRequest, SourceStore, Staged,
+    DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
+    PreparedPut, PutRequest, SourceStore, Staged,
 };
 use zhiku_domain::{DocId, Document};
 
 use crate::folder_source::FolderSource;
-use crate::loader::{LoaderConfig, load_folder, load_path, load_text};
+use crate::loader::{LoaderConfig, load_folder, load_folder_changed, load_path, load_text};
 use crate::paths::{
     Found, KbPath, MovedAside, PathError, check_recorded, inspect, move_aside, scan_ignores,
     settle_leftovers, sidecar_of, write_file,
@@ -156,6 +156,14 @@ impl DocumentStore for FolderDocuments {
 
     fn load_all(&self) -> Result<LoadedDocuments, DocumentError> {
         load_folder(&self.root, &self.config).map_err(|e| DocumentError::Io(format!("{e:#}")))
+    }
+
+    fn load_changed(
+        &self,
+        known: &BTreeMap<String, KnownFile>,
+    ) -> Result<LoadedDocuments, DocumentError> {
+        load_folder_changed(&self.root, &self.config, known)
+            .map_err(|e| DocumentError::Io(format!("{e:#}")))
     }
 
     fn read(&self, _id: &DocId, path: &str) -> Result<Option<Document>, DocumentError> {

@@ -3,6 +3,7 @@
 //! - [`paths`] — the one canonical form of a document path and the rules a write inside the
 //!   knowledge-base folder obeys (no escape, no link crossing the root, ignore files respected).
 //! - [`loader`] — the folder walk: Markdown and text files, front matter, sidecar metadata.
+//! - [`stamp`] — file stamps: an unchanged file recognised from its metadata, not read again.
 //! - [`folder`] — the folder as a writable document store.
 //! - [`folder_source`] — the folder as the source of truth hits are re-checked against.
 //! - [`lock`] — the store lock (one writer per store).
@@ -18,5 +19,6 @@ pub mod loader;
 pub mod lock;
 pub mod manifest;
 pub mod paths;
+pub mod stamp;
 pub mod trace_log;
 pub mod vector_file;

@@ -22,8 +22,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use zhiku_domain::ports::{LoadedDocuments, SkippedFile};
+use zhiku_domain::ports::{KnownFile, LoadedDocuments, SkippedFile};
 use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
+
+use crate::stamp::Stamper;
 
 /// Loader settings.
 #[derive(Debug, Clone)]
@@ -37,6 +39,9 @@ pub struct LoaderConfig {
     pub follow_links_inside: bool,
     /// The store's folder (canonical), when it lies inside the knowledge base: never scanned.
     pub store_dir: Option<PathBuf>,
+    /// A file modified less than this before a scan is not [stamped](crate::stamp) (it is read
+    /// again next time). Tests that write and re-scan at once set it to zero.
+    pub racy_window: std::time::Duration,
 }
 
 /// The ignore file of zhiku's own, beside `.gitignore` and `.ignore`.
@@ -49,6 +54,7 @@ impl Default for LoaderConfig {
             default_scope: Scope::default_scope(),
             follow_links_inside: false,
             store_dir: None,
+            racy_window: crate::stamp::RACY_WINDOW,
         }
     }
 }
@@ -62,8 +68,21 @@ fn relative(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
-/// Loads every document under `root`.
+/// Loads every document under `root`, stamping each file for the next
+/// [`load_folder_changed`].
 pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<LoadedDocuments> {
+    load_folder_changed(root, config, &BTreeMap::new())
+}
+
+/// Loads the documents under `root`, except that a file of `known` whose [stamp](Stamper) is
+/// unchanged is listed in `unchanged` rather than read: with the known document of each, the
+/// result is what [`load_folder`] returns.
+pub fn load_folder_changed(
+    root: &Path,
+    config: &LoaderConfig,
+    known: &BTreeMap<String, KnownFile>,
+) -> Result<LoadedDocuments> {
+    let stamper = Stamper::new(config);
     if !root.is_dir() {
         bail!("{} is not a directory", root.display());
     }
@@ -167,20 +186,42 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<LoadedDocuments
     ));
     let mut owners: BTreeMap<DocId, String> = BTreeMap::new();
     let mut duplicates: BTreeMap<DocId, Vec<String>> = BTreeMap::new();
+    let mut unchanged: Vec<(String, DocId)> = Vec::new();
+    let mut claim = |id: &DocId, rel: &String| match owners.get(id) {
+        Some(first) => {
+            duplicates
+                .entry(id.clone())
+                .or_insert_with(|| vec![first.clone()])
+                .push(rel.clone());
+            false
+        }
+        None => {
+            owners.insert(id.clone(), rel.clone());
+            true
+        }
+    };
     for path in files {
         let rel = relative(root, &path);
+        // Stamped before it is read: a write during the read gives another stamp next time.
+        let stamp = stamper.stamp(&path);
+        if let (Some(stamp), Some(k)) = (&stamp, known.get(&rel))
+            && &k.stamp == stamp
+        {
+            if claim(&k.doc, &rel) {
+                unchanged.push((rel.clone(), k.doc.clone()));
+                loaded.stamps.insert(rel, stamp.clone());
+            }
+            continue;
+        }
         // The walk already judged every link on the way (pruned or followed): no re-check.
         let loaded_doc = read_text(&path, config.max_file_bytes)
             .and_then(|text| load_text(&path, &rel, &text, config));
         match loaded_doc {
             Ok(doc) => {
-                if let Some(first) = owners.get(doc.id()) {
-                    duplicates
-                        .entry(doc.id().clone())
-                        .or_insert_with(|| vec![first.clone()])
-                        .push(rel);
-                } else {
-                    owners.insert(doc.id().clone(), rel);
+                if claim(doc.id(), &rel) {
+                    if let Some(stamp) = stamp {
+                        loaded.stamps.insert(rel, stamp);
+                    }
                     loaded.documents.push(doc);
                 }
             }
@@ -193,7 +234,9 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<LoadedDocuments
     // Two files claiming one ID: neither is trusted; both are reported.
     for (id, paths) in duplicates {
         loaded.documents.retain(|d| d.id() != &id);
+        unchanged.retain(|(_, doc)| doc != &id);
         for p in &paths {
+            loaded.stamps.remove(p);
             loaded.skipped.push(SkippedFile {
                 path: p.clone(),
                 reason: format!(
@@ -204,6 +247,7 @@ pub fn load_folder(root: &Path, config: &LoaderConfig) -> Result<LoadedDocuments
         }
     }
     loaded.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    loaded.unchanged = unchanged.into_iter().map(|(rel, _)| rel).collect();
     Ok(loaded)
 }
 
@@ -411,6 +455,87 @@ fn first_heading(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn known(loaded: &LoadedDocuments) -> BTreeMap<String, KnownFile> {
+        loaded
+            .documents
+            .iter()
+            .map(|d| {
+                let path = d.attributes().source.to_string();
+                let stamp = loaded.stamps[&path].clone();
+                (
+                    path,
+                    KnownFile {
+                        doc: d.id().clone(),
+                        stamp,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn read_paths(loaded: &LoadedDocuments) -> Vec<String> {
+        loaded
+            .documents
+            .iter()
+            .map(|d| d.attributes().source.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn only_changed_files_are_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for name in ["a", "b", "c", "d", "e"] {
+            std::fs::write(
+                root.join(format!("{name}.md")),
+                format!("# {name}\n\ntext\n"),
+            )
+            .unwrap();
+        }
+        let config = LoaderConfig {
+            racy_window: std::time::Duration::ZERO,
+            ..LoaderConfig::default()
+        };
+        let first = load_folder(root, &config).unwrap();
+        assert_eq!(first.stamps.len(), 5);
+        let known = known(&first);
+
+        let again = load_folder_changed(root, &config, &known).unwrap();
+        assert!(again.documents.is_empty());
+        assert_eq!(again.unchanged.len(), 5);
+        assert_eq!(again.stamps, first.stamps);
+
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(root.join("a.md"), "# a\n\nlonger text now\n").unwrap(); // edited
+        std::fs::write(root.join("b.metadata.yaml"), "scope: beta\n").unwrap(); // sidecar added
+        std::fs::remove_file(root.join("c.md")).unwrap(); // deleted
+        std::fs::write(root.join("c2.md"), "# c\n\ntext\n").unwrap(); // new
+        // Replaced by a file of the same size (a new inode).
+        std::fs::write(root.join("d.tmp"), "# d\n\ntext\n").unwrap();
+        std::fs::rename(root.join("d.tmp"), root.join("d.md")).unwrap();
+        // A new file claiming an unchanged document's ID: neither is trusted.
+        std::fs::write(root.join("f.md"), "---\nid: e.md\n---\n# f\n").unwrap();
+
+        let changed = load_folder_changed(root, &config, &known).unwrap();
+        assert_eq!(read_paths(&changed), ["a.md", "b.md", "c2.md", "d.md"]);
+        assert!(changed.unchanged.is_empty(), "{:?}", changed.unchanged);
+        let skipped: Vec<&str> = changed.skipped.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(skipped, ["e.md", "f.md"]);
+        assert!(!changed.stamps.contains_key("e.md") && !changed.stamps.contains_key("c.md"));
+        let b = &changed.documents[1];
+        assert_eq!(b.attributes().scope.as_str(), "beta");
+
+        // What load_changed read equals what a full load reads.
+        let full = load_folder(root, &config).unwrap();
+        let fingerprints = |l: &LoadedDocuments| {
+            l.documents
+                .iter()
+                .map(|d| d.fingerprint())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(fingerprints(&changed), fingerprints(&full));
+    }
 
     #[test]
     fn front_matter_is_split_from_the_body() {

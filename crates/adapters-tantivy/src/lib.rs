@@ -697,6 +697,15 @@ impl LexicalIndex for TantivyLexicalIndex {
         drop(writer);
         self.reader.reload().map_err(backend)
     }
+
+    /// The opstamp of the last commit, read from the index's `meta.json` (one small file; a
+    /// commit replaces it atomically). An index in RAM keeps none.
+    fn generation(&self) -> Result<Option<u64>, IndexError> {
+        if !self.persistent {
+            return Ok(None);
+        }
+        Ok(Some(self.index.load_metas().map_err(backend)?.opstamp))
+    }
 }
 
 impl TantivyLexicalIndex {

@@ -60,7 +60,7 @@ impl DocumentStore for CorpusDocuments {
         );
         Ok(LoadedDocuments {
             documents,
-            skipped: Vec::new(),
+            ..LoadedDocuments::default()
         })
     }
 

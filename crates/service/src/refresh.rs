@@ -1,10 +1,12 @@
 //! Bringing a store up to date with its documents.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 use zhiku_domain::DocId;
-use zhiku_domain::ports::{DocumentStore, LoadedDocuments, Origin, SkippedFile, StoredCatalog};
+use zhiku_domain::ports::{
+    DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile, StoredCatalog,
+};
 use zhiku_domain::usecases::{IndexReport, Progress, SyncMode};
 
 use crate::Store;
@@ -20,9 +22,10 @@ pub struct Refreshed {
     pub docs: usize,
 }
 
-/// Loads every document of `documents` (from `origin`) and indexes them incrementally; the
-/// catalog is saved after both indexes committed. Files that cannot be read keep their
-/// previously indexed documents.
+/// Loads the documents of `documents` (from `origin`) and indexes them incrementally; the
+/// catalog is saved after both indexes committed. A file whose stamp is the one recorded when
+/// its document was indexed is not read again (its document stands); files that cannot be
+/// read keep their previously indexed documents.
 pub fn refresh(
     store: &mut Store,
     documents: &dyn DocumentStore,
@@ -42,7 +45,27 @@ pub fn refresh(
             tracing::info!(target: "zhiku::store", %done, "settled a killed writer's leftover");
         }
     }
-    let loaded = documents.load_all()?;
+    // Stamps are trusted only for the origin they were taken from.
+    let known: BTreeMap<String, KnownFile> = if store.recorded.origin.as_ref() == Some(&origin) {
+        store
+            .recorded
+            .sources
+            .iter()
+            .filter_map(|(doc, path)| {
+                let stamp = store.recorded.stamps.get(path)?;
+                Some((
+                    path.clone(),
+                    KnownFile {
+                        doc: doc.clone(),
+                        stamp: stamp.clone(),
+                    },
+                ))
+            })
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    let loaded = documents.load_changed(&known)?;
     index_loaded(store, origin, loaded, on_progress)
 }
 
@@ -53,13 +76,24 @@ pub(crate) fn index_loaded(
     loaded: LoadedDocuments,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<Refreshed> {
-    let LoadedDocuments { documents, skipped } = loaded;
-    let skipped_paths: BTreeSet<&str> = skipped.iter().map(|s| s.path.as_str()).collect();
+    let LoadedDocuments {
+        documents,
+        skipped,
+        unchanged,
+        stamps,
+    } = loaded;
+    // Recorded documents stand where their file was not read: unchanged, or unreadable now.
+    let unchanged: BTreeSet<&str> = unchanged.iter().map(String::as_str).collect();
+    let not_read: BTreeSet<&str> = skipped
+        .iter()
+        .map(|s| s.path.as_str())
+        .chain(unchanged.iter().copied())
+        .collect();
     let keep: BTreeSet<DocId> = store
         .recorded
         .sources
         .iter()
-        .filter(|(_, path)| skipped_paths.contains(path.as_str()))
+        .filter(|(_, path)| not_read.contains(path.as_str()))
         .map(|(id, _)| id.clone())
         .collect();
     let paths: Vec<(DocId, String)> = documents
@@ -67,7 +101,13 @@ pub(crate) fn index_loaded(
         .map(|d| (d.id().clone(), d.attributes().source.to_string()))
         .collect();
     let count = documents.len();
-    let (catalog, report) = {
+    let recognised = store
+        .recorded
+        .sources
+        .values()
+        .filter(|path| unchanged.contains(path.as_str()))
+        .count();
+    let (catalog, mut report) = {
         let indexer = store.indexer()?;
         indexer.run(
             &store.recorded.catalog,
@@ -76,14 +116,20 @@ pub(crate) fn index_loaded(
             on_progress,
         )?
     };
+    // Documents recognised by their stamp were skipped as unchanged, only earlier.
+    report.docs_skipped += recognised;
     let mut sources = store.recorded.sources.clone();
     sources.retain(|id, _| catalog.docs.contains_key(id));
     sources.extend(paths);
-    store.commit_catalog(StoredCatalog {
+    let mut next = StoredCatalog {
         catalog,
         sources,
+        stamps: BTreeMap::new(),
+        generations: Default::default(),
         origin: Some(origin),
-    })?;
+    };
+    next.stamps = next.stamps_of_sources(&stamps);
+    store.commit_catalog(next)?;
     Ok(Refreshed {
         report,
         skipped,

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use zhiku_domain::ports::{
-    CatalogError, CatalogStore, Embedder, LexicalIndex, SourceStore, StoredCatalog, VectorIndex,
+    CatalogError, CatalogStore, Embedder, Generations, LexicalIndex, SourceStore, StoredCatalog,
+    VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
@@ -120,10 +121,32 @@ impl Store {
     /// Saves `next` as the catalog, then makes it the one in memory: the last step of every
     /// write, after both indexes committed. When the save fails, the catalog in memory stays
     /// the one on record.
-    pub fn commit_catalog(&mut self, next: StoredCatalog) -> Result<(), CatalogError> {
+    /// The catalog is saved with the indexes' generations of this moment (they committed).
+    pub fn commit_catalog(&mut self, mut next: StoredCatalog) -> Result<(), CatalogError> {
+        next.generations = self.generations();
         self.catalog_store.save(&next)?;
         self.recorded = next;
         Ok(())
+    }
+
+    /// The indexes' commit generations now; `None` for a route that keeps none or cannot say
+    /// (which makes the next open check chunk by chunk).
+    pub fn generations(&self) -> Generations {
+        Generations {
+            lexical: self.lexical.generation().ok().flatten(),
+            vectors: self
+                .dense
+                .as_ref()
+                .and_then(|(_, v)| v.generation().ok().flatten()),
+        }
+    }
+
+    /// True when the indexes still carry the generations recorded with the catalog: nothing
+    /// committed to them since the catalog was saved, so they hold what it lists.
+    pub fn generations_match(&self) -> bool {
+        self.recorded
+            .generations
+            .vouch_for(&self.generations(), self.dense.is_some())
     }
 
     /// Saves the catalog in memory as it is.

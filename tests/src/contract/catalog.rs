@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use zhiku_domain::ports::{CatalogStore, Origin, StoredCatalog};
+use zhiku_domain::ports::{CatalogStore, Generations, Origin, StoredCatalog};
 use zhiku_domain::usecases::{Catalog, CatalogEntry};
 use zhiku_domain::{ChunkingPolicy, DocId, Revision};
 
@@ -15,7 +15,7 @@ use super::fixtures::Spec;
 /// Opens a new handle onto the place under test.
 pub type OpenCatalogStore = dyn Fn() -> Box<dyn CatalogStore>;
 
-/// A catalog of `docs` (each with `chunks` chunks), their source paths and `origin`.
+/// A catalog of `docs` (each with `chunks` chunks), their source paths and stamps, and `origin`.
 pub fn stored_catalog(docs: &[(&str, usize)], origin: Option<Origin>) -> StoredCatalog {
     let policy = ChunkingPolicy::with_sizes(640, 64).expect("policy");
     let mut catalog = Catalog::new(
@@ -24,6 +24,7 @@ pub fn stored_catalog(docs: &[(&str, usize)], origin: Option<Origin>) -> StoredC
         "contract-analyzer/1".to_string(),
     );
     let mut sources = BTreeMap::new();
+    let mut stamps = BTreeMap::new();
     for (doc, chunks) in docs {
         let id = DocId::new(*doc).expect("doc id");
         let chunk_ids = (0..*chunks)
@@ -44,10 +45,16 @@ pub fn stored_catalog(docs: &[(&str, usize)], origin: Option<Origin>) -> StoredC
             },
         );
         sources.insert(id, format!("notes/{doc}.md"));
+        stamps.insert(format!("notes/{doc}.md"), format!("stamp of {doc}"));
     }
     StoredCatalog {
         catalog,
         sources,
+        stamps,
+        generations: Generations {
+            lexical: Some(docs.len() as u64 + 7),
+            vectors: None,
+        },
         origin,
     }
 }
@@ -113,4 +120,49 @@ pub fn another_handle_sees_the_last_save(open: &OpenCatalogStore) {
     writer.save(&second).unwrap();
     assert_eq!(reader.load().unwrap(), Some(second.clone()));
     assert_eq!(open().load().unwrap(), Some(second));
+}
+
+/// Saves that change a little, interleaved between two handles, load back exactly: a store that
+/// writes only what changed since its own last save must notice the other handle's saves.
+pub fn interleaved_small_saves_load_exactly(open: &OpenCatalogStore) {
+    let a = open();
+    let b = open();
+    let base = stored_catalog(&[("a", 2), ("b", 1), ("c", 3)], folder("/kb/one"));
+    a.save(&base).unwrap();
+    assert_eq!(b.load().unwrap(), Some(base.clone()));
+
+    // b drops "a" and re-stamps "c"; then a, still remembering `base`, changes "b" only.
+    let mut by_b = base.clone();
+    by_b.catalog.docs.remove(&DocId::new("a").unwrap());
+    by_b.sources.remove(&DocId::new("a").unwrap());
+    by_b.stamps.remove("notes/a.md");
+    by_b.stamps.insert("notes/c.md".into(), "touched".into());
+    b.save(&by_b).unwrap();
+    let mut by_a = base.clone();
+    by_a.catalog
+        .docs
+        .get_mut(&DocId::new("b").unwrap())
+        .unwrap()
+        .fingerprint = "new".into();
+    by_a.generations.vectors = Some(3);
+    a.save(&by_a).unwrap();
+    assert_eq!(open().load().unwrap(), Some(by_a.clone()));
+    assert_eq!(b.load().unwrap(), Some(by_a.clone()));
+
+    // Many one-document saves in a row through one handle.
+    let mut next = by_a;
+    for i in 0..20 {
+        let more = stored_catalog(&[(&format!("d{i}"), 1)], None);
+        next.catalog.docs.extend(more.catalog.docs);
+        next.sources.extend(more.sources);
+        next.stamps.extend(more.stamps);
+        if i % 3 == 0 {
+            next.catalog
+                .docs
+                .remove(&DocId::new(format!("d{}", i / 2)).unwrap());
+        }
+        a.save(&next).unwrap();
+    }
+    assert_eq!(open().load().unwrap(), Some(next.clone()));
+    assert_eq!(b.load().unwrap(), Some(next));
 }

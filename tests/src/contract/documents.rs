@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use zhiku_domain::ports::{DocumentError, DocumentStore, PutRequest};
+use zhiku_domain::ports::{DocumentError, DocumentStore, KnownFile, PutRequest};
 use zhiku_domain::{DocId, Scope};
 
 /// A document store under test.
@@ -46,6 +46,60 @@ pub fn load_all_returns_every_document(place: &DocumentPlace) {
     ids.sort();
     assert_eq!(ids, place.seeded);
     assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+}
+
+/// `load_changed`, given what `load_all` stamped, returns with its unchanged paths' known
+/// documents exactly what `load_all` returns; a store that stamps files skips at least one.
+pub fn load_changed_agrees_with_load_all(place: &DocumentPlace) {
+    let full = place.store.load_all().expect("load");
+    let known: BTreeMap<String, KnownFile> = full
+        .documents
+        .iter()
+        .filter_map(|d| {
+            let path = d.attributes().source.to_string();
+            let stamp = full.stamps.get(&path)?.clone();
+            Some((
+                path,
+                KnownFile {
+                    doc: d.id().clone(),
+                    stamp,
+                },
+            ))
+        })
+        .collect();
+    let changed = place.store.load_changed(&known).expect("load changed");
+    let mut got: Vec<(DocId, String)> = changed
+        .documents
+        .iter()
+        .map(|d| (d.id().clone(), d.fingerprint()))
+        .collect();
+    for path in &changed.unchanged {
+        let k = known
+            .get(path)
+            .unwrap_or_else(|| panic!("{path} reported unchanged but was not known"));
+        let doc = full.documents.iter().find(|d| d.id() == &k.doc).unwrap();
+        got.push((doc.id().clone(), doc.fingerprint()));
+        assert_eq!(
+            changed.stamps.get(path),
+            Some(&k.stamp),
+            "an unchanged path keeps its stamp"
+        );
+    }
+    got.sort();
+    let mut want: Vec<(DocId, String)> = full
+        .documents
+        .iter()
+        .map(|d| (d.id().clone(), d.fingerprint()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(changed.skipped, full.skipped);
+    if !known.is_empty() {
+        assert!(
+            !changed.unchanged.is_empty(),
+            "the store stamps files but recognised none as unchanged"
+        );
+    }
 }
 
 /// `read` of a loaded document at its recorded path returns that document, unchanged.

@@ -324,3 +324,27 @@ pub fn analyzer_is_named(index: &dyn LexicalIndex) {
     assert!(!name.trim().is_empty());
     assert_eq!(name, index.analyzer());
 }
+
+/// A generation, when the adapter keeps one, changes with each commit that changed something
+/// and stays put otherwise.
+pub fn generation_moves_with_commits(index: &dyn LexicalIndex) {
+    let before = index.generation().expect("generation");
+    index
+        .upsert(&[Spec::new("gen", "s", "代数 generation").chunk()])
+        .unwrap();
+    index.commit().unwrap();
+    let after_upsert = index.generation().expect("generation");
+    assert_eq!(
+        index.generation().expect("generation"),
+        after_upsert,
+        "stable between commits"
+    );
+    index.delete_document(&DocId::new("gen").unwrap()).unwrap();
+    index.commit().unwrap();
+    let after_delete = index.generation().expect("generation");
+    match (before, after_upsert, after_delete) {
+        (None, None, None) => {}
+        (Some(a), Some(b), Some(c)) => assert!(a != b && b != c, "{a} {b} {c}"),
+        other => panic!("a generation must be kept always or never: {other:?}"),
+    }
+}

@@ -71,6 +71,7 @@ macro_rules! vector_index_contract {
                 all_chunk_ids_lists_exactly_the_surviving_chunks,
                 embeddings_returns_stored_vectors,
                 stored_chunks_round_trip,
+                generation_moves_with_commits,
             ]
         );
     };
@@ -103,6 +104,7 @@ macro_rules! lexical_index_contract {
                 all_chunk_ids_lists_exactly_the_surviving_chunks,
                 stored_chunks_round_trip,
                 analyzer_is_named,
+                generation_moves_with_commits,
             ]
         );
     };
@@ -124,6 +126,7 @@ macro_rules! catalog_store_contract {
                 save_then_load_round_trips,
                 a_second_save_replaces_the_first,
                 another_handle_sees_the_last_save,
+                interleaved_small_saves_load_exactly,
             ]
         );
     };
@@ -140,6 +143,7 @@ macro_rules! document_store_contract {
             (),
             [
                 load_all_returns_every_document,
+                load_changed_agrees_with_load_all,
                 read_returns_each_loaded_document,
                 source_store_vouches_for_loaded_documents,
             ]

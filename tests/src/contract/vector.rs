@@ -362,3 +362,26 @@ pub fn stored_chunks_round_trip(index: &dyn VectorIndex) {
     let hits = index.search(&axis(7), 1, &scope("s")).unwrap();
     assert_eq!(hits[0].chunk, spec.chunk());
 }
+
+/// A generation, when the adapter keeps one, changes with each commit that changed something
+/// and stays put otherwise.
+pub fn generation_moves_with_commits(index: &dyn VectorIndex) {
+    let before = index.generation().expect("generation");
+    let spec = Spec::new("gen", "s", "generation");
+    index.upsert(&[embedded(&spec, axis(0))]).unwrap();
+    index.commit().unwrap();
+    let after_upsert = index.generation().expect("generation");
+    assert_eq!(
+        index.generation().expect("generation"),
+        after_upsert,
+        "stable between commits"
+    );
+    index.delete_document(&DocId::new("gen").unwrap()).unwrap();
+    index.commit().unwrap();
+    let after_delete = index.generation().expect("generation");
+    match (before, after_upsert, after_delete) {
+        (None, None, None) => {}
+        (Some(a), Some(b), Some(c)) => assert!(a != b && b != c, "{a} {b} {c}"),
+        other => panic!("a generation must be kept always or never: {other:?}"),
+    }
+}

@@ -33,6 +33,7 @@ fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<Loa
         follow_links_inside: config.follow_links_inside,
         // A store kept inside the folder (`--store kb/store`) is never read as documents.
         store_dir: store_dir.canonicalize().ok(),
+        ..LoaderConfig::default()
     })
 }
 

@@ -34,13 +34,23 @@ pub enum Origin {
 }
 
 /// Everything a knowledge base records about its indexed documents, saved and loaded as one
-/// unit: the [`Catalog`], the path each document was read from, and the origin.
+/// unit: the [`Catalog`], the path each document was read from, each file's stamp, and the
+/// origin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredCatalog {
     /// Policy, space, analyzer and every indexed document's revision and chunk IDs.
     pub catalog: Catalog,
     /// Each document's source path, relative to the origin.
     pub sources: BTreeMap<DocId, String>,
+    /// The document store's stamp of each source path when its document was indexed (see
+    /// [`DocumentStore::load_changed`](super::DocumentStore::load_changed)): a file whose stamp
+    /// is the same next time is not read again. Paths without a stamp are always read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stamps: BTreeMap<String, String>,
+    /// The indexes' commit generations when this catalog was saved (see
+    /// [`VectorIndex::generation`](super::VectorIndex::generation)).
+    #[serde(default, skip_serializing_if = "Generations::is_unknown")]
+    pub generations: Generations,
     /// Where the documents came from; `None` before the first indexing run names one.
     pub origin: Option<Origin>,
 }
@@ -51,8 +61,45 @@ impl StoredCatalog {
         Self {
             catalog,
             sources: BTreeMap::new(),
+            stamps: BTreeMap::new(),
+            generations: Generations::default(),
             origin: None,
         }
+    }
+
+    /// The stamps of the paths `sources` still records; the rest are dropped (a removed or
+    /// moved document's stamp must not vouch for whatever lies at its old path later).
+    pub fn stamps_of_sources(&self, stamps: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        self.sources
+            .values()
+            .filter_map(|path| stamps.get(path).map(|s| (path.clone(), s.clone())))
+            .collect()
+    }
+}
+
+/// The commit generations of both indexes, as recorded with a catalog. `None` where an index
+/// keeps none (or had none when the catalog was saved).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generations {
+    /// The lexical index's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexical: Option<u64>,
+    /// The vector index's (none without a dense route).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<u64>,
+}
+
+impl Generations {
+    /// True when nothing is recorded.
+    pub fn is_unknown(&self) -> bool {
+        self.lexical.is_none() && self.vectors.is_none()
+    }
+
+    /// True when `current` proves the indexes hold exactly what they held when `self` was
+    /// recorded: every route keeps a generation, and each equals the recorded one.
+    pub fn vouch_for(&self, current: &Generations, dense: bool) -> bool {
+        let same = |recorded: Option<u64>, now: Option<u64>| recorded.is_some() && recorded == now;
+        same(self.lexical, current.lexical) && (!dense || same(self.vectors, current.vectors))
     }
 }
 
@@ -134,7 +181,8 @@ impl CatalogError {
 ///
 /// - [`load`](Self::load) MUST return `Ok(None)` when nothing was ever saved in this place, and
 ///   otherwise the last successfully saved catalog, equal in every field (documents with their
-///   revisions, fingerprints and chunk IDs, policy, space, analyzer, source paths, origin).
+///   revisions, fingerprints and chunk IDs, policy, space, analyzer, source paths, stamps,
+///   origin).
 /// - [`save`](Self::save) MUST replace the stored catalog entirely: nothing of an earlier save
 ///   survives that the new one does not hold.
 /// - A save MUST be atomic: a load (by this or any other handle, now or after a crash) sees

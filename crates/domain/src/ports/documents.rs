@@ -28,10 +28,28 @@ pub struct SkippedFile {
 /// Everything a store holds now.
 #[derive(Debug, Default)]
 pub struct LoadedDocuments {
-    /// The documents, in a stable order.
+    /// The documents read this time, in a stable order.
     pub documents: Vec<Document>,
     /// Files that could not be loaded.
     pub skipped: Vec<SkippedFile>,
+    /// Paths recognised by their stamp as unchanged since their document was indexed: they
+    /// were not read, and the document recorded for each stands (only
+    /// [`DocumentStore::load_changed`] fills this).
+    pub unchanged: Vec<String>,
+    /// The stamp of each path read or recognised, for the next
+    /// [`DocumentStore::load_changed`]. A path the store cannot stamp reliably (a file written
+    /// too recently to tell a later write apart) has none and is read again next time.
+    pub stamps: BTreeMap<String, String>,
+}
+
+/// What the catalog recorded about one source path: the document read from it and the store's
+/// stamp of the file at that time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownFile {
+    /// The document the path held.
+    pub doc: DocId,
+    /// The stamp [`LoadedDocuments::stamps`] gave it.
+    pub stamp: String,
 }
 
 /// A document to write, as the service has checked it: the caller may write to `scope`, and
@@ -97,6 +115,12 @@ pub trait Staged: Send {
 ///
 /// - [`load_all`](Self::load_all) returns every document the store holds now; a file that
 ///   cannot be loaded is reported in `skipped` (by path and reason) and MUST NOT fail the load.
+/// - [`load_changed`](Self::load_changed) MAY leave out a `known` path whose stamp is
+///   unchanged, listing it in `unchanged` instead of reading it; what it returns, with the
+///   `known` document of each unchanged path, MUST equal what `load_all` returns now (the same
+///   documents with the same fingerprints, the same skipped paths). A stamp MUST change
+///   whenever anything the path's document is derived from changes (its bytes, a companion
+///   file, the store's loading settings); when the store cannot be sure, it reads the file.
 /// - [`read`](Self::read) returns the document recorded at `path` as it is now, `Ok(None)` when
 ///   it is gone or now claims another ID.
 /// - [`source_store`](Self::source_store) re-checks hits against the store's current state.
@@ -114,6 +138,17 @@ pub trait DocumentStore: Send + Sync {
 
     /// Every document the store holds now.
     fn load_all(&self) -> Result<LoadedDocuments, DocumentError>;
+
+    /// Every document the store holds now, except that a path of `known` whose stamp is
+    /// unchanged is listed in `unchanged` rather than read. Stores without stamps read
+    /// everything.
+    fn load_changed(
+        &self,
+        known: &BTreeMap<String, KnownFile>,
+    ) -> Result<LoadedDocuments, DocumentError> {
+        let _ = known;
+        self.load_all()
+    }
 
     /// The document recorded as `id` at `path`, as it reads now.
     fn read(&self, id: &DocId, path: &str) -> Result<Option<Document>, DocumentError>;

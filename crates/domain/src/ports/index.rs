@@ -97,6 +97,11 @@ pub struct EmbeddedChunk {
 /// - [`all_chunk_ids`](Self::all_chunk_ids) MUST list every stored chunk, whatever its document
 ///   or scope, exactly once, sorted ascending: after committed upserts and deletes it equals the
 ///   IDs that survived. It is how a consistency check finds chunks no catalog lists.
+/// - [`generation`](Self::generation) MAY return `None` (the adapter keeps no generation). When
+///   it returns a number, that number MUST change with every commit that changed what is stored
+///   and MUST be read in O(1) (no scan); a handle reopened onto the same place MUST return the
+///   number the last commit left. The catalog records it at each save, so an open whose indexes
+///   still carry the recorded generations skips the chunk-by-chunk consistency check.
 pub trait VectorIndex: Send + Sync {
     /// What this adapter supports.
     fn capabilities(&self) -> IndexCapabilities;
@@ -136,6 +141,11 @@ pub trait VectorIndex: Send + Sync {
 
     /// Makes previous writes visible and durable.
     fn commit(&self) -> Result<(), IndexError>;
+
+    /// The generation of the last commit, if the adapter keeps one (see the contract).
+    fn generation(&self) -> Result<Option<u64>, IndexError> {
+        Ok(None)
+    }
 }
 
 /// Conveniences over [`VectorIndex`], implemented for every index.
@@ -188,6 +198,7 @@ impl<T: VectorIndex + ?Sized> VectorIndexExt for T {}
 /// - [`all_chunk_ids`](Self::all_chunk_ids) MUST list every stored chunk, whatever its document
 ///   or scope, exactly once, sorted ascending: after committed upserts and deletes it equals the
 ///   IDs that survived.
+/// - [`generation`](Self::generation) follows the rule of the vector index's.
 pub trait LexicalIndex: Send + Sync {
     /// What this adapter supports.
     fn capabilities(&self) -> IndexCapabilities;
@@ -223,6 +234,11 @@ pub trait LexicalIndex: Send + Sync {
 
     /// Makes previous writes visible and durable.
     fn commit(&self) -> Result<(), IndexError>;
+
+    /// The generation of the last commit, if the adapter keeps one (see the contract).
+    fn generation(&self) -> Result<Option<u64>, IndexError> {
+        Ok(None)
+    }
 }
 
 /// Sorts by descending score, then ascending chunk ID, and keeps `k`: the ordering every

@@ -18,11 +18,11 @@ mod index;
 mod source;
 mod trace;
 
-pub use catalog::{CatalogError, CatalogStore, Origin, StoredCatalog};
+pub use catalog::{CatalogError, CatalogStore, Generations, Origin, StoredCatalog};
 pub use clock::{Clock, FrozenClock, elapsed_ms};
 pub use documents::{
-    DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, PreparedPut,
-    PutRequest, SkippedFile, Staged,
+    DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
+    PreparedPut, PutRequest, SkippedFile, Staged,
 };
 pub use embedder::Embedder;
 pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
