@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
@@ -249,9 +251,9 @@ fn a_manifest_left_behind_by_a_killed_process_is_detected_and_repaired() {
     let kb = tempfile::tempdir().unwrap();
     sample(kb.path());
     index_json(kb.path());
-    let manifest = kb.path().join(".zhiku/manifest.json");
-    let old = std::fs::read(&manifest).unwrap();
-    // The next run commits both indexes, then "dies" before replacing the manifest.
+    let store = kb.path().join(".zhiku");
+    let old = support::stored_catalog(&store);
+    // The next run commits both indexes, then "dies" before saving the catalog.
     write(
         kb.path(),
         "new.md",
@@ -259,7 +261,7 @@ fn a_manifest_left_behind_by_a_killed_process_is_detected_and_repaired() {
     );
     std::fs::remove_file(kb.path().join("notes.txt")).unwrap();
     index_json(kb.path());
-    std::fs::write(&manifest, old).unwrap();
+    support::restore_catalog(&store, &old);
     // Opening the store notices indexes that disagree with the manifest and repairs them.
     let out = zhiku(kb.path()).args(["index", "--json"]).output().unwrap();
     assert!(

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
@@ -170,7 +172,7 @@ fn prod_indexes_and_searches_through_qdrant_and_falls_back_when_it_is_gone() {
 
     // The server is unreachable: search falls back to the lexical route and says why.
     let dead = dead_url();
-    let manifest = std::fs::read(store.path().join("manifest.json")).unwrap();
+    let manifest = support::stored_catalog(store.path());
     let out = zhiku(store.path(), &dead, &prefix)
         .args(["search", "切分策略改变后 chunkId 会怎样？", "--json"])
         .output()
@@ -215,9 +217,9 @@ fn prod_indexes_and_searches_through_qdrant_and_falls_back_when_it_is_gone() {
     assert!(stderr.contains("cannot index"), "{stderr}");
     assert!(stderr.contains("nothing was recorded"), "{stderr}");
     assert_eq!(
-        std::fs::read(store.path().join("manifest.json")).unwrap(),
+        support::stored_catalog(store.path()),
         manifest,
-        "the manifest is untouched"
+        "the catalog is untouched"
     );
 
     // Back on the live server, everything is still there.

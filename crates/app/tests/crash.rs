@@ -132,26 +132,19 @@ fn write_doc(kb: &Path, i: usize, version: u64) {
     std::fs::write(path, doc_text(i, version)).unwrap();
 }
 
-/// The manifest's documents: id → source path.
+/// The catalog's documents: id → source path.
 fn manifest_sources(kb: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(kb.join(".zhiku/manifest.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    let docs: BTreeSet<String> = v["catalog"]["docs"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect();
-    let sources: BTreeMap<String, String> = v["sources"]
-        .as_object()
-        .unwrap()
+    let stored = support::stored_catalog(&kb.join(".zhiku"));
+    let docs: BTreeSet<String> = stored.catalog.docs.keys().map(|d| d.to_string()).collect();
+    let sources: BTreeMap<String, String> = stored
+        .sources
         .iter()
-        .map(|(k, p)| (k.clone(), p.as_str().unwrap().to_string()))
+        .map(|(k, p)| (k.to_string(), p.clone()))
         .collect();
     assert_eq!(
         docs,
         sources.keys().cloned().collect::<BTreeSet<_>>(),
-        "the manifest's catalog and sources list the same documents"
+        "the catalog's documents and sources list the same documents"
     );
     sources
 }
@@ -416,7 +409,7 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
     let tmp = tempfile::tempdir().unwrap();
     let kb = two_scope_kb(tmp.path(), "", "");
     let server = Server::start(&kb, &[]);
-    let before = std::fs::read(kb.join(".zhiku/manifest.json")).unwrap();
+    let before = support::stored_catalog(&kb.join(".zhiku"));
 
     // `index --rebuild` beside the server: refused before anything is deleted.
     for args in [&["index", "--rebuild"][..], &["index"][..]] {
@@ -428,10 +421,7 @@ fn a_second_writer_is_refused_while_serve_runs_and_readers_read_beside_it() {
             "{stderr}"
         );
     }
-    assert_eq!(
-        std::fs::read(kb.join(".zhiku/manifest.json")).unwrap(),
-        before
-    );
+    assert_eq!(support::stored_catalog(&kb.join(".zhiku")), before);
     assert!(kb.join(".zhiku/writer.lock").exists());
 
     // Read-only commands work beside the server and read its committed state.
@@ -525,8 +515,7 @@ fn the_repair_after_a_crash_before_the_manifest_is_complete_in_one_open() {
     }
     let out = run(&kb, &["index", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
-    let manifest = kb.join(".zhiku/manifest.json");
-    let old = std::fs::read(&manifest).unwrap();
+    let old = support::stored_catalog(&kb.join(".zhiku"));
     std::fs::write(
         kb.join("long.md"),
         long("最后一段改写了：The last paragraph changed completely, so its chunk is new.\n"),
@@ -536,7 +525,7 @@ fn the_repair_after_a_crash_before_the_manifest_is_complete_in_one_open() {
     std::fs::remove_file(doc_path(&kb, 2)).unwrap();
     let out = run(&kb, &["index", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::write(&manifest, old).unwrap();
+    support::restore_catalog(&kb.join(".zhiku"), &old);
 
     // The first verify repairs and passes, and says what it repaired.
     let out = run(&kb, &["verify"]);

@@ -471,19 +471,13 @@ fn hits(kb: &KnowledgeBase, who: &Caller, query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Makes the next manifest save fail, even for root: its path becomes a non-empty folder.
-fn break_manifest(kb: &Path) -> Vec<u8> {
-    let manifest = kb.join(".zhiku/manifest.json");
-    let saved = std::fs::read(&manifest).unwrap();
-    std::fs::remove_file(&manifest).unwrap();
-    write(kb, ".zhiku/manifest.json/keep", "x");
-    saved
+/// Makes every catalog save fail until the guard is dropped: the catalog's write lock is held.
+fn break_manifest(kb: &Path) -> support::CatalogBlocked {
+    support::CatalogBlocked::new(&kb.join(".zhiku"))
 }
 
-fn mend_manifest(kb: &Path, saved: Vec<u8>) {
-    let manifest = kb.join(".zhiku/manifest.json");
-    std::fs::remove_dir_all(&manifest).unwrap();
-    std::fs::write(&manifest, saved).unwrap();
+fn mend_manifest(_kb: &Path, blocked: support::CatalogBlocked) {
+    drop(blocked);
 }
 
 #[test]

@@ -4,8 +4,9 @@
 //! Layout of a store directory (default `.zhiku/` beside the knowledge base):
 //!
 //! ```text
-//! manifest.json   policy, embedding space, analyzer, every document's revision, fingerprint,
-//!                 chunk IDs and source path
+//! catalog.sqlite  the catalog (SQLite, WAL): policy, embedding space, analyzer, the indexes'
+//!                 generations, every document's revision, fingerprint, chunk IDs, source path
+//!                 and file stamp, one row each
 //! lexical/        the tantivy index
 //! vectors.bin     the vector file (when the store has an embedding space)
 //! writer.lock     the store lock: held by the one process that may write (holds its pid)
@@ -16,22 +17,31 @@
 //! second writer is refused with [`StoreLocked::Busy`], and destructive steps (the deletions of
 //! `--rebuild`) happen only under the lock, which they never delete. Read-only commands open it
 //! with [`Store::open_read_only`]: no lock, no repair, nothing written; they read the last
-//! committed state (tantivy's committed meta, and the manifest and vector file, which are only
-//! ever replaced by rename), beside a running writer or on a folder that cannot be written.
+//! committed state (tantivy's committed meta, the catalog's last transaction, and the vector
+//! file, which is only ever replaced by rename), beside a running writer.
+//!
+//! A store written before the catalog moved to SQLite has a `manifest.json` (one JSON document
+//! rewritten whole on every save) instead: the first writing open copies it into
+//! `catalog.sqlite` and then removes it (a crash in between leaves both, and the next open
+//! removes the manifest); a read-only open reads it as it is.
 //!
 //! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead of
-//! `vectors.bin` (see [`crate::qdrant`]); manifest and lexical index stay on disk. A server that
+//! `vectors.bin` (see [`crate::qdrant`]); catalog and lexical index stay on disk. A server that
 //! cannot be reached fails `index` before anything is recorded, and makes a read-only open fall
 //! back to lexical retrieval with a notice.
 //!
-//! Writes are crash-safe: both indexes commit first, then the manifest is replaced atomically
-//! (write, fsync, rename). On a writing open the store removes the files a killed tantivy
-//! writer left behind, then checks that manifest, vectors and lexical index agree; on a mismatch
-//! it repairs from the manifest in one step: documents with missing chunks are dropped from the
-//! manifest and from both indexes (queued for re-indexing), then every chunk the manifest does
-//! not list is deleted, so the first check after any crash finds the store consistent. A store built with another chunking policy,
-//! embedding space or analyzer is refused with the difference and the rebuild command.
+//! Writes are crash-safe: both indexes commit first, then the catalog is saved in one
+//! transaction, recording the generations the indexes committed. A writing open removes the
+//! files a killed tantivy writer left behind; then, when both indexes still carry the recorded
+//! generations, nothing committed since the catalog was saved and nothing needs checking (O(1)).
+//! Otherwise it checks chunk by chunk that catalog, vectors and lexical index agree and on a
+//! mismatch repairs from the catalog in one step: documents with missing chunks are dropped
+//! from the catalog and from both indexes (queued for re-indexing), then every chunk the
+//! catalog does not list is deleted, so the first check after any crash finds the store
+//! consistent. `zhiku verify` always checks chunk by chunk. A store built with another chunking
+//! policy, embedding space or analyzer is refused with the difference and the rebuild command.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -42,6 +52,7 @@ use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_fs::manifest::ManifestFile;
 use zhiku_adapters_fs::vector_file::FileVectorIndex;
 use zhiku_adapters_memory::{HashingEmbedder, MemoryCatalogStore, MemoryVectorIndex};
+use zhiku_adapters_sqlite::SqliteCatalog;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{
     CatalogStore, Embedder, IndexError, LexicalIndex, StoredCatalog, VectorIndex,
@@ -54,7 +65,7 @@ pub use super::qdrant::VectorsUnavailable;
 use crate::config::{Config, EmbedderKind, LexicalKind, VectorsKind};
 pub use zhiku_adapters_fs::atomic::write_atomically;
 pub use zhiku_adapters_fs::lock::{LOCK_FILE, StoreLock, StoreLocked};
-pub use zhiku_adapters_fs::manifest::MANIFEST_FORMAT;
+pub use zhiku_adapters_sqlite::CATALOG_FILE;
 pub use zhiku_domain::ports::Origin;
 
 /// The store refused to open because it was built with another configuration.
@@ -266,6 +277,10 @@ fn discard_for_rebuild(dir: &Path, config: &Config) -> Result<()> {
         "manifest.tmp",
         "vectors.bin",
         "vectors.tmp",
+        CATALOG_FILE,
+        "catalog.sqlite-wal",
+        "catalog.sqlite-shm",
+        "catalog.sqlite-journal",
     ] {
         let path = dir.join(name);
         if path.exists() {
@@ -274,6 +289,35 @@ fn discard_for_rebuild(dir: &Path, config: &Config) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The catalog of the store in `dir`: `catalog.sqlite`, after moving a `manifest.json` of an
+/// earlier version into it (a writing open) or reading that manifest as it is (a read-only
+/// one).
+fn open_catalog(dir: &Path, read_only: bool) -> Result<Box<dyn CatalogStore>> {
+    let catalog = SqliteCatalog::in_store(dir, read_only);
+    let manifest = ManifestFile::in_store(dir, read_only);
+    if !manifest.path().exists() {
+        return Ok(Box::new(catalog));
+    }
+    if read_only {
+        return Ok(Box::new(manifest));
+    }
+    // A crash after the copy and before the removal leaves both: the database is the newer.
+    if catalog.load()?.is_none()
+        && let Some(stored) = manifest.load()?
+    {
+        catalog.save(&stored)?;
+        tracing::info!(
+            target: "zhiku::store",
+            docs = stored.catalog.docs.len(),
+            "moved manifest.json into {}",
+            catalog.path().display()
+        );
+    }
+    std::fs::remove_file(manifest.path())
+        .with_context(|| format!("cannot remove {}", manifest.path().display()))?;
+    Ok(Box::new(catalog))
 }
 
 /// The lexical index the configuration asks for.
@@ -449,7 +493,7 @@ impl Store {
         let (embedder, embedder_why) = resolve_embedder(&config);
         picked.push(("embedder".into(), embedder_why.clone()));
         let catalog_store: Box<dyn CatalogStore> = if persistent {
-            Box::new(ManifestFile::in_store(dir, read_only))
+            open_catalog(dir, read_only)?
         } else {
             Box::new(MemoryCatalogStore::new())
         };
@@ -546,7 +590,8 @@ impl Store {
 
     /// Compares manifest, lexical index and vectors chunk by chunk and repairs from the manifest
     /// in one step (see [`Consistency::repair`]); the manifest is saved after both indexes
-    /// committed, so a crash during the repair leaves a state the next repair finishes.
+    /// committed, so a crash during the repair leaves a state the next repair finishes. Skipped
+    /// when both indexes still carry the generations recorded with the manifest.
     pub fn check_and_repair(&mut self) -> Result<Repair> {
         if self.is_read_only() {
             return Err(anyhow!(
@@ -554,22 +599,39 @@ impl Store {
                 self.dir.display()
             ));
         }
+        // Both indexes still carry the generations saved with the catalog: nothing committed
+        // since, so they hold what it lists (a crash after an index commit and before the
+        // catalog save changes a generation). Checked in O(1) instead of chunk by chunk.
+        if self.core.generations_match() {
+            return Ok(Repair::default());
+        }
         // A writing open lists no stray files (it swept them): the repair is about chunks.
         let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
         let (catalog, done) =
             Consistency::new(self.lexical.as_ref(), vectors).repair(&self.recorded.catalog)?;
         if done.is_empty() {
+            // Consistent: record the generations the check vouched for, so the next open
+            // need not check again.
+            let current = self.core.generations();
+            if !current.is_unknown() && current != self.recorded.generations {
+                let same = self.recorded.clone();
+                self.core.commit_catalog(same)?;
+            }
             return Ok(Repair::default());
         }
         let mut sources = self.recorded.sources.clone();
         for id in &done.docs_requeued {
             sources.remove(id);
         }
-        let next = StoredCatalog {
+        let mut next = StoredCatalog {
             catalog,
             sources,
+            stamps: BTreeMap::new(),
+            generations: Default::default(),
             origin: self.recorded.origin.clone(),
         };
+        // A requeued document's file must be read again.
+        next.stamps = next.stamps_of_sources(&self.recorded.stamps);
         self.core.commit_catalog(next)?;
         Ok(Repair {
             orphans_removed: done.orphans_removed,

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+use zhiku_adapters_sqlite::SqliteCatalog;
+use zhiku_domain::ports::{CatalogStore, StoredCatalog};
 use zhiku_http::settings::token_digest;
 
 /// The public steps of an answered run, in order (routes may repeat).
@@ -393,4 +395,39 @@ pub fn start_logged(kb: &Path, bind: &str, args: &[&str], envs: &[(&str, &str)])
         },
         log,
     )
+}
+
+/// The catalog the store in `store_dir` holds now.
+pub fn stored_catalog(store_dir: &Path) -> StoredCatalog {
+    SqliteCatalog::in_store(store_dir, true)
+        .load()
+        .unwrap()
+        .expect("a saved catalog")
+}
+
+/// Saves `catalog` as the store's catalog again: what a writer that committed its indexes and
+/// died before saving its catalog leaves.
+pub fn restore_catalog(store_dir: &Path, catalog: &StoredCatalog) {
+    SqliteCatalog::in_store(store_dir, false)
+        .save(catalog)
+        .unwrap();
+}
+
+/// Holds the catalog database's write lock: every save fails (busy) until it is dropped.
+pub struct CatalogBlocked(rusqlite::Connection);
+
+impl CatalogBlocked {
+    /// Takes the write lock of the catalog of the store in `store_dir`.
+    pub fn new(store_dir: &Path) -> Self {
+        let conn = rusqlite::Connection::open(store_dir.join(zhiku_adapters_sqlite::CATALOG_FILE))
+            .unwrap();
+        conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        Self(conn)
+    }
+}
+
+impl Drop for CatalogBlocked {
+    fn drop(&mut self) {
+        let _ = self.0.execute_batch("ROLLBACK");
+    }
 }

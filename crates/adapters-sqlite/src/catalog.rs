@@ -1,0 +1,527 @@
+//! The catalog as an SQLite database (`catalog.sqlite` in the store folder): a
+//! [`CatalogStore`] whose save writes only the rows that changed.
+//!
+//! # Format (`zhiku-catalog/1`)
+//!
+//! - `meta(key, value)`: `format` (the tag above), `header` (JSON: policy, space, analyzer,
+//!   origin, generations — everything of a [`StoredCatalog`] but its per-document maps) and
+//!   `version` (a counter every save increments).
+//! - `docs(id, entry)`: each indexed document's catalog entry (revision, fingerprint, chunk IDs)
+//!   as JSON; `sources(id, path)`: each document's source path; `stamps(path, stamp)`: the
+//!   document store's stamp of each path.
+//!
+//! Nothing was ever saved when there is no `header` row (or no file).
+//!
+//! # Saving by what changed
+//!
+//! A handle remembers the catalog it last loaded or saved and the `version` it had. A save
+//! compares the new catalog with that one and writes, in one transaction, only the rows that
+//! differ (an ingest of one document writes a handful of rows, whatever the size of the
+//! catalog). When the version in the database is not the one remembered (another handle saved
+//! in between, or this handle has not read it yet), the save rewrites every row instead. Either
+//! way the transaction makes the save atomic: a reader, now or after a crash, sees the previous
+//! catalog or the new one. The database runs in WAL mode with `synchronous=FULL`, so a save that
+//! returned survives a power cut.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+use zhiku_domain::ports::{CatalogError, CatalogStore, Generations, Origin, StoredCatalog};
+use zhiku_domain::usecases::{Catalog, CatalogEntry};
+use zhiku_domain::{ChunkingPolicy, DocId};
+
+/// The database's format tag.
+pub const CATALOG_FORMAT: &str = "zhiku-catalog/1";
+
+/// The database's file name inside the store folder.
+pub const CATALOG_FILE: &str = "catalog.sqlite";
+
+const ADAPTER: &str = "sqlite";
+
+/// How long a save waits for another handle's transaction before giving up (temporary). Short:
+/// one process writes a store (it holds the store lock), and WAL readers never block it.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS docs (id TEXT PRIMARY KEY, entry TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS sources (id TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS stamps (path TEXT PRIMARY KEY, stamp TEXT NOT NULL) WITHOUT ROWID;
+";
+
+/// Everything of a stored catalog but its per-document maps: one `meta` row.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    policy: ChunkingPolicy,
+    space: Option<String>,
+    analyzer: String,
+    origin: Option<Origin>,
+    #[serde(default)]
+    generations: Generations,
+}
+
+impl Header {
+    fn of(stored: &StoredCatalog) -> Self {
+        Self {
+            policy: stored.catalog.policy,
+            space: stored.catalog.space.clone(),
+            analyzer: stored.catalog.analyzer.clone(),
+            origin: stored.origin.clone(),
+            generations: stored.generations,
+        }
+    }
+}
+
+/// The catalog last loaded or saved by this handle, with the `version` it had then.
+#[derive(Debug)]
+struct Remembered {
+    version: i64,
+    stored: StoredCatalog,
+}
+
+/// The catalog database of one store folder.
+#[derive(Debug)]
+pub struct SqliteCatalog {
+    path: PathBuf,
+    read_only: bool,
+    /// Opened on first use: a read-only handle on a folder without a database opens nothing.
+    conn: Mutex<Option<Connection>>,
+    remembered: Mutex<Option<Remembered>>,
+}
+
+impl SqliteCatalog {
+    /// The catalog database in the store folder `dir`. A read-only handle never creates the
+    /// file and refuses to save.
+    pub fn in_store(dir: &Path, read_only: bool) -> Self {
+        Self::at(&dir.join(CATALOG_FILE), read_only)
+    }
+
+    /// The catalog database at `path`.
+    pub fn at(path: &Path, read_only: bool) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            read_only,
+            conn: Mutex::new(None),
+            remembered: Mutex::new(None),
+        }
+    }
+
+    /// The database's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Runs `f` on the connection, opening it first; `Ok(None)` when a read-only handle finds
+    /// no database.
+    fn with_conn<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, CatalogError>,
+    ) -> Result<Option<T>, CatalogError> {
+        let mut slot = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            if self.read_only && !self.path.exists() {
+                return Ok(None);
+            }
+            *slot = Some(self.open()?);
+        }
+        let conn = slot.as_mut().expect("opened above");
+        f(conn).map(Some)
+    }
+
+    fn open(&self) -> Result<Connection, CatalogError> {
+        let flags = if self.read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        };
+        let conn = match Connection::open_with_flags(&self.path, flags).and_then(|c| {
+            c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+            Ok(c)
+        }) {
+            Ok(conn) => conn,
+            // A WAL database in a folder this process cannot write, with no writer around (its
+            // -wal and -shm files are gone once the last writer closed): SQLite cannot create
+            // the shared-memory file, so it is read as an immutable file, which it then is.
+            Err(e) if self.read_only && cannot_open(&e) => Connection::open_with_flags(
+                immutable_uri(&self.path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(|e| self.error(e))?,
+            Err(e) => return Err(self.error(e)),
+        };
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.error(e))?;
+        if !self.read_only {
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .map_err(|e| self.error(e))?;
+            conn.pragma_update(None, "synchronous", "FULL")
+                .map_err(|e| self.error(e))?;
+            conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
+        }
+        Ok(conn)
+    }
+
+    /// Maps an SQLite error: "not a database" and corruption are unreadable (rebuild), a busy
+    /// or full database is temporary, the rest a backend failure.
+    fn error(&self, e: rusqlite::Error) -> CatalogError {
+        use rusqlite::ErrorCode;
+        match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+                CatalogError::Unreadable {
+                    location: self.location(),
+                    source: e.into(),
+                }
+            }
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::DiskFull
+                | ErrorCode::CannotOpen
+                | ErrorCode::SystemIoFailure,
+            ) => CatalogError::Unavailable {
+                adapter: ADAPTER,
+                message: format!("{}: {e}", self.location()),
+            },
+            _ => CatalogError::Backend {
+                adapter: ADAPTER,
+                source: e.into(),
+                temporary: false,
+            },
+        }
+    }
+
+    fn unreadable(&self, what: &str, e: impl std::fmt::Display) -> CatalogError {
+        CatalogError::Unreadable {
+            location: self.location(),
+            source: format!("{what}: {e}").into(),
+        }
+    }
+
+    fn meta(&self, conn: &Connection, key: &str) -> Result<Option<String>, CatalogError> {
+        match conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+        {
+            Ok(v) => Ok(v),
+            // A read-only handle on a database whose writer never created the tables.
+            Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table") => {
+                Ok(None)
+            }
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    fn version(&self, conn: &Connection) -> Result<i64, CatalogError> {
+        Ok(match self.meta(conn, "version")? {
+            Some(v) => v.parse().map_err(|e| self.unreadable("version", e))?,
+            None => 0,
+        })
+    }
+
+    /// Reads the whole catalog; `None` when nothing was saved. Checks the format first.
+    fn read_all(&self, conn: &Connection) -> Result<Option<StoredCatalog>, CatalogError> {
+        if let Some(format) = self.meta(conn, "format")?
+            && format != CATALOG_FORMAT
+        {
+            return Err(CatalogError::FormatMismatch {
+                location: self.location(),
+                expected: CATALOG_FORMAT.into(),
+                found: format,
+            });
+        }
+        let Some(header) = self.meta(conn, "header")? else {
+            return Ok(None);
+        };
+        let header: Header =
+            serde_json::from_str(&header).map_err(|e| self.unreadable("header", e))?;
+        let mut catalog = Catalog::new(header.policy, header.space, header.analyzer);
+        let rows = |sql: &str| -> Result<Vec<(String, String)>, CatalogError> {
+            let mut statement = conn.prepare(sql).map_err(|e| self.error(e))?;
+            let mapped = statement
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| self.error(e))?;
+            mapped.collect::<Result<_, _>>().map_err(|e| self.error(e))
+        };
+        for (id, entry) in rows("SELECT id, entry FROM docs")? {
+            let id = DocId::new(id).map_err(|e| self.unreadable("document id", e))?;
+            let entry: CatalogEntry = serde_json::from_str(&entry)
+                .map_err(|e| self.unreadable(&format!("entry of {id}"), e))?;
+            catalog.docs.insert(id, entry);
+        }
+        let mut sources = BTreeMap::new();
+        for (id, path) in rows("SELECT id, path FROM sources")? {
+            let id = DocId::new(id).map_err(|e| self.unreadable("document id", e))?;
+            sources.insert(id, path);
+        }
+        let stamps = rows("SELECT path, stamp FROM stamps")?
+            .into_iter()
+            .collect();
+        Ok(Some(StoredCatalog {
+            catalog,
+            sources,
+            stamps,
+            generations: header.generations,
+            origin: header.origin,
+        }))
+    }
+
+    fn write(
+        &self,
+        tx: &Transaction<'_>,
+        previous: Option<&StoredCatalog>,
+        next: &StoredCatalog,
+        version: i64,
+    ) -> Result<(), CatalogError> {
+        let e = |e| self.error(e);
+        let header =
+            serde_json::to_string(&Header::of(next)).map_err(|e| CatalogError::Backend {
+                adapter: ADAPTER,
+                source: e.into(),
+                temporary: false,
+            })?;
+        let mut put_meta = tx
+            .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
+            .map_err(e)?;
+        put_meta.execute(["format", CATALOG_FORMAT]).map_err(e)?;
+        put_meta.execute(["header", header.as_str()]).map_err(e)?;
+        put_meta
+            .execute(["version", version.to_string().as_str()])
+            .map_err(e)?;
+        if previous.is_none() {
+            tx.execute_batch("DELETE FROM docs; DELETE FROM sources; DELETE FROM stamps;")
+                .map_err(e)?;
+        }
+        let empty = StoredCatalog::empty(next.catalog.clone());
+        let previous = previous.unwrap_or(&empty);
+
+        let mut put = tx
+            .prepare_cached("INSERT OR REPLACE INTO docs (id, entry) VALUES (?1, ?2)")
+            .map_err(e)?;
+        let mut del = tx
+            .prepare_cached("DELETE FROM docs WHERE id = ?1")
+            .map_err(e)?;
+        let mut failed = None;
+        changes(&previous.catalog.docs, &next.catalog.docs, |id, entry| {
+            let result = match entry {
+                Some(entry) => serde_json::to_string(entry)
+                    .map_err(|e| CatalogError::Backend {
+                        adapter: ADAPTER,
+                        source: e.into(),
+                        temporary: false,
+                    })
+                    .and_then(|json| {
+                        put.execute([id.as_str(), json.as_str()])
+                            .map(|_| ())
+                            .map_err(|e| self.error(e))
+                    }),
+                None => del
+                    .execute([id.as_str()])
+                    .map(|_| ())
+                    .map_err(|e| self.error(e)),
+            };
+            if let Err(err) = result {
+                failed.get_or_insert(err);
+            }
+        });
+        self.sync_strings(
+            tx,
+            "sources",
+            "id",
+            "path",
+            &previous.sources,
+            &next.sources,
+            &mut failed,
+        )?;
+        self.sync_strings(
+            tx,
+            "stamps",
+            "path",
+            "stamp",
+            &previous.stamps,
+            &next.stamps,
+            &mut failed,
+        )?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Writes the differences between two maps of strings into `table`.
+    #[allow(clippy::too_many_arguments)]
+    fn sync_strings<K: Ord + AsRef<str>>(
+        &self,
+        tx: &Transaction<'_>,
+        table: &str,
+        key: &str,
+        value: &str,
+        previous: &BTreeMap<K, String>,
+        next: &BTreeMap<K, String>,
+        failed: &mut Option<CatalogError>,
+    ) -> Result<(), CatalogError> {
+        let mut put = tx
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO {table} ({key}, {value}) VALUES (?1, ?2)"
+            ))
+            .map_err(|e| self.error(e))?;
+        let mut del = tx
+            .prepare_cached(&format!("DELETE FROM {table} WHERE {key} = ?1"))
+            .map_err(|e| self.error(e))?;
+        changes(previous, next, |k, v| {
+            let result = match v {
+                Some(v) => put.execute([k.as_ref(), v.as_str()]),
+                None => del.execute([k.as_ref()]),
+            };
+            if let Err(e) = result {
+                failed.get_or_insert(self.error(e));
+            }
+        });
+        Ok(())
+    }
+}
+
+fn cannot_open(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)
+    )
+}
+
+/// `file:<path>?immutable=1`, the path percent-encoded.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for byte in path.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                uri.push(char::from(*byte));
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+/// Calls `f(key, Some(value))` for each key of `next` that is new or whose value differs in
+/// `previous`, and `f(key, None)` for each key only `previous` has. One merge of the two sorted
+/// maps: the cost is one comparison per entry and one write per change.
+fn changes<K: Ord, V: PartialEq>(
+    previous: &BTreeMap<K, V>,
+    next: &BTreeMap<K, V>,
+    mut f: impl FnMut(&K, Option<&V>),
+) {
+    let mut old = previous.iter().peekable();
+    let mut new = next.iter().peekable();
+    loop {
+        match (old.peek(), new.peek()) {
+            (None, None) => break,
+            (Some((k, _)), None) => {
+                f(k, None);
+                old.next();
+            }
+            (None, Some((k, v))) => {
+                f(k, Some(v));
+                new.next();
+            }
+            (Some((ko, vo)), Some((kn, vn))) => match ko.cmp(kn) {
+                std::cmp::Ordering::Less => {
+                    f(ko, None);
+                    old.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    f(kn, Some(vn));
+                    new.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    if vo != vn {
+                        f(kn, Some(vn));
+                    }
+                    old.next();
+                    new.next();
+                }
+            },
+        }
+    }
+}
+
+impl CatalogStore for SqliteCatalog {
+    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        let loaded = self.with_conn(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Deferred)
+                .map_err(|e| self.error(e))?;
+            let version = self.version(&tx)?;
+            let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(r) = remembered.as_ref()
+                && r.version == version
+                && version > 0
+            {
+                return Ok(Some(r.stored.clone()));
+            }
+            let stored = self.read_all(&tx)?;
+            *remembered = stored.as_ref().map(|s| Remembered {
+                version,
+                stored: s.clone(),
+            });
+            Ok(stored)
+        })?;
+        Ok(loaded.flatten())
+    }
+
+    fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError> {
+        if self.read_only {
+            return Err(CatalogError::ReadOnly {
+                adapter: ADAPTER,
+                location: self.location(),
+            });
+        }
+        self.with_conn(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.error(e))?;
+            let version = self.version(&tx)?;
+            let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+            let previous = remembered
+                .as_ref()
+                .filter(|r| r.version == version && version > 0)
+                .map(|r| &r.stored);
+            self.write(&tx, previous, catalog, version + 1)?;
+            tx.commit().map_err(|e| self.error(e))?;
+            *remembered = Some(Remembered {
+                version: version + 1,
+                stored: catalog.clone(),
+            });
+            Ok(())
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn immutable_uris_encode_every_special_character() {
+        assert_eq!(
+            immutable_uri(Path::new("/kb/笔 记?#%/catalog.sqlite")),
+            "file:/kb/%E7%AC%94%20%E8%AE%B0%3F%23%25/catalog.sqlite?immutable=1"
+        );
+    }
+
+    #[test]
+    fn changes_visits_only_what_differs() {
+        let old: BTreeMap<u32, &str> = [(1, "a"), (2, "b"), (4, "d")].into();
+        let new: BTreeMap<u32, &str> = [(2, "b"), (3, "c"), (4, "D")].into();
+        let mut seen = Vec::new();
+        changes(&old, &new, |k, v| seen.push((*k, v.copied())));
+        assert_eq!(seen, [(1, None), (3, Some("c")), (4, Some("D"))]);
+    }
+}
