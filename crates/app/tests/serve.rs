@@ -442,6 +442,92 @@ fn documents_are_ingested_and_removed_incrementally_and_survive_a_restart() {
 }
 
 #[test]
+fn a_batch_is_written_and_indexed_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let batch = |docs: Value| {
+        call(
+            "POST",
+            &s.url("/v1/documents:batch"),
+            Some("tok-a"),
+            Some(&json!({ "documents": docs })),
+        )
+    };
+    let r = batch(json!([
+        {"id": "b-one", "text": "# 一\n\n海豚 DOLPHIN 在海里。\n"},
+        {"id": "b-two", "text": "# 二\n\n骆驼 CAMEL 在沙漠。\n", "path": "batch/two.md"},
+        {"id": "alpha-returns", "scope": "alpha",
+         "text": "# 退货政策\n\nalpha 客户的退货期限是三十天，凭发票办理退货。\n"},
+    ]));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let docs = r.body["documents"].as_array().unwrap();
+    assert_eq!(docs.len(), 3);
+    assert_eq!(docs[0]["doc_id"], "b-one");
+    assert_eq!(docs[0]["path"], "api/b-one.md");
+    assert_eq!(docs[0]["report"]["docs_added"], 1);
+    assert_eq!(docs[1]["path"], "batch/two.md");
+    assert_eq!(r.body["report"]["docs_added"], 2, "{}", r.text);
+    assert!(kb.join("batch/two.md").is_file());
+    assert_eq!(
+        docs_of(&search(&s, "tok-a", "DOLPHIN")),
+        BTreeSet::from(["b-one".to_string()])
+    );
+    assert_eq!(
+        docs_of(&search(&s, "tok-a", "CAMEL")),
+        BTreeSet::from(["b-two".to_string()])
+    );
+
+    // One document the caller may not write: the whole batch is refused, nothing is written.
+    let r = batch(json!([
+        {"id": "b-three", "text": "# 三\n\n企鹅 PENGUIN 在南极。\n"},
+        {"id": "b-four", "scope": "beta", "text": "# 四\n\n北极熊 POLARBEAR。\n"},
+    ]));
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(!kb.join("api/b-three.md").exists());
+    assert!(docs_of(&search(&s, "tok-a", "PENGUIN")).is_empty());
+
+    // The same ID twice, the same path twice, an empty batch: refused, nothing written.
+    let twice = batch(json!([
+        {"id": "b-five", "text": "# 五\n\nOTTER。\n"},
+        {"id": "b-five", "text": "# 五\n\nOTTER again。\n"},
+    ]));
+    assert_eq!(twice.status, 400, "{}", twice.text);
+    let same_path = batch(json!([
+        {"id": "b-six", "text": "# 六\n\nLYNX。\n", "path": "batch/same.md"},
+        {"id": "b-seven", "text": "# 七\n\nIBEX。\n", "path": "batch/same.md"},
+    ]));
+    assert_eq!(same_path.status, 409, "{}", same_path.text);
+    assert!(!kb.join("batch/same.md").exists());
+    assert_eq!(batch(json!([])).status, 400);
+    assert!(docs_of(&search(&s, "tok-a", "OTTER LYNX IBEX")).is_empty());
+
+    // A read-only token cannot write a batch.
+    let r = call(
+        "POST",
+        &s.url("/v1/documents:batch"),
+        Some("tok-a-read"),
+        Some(&json!({"documents": [{"id": "b-eight", "text": "x"}]})),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+
+    // Everything the batch wrote is in the catalog and the indexes agree.
+    drop(s);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zhiku"))
+        .arg("--kb")
+        .arg(&kb)
+        .args(["verify", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"consistent\":true"));
+}
+
+#[test]
 fn searches_see_a_whole_index_while_documents_are_ingested() {
     let dir = tempfile::tempdir().unwrap();
     let kb = two_scope_kb(dir.path(), "", "");
@@ -614,6 +700,7 @@ fn the_openapi_document_lists_every_route() {
         "/v1/search",
         "/v1/ask",
         "/v1/documents",
+        "/v1/documents:batch",
         "/v1/documents/{id}",
         "/v1/status",
         "/v1/traces/{id}",

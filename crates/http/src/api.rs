@@ -106,6 +106,18 @@ pub struct DocumentRequest {
     pub metadata: BTreeMap<String, Value>,
 }
 
+/// The most documents one `POST /v1/documents:batch` carries.
+pub const MAX_BATCH_DOCUMENTS: usize = 1000;
+
+/// `POST /v1/documents:batch`: several documents written and indexed in one step.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// The documents, each as `POST /v1/documents` takes one (1 to 1,000; IDs and paths
+    /// distinct).
+    pub documents: Vec<DocumentRequest>,
+}
+
 /// `GET /v1/documents` query.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -38,7 +38,9 @@ use zhiku_service::new_trace_id;
 use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status};
 
 use self::admission::{Gate, Refused};
-use self::api::{AskRequest, DocumentRequest, Page, SearchRequest};
+use self::api::{
+    AskRequest, BatchRequest, DocumentRequest, MAX_BATCH_DOCUMENTS, Page, SearchRequest,
+};
 use self::settings::{Denied, ServeSettings, Tokens};
 
 /// The OpenAPI document of this API.
@@ -292,6 +294,7 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .route("/v1/search", post(search))
         .route("/v1/ask", post(ask))
         .route("/v1/documents", post(put_document).get(list_documents))
+        .route("/v1/documents:batch", post(put_documents))
         .route(
             "/v1/documents/{*id}",
             get(get_document).delete(delete_document),
@@ -449,6 +452,28 @@ async fn put_document(
         StatusCode::OK
     };
     Ok((status, Json(done)).into_response())
+}
+
+async fn put_documents(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Json<BatchRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(r) = body?;
+    if r.documents.is_empty() || r.documents.len() > MAX_BATCH_DOCUMENTS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("a batch holds 1 to {MAX_BATCH_DOCUMENTS} documents"),
+        ));
+    }
+    let kb = state.kb.clone();
+    let news = r.documents.into_iter().map(Into::into).collect();
+    let (documents, report) = run(&state, move || kb.put_documents(&caller, news))
+        .await
+        .inspect_err(|e| metrics::ingest_result(e.status, None))?;
+    metrics::ingest_result(StatusCode::OK, Some(&report));
+    Ok(Json(serde_json::json!({ "documents": documents, "report": report })).into_response())
 }
 
 async fn list_documents(

@@ -13,15 +13,15 @@
 //! therefore sees the knowledge base either before or after an ingest, never half of it. One
 //! ingest runs at a time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    DocumentStore, Generator, Origin, PutRequest, StoredCatalog, StoredTraceEvent, TraceSink,
-    TraceStore,
+    DocumentStore, Generator, Origin, PutRequest, Staged, StoredCatalog, StoredTraceEvent,
+    TraceSink, TraceStore,
 };
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, Catalog, CatalogEntry, IndexReport, RetrievalRequest, SyncMode,
@@ -337,17 +337,31 @@ impl KnowledgeBase {
     /// exactly as an unknown one. Document, indexes and catalog change together: when indexing
     /// or saving the catalog fails, the document and the indexes are put back.
     pub fn put_document(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
-        self.put_inner(caller, new)
+        self.put_many(caller, vec![new])
+            .map(|(mut done, report)| {
+                let mut one = done.pop().expect("one document in, one out");
+                one.report = report;
+                one
+            })
             .map_err(|e| self.without_paths(e))
     }
 
-    fn put_inner(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
-        if !caller.write {
-            return Err(KbError::Forbidden(format!(
-                "{} may not write documents",
-                caller.name
-            )));
-        }
+    /// Adds or replaces several documents in one step: all are written and indexed with one
+    /// commit of each index and one catalog save, or none is (a failure puts every document and
+    /// the indexes back). Each document is checked as by [`Self::put_document`]; an ID or a path
+    /// twice in the batch is refused. Each document's `report` says what happened to it alone
+    /// (added, changed or unchanged); the batch's whole report comes beside them.
+    pub fn put_documents(
+        &self,
+        caller: &Caller,
+        news: Vec<NewDocument>,
+    ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
+        self.put_many(caller, news)
+            .map_err(|e| self.without_paths(e))
+    }
+
+    /// Checks the caller may write `new`; returns its ID and scope.
+    fn checked_new(&self, caller: &Caller, new: &NewDocument) -> Result<(DocId, Scope), KbError> {
         check_new_id(&new.id)?;
         let id = DocId::new(&new.id).map_err(invalid)?;
         let scope = match &new.scope {
@@ -364,43 +378,108 @@ impl KnowledgeBase {
                 caller.name
             )));
         }
+        Ok((id, scope))
+    }
+
+    fn put_many(
+        &self,
+        caller: &Caller,
+        news: Vec<NewDocument>,
+    ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write documents",
+                caller.name
+            )));
+        }
+        if news.is_empty() {
+            return Err(KbError::Invalid("no documents to add".into()));
+        }
+        let mut checked = Vec::with_capacity(news.len());
+        let mut ids = BTreeSet::new();
+        for new in &news {
+            let (id, scope) = self.checked_new(caller, new)?;
+            if !ids.insert(id.clone()) {
+                return Err(KbError::Invalid(format!(
+                    "document {:?} appears twice in the batch",
+                    id.as_str()
+                )));
+            }
+            checked.push((id, scope));
+        }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable("added")?;
 
         // Plan and embed under the read lock: searches go on meanwhile.
-        let (planned, prepared) = {
+        let (planned, prepared, before) = {
             let inner = self.read();
             let store = &inner.store;
             let visible =
                 |other: &DocId| inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope));
             let sees = |s: &Scope| caller.sees(s);
-            let planned = documents.prepare_put(&PutRequest {
-                id: &id,
-                scope: &scope,
-                path: new.path.as_deref(),
-                title: new.title.as_deref(),
-                locale: new.locale.as_deref(),
-                metadata: &new.metadata,
-                text: &new.text,
-                recorded: &store.recorded.sources,
-                visible: &visible,
-                sees: &sees,
-            })?;
+            let mut planned = Vec::with_capacity(news.len());
+            let mut paths = BTreeSet::new();
+            for (new, (id, scope)) in news.iter().zip(&checked) {
+                let plan = documents.prepare_put(&PutRequest {
+                    id,
+                    scope,
+                    path: new.path.as_deref(),
+                    title: new.title.as_deref(),
+                    locale: new.locale.as_deref(),
+                    metadata: &new.metadata,
+                    text: &new.text,
+                    recorded: &store.recorded.sources,
+                    visible: &visible,
+                    sees: &sees,
+                })?;
+                // The store refuses another recorded document's path; the batch its own twice.
+                if !paths.insert(plan.path.clone()) {
+                    return Err(KbError::Conflict(format!(
+                        "two documents of the batch would be written to {}",
+                        plan.path
+                    )));
+                }
+                planned.push((id.clone(), plan));
+            }
             let indexer = store.indexer()?;
             let prepared = indexer
                 .prepare(
                     &store.recorded.catalog,
-                    [planned.document.clone()],
+                    planned.iter().map(|(_, p)| p.document.clone()),
                     SyncMode::Partial,
                     &mut |_| {},
                 )
                 .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
-            (planned, prepared)
+            (planned, prepared, store.recorded.catalog.clone())
         };
 
-        // Write the document, indexes and catalog under the write lock: searches wait briefly.
+        // Write the documents, indexes and catalog under the write lock: searches wait briefly.
         let mut inner = self.write();
-        let staged = documents.write(&planned)?;
+        let mut staged = Vec::with_capacity(planned.len());
+        for (_, plan) in &planned {
+            match documents.write(plan) {
+                Ok(s) => staged.push(s),
+                Err(e) => {
+                    staged
+                        .into_iter()
+                        .rev()
+                        .for_each(|s: Box<dyn Staged>| s.undo());
+                    return Err(e.into());
+                }
+            }
+        }
+        // Puts every document back as it was, and the indexes as far as they changed.
+        let undo_all = |inner: &mut Inner, staged: Vec<Box<dyn Staged>>, from: &Catalog| {
+            staged.into_iter().rev().for_each(|s| s.undo());
+            let mut catalog = from.clone();
+            for (id, plan) in &planned {
+                match reindex(&inner.store, &catalog, id, plan.previous.clone()) {
+                    Ok(c) => catalog = c,
+                    Err(_) => return,
+                }
+            }
+            inner.store.recorded.catalog = catalog;
+        };
         let applied = {
             let indexer = inner.store.indexer()?;
             indexer.apply(prepared)
@@ -408,49 +487,64 @@ impl KnowledgeBase {
         let (catalog, report) = match applied {
             Ok(done) => done,
             Err(e) => {
-                // Put the document back as it was, and the indexes as far as they changed.
-                staged.undo();
-                let before = inner.store.recorded.catalog.clone();
-                if let Ok(c) = reindex(&inner.store, &before, &id, planned.previous.clone()) {
-                    inner.store.recorded.catalog = c;
-                }
+                let from = inner.store.recorded.catalog.clone();
+                undo_all(&mut inner, staged, &from);
                 return Err(KbError::Unavailable(format!("cannot index: {e}")));
             }
         };
-        let chunk_ids = catalog
-            .docs
-            .get(&id)
-            .map(|e| e.chunk_ids.iter().map(|c| c.to_string()).collect())
-            .unwrap_or_default();
         let mut sources = inner.store.recorded.sources.clone();
-        sources.insert(id.clone(), planned.path.clone());
-        let next = StoredCatalog {
+        // The files were just written: their stamps are taken at the next refresh.
+        let mut stamps = inner.store.recorded.stamps.clone();
+        for (id, plan) in &planned {
+            sources.insert(id.clone(), plan.path.clone());
+            stamps.remove(&plan.path);
+        }
+        let mut next = StoredCatalog {
             catalog: catalog.clone(),
             sources,
+            stamps: BTreeMap::new(),
+            generations: Default::default(),
             origin: inner.store.recorded.origin.clone(),
         };
+        next.stamps = next.stamps_of_sources(&stamps);
         if let Err(e) = inner.store.commit_catalog(next) {
-            // The catalog on record still says the old state: put document and indexes back.
-            staged.undo();
-            let before = inner.store.recorded.catalog.clone();
-            inner.store.recorded.catalog =
-                reindex(&inner.store, &catalog, &id, planned.previous).unwrap_or(before);
+            // The catalog on record still says the old state: put documents and indexes back.
+            undo_all(&mut inner, staged, &catalog);
             return Err(KbError::Internal(anyhow!(
                 "cannot save the manifest; nothing was changed: {:#}",
                 anyhow::Error::from(e)
             )));
         }
-        staged.keep();
-        inner
-            .docs
-            .insert(id.clone(), DocInfo::of(&planned.document));
-        Ok(Ingested {
-            doc_id: id.to_string(),
-            path: planned.path,
-            revision: planned.document.revision().to_string(),
-            chunk_ids,
-            report,
-        })
+        staged.into_iter().for_each(|s| s.keep());
+        let mut done = Vec::with_capacity(planned.len());
+        for (id, plan) in planned {
+            inner.docs.insert(id.clone(), DocInfo::of(&plan.document));
+            let entry = catalog.docs.get(&id);
+            let own = match (before.docs.get(&id), entry) {
+                (None, _) => IndexReport {
+                    docs_added: 1,
+                    ..IndexReport::default()
+                },
+                (Some(old), Some(new)) if old.fingerprint == new.fingerprint => IndexReport {
+                    docs_skipped: 1,
+                    ..IndexReport::default()
+                },
+                _ => IndexReport {
+                    docs_changed: 1,
+                    ..IndexReport::default()
+                },
+            };
+            done.push(Ingested {
+                doc_id: id.to_string(),
+                path: plan.path,
+                revision: plan.document.revision().to_string(),
+                chunk_ids: entry
+                    .map(|e| e.chunk_ids.iter().map(|c| c.to_string()).collect())
+                    .unwrap_or_default(),
+                report: own,
+            });
+        }
+        Ok((done, report))
     }
 
     /// Removes a document from both indexes and from the document store (a folder: its file,
@@ -513,11 +607,14 @@ impl KnowledgeBase {
         };
         let mut sources = inner.store.recorded.sources.clone();
         sources.remove(&info.id);
-        let next = StoredCatalog {
+        let mut next = StoredCatalog {
             catalog: catalog.clone(),
             sources,
+            stamps: BTreeMap::new(),
+            generations: Default::default(),
             origin: inner.store.recorded.origin.clone(),
         };
+        next.stamps = next.stamps_of_sources(&inner.store.recorded.stamps);
         if let Err(e) = inner.store.commit_catalog(next) {
             undo(staged);
             inner.store.recorded.catalog =
