@@ -300,7 +300,12 @@ impl SqliteCatalog {
             tx.execute_batch("DELETE FROM docs; DELETE FROM sources; DELETE FROM stamps;")
                 .map_err(e)?;
         }
-        let empty = StoredCatalog::empty(next.catalog.clone());
+        // After the full delete above, everything of `next` is new.
+        let empty = StoredCatalog::empty(Catalog::new(
+            next.catalog.policy,
+            next.catalog.space.clone(),
+            next.catalog.analyzer.clone(),
+        ));
         let previous = previous.unwrap_or(&empty);
 
         let mut put = tx

@@ -487,12 +487,12 @@ fn a_batch_is_written_and_indexed_whole_or_not_at_all() {
     assert!(!kb.join("api/b-three.md").exists());
     assert!(docs_of(&search(&s, "tok-a", "PENGUIN")).is_empty());
 
-    // The same ID twice, the same path twice, an empty batch: refused, nothing written.
+    // The same ID twice or the same path twice (409), an empty batch (400): nothing written.
     let twice = batch(json!([
         {"id": "b-five", "text": "# 五\n\nOTTER。\n"},
         {"id": "b-five", "text": "# 五\n\nOTTER again。\n"},
     ]));
-    assert_eq!(twice.status, 400, "{}", twice.text);
+    assert_eq!(twice.status, 409, "{}", twice.text);
     let same_path = batch(json!([
         {"id": "b-six", "text": "# 六\n\nLYNX。\n", "path": "batch/same.md"},
         {"id": "b-seven", "text": "# 七\n\nIBEX。\n", "path": "batch/same.md"},

@@ -400,7 +400,8 @@ impl KnowledgeBase {
         for new in &news {
             let (id, scope) = self.checked_new(caller, new)?;
             if !ids.insert(id.clone()) {
-                return Err(KbError::Invalid(format!(
+                // A conflict within the batch (the schema cannot say "distinct IDs").
+                return Err(KbError::Conflict(format!(
                     "document {:?} appears twice in the batch",
                     id.as_str()
                 )));
