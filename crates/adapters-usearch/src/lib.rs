@@ -283,12 +283,15 @@ impl AnnVectorIndex {
         self.read().snapshot_error.clone()
     }
 
-    /// Commits pending writes, then saves a snapshot of the graph if anything was committed
-    /// since the last one (or none exists). Refused on a read-only handle.
+    /// Commits pending writes (if any: without them no generation is added), then saves a
+    /// snapshot of the graph if anything was committed since the last one (or none exists).
+    /// Refused on a read-only handle.
     pub fn checkpoint(&self) -> Result<(), IndexError> {
         let mut writer = self.writable()?;
         let conn = writer.as_mut().expect("a writer has its connection");
-        self.commit_locked(conn)?;
+        if !self.read().pending.is_empty() {
+            self.commit_locked(conn)?;
+        }
         let due = {
             let state = self.read();
             state.changed_since_snapshot > 0
