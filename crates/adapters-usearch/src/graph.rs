@@ -321,10 +321,10 @@ mod tests {
         let hits = g.search(&[0.0, 0.0, 0.0, 1.0], 100, None).unwrap();
         assert_eq!(hits.len(), 99);
         assert!(hits.iter().all(|(k, _)| *k != 7));
-        let even = |k: Key| k % 2 == 0;
+        let even = |k: Key| k.is_multiple_of(2);
         let hits = g.search(&[1.0, 0.0, 0.0, 0.0], 10, Some(&even)).unwrap();
         assert_eq!(hits.len(), 10);
-        assert!(hits.iter().all(|(k, _)| k % 2 == 0));
+        assert!(hits.iter().all(|(k, _)| k.is_multiple_of(2)));
         // A removed key's slot is reused by the next insert.
         g.put(500, &[1.0, 1.0, 1.0, 1.0]).unwrap();
         assert_eq!(g.len(), 100);

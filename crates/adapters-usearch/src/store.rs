@@ -315,12 +315,10 @@ pub(crate) fn deleted_since(conn: &Connection, since: u64) -> Result<Vec<Key>, I
     let mut stmt = conn
         .prepare_cached("SELECT key FROM tombstones WHERE generation > ?1")
         .map_err(sql)?;
-    let keys = stmt
-        .query_map([since as i64], |r| r.get::<_, i64>(0))
+    stmt.query_map([since as i64], |r| r.get::<_, i64>(0))
         .map_err(sql)?
         .map(|k| k.map(to_key).map_err(sql))
-        .collect();
-    keys
+        .collect()
 }
 
 /// Runs `SELECT key, <column> FROM chunks WHERE key IN (…)` over `keys` in batches.
