@@ -28,6 +28,8 @@ use crate::options::{AnnOptions, CONNECTIVITY, EXPANSION_ADD};
 
 /// The smallest capacity reserved.
 const MIN_CAPACITY: usize = 64;
+/// Batches of at least this many inserts are spread over threads.
+const PARALLEL_FROM: usize = 64;
 
 /// A counting semaphore over usearch's per-thread contexts.
 #[derive(Debug)]
@@ -230,7 +232,8 @@ impl Graph {
         Ok(())
     }
 
-    /// Inserts many new keys on `threads` threads (the graph must not hold them).
+    /// Inserts new keys (the graph must not hold them), on several threads when there are
+    /// many.
     pub(crate) fn add_parallel(&mut self, items: &[(Key, Vec<f32>)]) -> Result<(), IndexError> {
         self.reserve(items.len())?;
         let threads = self.threads.min(
@@ -238,6 +241,16 @@ impl Graph {
                 .map(|n| n.get())
                 .unwrap_or(1),
         );
+        if threads <= 1 || items.len() < PARALLEL_FROM {
+            for (key, values) in items {
+                let _context = self.contexts.acquire();
+                self.index
+                    .add(*key, &unit(values))
+                    .map_err(|e| usearch_error("add", e))?;
+                self.free_slots = self.free_slots.saturating_sub(1);
+            }
+            return Ok(());
+        }
         let index = &self.index;
         let contexts = &self.contexts;
         let failed: Mutex<Option<IndexError>> = Mutex::new(None);

@@ -59,7 +59,9 @@ pub struct AnnOptions {
     pub rescore_min: usize,
     /// When a filter allows at most this many chunks (an upper bound from per-scope and
     /// per-document counts), the search scans exactly those chunks instead of walking the
-    /// graph: faster for tiny sets and exact. 0 turns the shortcut off. Default 1024.
+    /// graph: faster for tiny sets and exact. 0 turns the shortcut off. Default 256: the scan
+    /// reads each vector from SQLite (~6 µs a row measured at 10k × 384 dims, release build
+    /// on a loaded 2-core machine), so 1,000 rows already cost more than the filtered walk.
     pub exact_scan_below: usize,
     /// A commit writes a new graph snapshot when the rows changed since the last one reach
     /// this fraction of the stored rows... Default 0.10.
@@ -85,7 +87,7 @@ impl AnnOptions {
             rescore: quantization == Quantization::I8,
             rescore_factor: 4,
             rescore_min: 40,
-            exact_scan_below: 1024,
+            exact_scan_below: 256,
             snapshot_fraction: 0.10,
             snapshot_changes: 50_000,
             search_threads: std::thread::available_parallelism()
