@@ -100,15 +100,23 @@ fn dependency_tree(package: &str) -> Vec<String> {
 }
 
 /// The workspace's adapter crates.
-const ADAPTERS: [&str; 7] = [
+const ADAPTERS: [&str; 9] = [
     "zhiku-adapters-memory",
     "zhiku-adapters-tantivy",
     "zhiku-adapters-candle",
     "zhiku-adapters-qdrant",
     "zhiku-adapters-generate",
     "zhiku-adapters-fs",
+    "zhiku-adapters-sqlite",
+    "zhiku-adapters-usearch",
     "zhiku-eval",
 ];
+
+/// Adapters the binary does not wire yet, each with its reason. They obey every other rule.
+const NOT_YET_WIRED: [(&str, &str); 1] = [(
+    "zhiku-adapters-usearch",
+    "issue 15's embedded vector index, built and tested before the store switches to it",
+)];
 
 /// **Architecture Invariant:** only the binary (`zhiku`, whose `wiring` module is the
 /// composition root) names adapter crates: the service and the transports depend on no
@@ -127,6 +135,9 @@ fn only_the_binary_names_adapter_crates() {
     }
     let app = dependency_tree("zhiku");
     for adapter in ADAPTERS {
+        if NOT_YET_WIRED.iter().any(|(name, _why)| *name == adapter) {
+            continue;
+        }
         assert!(
             app.iter().any(|n| n == adapter),
             "the binary should wire {adapter}"

@@ -227,3 +227,84 @@ pub fn filter_case_specs(zh_content: &str, en_content: &str) -> (Spec, Spec) {
             .metadata(json!({"tags": "y", "year": 2023})),
     )
 }
+
+/// Dimensions of the approximate-index properties' space.
+pub const ANN_DIMS: usize = 64;
+
+/// The space approximate-index properties run in ([`ANN_DIMS`] dimensions).
+pub fn ann_space() -> EmbeddingSpace {
+    EmbeddingSpace::new(
+        "contract-suite-ann",
+        "v1",
+        ANN_DIMS,
+        Pooling::None,
+        Normalization::L2,
+    )
+    .expect("valid space")
+}
+
+/// A small seeded generator (splitmix64), so the random corpora are the same on every run.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// A standard normal sample (Box–Muller).
+    pub fn gaussian(&mut self) -> f64 {
+        let u = self.unit_f64().max(f64::MIN_POSITIVE);
+        let v = self.unit_f64();
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+}
+
+/// A random unit vector of `space`, uniform on the sphere.
+pub fn random_unit(rng: &mut Rng, space: &EmbeddingSpace) -> Embedding {
+    let mut values: Vec<f32> = (0..space.dims()).map(|_| rng.gaussian() as f32).collect();
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    for v in &mut values {
+        *v /= norm;
+    }
+    space.embedding(values, false).expect("valid vector")
+}
+
+/// The scopes of [`ann_corpus`].
+pub const ANN_SCOPES: [&str; 10] = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
+
+/// `docs × per_doc` chunks with random unit vectors of [`ann_space`]: document `dNNN` holds
+/// chunks `dNNN` 0, 100, 200, … and is in scope `s{N % 10}`.
+pub fn ann_corpus(seed: u64, docs: usize, per_doc: usize) -> Vec<EmbeddedChunk> {
+    let space = ann_space();
+    let mut rng = Rng::new(seed);
+    let mut items = Vec::with_capacity(docs * per_doc);
+    for d in 0..docs {
+        for c in 0..per_doc {
+            let spec =
+                Spec::new(format!("d{d:04}"), ANN_SCOPES[d % 10], format!("d{d}c{c}")).at(c * 100);
+            items.push(embedded(&spec, random_unit(&mut rng, &space)));
+        }
+    }
+    items
+}

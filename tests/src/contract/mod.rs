@@ -77,6 +77,30 @@ macro_rules! vector_index_contract {
     };
 }
 
+/// Generates the approximate-vector-index properties: recall@10 ≥ 0.95 against the exact
+/// `MemoryVectorIndex` (unfiltered and with one scope of ten), deleted chunks never returned,
+/// scopes never leaking. `$make` is a closure taking the
+/// [`EmbeddingSpace`](zhiku_domain::EmbeddingSpace) the index must hold
+/// ([`fixtures::ann_space`](crate::contract::fixtures::ann_space)) and returning
+/// `Option<Box<dyn VectorIndex>>` (an empty index, or `None` to skip). Run it beside
+/// [`vector_index_contract!`] for every approximate adapter.
+#[macro_export]
+macro_rules! approximate_vector_index_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            vector,
+            $make,
+            $crate::contract::fixtures::ann_space(),
+            [
+                approximate_recall_at_10,
+                approximate_filtered_recall_one_scope_of_ten,
+                approximate_deleted_chunks_never_returned,
+                approximate_scope_never_leaks,
+            ]
+        );
+    };
+}
+
 /// Generates the lexical-index contract tests. `$make` is a closure taking `()` and returning
 /// `Option<Box<dyn LexicalIndex>>` (an empty index, or `None` to skip).
 #[macro_export]

@@ -385,3 +385,194 @@ pub fn generation_moves_with_commits(index: &dyn VectorIndex) {
         other => panic!("a generation must be kept always or never: {other:?}"),
     }
 }
+
+// --- Approximate indexes ------------------------------------------------------------------
+//
+// Properties of an approximate (ANN) index, measured against `MemoryVectorIndex`, the exact
+// reference: 2,000 random unit vectors of 64 dimensions (seeded) in 200 documents of 10
+// scopes, 100 random queries. Each function takes an empty index of
+// [`fixtures::ann_space`](super::fixtures::ann_space).
+
+mod approximate {
+    use std::collections::BTreeSet;
+
+    use zhiku_adapters_memory::MemoryVectorIndex;
+    use zhiku_domain::ports::{EmbeddedChunk, VectorIndex, VectorIndexExt};
+    use zhiku_domain::{ChunkId, Embedding, Filter, Scope};
+
+    use super::super::fixtures::{Rng, ann_corpus, ann_space, random_unit};
+
+    pub(super) const DOCS: usize = 200;
+    pub(super) const PER_DOC: usize = 10;
+    pub(super) const QUERIES: usize = 100;
+    pub(super) const K: usize = 10;
+    pub(super) const MIN_RECALL: f64 = 0.95;
+
+    /// The corpus stored in both the index under test and the exact reference.
+    pub(super) fn load(index: &dyn VectorIndex) -> (Vec<EmbeddedChunk>, MemoryVectorIndex) {
+        let items = ann_corpus(15, DOCS, PER_DOC);
+        index.upsert_batched(&items).unwrap();
+        index.commit().unwrap();
+        let exact = MemoryVectorIndex::new(ann_space());
+        exact.upsert(&items).unwrap();
+        assert_eq!(index.count().unwrap(), items.len());
+        (items, exact)
+    }
+
+    pub(super) fn queries(seed: u64) -> Vec<Embedding> {
+        let mut rng = Rng::new(seed);
+        let space = ann_space();
+        (0..QUERIES)
+            .map(|_| random_unit(&mut rng, &space))
+            .collect()
+    }
+
+    pub(super) fn scope_filter(names: &[&str]) -> Filter {
+        Filter::for_scopes(names.iter().map(|s| Scope::new(*s).unwrap())).unwrap()
+    }
+
+    pub(super) fn ids(hits: &[zhiku_domain::ports::ScoredChunk]) -> Vec<ChunkId> {
+        hits.iter().map(|h| h.chunk.chunk_id().clone()).collect()
+    }
+
+    /// Mean recall@K of `index` against `exact` over the queries, each with the filter
+    /// `filter_of(query number)`; also checks each result list is ordered by score.
+    pub(super) fn recall(
+        index: &dyn VectorIndex,
+        exact: &dyn VectorIndex,
+        queries: &[Embedding],
+        filter_of: &dyn Fn(usize) -> Filter,
+    ) -> f64 {
+        let mut sum = 0.0;
+        for (i, q) in queries.iter().enumerate() {
+            let filter = filter_of(i);
+            let want: BTreeSet<ChunkId> = ids(&exact.search(q, K, &filter).unwrap())
+                .into_iter()
+                .collect();
+            let hits = index.search(q, K, &filter).unwrap();
+            assert!(hits.len() <= K);
+            assert!(
+                hits.windows(2).all(|w| w[0].score >= w[1].score),
+                "results are ordered by descending score"
+            );
+            let got: BTreeSet<ChunkId> = ids(&hits).into_iter().collect();
+            assert_eq!(got.len(), hits.len(), "no chunk is returned twice");
+            sum += want.intersection(&got).count() as f64 / want.len().max(1) as f64;
+        }
+        sum / queries.len() as f64
+    }
+
+    /// Asserts `recall` reaches [`MIN_RECALL`], and prints it (it is the figure to watch).
+    pub(super) fn require(index: &dyn VectorIndex, what: &str, recall: f64) {
+        crate::contract::notice(&format!(
+            "{}: {what} recall@{K} = {recall:.3}",
+            index.capabilities().adapter
+        ));
+        assert!(
+            recall >= MIN_RECALL,
+            "{what} recall@{K} = {recall:.3} < {MIN_RECALL}"
+        );
+    }
+}
+
+/// Recall@10 over every scope is at least 0.95 against the exact index.
+pub fn approximate_recall_at_10(index: &dyn VectorIndex) {
+    let (_, exact) = approximate::load(index);
+    let all = approximate::scope_filter(&super::fixtures::ANN_SCOPES);
+    let r = approximate::recall(index, &exact, &approximate::queries(1), &|_| all.clone());
+    approximate::require(index, "unfiltered", r);
+}
+
+/// Recall@10 with a filter allowing one scope of ten is at least 0.95 against the exact index
+/// under the same filter.
+pub fn approximate_filtered_recall_one_scope_of_ten(index: &dyn VectorIndex) {
+    let (_, exact) = approximate::load(index);
+    let scopes = super::fixtures::ANN_SCOPES;
+    let r = approximate::recall(index, &exact, &approximate::queries(2), &|i| {
+        approximate::scope_filter(&[scopes[i % scopes.len()]])
+    });
+    approximate::require(index, "one-scope-of-ten", r);
+}
+
+/// After deleting a random 30 % of the chunks (whole documents and single chunks) and
+/// committing, no search returns a deleted chunk, every search still fills `k`, and recall
+/// against the exact index of the survivors stays at least 0.95.
+pub fn approximate_deleted_chunks_never_returned(index: &dyn VectorIndex) {
+    use std::collections::BTreeSet;
+    let (items, exact) = approximate::load(index);
+    let mut rng = super::fixtures::Rng::new(30);
+    let mut deleted: BTreeSet<ChunkId> = BTreeSet::new();
+    // 20 whole documents (200 chunks)...
+    while deleted.len() < 200 {
+        let d = rng.below(approximate::DOCS);
+        let doc_id = DocId::new(format!("d{d:04}")).unwrap();
+        if deleted.iter().any(|id| id.doc_part() == doc_id.as_str()) {
+            continue;
+        }
+        index.delete_document(&doc_id).unwrap();
+        exact.delete_document(&doc_id).unwrap();
+        for item in &items {
+            if item.chunk.doc_id() == &doc_id {
+                deleted.insert(item.chunk.chunk_id().clone());
+            }
+        }
+    }
+    // ...and single chunks up to 30 %.
+    while deleted.len() < items.len() * 3 / 10 {
+        let id = items[rng.below(items.len())].chunk.chunk_id().clone();
+        if deleted.insert(id.clone()) {
+            index.delete_chunks(std::slice::from_ref(&id)).unwrap();
+            exact.delete_chunks(&[id]).unwrap();
+        }
+    }
+    index.commit().unwrap();
+    assert_eq!(index.count().unwrap(), items.len() - deleted.len());
+    let scopes = super::fixtures::ANN_SCOPES;
+    let all = approximate::scope_filter(&scopes);
+    for (i, q) in approximate::queries(3).iter().enumerate() {
+        for filter in [
+            all.clone(),
+            approximate::scope_filter(&[scopes[i % scopes.len()]]),
+        ] {
+            for k in [approximate::K, 50] {
+                let hits = index.search(q, k, &filter).unwrap();
+                assert_eq!(hits.len(), k, "enough chunks survive to fill k = {k}");
+                for hit in &hits {
+                    assert!(
+                        !deleted.contains(hit.chunk.chunk_id()),
+                        "deleted chunk {} returned",
+                        hit.chunk.chunk_id()
+                    );
+                }
+            }
+        }
+    }
+    let r = approximate::recall(index, &exact, &approximate::queries(4), &|_| all.clone());
+    approximate::require(index, "after 30 % deletes", r);
+}
+
+/// A search allowing a random subset of the ten scopes returns only chunks of those scopes,
+/// and as many as `k` allows (the allowed scopes hold far more than `k`).
+pub fn approximate_scope_never_leaks(index: &dyn VectorIndex) {
+    let (_, _exact) = approximate::load(index);
+    let scopes = super::fixtures::ANN_SCOPES;
+    let mut rng = super::fixtures::Rng::new(40);
+    for (i, q) in approximate::queries(5).iter().enumerate() {
+        let mut allowed: Vec<&str> = Vec::new();
+        for _ in 0..=(i % 3) {
+            allowed.push(scopes[rng.below(scopes.len())]);
+        }
+        let filter = approximate::scope_filter(&allowed);
+        for k in [1, 100] {
+            let hits = index.search(q, k, &filter).unwrap();
+            assert_eq!(hits.len(), k);
+            for hit in &hits {
+                assert!(
+                    allowed.contains(&hit.chunk.doc().scope.as_str()),
+                    "scope {} leaked into a search of {allowed:?}",
+                    hit.chunk.doc().scope
+                );
+            }
+        }
+    }
+}

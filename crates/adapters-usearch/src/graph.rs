@@ -1,0 +1,385 @@
+//! The HNSW graph over the chunks' vectors, in usearch: cosine metric, the configured
+//! quantisation, 16 links per node, `expansion_add` 200. Keys are the `chunks` table's keys.
+//!
+//! Vectors enter the graph scaled to unit length (cosine does not change; the i8 quantiser
+//! then sees components in [-1, 1]). Replacing a key removes it and adds it again: usearch
+//! marks a removed node free and reuses its slot for a later insert, so the graph does not
+//! grow with churn. Capacity grows geometrically ahead of inserts.
+//!
+//! usearch serves concurrent calls through per-thread contexts reserved with the capacity; a
+//! call finding none free fails instead of waiting. [`Graph`] therefore hands out those
+//! contexts itself (a counting semaphore of `search_threads`), so a burst of searches waits
+//! rather than errs.
+//!
+//! A snapshot is the graph saved by usearch to `<name>.tmp`, fsynced, renamed over `<name>`
+//! (and the folder fsynced): a crash leaves the old or the new file whole.
+
+use std::path::Path;
+use std::sync::{Condvar, Mutex};
+
+use usearch::{Index, IndexOptions, MetricKind};
+use zhiku_domain::ports::IndexError;
+
+use crate::attrs::Key;
+use crate::backend;
+#[cfg(test)]
+use crate::options::Quantization;
+use crate::options::{AnnOptions, CONNECTIVITY, EXPANSION_ADD};
+
+/// The smallest capacity reserved.
+const MIN_CAPACITY: usize = 64;
+/// Batches of at least this many inserts are spread over threads.
+const PARALLEL_FROM: usize = 64;
+
+/// A counting semaphore over usearch's per-thread contexts.
+#[derive(Debug)]
+struct Contexts {
+    free: Mutex<usize>,
+    released: Condvar,
+}
+
+impl Contexts {
+    fn new(n: usize) -> Self {
+        Self {
+            free: Mutex::new(n),
+            released: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) -> ContextGuard<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.released.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        ContextGuard(self)
+    }
+}
+
+struct ContextGuard<'a>(&'a Contexts);
+
+impl Drop for ContextGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.released.notify_one();
+    }
+}
+
+/// The usearch index and its bookkeeping.
+pub(crate) struct Graph {
+    index: Index,
+    dims: usize,
+    threads: usize,
+    /// Removed nodes whose slots usearch will reuse before growing.
+    free_slots: usize,
+    contexts: Contexts,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("dims", &self.dims)
+            .field("size", &self.index.size())
+            .field("capacity", &self.index.capacity())
+            .field("free_slots", &self.free_slots)
+            .finish()
+    }
+}
+
+fn usearch_error(what: &str, e: impl std::fmt::Display) -> IndexError {
+    backend(format!("usearch {what}: {e}"))
+}
+
+fn index_options(dims: usize, options: &AnnOptions) -> IndexOptions {
+    IndexOptions {
+        dimensions: dims,
+        metric: MetricKind::Cos,
+        quantization: options.quantization.scalar_kind(),
+        connectivity: CONNECTIVITY,
+        expansion_add: EXPANSION_ADD,
+        expansion_search: options.expansion_search,
+        multi: false,
+    }
+}
+
+/// `values` scaled to unit length (a zero vector stays zero).
+pub(crate) fn unit(values: &[f32]) -> Vec<f32> {
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        values.to_vec()
+    } else {
+        values.iter().map(|v| v / norm).collect()
+    }
+}
+
+fn path_str(path: &Path) -> Result<&str, IndexError> {
+    path.to_str()
+        .ok_or_else(|| backend(format!("{} is not valid UTF-8", path.display())))
+}
+
+impl Graph {
+    /// An empty graph.
+    pub(crate) fn new(dims: usize, options: &AnnOptions) -> Result<Self, IndexError> {
+        let index =
+            Index::new(&index_options(dims, options)).map_err(|e| usearch_error("new", e))?;
+        let threads = options.search_threads.max(1);
+        index
+            .reserve_capacity_and_threads(MIN_CAPACITY, threads)
+            .map_err(|e| usearch_error("reserve", e))?;
+        Ok(Self {
+            index,
+            dims,
+            threads,
+            free_slots: 0,
+            contexts: Contexts::new(threads),
+        })
+    }
+
+    /// Loads a snapshot written by [`save`](Self::save), refusing one of another dimension,
+    /// metric or quantisation (the caller then rebuilds).
+    pub(crate) fn load(path: &Path, dims: usize, options: &AnnOptions) -> Result<Self, String> {
+        let name = path_str(path).map_err(|e| e.to_string())?;
+        let meta = Index::metadata(name).map_err(|e| format!("unreadable header: {e}"))?;
+        let want = options.quantization.scalar_kind();
+        if meta.dimensions as usize != dims
+            || meta.metric != MetricKind::Cos
+            || meta.quantization != want
+        {
+            return Err(format!(
+                "built for {} dims, {:?}, {:?}; wanted {dims} dims, Cos, {}",
+                meta.dimensions,
+                meta.metric,
+                meta.quantization,
+                options.quantization.as_str()
+            ));
+        }
+        let graph = Self::new(dims, options).map_err(|e| e.to_string())?;
+        graph
+            .index
+            .load(name)
+            .map_err(|e| format!("cannot load: {e}"))?;
+        graph
+            .index
+            .change_expansion_search(options.expansion_search);
+        let mut graph = graph;
+        graph.free_slots = meta.count_deleted as usize;
+        graph
+            .index
+            .reserve_capacity_and_threads(
+                graph.index.capacity().max(graph.slots()).max(MIN_CAPACITY),
+                graph.threads,
+            )
+            .map_err(|e| format!("cannot reserve: {e}"))?;
+        Ok(graph)
+    }
+
+    /// Writes the graph to `path` atomically (temporary file, fsync, rename, folder fsync).
+    pub(crate) fn save(&self, path: &Path) -> Result<(), IndexError> {
+        let tmp = path.with_extension("usearch.tmp");
+        let written = (|| {
+            self.index
+                .save(path_str(&tmp)?)
+                .map_err(|e| usearch_error("save", e))?;
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(backend)?;
+            std::fs::rename(&tmp, path).map_err(backend)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written?;
+        if let Some(parent) = path.parent()
+            && let Ok(dir) = std::fs::File::open(parent)
+        {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Vectors in the graph.
+    pub(crate) fn len(&self) -> usize {
+        self.index.size()
+    }
+
+    /// Slots in use, live or free.
+    fn slots(&self) -> usize {
+        self.index.size() + self.free_slots
+    }
+
+    /// Makes room for `extra` more inserts, doubling the capacity when it must grow.
+    pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), IndexError> {
+        let needed = self.slots() + extra;
+        let capacity = self.index.capacity();
+        if needed <= capacity {
+            return Ok(());
+        }
+        let target = needed.max(capacity.saturating_mul(2)).max(MIN_CAPACITY);
+        self.index
+            .reserve_capacity_and_threads(target, self.threads)
+            .map_err(|e| usearch_error("reserve", e))
+    }
+
+    /// Inserts or replaces the vector of `key`.
+    pub(crate) fn put(&mut self, key: Key, values: &[f32]) -> Result<(), IndexError> {
+        self.remove(key)?;
+        self.reserve(1)?;
+        let _context = self.contexts.acquire();
+        self.index
+            .add(key, &unit(values))
+            .map_err(|e| usearch_error("add", e))?;
+        self.free_slots = self.free_slots.saturating_sub(1);
+        Ok(())
+    }
+
+    /// Inserts new keys (the graph must not hold them), on several threads when there are
+    /// many.
+    pub(crate) fn add_parallel(&mut self, items: &[(Key, Vec<f32>)]) -> Result<(), IndexError> {
+        self.reserve(items.len())?;
+        let threads = self.threads.min(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        );
+        if threads <= 1 || items.len() < PARALLEL_FROM {
+            for (key, values) in items {
+                let _context = self.contexts.acquire();
+                self.index
+                    .add(*key, &unit(values))
+                    .map_err(|e| usearch_error("add", e))?;
+                self.free_slots = self.free_slots.saturating_sub(1);
+            }
+            return Ok(());
+        }
+        let index = &self.index;
+        let contexts = &self.contexts;
+        let failed: Mutex<Option<IndexError>> = Mutex::new(None);
+        std::thread::scope(|s| {
+            for part in items.chunks(items.len().div_ceil(threads.max(1)).max(1)) {
+                let failed = &failed;
+                s.spawn(move || {
+                    for (key, values) in part {
+                        let _context = contexts.acquire();
+                        if let Err(e) = index.add(*key, &unit(values)) {
+                            *failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                                Some(usearch_error("add", e));
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let reused = self.free_slots.min(items.len());
+        self.free_slots -= reused;
+        match failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Removes `key`; returns whether it was there.
+    pub(crate) fn remove(&mut self, key: Key) -> Result<bool, IndexError> {
+        let removed = self
+            .index
+            .remove(key)
+            .map_err(|e| usearch_error("remove", e))?;
+        self.free_slots += removed;
+        Ok(removed > 0)
+    }
+
+    /// The graph's `count` nearest keys to `query` (unit-scaled by the caller) that pass
+    /// `allow`, with their cosine distances, nearest first.
+    pub(crate) fn search(
+        &self,
+        query: &[f32],
+        count: usize,
+        allow: Option<&dyn Fn(Key) -> bool>,
+    ) -> Result<Vec<(Key, f32)>, IndexError> {
+        let _context = self.contexts.acquire();
+        let matches = match allow {
+            None => self.index.search(query, count),
+            Some(allow) => self.index.filtered_search(query, count, allow),
+        }
+        .map_err(|e| usearch_error("search", e))?;
+        Ok(matches.keys.into_iter().zip(matches.distances).collect())
+    }
+
+    /// The scalar type of the graph.
+    #[cfg(test)]
+    pub(crate) fn quantization_is(&self, q: Quantization) -> bool {
+        self.index.scalar_kind() == q.scalar_kind()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_replace_remove_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = AnnOptions::default();
+        let mut g = Graph::new(4, &options).unwrap();
+        assert!(g.search(&[1.0, 0.0, 0.0, 0.0], 3, None).unwrap().is_empty());
+        for k in 1..=100u64 {
+            let x = k as f32;
+            g.put(k, &[x.sin(), x.cos(), 0.5, (x * 0.3).sin()]).unwrap();
+        }
+        g.put(7, &[0.0, 0.0, 0.0, 9.0]).unwrap();
+        assert_eq!(g.len(), 100);
+        let hits = g.search(&[0.0, 0.0, 0.0, 1.0], 1, None).unwrap();
+        assert_eq!(hits[0].0, 7);
+        assert!(g.remove(7).unwrap());
+        assert!(!g.remove(7).unwrap());
+        let hits = g.search(&[0.0, 0.0, 0.0, 1.0], 100, None).unwrap();
+        assert_eq!(hits.len(), 99);
+        assert!(hits.iter().all(|(k, _)| *k != 7));
+        let even = |k: Key| k.is_multiple_of(2);
+        let hits = g.search(&[1.0, 0.0, 0.0, 0.0], 10, Some(&even)).unwrap();
+        assert_eq!(hits.len(), 10);
+        assert!(hits.iter().all(|(k, _)| k.is_multiple_of(2)));
+        // A removed key's slot is reused by the next insert.
+        g.put(500, &[1.0, 1.0, 1.0, 1.0]).unwrap();
+        assert_eq!(g.len(), 100);
+
+        let path = dir.path().join("g.usearch");
+        g.save(&path).unwrap();
+        let back = Graph::load(&path, 4, &options).unwrap();
+        assert_eq!(back.len(), 100);
+        assert!(back.quantization_is(Quantization::I8));
+        assert_eq!(
+            back.search(&[1.0, 1.0, 1.0, 1.0], 1, None).unwrap()[0].0,
+            500
+        );
+        assert!(Graph::load(&path, 5, &options).is_err());
+        assert!(Graph::load(&path, 4, &AnnOptions::new(Quantization::F32)).is_err());
+        std::fs::write(&path, b"not a graph").unwrap();
+        assert!(Graph::load(&path, 4, &options).is_err());
+    }
+
+    #[test]
+    fn parallel_inserts_and_concurrent_searches() {
+        let options = AnnOptions {
+            search_threads: 2,
+            ..AnnOptions::new(Quantization::F32)
+        };
+        let mut g = Graph::new(8, &options).unwrap();
+        let items: Vec<(Key, Vec<f32>)> = (0..500u64)
+            .map(|k| (k, (0..8).map(|d| ((k * 7 + d) as f32).sin()).collect()))
+            .collect();
+        g.add_parallel(&items).unwrap();
+        assert_eq!(g.len(), 500);
+        std::thread::scope(|s| {
+            for t in 0..6 {
+                let g = &g;
+                let items = &items;
+                s.spawn(move || {
+                    for (k, v) in items.iter().skip(t).step_by(50) {
+                        let hit = g.search(&unit(v), 1, None).unwrap();
+                        assert_eq!(hit[0].0, *k);
+                    }
+                });
+            }
+        });
+    }
+}

@@ -1,0 +1,424 @@
+//! The usearch + SQLite vector index against the contract suite (exact and approximate
+//! properties), and its persistence: reopen, read-only handles, snapshots and replay.
+
+use std::sync::Mutex;
+
+use zhiku_adapters_usearch::{AnnOptions, AnnVectorIndex, Quantization};
+use zhiku_domain::EmbeddingSpace;
+use zhiku_domain::ports::VectorIndex;
+
+/// Keeps each test's directory alive for the whole test process.
+static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
+
+/// An index with `options` in a fresh temporary folder.
+fn fresh(space: EmbeddingSpace, options: AnnOptions) -> Option<Box<dyn VectorIndex>> {
+    let dir = tempfile::tempdir().unwrap();
+    let index = AnnVectorIndex::open(dir.path(), space, options).unwrap();
+    DIRS.lock().unwrap().push(dir);
+    Some(Box::new(index))
+}
+
+/// The default options: i8 with exact rescoring.
+mod usearch_vector {
+    use super::*;
+    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| fresh(
+        space,
+        AnnOptions::default()
+    ));
+}
+
+/// The default options on 2,000 vectors: small filters are exact scans.
+mod usearch_approximate {
+    use super::*;
+    zhiku_tests::approximate_vector_index_contract!(|space: EmbeddingSpace| fresh(
+        space,
+        AnnOptions::default()
+    ));
+}
+
+/// Every search walks the graph (no exact-scan shortcut), so filters run as usearch predicates.
+mod usearch_approximate_graph_only {
+    use super::*;
+    zhiku_tests::approximate_vector_index_contract!(|space: EmbeddingSpace| fresh(
+        space,
+        AnnOptions {
+            exact_scan_below: 0,
+            ..AnnOptions::default()
+        }
+    ));
+}
+
+/// f32 without rescoring: the graph's own distances are the scores.
+mod usearch_f32_graph_only {
+    use super::*;
+    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| fresh(
+        space,
+        AnnOptions {
+            exact_scan_below: 0,
+            ..AnnOptions::new(Quantization::F32)
+        }
+    ));
+}
+
+mod persistence {
+    use std::path::Path;
+
+    use zhiku_adapters_usearch::{
+        AnnOptions, AnnVectorIndex, GraphSource, Quantization, SNAPSHOT_FILE,
+    };
+    use zhiku_domain::ports::{EmbeddedChunk, IndexError, VectorIndex};
+    use zhiku_domain::{ChunkId, DocId, Filter, Scope};
+    use zhiku_tests::contract::fixtures::{
+        ANN_SCOPES, Rng, Spec, ann_corpus, ann_space, axis, embedded, other_space, random_unit,
+        space,
+    };
+
+    fn scope(s: &str) -> Filter {
+        Filter::for_scope(Scope::new(s).unwrap())
+    }
+
+    fn everywhere() -> Filter {
+        Filter::for_scopes(ANN_SCOPES.iter().map(|s| Scope::new(*s).unwrap())).unwrap()
+    }
+
+    fn open(dir: &Path) -> AnnVectorIndex {
+        AnnVectorIndex::open(dir, ann_space(), AnnOptions::default()).unwrap()
+    }
+
+    fn contents(index: &dyn VectorIndex, filter: &Filter) -> Vec<String> {
+        index
+            .search(&axis(1), 10, filter)
+            .unwrap()
+            .iter()
+            .map(|h| h.chunk.content().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn committed_writes_survive_a_reopen_and_uncommitted_ones_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let index = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap();
+            assert_eq!(index.generation(), 0);
+            index
+                .upsert(&[embedded(&Spec::new("a", "s", "kept"), axis(1))])
+                .unwrap();
+            index.commit().unwrap();
+            assert_eq!(index.generation(), 1);
+            index
+                .upsert(&[embedded(&Spec::new("b", "s", "lost"), axis(1))])
+                .unwrap();
+            index.delete_document(&DocId::new("a").unwrap()).unwrap();
+            // Visible to this handle before the commit (the port allows it)...
+            assert_eq!(contents(&index, &scope("s")), vec!["lost"]);
+        }
+        // ...but not durable without one.
+        let index = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap();
+        assert_eq!(index.generation(), 1);
+        assert_eq!(contents(&index, &scope("s")), vec!["kept"]);
+        assert_eq!(index.count().unwrap(), 1);
+        index.commit().unwrap();
+        assert_eq!(index.generation(), 2, "every commit adds one");
+    }
+
+    #[test]
+    fn another_space_or_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap();
+        index
+            .upsert(&[embedded(&Spec::new("a", "s", "x"), axis(1))])
+            .unwrap();
+        index.commit().unwrap();
+        drop(index);
+        let err =
+            AnnVectorIndex::open(dir.path(), other_space(), AnnOptions::default()).unwrap_err();
+        assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+        let err = AnnVectorIndex::open(dir.path(), ann_space(), AnnOptions::default()).unwrap_err();
+        assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+        let err = AnnVectorIndex::open_read_only(dir.path(), other_space(), AnnOptions::default())
+            .unwrap_err();
+        assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+        // Another format version.
+        change_the_format_record(dir.path());
+        let err = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                IndexError::ConfigMismatch {
+                    what: "vector store format",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    /// Turns the recorded format `zhiku-ann/1` into `zhiku-ann/0` by editing the database
+    /// file's bytes in place (the test has no SQLite client of its own). Closing the last
+    /// connection has folded the WAL into the main file.
+    fn change_the_format_record(dir: &Path) {
+        let path = dir.join(zhiku_adapters_usearch::DATABASE_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let needle = b"zhiku-ann/1";
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("the format record is in the main database file");
+        bytes[at + needle.len() - 1] = b'0';
+        std::fs::write(&path, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_handle_searches_refuses_writes_and_follows_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = AnnVectorIndex::open_read_only(dir.path(), space(), AnnOptions::default());
+        assert!(missing.is_err(), "no store yet");
+        let writer = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap();
+        writer
+            .upsert(&[embedded(&Spec::new("a", "s", "first"), axis(1))])
+            .unwrap();
+        writer.commit().unwrap();
+        let reader =
+            AnnVectorIndex::open_read_only(dir.path(), space(), AnnOptions::default()).unwrap();
+        assert_eq!(contents(&reader, &scope("s")), vec!["first"]);
+        let err = reader
+            .upsert(&[embedded(&Spec::new("b", "s", "no"), axis(1))])
+            .unwrap_err();
+        assert!(matches!(err, IndexError::Unsupported { .. }), "{err}");
+        assert!(reader.delete_document(&DocId::new("a").unwrap()).is_err());
+        assert!(reader.checkpoint().is_err());
+        reader.commit().unwrap();
+        assert_eq!(reader.generation(), 1);
+
+        writer
+            .upsert(&[embedded(&Spec::new("b", "s", "second"), axis(1))])
+            .unwrap();
+        writer.delete_document(&DocId::new("a").unwrap()).unwrap();
+        writer.commit().unwrap();
+        assert_eq!(
+            contents(&reader, &scope("s")),
+            Vec::<String>::new(),
+            "lagging: a's record is gone"
+        );
+        assert!(reader.refresh().unwrap());
+        assert!(!reader.refresh().unwrap());
+        assert_eq!(reader.generation(), 2);
+        assert_eq!(contents(&reader, &scope("s")), vec!["second"]);
+        assert_eq!(
+            reader.all_chunk_ids().unwrap(),
+            writer.all_chunk_ids().unwrap()
+        );
+
+        // After a snapshot pruned the tombstones it needed, a refresh reloads everything.
+        writer
+            .upsert(&[embedded(&Spec::new("c", "s", "third"), axis(2))])
+            .unwrap();
+        writer.delete_document(&DocId::new("b").unwrap()).unwrap();
+        writer.checkpoint().unwrap();
+        assert!(reader.refresh().unwrap());
+        assert_eq!(reader.generation(), writer.generation());
+        assert_eq!(
+            reader.all_chunk_ids().unwrap(),
+            writer.all_chunk_ids().unwrap()
+        );
+        assert!(
+            !std::fs::read_dir(dir.path()).unwrap().any(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp"))
+        );
+    }
+
+    /// 1,000 rows: the first commit writes a snapshot (everything changed); a small second
+    /// commit does not; a reopen loads the snapshot and replays exactly the second commit.
+    #[test]
+    fn a_reopen_loads_the_snapshot_and_replays_only_the_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = ann_corpus(7, 100, 10);
+        let index = open(dir.path());
+        index.upsert(&items).unwrap();
+        index.commit().unwrap();
+        assert_eq!(
+            index.snapshot_generation(),
+            Some(1),
+            "1,000 changed rows ≥ 10 %"
+        );
+        assert!(dir.path().join(SNAPSHOT_FILE).exists());
+
+        // 10 replaced vectors, 10 new chunks, 5 deletes: 25 < 10 % of 1,005.
+        let mut rng = Rng::new(99);
+        let replaced: Vec<EmbeddedChunk> = items[..10]
+            .iter()
+            .map(|item| EmbeddedChunk {
+                chunk: item.chunk.clone(),
+                embedding: random_unit(&mut rng, &ann_space()),
+            })
+            .collect();
+        let added: Vec<EmbeddedChunk> = (0..10)
+            .map(|i| {
+                embedded(
+                    &Spec::new("new", "s0", format!("new{i}")).at(i),
+                    random_unit(&mut rng, &ann_space()),
+                )
+            })
+            .collect();
+        let deleted: Vec<ChunkId> = items[500..505]
+            .iter()
+            .map(|item| item.chunk.chunk_id().clone())
+            .collect();
+        index.upsert(&replaced).unwrap();
+        index.upsert(&added).unwrap();
+        index.delete_chunks(&deleted).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.generation(), 2);
+        assert_eq!(
+            index.snapshot_generation(),
+            Some(1),
+            "a small commit writes no snapshot"
+        );
+        let before = index.all_chunk_ids().unwrap();
+        drop(index);
+
+        let index = open(dir.path());
+        let report = index.last_open();
+        assert_eq!(
+            report.graph,
+            GraphSource::Snapshot {
+                generation: 1,
+                replayed_rows: 20,
+                replayed_deletes: 5
+            }
+        );
+        assert!(!report.snapshot_written);
+        assert_eq!(report.rows, 1005);
+        assert_eq!(index.generation(), 2);
+        assert_eq!(index.all_chunk_ids().unwrap(), before);
+        // The replayed rows are searchable with their new vectors; the deleted ones are gone.
+        for item in replaced.iter().chain(&added) {
+            let scope_name = item.chunk.doc().scope.as_str();
+            let hit = &index
+                .search(&item.embedding, 1, &scope(scope_name))
+                .unwrap()[0];
+            assert_eq!(hit.chunk.chunk_id(), item.chunk.chunk_id());
+            assert!((hit.score - 1.0).abs() < 1e-4);
+        }
+        for id in &deleted {
+            let item = items.iter().find(|i| i.chunk.chunk_id() == id).unwrap();
+            let hits = index.search(&item.embedding, 10, &everywhere()).unwrap();
+            assert!(hits.iter().all(|h| h.chunk.chunk_id() != id));
+        }
+        // A checkpoint folds the delta into a new snapshot; the next open replays nothing.
+        index.checkpoint().unwrap();
+        assert_eq!(index.snapshot_generation(), Some(2));
+        drop(index);
+        let index = open(dir.path());
+        assert_eq!(
+            index.last_open().graph,
+            GraphSource::Snapshot {
+                generation: 2,
+                replayed_rows: 0,
+                replayed_deletes: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_missing_unreadable_or_mismatched_snapshot_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = ann_corpus(8, 30, 10);
+        let index = open(dir.path());
+        index.upsert(&items).unwrap();
+        index.checkpoint().unwrap();
+        drop(index);
+        let snapshot = dir.path().join(SNAPSHOT_FILE);
+        let probe = &items[123];
+        let check = |index: &AnnVectorIndex| {
+            let scope_name = probe.chunk.doc().scope.as_str();
+            let hit = &index
+                .search(&probe.embedding, 1, &scope(scope_name))
+                .unwrap()[0];
+            assert_eq!(hit.chunk.chunk_id(), probe.chunk.chunk_id());
+            assert_eq!(index.count().unwrap(), 300);
+        };
+
+        std::fs::remove_file(&snapshot).unwrap();
+        let index = open(dir.path());
+        let report = index.last_open();
+        assert!(
+            matches!(report.graph, GraphSource::Rebuilt { .. }),
+            "{report:?}"
+        );
+        assert!(report.snapshot_written, "the rebuilt graph is saved");
+        check(&index);
+        drop(index);
+        let index = open(dir.path());
+        assert!(matches!(
+            index.last_open().graph,
+            GraphSource::Snapshot { .. }
+        ));
+        drop(index);
+
+        std::fs::write(&snapshot, b"garbage, not a usearch file").unwrap();
+        let index = open(dir.path());
+        assert!(matches!(
+            index.last_open().graph,
+            GraphSource::Rebuilt { .. }
+        ));
+        check(&index);
+        drop(index);
+
+        // Another quantisation: the snapshot is not used, the graph is rebuilt in f16.
+        let f16 = AnnVectorIndex::open(dir.path(), ann_space(), AnnOptions::new(Quantization::F16))
+            .unwrap();
+        assert!(matches!(f16.last_open().graph, GraphSource::Rebuilt { .. }));
+        check(&f16);
+        drop(f16);
+
+        // A read-only handle rebuilds in memory and writes nothing.
+        std::fs::remove_file(&snapshot).unwrap();
+        let reader =
+            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap();
+        let report = reader.last_open();
+        assert!(matches!(report.graph, GraphSource::Rebuilt { .. }));
+        assert!(!report.snapshot_written);
+        check(&reader);
+        assert!(!snapshot.exists());
+    }
+
+    #[test]
+    fn searches_run_beside_writes_from_other_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = AnnOptions {
+            search_threads: 2,
+            exact_scan_below: 0,
+            ..AnnOptions::default()
+        };
+        let index = AnnVectorIndex::open(dir.path(), ann_space(), options).unwrap();
+        let items = ann_corpus(9, 40, 10);
+        index.upsert(&items[..200]).unwrap();
+        index.commit().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let index = &index;
+                s.spawn(move || {
+                    let mut rng = Rng::new(t);
+                    for _ in 0..50 {
+                        let q = random_unit(&mut rng, &ann_space());
+                        let hits = index.search(&q, 5, &everywhere()).unwrap();
+                        assert_eq!(hits.len(), 5);
+                    }
+                });
+            }
+            let index = &index;
+            s.spawn(move || {
+                for part in items[200..].chunks(20) {
+                    index.upsert(part).unwrap();
+                    index.commit().unwrap();
+                }
+            });
+        });
+        assert_eq!(index.count().unwrap(), 400);
+        assert_eq!(index.generation(), 11);
+    }
+}
