@@ -8,6 +8,21 @@ pub mod lexical;
 pub mod trace;
 pub mod vector;
 
+/// The generation property shared by both index ports: an index keeps a generation always or
+/// never, and when it does, the generation moved with each of the two commits that changed
+/// something.
+pub fn check_generations(
+    before: Option<u64>,
+    after_upsert: Option<u64>,
+    after_delete: Option<u64>,
+) {
+    match (before, after_upsert, after_delete) {
+        (None, None, None) => {}
+        (Some(a), Some(b), Some(c)) => assert!(a != b && b != c, "{a} {b} {c}"),
+        other => panic!("a generation must be kept always or never: {other:?}"),
+    }
+}
+
 /// Prints the loud notice a skipped contract test shows.
 pub fn skipped(adapter: &str, property: &str, why: &str) {
     notice(&format!("SKIPPED {adapter}::{property}: {why}"));
