@@ -451,7 +451,15 @@ impl KnowledgeBase {
                     &mut |_| {},
                 )
                 .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
-            (planned, prepared, store.recorded.catalog.clone())
+            // Only the batch's own entries are needed afterwards, to say what happened to each.
+            let before: BTreeMap<DocId, String> = planned
+                .iter()
+                .filter_map(|(id, _)| {
+                    let entry = store.recorded.catalog.docs.get(id)?;
+                    Some((id.clone(), entry.fingerprint.clone()))
+                })
+                .collect();
+            (planned, prepared, before)
         };
 
         // Write the documents, indexes and catalog under the write lock: searches wait briefly.
@@ -521,12 +529,12 @@ impl KnowledgeBase {
         for (id, plan) in planned {
             inner.docs.insert(id.clone(), DocInfo::of(&plan.document));
             let entry = catalog.docs.get(&id);
-            let own = match (before.docs.get(&id), entry) {
+            let own = match (before.get(&id), entry) {
                 (None, _) => IndexReport {
                     docs_added: 1,
                     ..IndexReport::default()
                 },
-                (Some(old), Some(new)) if old.fingerprint == new.fingerprint => IndexReport {
+                (Some(old), Some(new)) if *old == new.fingerprint => IndexReport {
                     docs_skipped: 1,
                     ..IndexReport::default()
                 },
