@@ -308,67 +308,46 @@ impl SqliteCatalog {
         ));
         let previous = previous.unwrap_or(&empty);
 
-        let mut put = tx
-            .prepare_cached("INSERT OR REPLACE INTO docs (id, entry) VALUES (?1, ?2)")
-            .map_err(e)?;
-        let mut del = tx
-            .prepare_cached("DELETE FROM docs WHERE id = ?1")
-            .map_err(e)?;
-        let mut failed = None;
-        changes(&previous.catalog.docs, &next.catalog.docs, |id, entry| {
-            let result = match entry {
-                Some(entry) => serde_json::to_string(entry)
-                    .map_err(|e| CatalogError::Backend {
-                        adapter: ADAPTER,
-                        source: e.into(),
-                        temporary: false,
-                    })
-                    .and_then(|json| {
-                        put.execute([id.as_str(), json.as_str()])
-                            .map(|_| ())
-                            .map_err(|e| self.error(e))
-                    }),
-                None => del
-                    .execute([id.as_str()])
-                    .map(|_| ())
-                    .map_err(|e| self.error(e)),
-            };
-            if let Err(err) = result {
-                failed.get_or_insert(err);
-            }
-        });
-        self.sync_strings(
+        let json = |entry: &CatalogEntry| {
+            serde_json::to_string(entry).map_err(|e| CatalogError::Backend {
+                adapter: ADAPTER,
+                source: e.into(),
+                temporary: false,
+            })
+        };
+        let text = |v: &String| Ok(v.clone());
+        self.sync_rows(
             tx,
-            "sources",
-            "id",
-            "path",
+            ("docs", "id", "entry"),
+            &previous.catalog.docs,
+            &next.catalog.docs,
+            json,
+        )?;
+        self.sync_rows(
+            tx,
+            ("sources", "id", "path"),
             &previous.sources,
             &next.sources,
-            &mut failed,
+            text,
         )?;
-        self.sync_strings(
+        self.sync_rows(
             tx,
-            "stamps",
-            "path",
-            "stamp",
+            ("stamps", "path", "stamp"),
             &previous.stamps,
             &next.stamps,
-            &mut failed,
-        )?;
-        failed.map_or(Ok(()), Err)
+            text,
+        )
     }
 
-    /// Writes the differences between two maps of strings into `table`.
-    #[allow(clippy::too_many_arguments)]
-    fn sync_strings<K: Ord + AsRef<str>>(
+    /// Writes the differences between two maps into `(table, key column, value column)`, each
+    /// value as `encode` renders it; the first failure is returned once every row was tried.
+    fn sync_rows<K: Ord + AsRef<str>, V: PartialEq>(
         &self,
         tx: &Transaction<'_>,
-        table: &str,
-        key: &str,
-        value: &str,
-        previous: &BTreeMap<K, String>,
-        next: &BTreeMap<K, String>,
-        failed: &mut Option<CatalogError>,
+        (table, key, value): (&str, &str, &str),
+        previous: &BTreeMap<K, V>,
+        next: &BTreeMap<K, V>,
+        encode: impl Fn(&V) -> Result<String, CatalogError>,
     ) -> Result<(), CatalogError> {
         let mut put = tx
             .prepare_cached(&format!(
@@ -378,16 +357,20 @@ impl SqliteCatalog {
         let mut del = tx
             .prepare_cached(&format!("DELETE FROM {table} WHERE {key} = ?1"))
             .map_err(|e| self.error(e))?;
+        let mut failed = None;
         changes(previous, next, |k, v| {
             let result = match v {
-                Some(v) => put.execute([k.as_ref(), v.as_str()]),
-                None => del.execute([k.as_ref()]),
+                Some(v) => encode(v).and_then(|text| {
+                    put.execute([k.as_ref(), text.as_str()])
+                        .map_err(|e| self.error(e))
+                }),
+                None => del.execute([k.as_ref()]).map_err(|e| self.error(e)),
             };
             if let Err(e) = result {
-                failed.get_or_insert(self.error(e));
+                failed.get_or_insert(e);
             }
         });
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 
