@@ -91,52 +91,38 @@ mod manifest_file {
     }
 }
 
-mod file_vector {
-    use std::sync::Mutex;
-
-    use zhiku_adapters_fs::vector_file::FileVectorIndex;
-    use zhiku_domain::EmbeddingSpace;
-    use zhiku_domain::ports::VectorIndex;
-
-    /// Keeps each test's directory alive for the whole test process.
-    static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
-
-    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| -> Option<Box<dyn VectorIndex>> {
-        let dir = tempfile::tempdir().unwrap();
-        let index = FileVectorIndex::open(&dir.path().join("vectors.bin"), space).unwrap();
-        DIRS.lock().unwrap().push(dir);
-        Some(Box::new(index))
-    });
-}
-
-mod file_vector_persistence {
-    use zhiku_adapters_fs::vector_file::FileVectorIndex;
-    use zhiku_domain::ports::{IndexError, VectorIndex};
-    use zhiku_domain::{Filter, Scope};
+mod legacy_vector_file {
+    use zhiku_adapters_fs::vector_file;
+    use zhiku_domain::ports::IndexError;
     use zhiku_tests::contract::fixtures::{Spec, axis, embedded, other_space, space};
 
     #[test]
-    fn committed_vectors_survive_a_reopen_and_uncommitted_ones_do_not() {
+    fn what_an_earlier_version_wrote_reads_back_whole_and_checked() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("vectors.bin");
-        {
-            let index = FileVectorIndex::open(&path, space()).unwrap();
-            index
-                .upsert(&[embedded(&Spec::new("a", "s", "kept"), axis(1))])
-                .unwrap();
-            index.commit().unwrap();
-            index
-                .upsert(&[embedded(&Spec::new("b", "s", "lost"), axis(1))])
-                .unwrap();
+        let path = dir.path().join(vector_file::FILE_NAME);
+        assert!(vector_file::read(&path, &space()).unwrap().is_none());
+        let items = vec![
+            embedded(&Spec::new("a", "s", "first"), axis(1)),
+            embedded(&Spec::new("b", "t", "second"), axis(2)),
+        ];
+        vector_file::write(&path, &space(), &items).unwrap();
+        let back = vector_file::read(&path, &space()).unwrap().unwrap();
+        assert_eq!(back.len(), 2);
+        for (a, b) in items.iter().zip(&back) {
+            assert_eq!(a.chunk, b.chunk);
+            assert_eq!(a.embedding.values(), b.embedding.values());
         }
-        let index = FileVectorIndex::open(&path, space()).unwrap();
-        let hits = index
-            .search(&axis(1), 10, &Filter::for_scope(Scope::new("s").unwrap()))
-            .unwrap();
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].chunk.content(), "kept");
-        let err = FileVectorIndex::open(&path, other_space()).unwrap_err();
+        let err = vector_file::read(&path, &other_space()).unwrap_err();
         assert!(matches!(err, IndexError::SpaceMismatch { .. }), "{err}");
+
+        // A cut file names the record it could not read; garbage names the header.
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        let err = vector_file::read(&path, &space()).unwrap_err().to_string();
+        assert!(err.contains("record 1"), "{err}");
+        std::fs::write(&path, b"not a vector file\n").unwrap();
+        let err = vector_file::read(&path, &space()).unwrap_err().to_string();
+        assert!(err.contains("bad header"), "{err}");
     }
 }
 

@@ -122,6 +122,54 @@ mod persistence {
     }
 
     #[test]
+    fn export_hands_over_every_committed_chunk_and_vector_in_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = open(dir.path());
+        let mut rng = Rng::new(7);
+        let items: Vec<EmbeddedChunk> = (0..5)
+            .map(|i| {
+                let spec = Spec::new(format!("d{i}"), ANN_SCOPES[i % 2], format!("text {i}"));
+                embedded(&spec, random_unit(&mut rng, &ann_space()))
+            })
+            .collect();
+        index.upsert(&items).unwrap();
+        index.commit().unwrap();
+        index.delete_document(&DocId::new("d0").unwrap()).unwrap();
+        index.commit().unwrap();
+        // Not committed: not exported.
+        index
+            .upsert(&[embedded(
+                &Spec::new("late", ANN_SCOPES[0], "late"),
+                random_unit(&mut rng, &ann_space()),
+            )])
+            .unwrap();
+        let mut batches = Vec::new();
+        let n = index
+            .export(2, |batch| {
+                batches.push(batch);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 4);
+        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2]);
+        let exported: Vec<&EmbeddedChunk> = batches.iter().flatten().collect();
+        for (got, want) in exported.iter().zip(&items[1..]) {
+            assert_eq!(got.chunk, want.chunk);
+            assert_eq!(got.embedding.values(), want.embedding.values());
+        }
+        // A failure of the receiver stops the export and is returned as it is.
+        let err = index
+            .export(1, |_| {
+                Err(IndexError::Unsupported {
+                    adapter: "receiver",
+                    operation: "stop",
+                })
+            })
+            .unwrap_err();
+        assert!(matches!(err, IndexError::Unsupported { .. }), "{err}");
+    }
+
+    #[test]
     fn another_space_or_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let index = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap();

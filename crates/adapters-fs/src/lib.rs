@@ -9,7 +9,7 @@
 //! - [`lock`] — the store lock (one writer per store).
 //! - [`manifest`] — the catalog as `manifest.json`, a catalog store.
 //! - [`atomic`] — replacing a file atomically (write, fsync, rename, fsync the folder).
-//! - [`vector_file`] — the exact in-memory vector index persisted to `vectors.bin`.
+//! - [`vector_file`] — the `vectors.bin` format of earlier stores, read to migrate them.
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
 
 pub mod atomic;

@@ -73,7 +73,7 @@ use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter, cos
 
 use crate::attrs::{Attrs, Compiled, Key, RowAttrs};
 use crate::graph::{Graph, unit};
-pub use crate::options::{AnnOptions, Quantization};
+pub use crate::options::{AnnOptions, AnnSettings, Quantization};
 use crate::store::{Meta, PutRow};
 
 /// The adapter's name in capabilities and errors.
@@ -83,6 +83,17 @@ pub const ADAPTER: &str = "usearch";
 pub const DATABASE_FILE: &str = "vectors.sqlite";
 /// The graph snapshot's file name inside the index folder.
 pub const SNAPSHOT_FILE: &str = "vectors.usearch";
+/// Every file the index may create in its folder: the database with its journal, WAL and
+/// shared-memory files, the snapshot and the temporary file a snapshot is written to. What a
+/// caller removes to discard the index.
+pub const FILES: [&str; 6] = [
+    DATABASE_FILE,
+    "vectors.sqlite-journal",
+    "vectors.sqlite-wal",
+    "vectors.sqlite-shm",
+    SNAPSHOT_FILE,
+    "vectors.usearch.tmp",
+];
 
 /// Vectors read from SQLite per batch while rebuilding the graph.
 const REBUILD_BATCH: usize = 4096;
@@ -301,6 +312,36 @@ impl AnnVectorIndex {
             self.snapshot(conn)?;
         }
         Ok(())
+    }
+
+    /// Every committed chunk with its vector, handed to `f` in batches of up to `batch`, in the
+    /// order they were first stored, from one read transaction (a consistent state beside a
+    /// writer): for copying the index elsewhere — another store, a Qdrant collection — without
+    /// embedding anything again. Returns how many were exported.
+    pub fn export(
+        &self,
+        batch: usize,
+        mut f: impl FnMut(Vec<EmbeddedChunk>) -> Result<(), IndexError>,
+    ) -> Result<usize, IndexError> {
+        let batch = batch.max(1);
+        self.with_reader(|conn| {
+            let tx = conn.unchecked_transaction().map_err(backend)?;
+            let mut pending = Vec::with_capacity(batch);
+            let mut count = 0;
+            store::for_each_row(&tx, self.space.dims(), |chunk, values| {
+                let embedding = self.space.embedding(values, false).map_err(backend)?;
+                pending.push(EmbeddedChunk { chunk, embedding });
+                count += 1;
+                if pending.len() == batch {
+                    f(std::mem::take(&mut pending))?;
+                }
+                Ok(())
+            })?;
+            if !pending.is_empty() {
+                f(pending)?;
+            }
+            Ok(count)
+        })
     }
 
     /// Catches a read-only handle up with the commits a writer made since it opened (or last

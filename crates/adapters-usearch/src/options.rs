@@ -5,9 +5,12 @@
 //! what is stored, so they can change between opens. A snapshot built with another quantisation
 //! is not loaded; the graph is rebuilt from SQLite instead (and snapshotted again by a writer).
 
+use serde::{Deserialize, Serialize};
+
 /// How the graph stores its copy of each vector. The f32 vectors in SQLite are always exact;
 /// this is only the graph's working copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Quantization {
     /// 4 bytes per component: the graph's distances are exact.
     F32,
@@ -119,5 +122,80 @@ impl AnnOptions {
 impl Default for AnnOptions {
     fn default() -> Self {
         Self::new(Quantization::I8)
+    }
+}
+
+/// The `[ann]` section of a configuration: what a user may tune of the embedded vector index.
+/// Keys left out keep [`AnnOptions::default`]'s values; unknown keys are refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AnnSettings {
+    /// The graph's scalar type: `i8` (default), `f16` or `f32`.
+    pub quantization: Quantization,
+    /// Breadth of the graph walk of a search (HNSW's `ef`); higher is slower and finds more.
+    pub ef: usize,
+    /// Rescore the graph's shortlist exactly on the f32 vectors; unset: on for `i8` only.
+    pub rescore: Option<bool>,
+    /// Filters allowing at most this many chunks are answered by an exact scan.
+    pub exact_scan_below: usize,
+}
+
+impl Default for AnnSettings {
+    fn default() -> Self {
+        let options = AnnOptions::default();
+        Self {
+            quantization: options.quantization,
+            ef: options.expansion_search,
+            rescore: None,
+            exact_scan_below: options.exact_scan_below,
+        }
+    }
+}
+
+impl AnnSettings {
+    /// Why these settings cannot be used, if they cannot: an `ef` of 0 or above 4,096.
+    pub fn check(&self) -> Result<(), String> {
+        if self.ef == 0 || self.ef > 4096 {
+            return Err(format!("ann ef must be 1 to 4096, not {}", self.ef));
+        }
+        Ok(())
+    }
+
+    /// The index options these settings give.
+    pub fn options(&self) -> AnnOptions {
+        let mut options = AnnOptions::new(self.quantization);
+        options.expansion_search = self.ef;
+        if let Some(rescore) = self.rescore {
+            options.rescore = rescore;
+        }
+        options.exact_scan_below = self.exact_scan_below;
+        options
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_fill_defaults_and_refuse_unknown_keys() {
+        let s: AnnSettings = serde_json::from_str(r#"{"quantization": "f16"}"#).unwrap();
+        assert_eq!(s.quantization, Quantization::F16);
+        let o = s.options();
+        assert_eq!(o.expansion_search, AnnOptions::default().expansion_search);
+        assert!(!o.rescore, "rescoring defaults to off for f16");
+        let s: AnnSettings = serde_json::from_str(r#"{"rescore": true, "ef": 64}"#).unwrap();
+        assert!(s.options().rescore);
+        assert_eq!(s.options().expansion_search, 64);
+        assert!(serde_json::from_str::<AnnSettings>(r#"{"eff": 64}"#).is_err());
+        assert!(serde_json::from_str::<AnnSettings>(r#"{"quantization": "i4"}"#).is_err());
+        assert!(
+            AnnSettings {
+                ef: 0,
+                ..AnnSettings::default()
+            }
+            .check()
+            .is_err()
+        );
     }
 }

@@ -85,14 +85,43 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, IndexError> {
 
 /// Opens the database read-only (it must exist).
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, IndexError> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let opened = Connection::open_with_flags(path, flags).and_then(|c| {
+        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        Ok(c)
+    });
+    let conn = match opened {
+        Ok(conn) => Ok(conn),
+        // A WAL database in a folder this process cannot write, with no writer around (the
+        // last writer to close removed its -wal and -shm files): SQLite cannot create the
+        // shared-memory file, so the file is read as immutable, which it then is.
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+            ) =>
+        {
+            Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+        }
+        Err(e) => Err(e),
+    }
     .map_err(|e| backend(format!("cannot open {} read-only: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
         .map_err(sql)?;
     Ok(conn)
+}
+
+/// `file:<path>?immutable=1`, the path percent-encoded.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri + "?immutable=1"
 }
 
 /// Creates the schema of a new store, or checks the format and space of an existing one.
@@ -306,6 +335,30 @@ pub(crate) fn for_each_vector(
             dims,
         )?;
         f(key, vector)?;
+    }
+    Ok(())
+}
+
+/// Calls `f` with the chunk (record parsed and validated) and vector of every stored row, in
+/// key order.
+pub(crate) fn for_each_row(
+    conn: &Connection,
+    dims: usize,
+    mut f: impl FnMut(Chunk, Vec<f32>) -> Result<(), IndexError>,
+) -> Result<(), IndexError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT record, vector FROM chunks ORDER BY key")
+        .map_err(sql)?;
+    let mut rows = stmt.query([]).map_err(sql)?;
+    while let Some(row) = rows.next().map_err(sql)? {
+        let record: ChunkRecord =
+            serde_json::from_str(row.get_ref(0).map_err(sql)?.as_str().map_err(backend)?)
+                .map_err(backend)?;
+        let vector = decode_vector(
+            row.get_ref(1).map_err(sql)?.as_blob().map_err(backend)?,
+            dims,
+        )?;
+        f(Chunk::from_record(record).map_err(backend)?, vector)?;
     }
     Ok(())
 }

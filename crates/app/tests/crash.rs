@@ -738,3 +738,136 @@ fn a_killed_deletes_moved_file_is_put_back_and_temporary_files_go() {
     let out = run(&kb, &["verify"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// Turns the store of `kb` back into the layout of the versions before the SQLite catalog and
+/// the ANN index: `manifest.json` and `vectors.bin` holding exactly what the current files
+/// hold, and neither `catalog.sqlite` nor `vectors.sqlite`.
+fn make_store_of_an_earlier_version(kb: &Path) {
+    use zhiku_domain::ports::{CatalogStore, EmbeddedChunk, Embedder};
+    let store = kb.join(".zhiku");
+    let catalog = support::stored_catalog(&store);
+    let space = zhiku_adapters_memory::HashingEmbedder::new(384)
+        .unwrap()
+        .space()
+        .clone();
+    let mut rows: Vec<EmbeddedChunk> = Vec::new();
+    {
+        let index = zhiku_adapters_usearch::AnnVectorIndex::open_read_only(
+            &store,
+            space.clone(),
+            Default::default(),
+        )
+        .unwrap();
+        index
+            .export(100, |batch| {
+                rows.extend(batch);
+                Ok(())
+            })
+            .unwrap();
+    }
+    assert!(!rows.is_empty());
+    zhiku_adapters_fs::vector_file::write(&store.join("vectors.bin"), &space, &rows).unwrap();
+    for name in zhiku_adapters_usearch::FILES.iter().chain(&[
+        "catalog.sqlite",
+        "catalog.sqlite-wal",
+        "catalog.sqlite-shm",
+    ]) {
+        let _ = std::fs::remove_file(store.join(name));
+    }
+    zhiku_adapters_fs::manifest::ManifestFile::in_store(&store, false)
+        .save(&catalog)
+        .unwrap();
+}
+
+/// A store an earlier version wrote (`manifest.json`, `vectors.bin`) is searched as it is by a
+/// read-only command, and moved into the catalog database and the ANN index by the first
+/// writing open — nothing embedded again, every document unchanged, the old files gone; a
+/// crash after the move and before the removal leaves both, and the next open just removes the
+/// old file.
+#[test]
+fn a_store_of_an_earlier_version_is_read_as_it_is_and_migrated_without_embedding() {
+    use zhiku_domain::ports::Embedder;
+    let tmp = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(tmp.path(), "", "");
+    // What earlier versions' configurations said.
+    let config = std::fs::read_to_string(kb.join("zhiku.toml")).unwrap();
+    std::fs::write(
+        kb.join("zhiku.toml"),
+        config.replace("vectors = \"ann\"", "vectors = \"file\""),
+    )
+    .unwrap();
+    let out = run(&kb, &["index"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let dense = [
+        "search",
+        "退货期限",
+        "--no-refresh",
+        "--json",
+        "--scope",
+        "alpha",
+        "--mode",
+        "dense",
+    ];
+    let before = run(&kb, &dense);
+    assert!(before.status.success(), "{}", text(&before));
+    let expected = hits(&before);
+    assert!(
+        expected.contains(&"alpha-returns".to_string()),
+        "{}",
+        text(&before)
+    );
+
+    make_store_of_an_earlier_version(&kb);
+    let store = kb.join(".zhiku");
+    let out = run(&kb, &dense);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        hits(&out),
+        expected,
+        "read-only, from vectors.bin: {}",
+        text(&out)
+    );
+    assert!(store.join("vectors.bin").exists() && store.join("manifest.json").exists());
+    assert!(
+        !store.join("vectors.sqlite").exists(),
+        "a read-only open writes nothing"
+    );
+
+    let out = run(&kb, &["index", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["docs_unchanged"], 4, "{report}");
+    assert_eq!(report["chunks_embedded"], 0, "{report}");
+    for gone in ["vectors.bin", "manifest.json"] {
+        assert!(!store.join(gone).exists(), "{gone} is still there");
+    }
+    assert!(store.join("vectors.sqlite").exists() && store.join("catalog.sqlite").exists());
+    let out = run(&kb, &dense);
+    assert_eq!(hits(&out), expected, "from the ANN index: {}", text(&out));
+    let out = run(&kb, &["verify"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // A crash between the move and the removal: the index already holds the vectors, so the
+    // old file is only removed (the index's generation does not move).
+    let space = zhiku_adapters_memory::HashingEmbedder::new(384)
+        .unwrap()
+        .space()
+        .clone();
+    let generation = || {
+        zhiku_adapters_usearch::AnnVectorIndex::open_read_only(
+            &store,
+            space.clone(),
+            Default::default(),
+        )
+        .unwrap()
+        .generation()
+    };
+    let committed = generation();
+    zhiku_adapters_fs::vector_file::write(&store.join("vectors.bin"), &space, &[]).unwrap();
+    let out = run(&kb, &["index"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!store.join("vectors.bin").exists());
+    assert_eq!(generation(), committed);
+    let out = run(&kb, &dense);
+    assert_eq!(hits(&out), expected, "{}", text(&out));
+}

@@ -651,7 +651,7 @@ fn random_raw_paths_write_exactly_the_callers_canonical_file_or_nothing() {
     // In memory, for speed: a reopening re-reads the folder.
     let toml = std::fs::read_to_string(kb.join("zhiku.toml")).unwrap();
     let toml = toml.replace(
-        "vectors = \"file\"\nlexical = \"disk\"",
+        "vectors = \"ann\"\nlexical = \"disk\"",
         "vectors = \"memory\"\nlexical = \"ram\"",
     );
     assert!(toml.contains("\"memory\""));

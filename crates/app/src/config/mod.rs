@@ -7,13 +7,14 @@
 //!
 //! Profiles pick adapters:
 //! - `dev`: vectors in memory, hashing embedder, tantivy in RAM (nothing persists).
-//! - `local` (default): the embedded store on disk (tantivy + vector file), the candle embedder
-//!   when a model is available, otherwise lexical retrieval with a notice.
+//! - `local` (default): the embedded store on disk (tantivy + the ANN vector index, `[ann]`,
+//!   the adapter's [`AnnSettings`]), the candle embedder when a model is available, otherwise
+//!   lexical retrieval with a notice.
 //! - `prod`: vectors on a Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`, the adapter's
 //!   [`QdrantConfig`]), manifest and tantivy on disk, candle.
 //!
 //! Each section's type is owned by the crate it configures: `[qdrant]` by the Qdrant adapter,
-//! `[serve]` by the HTTP transport.
+//! `[ann]` by the embedded vector index, `[serve]` by the HTTP transport.
 
 mod resolver;
 
@@ -23,6 +24,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use toml::Table;
 use zhiku_adapters_qdrant::QdrantConfig;
+use zhiku_adapters_usearch::AnnSettings;
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::{ServeSettings, ServeTable};
@@ -35,8 +37,11 @@ use resolver::{EnvKey, Resolver, var};
 pub enum VectorsKind {
     /// In memory, gone when the process ends.
     Memory,
-    /// The embedded store's vector file.
-    File,
+    /// The embedded store's approximate-nearest-neighbour index (usearch over SQLite,
+    /// `[ann]`). `"file"`, the vector file of earlier versions, is read as this: such a store
+    /// is migrated on its first writing open.
+    #[serde(alias = "file")]
+    Ann,
     /// A Qdrant server.
     Qdrant,
 }
@@ -124,6 +129,8 @@ pub struct Config {
     pub context: RetrievalBudget,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
+    /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
+    pub ann: AnnSettings,
     /// The HTTP server (`[serve]`, `ZHIKU_SERVE_*`).
     pub serve: ServeSettings,
     /// Where each value came from, for `zhiku status`.
@@ -196,6 +203,7 @@ struct File {
     #[serde(default)]
     profiles: std::collections::BTreeMap<String, Keys>,
     qdrant: Option<QdrantConfig>,
+    ann: Option<AnnSettings>,
     serve: Option<ServeTable>,
 }
 
@@ -240,6 +248,17 @@ const QDRANT_ENV: [EnvKey; 7] = [
     var("batch", "ZHIKU_QDRANT_BATCH"),
 ];
 
+/// The variables of `[ann]`.
+const ANN_ENV: [EnvKey; 4] = [
+    var("quantization", "ZHIKU_ANN_QUANTIZATION"),
+    var("ef", "ZHIKU_ANN_EF"),
+    var("rescore", "ZHIKU_ANN_RESCORE"),
+    var("exact_scan_below", "ZHIKU_ANN_EXACT_SCAN_BELOW"),
+];
+
+/// The keys of `[ann]` whose origin `status` shows.
+const ANN_KEYS: [&str; 4] = ["quantization", "ef", "rescore", "exact_scan_below"];
+
 /// The keys of `[qdrant]` whose origin `status` shows (the API key's value never is).
 const QDRANT_KEYS: [&str; 6] = [
     "url",
@@ -265,7 +284,7 @@ const SERVE_ENV: [EnvKey; 7] = [
 fn builtin(profile: &str) -> Result<Table> {
     let (vectors, embedder, lexical) = match profile {
         "dev" => ("memory", "hashing", "ram"),
-        "local" => ("file", "candle", "disk"),
+        "local" => ("ann", "candle", "disk"),
         "prod" => ("qdrant", "candle", "disk"),
         other => bail!(
             "unknown profile {other:?}: use dev, local or prod, or define [profiles.{other}] in zhiku.toml"
@@ -286,7 +305,7 @@ fn defaults() -> Table {
     let policy = ChunkingPolicy::default();
     let text = format!(
         r#"
-vectors = "file"
+vectors = "ann"
 embedder = "candle"
 lexical = "disk"
 model = "{DEFAULT_MODEL}"
@@ -333,6 +352,10 @@ impl Config {
                     q.check()
                         .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
                 }
+                if let Some(a) = &checked.ann {
+                    a.check()
+                        .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
+                }
                 toml::from_str(&text)?
             }
             None => Table::new(),
@@ -373,11 +396,14 @@ impl Config {
         }
         r.push_env::<Keys>(None, &ENV, env)?;
         r.push_env::<QdrantConfig>(Some("qdrant"), &QDRANT_ENV, env)?;
+        r.push_env::<AnnSettings>(Some("ann"), &ANN_ENV, env)?;
         r.push_env::<ServeTable>(Some("serve"), &SERVE_ENV, env)?;
 
         let keys: Keys = r.resolve(None, &KEYS)?;
         let qdrant: QdrantConfig = r.resolve(Some("qdrant"), &QDRANT_KEYS)?;
         qdrant.check().map_err(anyhow::Error::msg)?;
+        let ann: AnnSettings = r.resolve(Some("ann"), &ANN_KEYS)?;
+        ann.check().map_err(anyhow::Error::msg)?;
         let serve = ServeSettings::from_table(r.resolve(Some("serve"), &[])?)?;
         // Every key is present: the defaults layer holds them all.
         let required = |what: &str| anyhow::anyhow!("the built-in default of {what} is missing");
@@ -436,6 +462,7 @@ impl Config {
                 anyhow::anyhow!("ask_attempts, context_chunks and context_chars must be at least 1")
             })?,
             qdrant,
+            ann,
             serve,
             profile,
             origins: std::mem::take(&mut r.origins),
@@ -449,9 +476,9 @@ impl Config {
         Ok(config)
     }
 
-    /// True when the store lives on disk (a lexical index or vector file there).
+    /// True when the store lives on disk (a lexical index or vector index there).
     pub fn is_persistent(&self) -> bool {
-        self.lexical == LexicalKind::Disk || self.vectors == VectorsKind::File
+        self.lexical == LexicalKind::Disk || self.vectors == VectorsKind::Ann
     }
 
     /// What the service needs of this configuration.
@@ -488,7 +515,7 @@ mod tests {
         let local = Config::resolve(None, None, &no_env).unwrap();
         assert_eq!(
             (local.vectors, local.embedder, local.lexical),
-            (VectorsKind::File, EmbedderKind::Candle, LexicalKind::Disk)
+            (VectorsKind::Ann, EmbedderKind::Candle, LexicalKind::Disk)
         );
         let dev = Config::resolve(None, Some("dev"), &no_env).unwrap();
         assert_eq!(dev.embedder, EmbedderKind::Hashing);

@@ -8,7 +8,9 @@
 //!                 generations, every document's revision, fingerprint, chunk IDs, source path
 //!                 and file stamp, one row each
 //! lexical/        the tantivy index
-//! vectors.bin     the vector file (when the store has an embedding space)
+//! vectors.sqlite  the vector index's truth (when the store has an embedding space): chunk
+//!                 records, f32 vectors, commit generation (SQLite, WAL)
+//! vectors.usearch the HNSW graph's last snapshot (the commits after it are replayed on open)
 //! writer.lock     the store lock: held by the one process that may write (holds its pid)
 //! ```
 //!
@@ -23,10 +25,13 @@
 //! A store written before the catalog moved to SQLite has a `manifest.json` (one JSON document
 //! rewritten whole on every save) instead: the first writing open copies it into
 //! `catalog.sqlite` and then removes it (a crash in between leaves both, and the next open
-//! removes the manifest); a read-only open reads it as it is.
+//! removes the manifest); a read-only open reads it as it is. Likewise a store written before
+//! the ANN index has a `vectors.bin` (every record and vector, rewritten whole on every
+//! commit): the first writing open copies its vectors into the index in one commit (nothing is
+//! embedded again), then removes it; a read-only open searches it exactly, in memory.
 //!
-//! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead of
-//! `vectors.bin` (see [`crate::qdrant`]); catalog and lexical index stay on disk. A server that
+//! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead
+//! (see [`crate::qdrant`]); catalog and lexical index stay on disk. A server that
 //! cannot be reached fails `index` before anything is recorded, and makes a read-only open fall
 //! back to lexical retrieval with a notice.
 //!
@@ -50,12 +55,13 @@ use serde::Serialize;
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 
 use zhiku_adapters_fs::manifest::ManifestFile;
-use zhiku_adapters_fs::vector_file::FileVectorIndex;
+use zhiku_adapters_fs::vector_file;
 use zhiku_adapters_memory::{HashingEmbedder, MemoryCatalogStore, MemoryVectorIndex};
 use zhiku_adapters_sqlite::SqliteCatalog;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+use zhiku_adapters_usearch::AnnVectorIndex;
 use zhiku_domain::ports::{
-    CatalogStore, Embedder, IndexError, LexicalIndex, StoredCatalog, VectorIndex,
+    CatalogStore, Embedder, IndexError, LexicalIndex, StoredCatalog, VectorIndex, VectorIndexExt,
 };
 use zhiku_domain::usecases::{Catalog, Consistency};
 use zhiku_domain::{ChunkId, DocId};
@@ -257,7 +263,7 @@ pub fn resolve_embedder(config: &Config) -> (Option<Box<dyn Embedder>>, String) 
 /// Discards everything in the store folder but the lock, under the lock: the Qdrant
 /// collections first (a failure changes nothing), then the lexical folder in one rename (a kill
 /// while deleting it file by file must not leave a meta.json naming deleted segments), then the
-/// manifest and the vector file.
+/// catalog and the vector index.
 fn discard_for_rebuild(dir: &Path, config: &Config) -> Result<()> {
     if config.vectors == VectorsKind::Qdrant {
         super::qdrant::drop_before_rebuild(&config.qdrant, dir)?;
@@ -272,16 +278,20 @@ fn discard_for_rebuild(dir: &Path, config: &Config) -> Result<()> {
         std::fs::rename(&lexical, &discarded)
             .with_context(|| format!("cannot move {} away", lexical.display()))?;
     }
-    for name in [
+    let catalog = [
         "manifest.json",
         "manifest.tmp",
-        "vectors.bin",
-        "vectors.tmp",
         CATALOG_FILE,
         "catalog.sqlite-wal",
         "catalog.sqlite-shm",
         "catalog.sqlite-journal",
-    ] {
+    ];
+    let legacy_vectors = [vector_file::FILE_NAME, vector_file::TEMP_NAME];
+    for name in legacy_vectors
+        .into_iter()
+        .chain(zhiku_adapters_usearch::FILES)
+        .chain(catalog)
+    {
         let path = dir.join(name);
         if path.exists() {
             std::fs::remove_file(&path)
@@ -318,6 +328,60 @@ fn open_catalog(dir: &Path, read_only: bool) -> Result<Box<dyn CatalogStore>> {
     std::fs::remove_file(manifest.path())
         .with_context(|| format!("cannot remove {}", manifest.path().display()))?;
     Ok(Box::new(catalog))
+}
+
+/// The embedded vector index in `dir`. A writing open moves the vectors of an earlier version's
+/// `vectors.bin` into it first (one commit; the file is removed only after it, so a crash in
+/// between leaves both and the next open, finding the index committed, just removes the file).
+/// A read-only open of a store not migrated yet searches the vector file in memory, exactly; of
+/// a store with no vectors yet, an empty index.
+fn open_ann(
+    dir: &Path,
+    config: &Config,
+    space: &zhiku_domain::EmbeddingSpace,
+    read_only: bool,
+) -> Result<Arc<dyn VectorIndex>, IndexError> {
+    let legacy = dir.join(vector_file::FILE_NAME);
+    let options = config.ann.options();
+    if read_only {
+        if dir.join(zhiku_adapters_usearch::DATABASE_FILE).exists() {
+            return Ok(Arc::new(AnnVectorIndex::open_read_only(
+                dir,
+                space.clone(),
+                options,
+            )?));
+        }
+        let index = MemoryVectorIndex::new(space.clone());
+        if let Some(items) = vector_file::read(&legacy, space)? {
+            index.upsert(&items)?;
+        }
+        return Ok(Arc::new(index));
+    }
+    let index = AnnVectorIndex::open(dir, space.clone(), options)?;
+    if legacy.exists() {
+        if index.generation() == 0 {
+            let items = vector_file::read(&legacy, space)?.unwrap_or_default();
+            index.upsert_batched(&items)?;
+            index.commit()?;
+            index.checkpoint()?;
+            tracing::info!(
+                target: "zhiku::store",
+                vectors = items.len(),
+                "moved {} into {}",
+                legacy.display(),
+                dir.join(zhiku_adapters_usearch::DATABASE_FILE).display()
+            );
+        }
+        for name in [vector_file::FILE_NAME, vector_file::TEMP_NAME] {
+            let path = dir.join(name);
+            if path.exists() {
+                std::fs::remove_file(&path).map_err(|e| {
+                    IndexError::backend("store", format!("cannot remove {}: {e}", path.display()))
+                })?;
+            }
+        }
+    }
+    Ok(Arc::new(index))
 }
 
 /// The lexical index the configuration asks for.
@@ -389,6 +453,7 @@ fn open_dense(
     embedder: Option<Box<dyn Embedder>>,
     catalog: &Catalog,
     purpose: Purpose,
+    read_only: bool,
     kb_hint: Option<&Path>,
     picked: &mut Vec<(String, String)>,
     notice: &mut Option<String>,
@@ -401,10 +466,8 @@ fn open_dense(
     };
     let vectors: Arc<dyn VectorIndex> = match config.vectors {
         VectorsKind::Memory => Arc::new(MemoryVectorIndex::new(embedder.space().clone())),
-        VectorsKind::File => Arc::new(
-            FileVectorIndex::open(&dir.join("vectors.bin"), embedder.space().clone())
-                .map_err(|e| rebuild_or(e, dir, kb_hint))?,
-        ),
+        VectorsKind::Ann => open_ann(dir, config, embedder.space(), read_only)
+            .map_err(|e| rebuild_or(e, dir, kb_hint))?,
         // Qdrant: an unreachable server turns the dense route off for reading and stops
         // writing before anything is touched.
         VectorsKind::Qdrant => {
@@ -537,6 +600,7 @@ impl Store {
             embedder,
             &recorded.catalog,
             purpose,
+            read_only,
             kb_hint,
             &mut picked,
             &mut notice,

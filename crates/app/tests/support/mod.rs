@@ -58,7 +58,7 @@ pub fn two_scope_kb(dir: &Path, extra: &str, serve_extra: &str) -> PathBuf {
         "---\nid: about\nscope: public\n---\n# 关于\n\nzhiku 是一个知识库引擎，回答都带引用。\n",
     );
     let config = format!(
-        "embedder = \"hashing\"\nvectors = \"file\"\nlexical = \"disk\"\nscopes = [\"alpha\", \"public\"]\n{extra}\n\
+        "embedder = \"hashing\"\nvectors = \"ann\"\nlexical = \"disk\"\nscopes = [\"alpha\", \"public\"]\n{extra}\n\
          [serve]\n{serve_extra}\n\
          [[serve.tokens]]\nname = \"a\"\nsha256 = \"{}\"\nscopes = [\"alpha\", \"public\"]\nwrite = true\n\
          [[serve.tokens]]\nname = \"a-read\"\nsha256 = \"{}\"\nscopes = [\"alpha\"]\n\

@@ -358,6 +358,15 @@ impl<'a> Indexer<'a> {
                 "the prepared run was embedded for another vector space".into(),
             ));
         }
+        // Nothing to write: no commit either, so an unchanged run leaves both indexes' commit
+        // generations where they were (and costs no fsync).
+        if prepared.removed_docs.is_empty()
+            && prepared.removed_chunks.is_empty()
+            && prepared.lexical_writes.is_empty()
+            && prepared.vector_writes.is_empty()
+        {
+            return Ok((prepared.next, prepared.report));
+        }
         if let Some((_, vectors)) = self.dense {
             let v = |e| IndexerError::Vectors(e);
             for doc in &prepared.removed_docs {
