@@ -798,16 +798,11 @@ fn a_store_of_an_earlier_version_is_read_as_it_is_and_migrated_without_embedding
     .unwrap();
     let out = run(&kb, &["index"]);
     assert!(out.status.success(), "{}", text(&out));
-    let dense = [
-        "search",
-        "退货期限",
-        "--no-refresh",
-        "--json",
-        "--scope",
-        "alpha",
-        "--mode",
-        "dense",
-    ];
+    let dense: Vec<&str> = SEARCH_ALPHA
+        .iter()
+        .copied()
+        .chain(["--mode", "dense"])
+        .collect();
     let before = run(&kb, &dense);
     assert!(before.status.success(), "{}", text(&before));
     let expected = hits(&before);
