@@ -9,8 +9,8 @@ use zhiku_domain::EmbeddingSpace;
 /// Connection and layout settings of a [`QdrantVectorIndex`](crate::QdrantVectorIndex).
 ///
 /// Deserialises from the `[qdrant]` table of `zhiku.toml`: `url`, `api_key`,
-/// `collection_prefix`, `timeout_ms`, `shards`, `replication`, `batch`; a key left out keeps
-/// its default, an unknown key is an error. Check a deserialised value with
+/// `collection_prefix`, `timeout_ms`, `shards`, `replication`, `batch`, `hnsw_ef`, `exact`; a
+/// key left out keeps its default, an unknown key is an error. Check a deserialised value with
 /// [`QdrantConfig::check`].
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -41,8 +41,12 @@ pub struct QdrantConfig {
     /// Delay before the first retry; it doubles on each further retry, up to 5 s.
     #[serde(skip)]
     pub initial_backoff: Duration,
-    /// Exact (brute-force) search instead of HNSW. For measurements and tiny collections.
-    #[serde(skip)]
+    /// The HNSW beam width of a search (`hnsw_ef`); `None` leaves it to the server (which
+    /// uses the collection's `ef_construct`, 100 by default). Larger finds more of the true
+    /// nearest neighbours and costs more per search.
+    pub hnsw_ef: Option<u64>,
+    /// Exact (brute-force) search instead of HNSW: every point is scored. For measurements of
+    /// recall and for small collections.
     pub exact: bool,
 }
 
@@ -58,6 +62,7 @@ impl Default for QdrantConfig {
             replication_factor: 1,
             max_retries: 3,
             initial_backoff: Duration::from_millis(100),
+            hnsw_ef: None,
             exact: false,
         }
     }
@@ -76,6 +81,7 @@ impl std::fmt::Debug for QdrantConfig {
             .field("replication_factor", &self.replication_factor)
             .field("max_retries", &self.max_retries)
             .field("initial_backoff", &self.initial_backoff)
+            .field("hnsw_ef", &self.hnsw_ef)
             .field("exact", &self.exact)
             .finish()
     }
@@ -96,6 +102,9 @@ impl QdrantConfig {
         }
         if self.batch_size == 0 {
             return Err("qdrant batch must be at least 1".into());
+        }
+        if self.hnsw_ef == Some(0) {
+            return Err("qdrant hnsw_ef must be at least 1".into());
         }
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return Err(format!(

@@ -540,6 +540,15 @@ impl QdrantVectorIndex {
         Ok(())
     }
 
+    /// The search parameters of the settings: exact, or HNSW with its beam width.
+    fn search_params(&self) -> SearchParamsBuilder {
+        let params = SearchParamsBuilder::default().exact(self.config.exact);
+        match self.config.hnsw_ef {
+            Some(ef) => params.hnsw_ef(ef),
+            None => params,
+        }
+    }
+
     async fn query(
         &self,
         vector: &[f32],
@@ -553,7 +562,7 @@ impl QdrantVectorIndex {
                         .query(vector.to_vec())
                         .filter(filter.clone())
                         .limit(limit as u64)
-                        .params(SearchParamsBuilder::default().exact(self.config.exact))
+                        .params(self.search_params())
                         .with_payload(true)
                         .with_vectors(false),
                 )

@@ -238,7 +238,7 @@ const ENV: [EnvKey; 22] = [
 ];
 
 /// The variables of `[qdrant]`.
-const QDRANT_ENV: [EnvKey; 7] = [
+const QDRANT_ENV: [EnvKey; 9] = [
     var("url", "ZHIKU_QDRANT_URL"),
     var("api_key", "ZHIKU_QDRANT_API_KEY"),
     var("collection_prefix", "ZHIKU_QDRANT_COLLECTION_PREFIX"),
@@ -246,6 +246,8 @@ const QDRANT_ENV: [EnvKey; 7] = [
     var("shards", "ZHIKU_QDRANT_SHARDS"),
     var("replication", "ZHIKU_QDRANT_REPLICATION"),
     var("batch", "ZHIKU_QDRANT_BATCH"),
+    var("hnsw_ef", "ZHIKU_QDRANT_HNSW_EF"),
+    var("exact", "ZHIKU_QDRANT_EXACT"),
 ];
 
 /// The variables of `[ann]`.
@@ -260,13 +262,15 @@ const ANN_ENV: [EnvKey; 4] = [
 const ANN_KEYS: [&str; 4] = ["quantization", "ef", "rescore", "exact_scan_below"];
 
 /// The keys of `[qdrant]` whose origin `status` shows (the API key's value never is).
-const QDRANT_KEYS: [&str; 6] = [
+const QDRANT_KEYS: [&str; 8] = [
     "url",
     "collection_prefix",
     "timeout_ms",
     "shards",
     "replication",
     "batch",
+    "hnsw_ef",
+    "exact",
 ];
 
 /// The variables of `[serve]`.
