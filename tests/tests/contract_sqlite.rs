@@ -67,6 +67,9 @@ mod sqlite_catalog_files {
 
     #[test]
     fn a_one_document_save_writes_only_that_documents_rows() {
+        use zhiku_domain::ports::Changed;
+        use zhiku_domain::usecases::CatalogChanges;
+
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteCatalog::in_store(dir.path(), false);
         let docs: Vec<(String, usize)> = (0..2000).map(|i| (format!("doc{i}"), 3)).collect();
@@ -81,15 +84,16 @@ mod sqlite_catalog_files {
         )
         .unwrap();
         drop(conn);
-        // A save that changes doc7 rewrites doc7's row and leaves every other row as it is
+        // A save of what changed rewrites doc7's row and leaves every other row as it is
         // (the marked rows keep their mark: they were not rewritten).
-        let entry = stored
-            .catalog
-            .docs
-            .get_mut(&zhiku_domain::DocId::new("doc7").unwrap())
-            .unwrap();
+        let doc7 = zhiku_domain::DocId::new("doc7").unwrap();
+        let mut entry = stored.catalog.docs[&doc7].clone();
         entry.fingerprint = "changed".into();
-        store.save(&stored).unwrap();
+        let mut changes = CatalogChanges::default();
+        changes.write(doc7.clone(), entry);
+        let mut changed = Changed::default();
+        stored.apply(&changes, &mut changed);
+        store.save_changed(&stored, &changed).unwrap();
         let conn = rusqlite::Connection::open(store.path()).unwrap();
         let marked: i64 = conn
             .query_row("SELECT count(*) FROM docs WHERE entry LIKE '% '", [], |r| {
@@ -97,5 +101,9 @@ mod sqlite_catalog_files {
             })
             .unwrap();
         assert_eq!(marked, 1999);
+        let fingerprint: String = conn
+            .query_row("SELECT entry FROM docs WHERE id = 'doc7'", [], |r| r.get(0))
+            .unwrap();
+        assert!(fingerprint.contains("\"changed\""), "{fingerprint}");
     }
 }

@@ -172,12 +172,11 @@ impl DocumentStore for FolderDocuments {
             .map_err(|e| DocumentError::Io(format!("{e:#}")))
     }
 
-    fn source_store(&self, recorded: &BTreeMap<DocId, String>) -> Box<dyn SourceStore> {
-        Box::new(FolderSource::new(
-            self.root.clone(),
-            recorded.clone(),
-            self.config.clone(),
-        ))
+    fn source_store<'a>(
+        &'a self,
+        recorded: &'a BTreeMap<DocId, String>,
+    ) -> Box<dyn SourceStore + 'a> {
+        Box::new(FolderSource::new(&self.root, recorded, &self.config))
     }
 
     fn settle(&self, recorded: &[&str]) -> Vec<String> {

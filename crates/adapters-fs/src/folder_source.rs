@@ -1,7 +1,7 @@
 //! The folder as the source of truth: re-reading a document's file when a hit is checked.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 
 use zhiku_domain::DocId;
 use zhiku_domain::ports::{SourceError, SourceRecord, SourceStore};
@@ -10,16 +10,21 @@ use crate::loader::{LoaderConfig, load_path};
 
 /// Re-reads a document's file from the knowledge-base folder at check time, so edits and
 /// deletions made since indexing are noticed.
+/// It borrows the folder's settings and the recorded paths: one is built per query.
 #[derive(Debug)]
-pub struct FolderSource {
-    root: PathBuf,
-    sources: BTreeMap<DocId, String>,
-    config: LoaderConfig,
+pub struct FolderSource<'a> {
+    root: &'a Path,
+    sources: &'a BTreeMap<DocId, String>,
+    config: &'a LoaderConfig,
 }
 
-impl FolderSource {
+impl<'a> FolderSource<'a> {
     /// A source over `root`, locating documents by the manifest's source paths.
-    pub fn new(root: PathBuf, sources: BTreeMap<DocId, String>, config: LoaderConfig) -> Self {
+    pub fn new(
+        root: &'a Path,
+        sources: &'a BTreeMap<DocId, String>,
+        config: &'a LoaderConfig,
+    ) -> Self {
         Self {
             root,
             sources,
@@ -28,7 +33,7 @@ impl FolderSource {
     }
 }
 
-impl SourceStore for FolderSource {
+impl SourceStore for FolderSource<'_> {
     fn lookup(&self, doc: &DocId) -> Result<Option<SourceRecord>, SourceError> {
         let Some(rel) = self.sources.get(doc) else {
             return Ok(None);
@@ -37,7 +42,7 @@ impl SourceStore for FolderSource {
         if !path.exists() {
             return Ok(None);
         }
-        match load_path(&path, rel, &self.config) {
+        match load_path(&path, rel, self.config) {
             // The file now claims another id: the indexed document is gone from the source.
             Ok(current) if current.id() != doc => Ok(None),
             Ok(current) => Ok(Some(SourceRecord {

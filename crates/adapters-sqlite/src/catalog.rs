@@ -14,13 +14,14 @@
 //!
 //! # Saving by what changed
 //!
-//! A handle remembers the catalog it last loaded or saved and the `version` it had. A save
-//! compares the new catalog with that one and writes, in one transaction, only the rows that
-//! differ (an ingest of one document writes a handful of rows, whatever the size of the
-//! catalog). When the version in the database is not the one remembered (another handle saved
-//! in between, or this handle has not read it yet), the save rewrites every row instead. Either
-//! way the transaction makes the save atomic: a reader, now or after a crash, sees the previous
-//! catalog or the new one. The database runs in WAL mode with `synchronous=FULL`, so a save that
+//! A handle remembers the `version` the database had when it last loaded or saved it.
+//! [`CatalogStore::save_changed`] writes, in one transaction, the header and only the rows of
+//! the documents and paths the change lists (an ingest of one document writes a handful of rows
+//! and copies nothing, whatever the size of the catalog). When the version in the database is
+//! not the one remembered (another handle saved in between, or this handle has not read it yet),
+//! and for every [`CatalogStore::save`], every row is written instead. Either way the
+//! transaction makes the save atomic: a reader, now or after a crash, sees the previous catalog
+//! or the new one. The database runs in WAL mode with `synchronous=FULL`, so a save that
 //! returned survives a power cut.
 
 use std::collections::BTreeMap;
@@ -28,9 +29,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{
+    CachedStatement, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+};
 use serde::{Deserialize, Serialize};
-use zhiku_domain::ports::{CatalogError, CatalogStore, Generations, Origin, StoredCatalog};
+use zhiku_domain::ports::{
+    CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
+};
 use zhiku_domain::usecases::{Catalog, CatalogEntry};
 use zhiku_domain::{ChunkingPolicy, DocId};
 
@@ -76,13 +81,6 @@ impl Header {
     }
 }
 
-/// The catalog last loaded or saved by this handle, with the `version` it had then.
-#[derive(Debug)]
-struct Remembered {
-    version: i64,
-    stored: StoredCatalog,
-}
-
 /// The catalog database of one store folder.
 #[derive(Debug)]
 pub struct SqliteCatalog {
@@ -90,7 +88,8 @@ pub struct SqliteCatalog {
     read_only: bool,
     /// Opened on first use: a read-only handle on a folder without a database opens nothing.
     conn: Mutex<Option<Connection>>,
-    remembered: Mutex<Option<Remembered>>,
+    /// The database's `version` when this handle last loaded or saved it.
+    version: Mutex<Option<i64>>,
 }
 
 impl SqliteCatalog {
@@ -106,7 +105,7 @@ impl SqliteCatalog {
             path: path.to_path_buf(),
             read_only,
             conn: Mutex::new(None),
-            remembered: Mutex::new(None),
+            version: Mutex::new(None),
         }
     }
 
@@ -274,103 +273,133 @@ impl SqliteCatalog {
         }))
     }
 
+    /// Writes the header and the next `version`, then every row of `catalog` (`changed`:
+    /// `None`) or only the rows of what `changed` lists.
     fn write(
         &self,
         tx: &Transaction<'_>,
-        previous: Option<&StoredCatalog>,
-        next: &StoredCatalog,
+        catalog: &StoredCatalog,
+        changed: Option<&Changed>,
         version: i64,
     ) -> Result<(), CatalogError> {
         let e = |e| self.error(e);
-        let header =
-            serde_json::to_string(&Header::of(next)).map_err(|e| CatalogError::Backend {
-                adapter: ADAPTER,
-                source: e.into(),
-                temporary: false,
-            })?;
-        let mut put_meta = tx
-            .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
-            .map_err(e)?;
-        put_meta.execute(["format", CATALOG_FORMAT]).map_err(e)?;
-        put_meta.execute(["header", header.as_str()]).map_err(e)?;
-        put_meta
-            .execute(["version", version.to_string().as_str()])
-            .map_err(e)?;
-        if previous.is_none() {
-            tx.execute_batch("DELETE FROM docs; DELETE FROM sources; DELETE FROM stamps;")
-                .map_err(e)?;
-        }
-        // After the full delete above, everything of `next` is new.
-        let empty = StoredCatalog::empty(Catalog::new(
-            next.catalog.policy,
-            next.catalog.space.clone(),
-            next.catalog.analyzer.clone(),
-        ));
-        let previous = previous.unwrap_or(&empty);
-
-        let json = |entry: &CatalogEntry| {
-            serde_json::to_string(entry).map_err(|e| CatalogError::Backend {
-                adapter: ADAPTER,
-                source: e.into(),
-                temporary: false,
-            })
+        let header = serde_json::to_string(&Header::of(catalog)).map_err(backend)?;
+        let mut meta = self.table(tx, ("meta", "key", "value"))?;
+        meta.set("format", Some(CATALOG_FORMAT))?;
+        meta.set("header", Some(&header))?;
+        meta.set("version", Some(&version.to_string()))?;
+        let mut docs = self.table(tx, ("docs", "id", "entry"))?;
+        let mut sources = self.table(tx, ("sources", "id", "path"))?;
+        let mut stamps = self.table(tx, ("stamps", "path", "stamp"))?;
+        let entry = |id: &DocId| {
+            catalog
+                .catalog
+                .docs
+                .get(id)
+                .map(|entry| serde_json::to_string(entry).map_err(backend))
+                .transpose()
         };
-        let text = |v: &String| Ok(v.clone());
-        self.sync_rows(
-            tx,
-            ("docs", "id", "entry"),
-            &previous.catalog.docs,
-            &next.catalog.docs,
-            json,
-        )?;
-        self.sync_rows(
-            tx,
-            ("sources", "id", "path"),
-            &previous.sources,
-            &next.sources,
-            text,
-        )?;
-        self.sync_rows(
-            tx,
-            ("stamps", "path", "stamp"),
-            &previous.stamps,
-            &next.stamps,
-            text,
-        )
+        match changed {
+            Some(changed) => {
+                for id in changed.docs.keys() {
+                    docs.set(id.as_str(), entry(id)?.as_deref())?;
+                    sources.set(id.as_str(), catalog.sources.get(id).map(String::as_str))?;
+                }
+                for path in changed.stamps.keys() {
+                    stamps.set(path, catalog.stamps.get(path).map(String::as_str))?;
+                }
+            }
+            None => {
+                tx.execute_batch("DELETE FROM docs; DELETE FROM sources; DELETE FROM stamps;")
+                    .map_err(e)?;
+                for id in catalog.catalog.docs.keys() {
+                    docs.set(id.as_str(), entry(id)?.as_deref())?;
+                }
+                for (id, path) in &catalog.sources {
+                    sources.set(id.as_str(), Some(path))?;
+                }
+                for (path, stamp) in &catalog.stamps {
+                    stamps.set(path, Some(stamp))?;
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Writes the differences between two maps into `(table, key column, value column)`, each
-    /// value as `encode` renders it; the first failure is returned once every row was tried.
-    fn sync_rows<K: Ord + AsRef<str>, V: PartialEq>(
-        &self,
-        tx: &Transaction<'_>,
+    /// The row writer of `(table, key column, value column)`.
+    fn table<'t>(
+        &'t self,
+        tx: &'t Transaction<'_>,
         (table, key, value): (&str, &str, &str),
-        previous: &BTreeMap<K, V>,
-        next: &BTreeMap<K, V>,
-        encode: impl Fn(&V) -> Result<String, CatalogError>,
+    ) -> Result<Table<'t>, CatalogError> {
+        let e = |e| self.error(e);
+        Ok(Table {
+            catalog: self,
+            put: tx
+                .prepare_cached(&format!(
+                    "INSERT OR REPLACE INTO {table} ({key}, {value}) VALUES (?1, ?2)"
+                ))
+                .map_err(e)?,
+            delete: tx
+                .prepare_cached(&format!("DELETE FROM {table} WHERE {key} = ?1"))
+                .map_err(e)?,
+        })
+    }
+
+    /// One write transaction: the whole catalog, or only what `changed` lists when the
+    /// database still holds what this handle last loaded or saved.
+    fn save_rows(
+        &self,
+        catalog: &StoredCatalog,
+        changed: Option<&Changed>,
     ) -> Result<(), CatalogError> {
-        let mut put = tx
-            .prepare_cached(&format!(
-                "INSERT OR REPLACE INTO {table} ({key}, {value}) VALUES (?1, ?2)"
-            ))
-            .map_err(|e| self.error(e))?;
-        let mut del = tx
-            .prepare_cached(&format!("DELETE FROM {table} WHERE {key} = ?1"))
-            .map_err(|e| self.error(e))?;
-        let mut failed = None;
-        changes(previous, next, |k, v| {
-            let result = match v {
-                Some(v) => encode(v).and_then(|text| {
-                    put.execute([k.as_ref(), text.as_str()])
-                        .map_err(|e| self.error(e))
-                }),
-                None => del.execute([k.as_ref()]).map_err(|e| self.error(e)),
-            };
-            if let Err(e) = result {
-                failed.get_or_insert(e);
-            }
-        });
-        failed.map_or(Ok(()), Err)
+        if self.read_only {
+            return Err(CatalogError::ReadOnly {
+                adapter: ADAPTER,
+                location: self.location(),
+            });
+        }
+        self.with_conn(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.error(e))?;
+            let version = self.version(&tx)?;
+            let mut known = self.version.lock().unwrap_or_else(|e| e.into_inner());
+            // Version 0: nothing saved yet, so nothing to write changes onto.
+            let changed = changed.filter(|_| *known == Some(version) && version > 0);
+            self.write(&tx, catalog, changed, version + 1)?;
+            tx.commit().map_err(|e| self.error(e))?;
+            *known = Some(version + 1);
+            Ok(())
+        })?;
+        Ok(())
+    }
+}
+
+/// Puts and deletes the rows of one table.
+struct Table<'t> {
+    catalog: &'t SqliteCatalog,
+    put: CachedStatement<'t>,
+    delete: CachedStatement<'t>,
+}
+
+impl Table<'_> {
+    /// Writes `value` under `key`, or deletes the row when there is none.
+    fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), CatalogError> {
+        match value {
+            Some(value) => self.put.execute([key, value]),
+            None => self.delete.execute([key]),
+        }
+        .map(drop)
+        .map_err(|e| self.catalog.error(e))
+    }
+}
+
+fn backend(e: serde_json::Error) -> CatalogError {
+    CatalogError::Backend {
+        adapter: ADAPTER,
+        source: e.into(),
+        temporary: false,
     }
 }
 
@@ -397,48 +426,6 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
-/// Calls `f(key, Some(value))` for each key of `next` that is new or whose value differs in
-/// `previous`, and `f(key, None)` for each key only `previous` has. One merge of the two sorted
-/// maps: the cost is one comparison per entry and one write per change.
-fn changes<K: Ord, V: PartialEq>(
-    previous: &BTreeMap<K, V>,
-    next: &BTreeMap<K, V>,
-    mut f: impl FnMut(&K, Option<&V>),
-) {
-    let mut old = previous.iter().peekable();
-    let mut new = next.iter().peekable();
-    loop {
-        match (old.peek(), new.peek()) {
-            (None, None) => break,
-            (Some((k, _)), None) => {
-                f(k, None);
-                old.next();
-            }
-            (None, Some((k, v))) => {
-                f(k, Some(v));
-                new.next();
-            }
-            (Some((ko, vo)), Some((kn, vn))) => match ko.cmp(kn) {
-                std::cmp::Ordering::Less => {
-                    f(ko, None);
-                    old.next();
-                }
-                std::cmp::Ordering::Greater => {
-                    f(kn, Some(vn));
-                    new.next();
-                }
-                std::cmp::Ordering::Equal => {
-                    if vo != vn {
-                        f(kn, Some(vn));
-                    }
-                    old.next();
-                    new.next();
-                }
-            },
-        }
-    }
-}
-
 impl CatalogStore for SqliteCatalog {
     fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
         let loaded = self.with_conn(|conn| {
@@ -446,49 +433,19 @@ impl CatalogStore for SqliteCatalog {
                 .transaction_with_behavior(TransactionBehavior::Deferred)
                 .map_err(|e| self.error(e))?;
             let version = self.version(&tx)?;
-            let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(r) = remembered.as_ref()
-                && r.version == version
-                && version > 0
-            {
-                return Ok(Some(r.stored.clone()));
-            }
             let stored = self.read_all(&tx)?;
-            *remembered = stored.as_ref().map(|s| Remembered {
-                version,
-                stored: s.clone(),
-            });
+            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
             Ok(stored)
         })?;
         Ok(loaded.flatten())
     }
 
     fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError> {
-        if self.read_only {
-            return Err(CatalogError::ReadOnly {
-                adapter: ADAPTER,
-                location: self.location(),
-            });
-        }
-        self.with_conn(|conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| self.error(e))?;
-            let version = self.version(&tx)?;
-            let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
-            let previous = remembered
-                .as_ref()
-                .filter(|r| r.version == version && version > 0)
-                .map(|r| &r.stored);
-            self.write(&tx, previous, catalog, version + 1)?;
-            tx.commit().map_err(|e| self.error(e))?;
-            *remembered = Some(Remembered {
-                version: version + 1,
-                stored: catalog.clone(),
-            });
-            Ok(())
-        })?;
-        Ok(())
+        self.save_rows(catalog, None)
+    }
+
+    fn save_changed(&self, catalog: &StoredCatalog, changed: &Changed) -> Result<(), CatalogError> {
+        self.save_rows(catalog, Some(changed))
     }
 }
 
@@ -502,14 +459,5 @@ mod tests {
             immutable_uri(Path::new("/kb/笔 记?#%/catalog.sqlite")),
             "file:/kb/%E7%AC%94%20%E8%AE%B0%3F%23%25/catalog.sqlite?immutable=1"
         );
-    }
-
-    #[test]
-    fn changes_visits_only_what_differs() {
-        let old: BTreeMap<u32, &str> = [(1, "a"), (2, "b"), (4, "d")].into();
-        let new: BTreeMap<u32, &str> = [(2, "b"), (3, "c"), (4, "D")].into();
-        let mut seen = Vec::new();
-        changes(&old, &new, |k, v| seen.push((*k, v.copied())));
-        assert_eq!(seen, [(1, None), (3, Some("c")), (4, Some("D"))]);
     }
 }

@@ -192,6 +192,7 @@ impl Corpus {
                 revision: attrs.revision.clone(),
                 fingerprint: zhiku_domain::sha256_hex(format!("{}{version}", attrs.revision)),
                 chunk_ids,
+                about: None,
             },
             source: doc_id.clone(),
             size: content.len() as u64,

@@ -77,7 +77,10 @@ impl DocumentStore for CorpusDocuments {
         Ok(loaded.as_ref().and_then(|m| m.get(id).cloned()))
     }
 
-    fn source_store(&self, _recorded: &BTreeMap<DocId, String>) -> Box<dyn SourceStore> {
+    fn source_store<'a>(
+        &'a self,
+        _recorded: &'a BTreeMap<DocId, String>,
+    ) -> Box<dyn SourceStore + 'a> {
         Box::new(CorpusSource::new(self.dir.clone(), self.scope.clone()))
     }
 }

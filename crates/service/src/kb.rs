@@ -20,8 +20,7 @@ use std::time::Instant;
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    DocumentStore, Generator, Origin, PutRequest, Staged, StoredCatalog, StoredTraceEvent,
-    TraceSink, TraceStore,
+    DocumentStore, Generator, Origin, PutRequest, Staged, StoredTraceEvent, TraceSink, TraceStore,
 };
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, Catalog, CatalogEntry, IndexReport, RetrievalRequest, SyncMode,
@@ -29,7 +28,7 @@ use zhiku_domain::usecases::{
 use zhiku_domain::{DocId, Document, Scope};
 
 use crate::ids::check_new_id;
-use crate::refresh::index_loaded;
+use crate::refresh::{index_loaded, refresh};
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
     QueryLimits, Refreshed, SearchQuery, SearchResult, Status, Store, Tee, WithRequestId,
@@ -76,9 +75,9 @@ fn no_document(id: &str) -> KbError {
 impl KnowledgeBase {
     /// Serves `store`, whose documents live in `documents` (none for a store that was never
     /// indexed). With `refresh_from`, the store is first brought up to date with that origin
-    /// (whose documents `documents` holds); otherwise the documents are loaded only to learn
-    /// each one's scope. Answers are written by `generator`; their runs are recorded in
-    /// `traces`.
+    /// (whose documents `documents` holds; unchanged files are not read). Each document's
+    /// scope and title come from the catalog. Answers are written by `generator`; their runs
+    /// are recorded in `traces`.
     pub fn new(
         mut store: Store,
         documents: Option<Box<dyn DocumentStore>>,
@@ -86,22 +85,22 @@ impl KnowledgeBase {
         generator: Box<dyn Generator>,
         traces: Arc<dyn TraceStore>,
     ) -> Result<(Self, Option<Refreshed>)> {
-        // The documents are loaded once: to refresh the indexes and to learn each one's scope.
-        let loaded = match &documents {
-            Some(documents) => documents.load_all()?,
-            None => Default::default(),
+        let refreshed = match (refresh_from, &documents) {
+            (Some(origin), Some(documents)) => Some(refresh(
+                &mut store,
+                documents.as_ref(),
+                origin,
+                &mut |_| {},
+            )?),
+            (Some(origin), None) => Some(index_loaded(
+                &mut store,
+                origin,
+                Default::default(),
+                &mut |_| {},
+            )?),
+            (None, _) => None,
         };
-        let infos: Vec<DocInfo> = loaded.documents.iter().map(DocInfo::of).collect();
-        let refreshed = match refresh_from {
-            Some(origin) => Some(index_loaded(&mut store, origin, loaded, &mut |_| {})?),
-            None => None,
-        };
-        // Only documents the catalog holds are served.
-        let docs = infos
-            .into_iter()
-            .filter(|i| store.recorded.catalog.docs.contains_key(&i.id))
-            .map(|i| (i.id.clone(), i))
-            .collect();
+        let docs = served_docs(&store, documents.as_deref())?;
         Ok((
             Self {
                 inner: RwLock::new(Inner { store, docs }),
@@ -135,7 +134,10 @@ impl KnowledgeBase {
         Caller::local(self.read().store.settings.trusted_scopes.clone())
     }
 
-    fn source(&self, store: &Store) -> Result<Box<dyn zhiku_domain::ports::SourceStore>> {
+    fn source<'a>(
+        &'a self,
+        store: &'a Store,
+    ) -> Result<Box<dyn zhiku_domain::ports::SourceStore + 'a>> {
         match &self.documents {
             Some(documents) => Ok(documents.source_store(&store.recorded.sources)),
             None => Err(anyhow!("the store is empty: run zhiku index first")),
@@ -477,48 +479,39 @@ impl KnowledgeBase {
                 }
             }
         }
-        // Puts every document back as it was, and the indexes as far as they changed.
-        let undo_all = |inner: &mut Inner, staged: Vec<Box<dyn Staged>>, from: &Catalog| {
+        // Puts every document back as it was, and the indexes as far as they changed; the
+        // catalog in memory then lists what the indexes hold.
+        let undo_all = |inner: &mut Inner, staged: Vec<Box<dyn Staged>>| {
             staged.into_iter().rev().for_each(|s| s.undo());
-            let mut catalog = from.clone();
             for (id, plan) in &planned {
-                match reindex(&inner.store, &catalog, id, plan.previous.clone()) {
-                    Ok(c) => catalog = c,
+                match reindex(&inner.store, id, plan.previous.clone()) {
+                    Ok(entry) => set_entry(&mut inner.store.recorded.catalog, id, entry),
                     Err(_) => return,
                 }
             }
-            inner.store.recorded.catalog = catalog;
         };
         let applied = {
             let indexer = inner.store.indexer()?;
             indexer.apply(prepared)
         };
-        let (catalog, report) = match applied {
+        let (changes, report) = match applied {
             Ok(done) => done,
             Err(e) => {
-                let from = inner.store.recorded.catalog.clone();
-                undo_all(&mut inner, staged, &from);
+                undo_all(&mut inner, staged);
                 return Err(KbError::Unavailable(format!("cannot index: {e}")));
             }
         };
-        let mut sources = inner.store.recorded.sources.clone();
-        // The files were just written: their stamps are taken at the next refresh.
-        let mut stamps = inner.store.recorded.stamps.clone();
-        for (id, plan) in &planned {
-            sources.insert(id.clone(), plan.path.clone());
-            stamps.remove(&plan.path);
-        }
-        let mut next = StoredCatalog {
-            catalog: catalog.clone(),
-            sources,
-            stamps: BTreeMap::new(),
-            generations: Default::default(),
-            origin: inner.store.recorded.origin.clone(),
-        };
-        next.stamps = next.stamps_of_sources(&stamps);
-        if let Err(e) = inner.store.commit_catalog(next) {
+        let committed = inner.store.commit(|stored, changed| {
+            stored.apply(&changes, changed);
+            for (id, plan) in &planned {
+                stored.set_source(id, &plan.path, changed);
+                // The file was just written: its stamp is taken at the next refresh.
+                stored.set_stamp(&plan.path, None, changed);
+            }
+        });
+        if let Err(e) = committed {
             // The catalog on record still says the old state: put documents and indexes back.
-            undo_all(&mut inner, staged, &catalog);
+            undo_all(&mut inner, staged);
             return Err(KbError::Internal(anyhow!(
                 "cannot save the manifest; nothing was changed: {:#}",
                 anyhow::Error::from(e)
@@ -528,7 +521,7 @@ impl KnowledgeBase {
         let mut done = Vec::with_capacity(planned.len());
         for (id, plan) in planned {
             inner.docs.insert(id.clone(), DocInfo::of(&plan.document));
-            let entry = catalog.docs.get(&id);
+            let entry = inner.store.recorded.catalog.docs.get(&id);
             let own = match (before.get(&id), entry) {
                 (None, _) => IndexReport {
                     docs_added: 1,
@@ -586,12 +579,6 @@ impl KnowledgeBase {
             }
             None => (None, None),
         };
-        let undo = |staged: Option<Box<dyn zhiku_domain::ports::Staged>>| {
-            if let Some(s) = staged {
-                s.undo();
-            }
-        };
-        let before = inner.store.recorded.catalog.clone();
         let removed = {
             let store = &inner.store;
             store
@@ -599,35 +586,31 @@ impl KnowledgeBase {
                 .map_err(KbError::Internal)
                 .and_then(|indexer| {
                     indexer
-                        .remove(&before, std::slice::from_ref(&info.id))
+                        .remove(&store.recorded.catalog, std::slice::from_ref(&info.id))
                         .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
                 })
         };
-        let (catalog, report) = match removed {
+        // Puts the file back and re-indexes it where a route already dropped it.
+        let undo_all = |inner: &mut Inner, staged: Option<Box<dyn Staged>>, current| {
+            if let Some(s) = staged {
+                s.undo();
+            }
+            if let Ok(entry) = reindex(&inner.store, &info.id, current) {
+                set_entry(&mut inner.store.recorded.catalog, &info.id, entry);
+            }
+        };
+        let (changes, report) = match removed {
             Ok(done) => done,
             Err(e) => {
-                // Put the file back and re-index it where a route already dropped it.
-                undo(staged);
-                if let Ok(c) = reindex(&inner.store, &before, &info.id, current) {
-                    inner.store.recorded.catalog = c;
-                }
+                undo_all(&mut inner, staged, current);
                 return Err(e);
             }
         };
-        let mut sources = inner.store.recorded.sources.clone();
-        sources.remove(&info.id);
-        let mut next = StoredCatalog {
-            catalog: catalog.clone(),
-            sources,
-            stamps: BTreeMap::new(),
-            generations: Default::default(),
-            origin: inner.store.recorded.origin.clone(),
-        };
-        next.stamps = next.stamps_of_sources(&inner.store.recorded.stamps);
-        if let Err(e) = inner.store.commit_catalog(next) {
-            undo(staged);
-            inner.store.recorded.catalog =
-                reindex(&inner.store, &catalog, &info.id, current).unwrap_or(before);
+        if let Err(e) = inner
+            .store
+            .commit(|stored, changed| stored.apply(&changes, changed))
+        {
+            undo_all(&mut inner, staged, current);
             return Err(KbError::Internal(anyhow!(
                 "cannot save the manifest; nothing was deleted: {:#}",
                 anyhow::Error::from(e)
@@ -701,27 +684,62 @@ impl KnowledgeBase {
 
 /// Puts document `id` back in both indexes as `doc` (or out of them when there is none),
 /// whatever a failed or unrecorded change left there: every chunk of the document is removed
-/// from both indexes, then `doc` is indexed again. `catalog` is the state to start from; the
-/// result is the catalog that matches the indexes.
-fn reindex(store: &Store, catalog: &Catalog, id: &DocId, doc: Option<Document>) -> Result<Catalog> {
+/// from both indexes, then `doc` is indexed again. Returns the document's catalog entry that
+/// matches the indexes now (`None`: not indexed).
+fn reindex(store: &Store, id: &DocId, doc: Option<Document>) -> Result<Option<CatalogEntry>> {
     let indexer = store.indexer()?;
-    let mut start = catalog.clone();
     // `remove` acts on the documents the catalog lists: list this one whatever it held.
-    start
-        .docs
-        .entry(id.clone())
-        .or_insert_with(|| CatalogEntry {
+    let mut start = indexer.empty_catalog();
+    start.docs.insert(
+        id.clone(),
+        CatalogEntry {
             revision: zhiku_domain::Revision::of_content(""),
             fingerprint: String::new(),
             chunk_ids: Vec::new(),
-        });
-    let (cleared, _) = indexer.remove(&start, std::slice::from_ref(id))?;
+            about: None,
+        },
+    );
+    indexer.remove(&start, std::slice::from_ref(id))?;
     Ok(match doc {
         Some(doc) => {
-            indexer
-                .run(&cleared, [doc], SyncMode::Partial, &mut |_| {})?
-                .0
+            let empty = indexer.empty_catalog();
+            let prepared = indexer.prepare(&empty, [doc], SyncMode::Partial, &mut |_| {})?;
+            let (changes, _) = indexer.apply(prepared)?;
+            changes.written().get(id).cloned()
         }
-        None => cleared,
+        None => None,
     })
+}
+
+/// Sets (or, with `None`, drops) document `id`'s entry in the catalog in memory.
+fn set_entry(catalog: &mut Catalog, id: &DocId, entry: Option<CatalogEntry>) {
+    match entry {
+        Some(entry) => catalog.docs.insert(id.clone(), entry),
+        None => catalog.docs.remove(id),
+    };
+}
+
+/// Every document the catalog holds, as the catalog describes it. Documents of a catalog
+/// written before descriptions were kept are described by loading `documents` once (the next
+/// refresh records their descriptions); without `documents` they are not served.
+fn served_docs(
+    store: &Store,
+    documents: Option<&dyn DocumentStore>,
+) -> Result<BTreeMap<DocId, DocInfo>> {
+    let catalog = &store.recorded.catalog;
+    let mut docs: BTreeMap<DocId, DocInfo> = catalog
+        .docs
+        .iter()
+        .filter_map(|(id, entry)| Some((id.clone(), DocInfo::indexed(id, entry)?)))
+        .collect();
+    if docs.len() < catalog.docs.len()
+        && let Some(documents) = documents
+    {
+        for doc in documents.load_all()?.documents {
+            if catalog.docs.contains_key(doc.id()) && !docs.contains_key(doc.id()) {
+                docs.insert(doc.id().clone(), DocInfo::of(&doc));
+            }
+        }
+    }
+    Ok(docs)
 }

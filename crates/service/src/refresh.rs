@@ -4,9 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 use zhiku_domain::DocId;
-use zhiku_domain::ports::{
-    DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile, StoredCatalog,
-};
+use zhiku_domain::ports::{DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile};
 use zhiku_domain::usecases::{IndexReport, Progress, SyncMode};
 
 use crate::Store;
@@ -51,6 +49,15 @@ pub fn refresh(
             .recorded
             .sources
             .iter()
+            // A document whose entry does not describe it yet is read again, to describe it.
+            .filter(|(doc, _)| {
+                store
+                    .recorded
+                    .catalog
+                    .docs
+                    .get(*doc)
+                    .is_some_and(|e| e.about.is_some())
+            })
             .filter_map(|(doc, path)| {
                 let stamp = store.recorded.stamps.get(path)?;
                 Some((
@@ -107,29 +114,46 @@ pub(crate) fn index_loaded(
         .values()
         .filter(|path| unchanged.contains(path.as_str()))
         .count();
-    let (catalog, mut report) = {
+    let (changes, mut report) = {
         let indexer = store.indexer()?;
-        indexer.run(
+        let prepared = indexer.prepare(
             &store.recorded.catalog,
             documents,
             SyncMode::FullKeeping(keep.clone()),
             on_progress,
-        )?
+        )?;
+        indexer.apply(prepared)?
     };
     // Documents recognised by their stamp were skipped as unchanged, only earlier.
     report.docs_skipped += recognised;
-    let mut sources = store.recorded.sources.clone();
-    sources.retain(|id, _| catalog.docs.contains_key(id));
-    sources.extend(paths);
-    let mut next = StoredCatalog {
-        catalog,
-        sources,
-        stamps: BTreeMap::new(),
-        generations: Default::default(),
-        origin: Some(origin),
-    };
-    next.stamps = next.stamps_of_sources(&stamps);
-    store.commit_catalog(next)?;
+    // Only what differs is written: an unchanged refresh saves the header alone.
+    store.commit(|stored, changed| {
+        stored.apply(&changes, changed);
+        stored.origin = Some(origin);
+        for (id, path) in &paths {
+            if stored.catalog.docs.contains_key(id) {
+                stored.set_source(id, path, changed);
+            }
+        }
+        // Every source path keeps the stamp the store took now; no other path keeps one.
+        let sourced: BTreeSet<&str> = stored.sources.values().map(String::as_str).collect();
+        let stale: Vec<String> = stored
+            .stamps
+            .keys()
+            .filter(|p| !sourced.contains(p.as_str()) || !stamps.contains_key(p.as_str()))
+            .cloned()
+            .collect();
+        let fresh: Vec<(&String, &String)> = stamps
+            .iter()
+            .filter(|(p, _)| sourced.contains(p.as_str()))
+            .collect();
+        for path in stale {
+            stored.set_stamp(&path, None, changed);
+        }
+        for (path, stamp) in fresh {
+            stored.set_stamp(path, Some(stamp), changed);
+        }
+    })?;
     Ok(Refreshed {
         report,
         skipped,

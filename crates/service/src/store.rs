@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use zhiku_domain::ports::{
-    CatalogError, CatalogStore, Embedder, Generations, LexicalIndex, SourceStore, StoredCatalog,
-    VectorIndex,
+    CatalogError, CatalogStore, Changed, Embedder, Generations, LexicalIndex, SourceStore,
+    StoredCatalog, VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
@@ -51,8 +51,9 @@ impl Settings {
 
 /// One knowledge base's ports, with its catalog in memory.
 ///
-/// The catalog (`recorded`) changes only through [`Store::commit_catalog`], after both indexes
-/// committed: the catalog is saved last, and the copy in memory changes only once it is saved.
+/// The catalog (`recorded`) changes only through [`Store::commit`] or [`Store::commit_catalog`],
+/// after both indexes committed: the catalog is saved last, and the copy in memory keeps a
+/// change only once it is saved.
 pub struct Store {
     /// What the configuration decides.
     pub settings: Settings,
@@ -147,6 +148,27 @@ impl Store {
         self.recorded
             .generations
             .vouch_for(&self.generations(), self.dense.is_some())
+    }
+
+    /// Changes the catalog in memory by `edit` (which records what it touched), then saves
+    /// it, writing only what was touched where the catalog store can: the last step of every
+    /// write, after both indexes committed. Costs what changed, not the size of the catalog.
+    /// When the save fails, the catalog in memory is put back as it was on record.
+    /// The catalog is saved with the indexes' generations of this moment (they committed).
+    pub fn commit(
+        &mut self,
+        edit: impl FnOnce(&mut StoredCatalog, &mut Changed),
+    ) -> Result<(), CatalogError> {
+        let mut changed = Changed::default();
+        let (origin, generations) = (self.recorded.origin.clone(), self.recorded.generations);
+        edit(&mut self.recorded, &mut changed);
+        self.recorded.generations = self.generations();
+        if let Err(e) = self.catalog_store.save_changed(&self.recorded, &changed) {
+            self.recorded.revert(changed);
+            (self.recorded.origin, self.recorded.generations) = (origin, generations);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Saves the catalog in memory as it is.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use zhiku_domain::usecases::{IndexReport, RetrievalMode, RouteReport};
+use zhiku_domain::usecases::{CatalogEntry, DocAbout, IndexReport, RetrievalMode, RouteReport};
 use zhiku_domain::{DocId, Document, Scope};
 
 /// What is known about a document without reading it.
@@ -23,12 +23,20 @@ pub struct DocInfo {
 impl DocInfo {
     /// What `doc` says about itself.
     pub fn of(doc: &Document) -> Self {
-        let a = doc.attributes();
+        Self::described(doc.id(), DocAbout::of(doc))
+    }
+
+    /// What the catalog recorded of document `id`, if it recorded it.
+    pub fn indexed(id: &DocId, entry: &CatalogEntry) -> Option<Self> {
+        entry.about.clone().map(|about| Self::described(id, about))
+    }
+
+    fn described(id: &DocId, about: DocAbout) -> Self {
         Self {
-            id: doc.id().clone(),
-            title: a.title.to_string(),
-            source: a.source.to_string(),
-            scope: a.scope.clone(),
+            id: id.clone(),
+            title: about.title,
+            source: about.source,
+            scope: about.scope,
         }
     }
 }

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use zhiku_domain::ports::{CatalogStore, Generations, Origin, StoredCatalog};
-use zhiku_domain::usecases::{Catalog, CatalogEntry};
-use zhiku_domain::{ChunkingPolicy, DocId, Revision};
+use zhiku_domain::ports::{CatalogStore, Changed, Generations, Origin, StoredCatalog};
+use zhiku_domain::usecases::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
+use zhiku_domain::{ChunkingPolicy, DocId, Revision, Scope};
 
 use super::fixtures::Spec;
 
@@ -42,6 +42,13 @@ pub fn stored_catalog(docs: &[(&str, usize)], origin: Option<Origin>) -> StoredC
                 revision: Revision::of_content(doc),
                 fingerprint: format!("fingerprint of {doc}"),
                 chunk_ids,
+                // Half the entries as an earlier format wrote them (nothing about the document).
+                about: (chunks % 2 == 1).then(|| DocAbout {
+                    title: format!("《{doc}》"),
+                    source: format!("notes/{doc}.md"),
+                    scope: Scope::new(if chunks % 4 == 1 { "public" } else { "team-a" })
+                        .expect("scope"),
+                }),
             },
         );
         sources.insert(id, format!("notes/{doc}.md"));
@@ -165,4 +172,58 @@ pub fn interleaved_small_saves_load_exactly(open: &OpenCatalogStore) {
     }
     assert_eq!(open().load().unwrap(), Some(next.clone()));
     assert_eq!(b.load().unwrap(), Some(next));
+}
+
+/// Saves of what changed (documents written, moved and removed, stamps set and dropped, the
+/// header changed), through one handle while another handle saves whole catalogs in between,
+/// always load back exactly the catalog the writer holds.
+pub fn saving_what_changed_stores_exactly_the_new_catalog(open: &OpenCatalogStore) {
+    let writer = open();
+    let other = open();
+    let mut stored = stored_catalog(&[("a", 2), ("b", 1), ("c", 3)], folder("/kb/one"));
+    writer.save(&stored).unwrap();
+    let id = |s: &str| DocId::new(s).unwrap();
+    for round in 0..12u64 {
+        let mut changes = CatalogChanges::default();
+        let fresh = stored_catalog(&[(&format!("n{round}"), (round % 3) as usize)], None);
+        for (doc, entry) in fresh.catalog.docs {
+            changes.write(doc, entry);
+        }
+        if round % 2 == 0 {
+            let mut entry = stored.catalog.docs[&id("a")].clone();
+            entry.fingerprint = format!("a in round {round}");
+            changes.write(id("a"), entry);
+        }
+        if round >= 2 && round % 3 == 2 {
+            changes.remove(id(&format!("n{}", round - 2)));
+        }
+        let mut changed = Changed::default();
+        stored.apply(&changes, &mut changed);
+        stored.set_source(
+            &id(&format!("n{round}")),
+            &format!("new/{round}.md"),
+            &mut changed,
+        );
+        stored.set_stamp(&format!("new/{round}.md"), Some("stamped"), &mut changed);
+        if round % 4 == 1 {
+            // A move: the old path's stamp goes.
+            stored.set_source(&id("b"), &format!("moved/b{round}.md"), &mut changed);
+        }
+        stored.generations.lexical = Some(100 + round);
+        writer.save_changed(&stored, &changed).unwrap();
+        assert_eq!(
+            open().load().unwrap(),
+            Some(stored.clone()),
+            "round {round}"
+        );
+        if round % 5 == 3 {
+            // Another handle saves behind the writer's back: the writer's next partial save
+            // must not write onto what it no longer knows.
+            let mut theirs = stored.clone();
+            theirs.catalog.docs.remove(&id("c"));
+            theirs.stamps.insert("stray.md".into(), "theirs".into());
+            other.save(&theirs).unwrap();
+        }
+    }
+    assert_eq!(open().load().unwrap(), Some(stored));
 }

@@ -166,6 +166,7 @@ macro_rules! catalog_store_contract {
                 a_second_save_replaces_the_first,
                 another_handle_sees_the_last_save,
                 interleaved_small_saves_load_exactly,
+                saving_what_changed_stores_exactly_the_new_catalog,
             ]
         );
     };

@@ -24,7 +24,8 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
         ctx.note(&format!("notice: {notice}"));
     }
     let filter = build_filter(&store, &q.scopes, &q.filters)?;
-    let source = source_for(&store)?;
+    let documents = source_for(&store)?;
+    let source = documents.source_store(&store.recorded.sources);
     let clock = MonotonicClock::default();
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;

@@ -75,7 +75,8 @@ pub(crate) fn run(
             let mut store = ctx.open(Some(&kb), Purpose::Write, false)?;
             let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
             refresh(ctx, &mut store, origin)?;
-            let source = source_for(&store)?;
+            let documents = source_for(&store)?;
+            let source = documents.source_store(&store.recorded.sources);
             let filter = build_filter(&store, &[], &[])?;
             let clock = MonotonicClock::default();
             let retriever = store.retriever(source.as_ref()).with_clock(&clock);

@@ -21,7 +21,8 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
         ctx.note(&format!("notice: {notice}"));
     }
     let filter = build_filter(&store, scopes, filters)?;
-    let source = source_for(&store)?;
+    let documents = source_for(&store)?;
+    let source = documents.source_store(&store.recorded.sources);
     let retriever = store.retriever(source.as_ref());
     let k = k.unwrap_or(store.config.k);
     let request = RetrievalRequest {

@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
 use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
-use zhiku_domain::ports::{DocumentStore, Origin, SourceStore};
+use zhiku_domain::ports::{DocumentStore, Origin};
 use zhiku_domain::usecases::Progress;
 use zhiku_eval::corpus_documents::CorpusDocuments;
 use zhiku_service::{KnowledgeBase, Refreshed};
@@ -61,10 +61,11 @@ pub fn recorded_documents(store: &Store) -> Result<Option<Box<dyn DocumentStore>
         .transpose()
 }
 
-/// The source store that re-checks hits of `store` against its origin.
-pub fn source_for(store: &Store) -> Result<Box<dyn SourceStore>> {
+/// The document store hits of `store` are re-checked against (its `source_store` over the
+/// recorded paths); an error when nothing was indexed yet.
+pub fn source_for(store: &Store) -> Result<Box<dyn DocumentStore>> {
     match recorded_documents(store)? {
-        Some(documents) => Ok(documents.source_store(&store.recorded.sources)),
+        Some(documents) => Ok(documents),
         None => bail!("the store is empty: run zhiku index first"),
     }
 }

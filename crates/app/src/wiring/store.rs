@@ -678,8 +678,8 @@ impl Store {
             // need not check again.
             let current = self.core.generations();
             if !current.is_unknown() && current != self.recorded.generations {
-                let same = self.recorded.clone();
-                self.core.commit_catalog(same)?;
+                // Only the header changes: no document row is written.
+                self.core.commit(|_, _| {})?;
             }
             return Ok(Repair::default());
         }

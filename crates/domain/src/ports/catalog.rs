@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::contracts::DocId;
-use crate::usecases::Catalog;
+use crate::usecases::{Catalog, CatalogChanges, CatalogEntry};
 
 use super::errors::BoxError;
 
@@ -74,6 +74,99 @@ impl StoredCatalog {
             .values()
             .filter_map(|path| stamps.get(path).map(|s| (path.clone(), s.clone())))
             .collect()
+    }
+
+    /// Applies a run's catalog changes in place, recording in `changed` what they replace. A
+    /// removed document loses its source path, and the stamp of that path goes with it.
+    pub fn apply(&mut self, changes: &CatalogChanges, changed: &mut Changed) {
+        for (id, entry) in changes.written() {
+            changed.note_doc(self, id);
+            self.catalog.docs.insert(id.clone(), entry.clone());
+        }
+        for id in changes.removed() {
+            changed.note_doc(self, id);
+            self.catalog.docs.remove(id);
+            if let Some(path) = self.sources.remove(id) {
+                self.set_stamp(&path, None, changed);
+            }
+        }
+    }
+
+    /// Records `path` as document `id`'s source, recording in `changed` what it replaces. A
+    /// moved document's old path loses its stamp.
+    pub fn set_source(&mut self, id: &DocId, path: &str, changed: &mut Changed) {
+        if self.sources.get(id).map(String::as_str) == Some(path) {
+            return;
+        }
+        changed.note_doc(self, id);
+        if let Some(old) = self.sources.insert(id.clone(), path.to_string()) {
+            self.set_stamp(&old, None, changed);
+        }
+    }
+
+    /// Sets (or, with `None`, drops) the stamp of `path`, recording in `changed` what it
+    /// replaces.
+    pub fn set_stamp(&mut self, path: &str, stamp: Option<&str>, changed: &mut Changed) {
+        if self.stamps.get(path).map(String::as_str) == stamp {
+            return;
+        }
+        changed
+            .stamps
+            .entry(path.to_string())
+            .or_insert_with(|| self.stamps.get(path).cloned());
+        match stamp {
+            Some(stamp) => self.stamps.insert(path.to_string(), stamp.to_string()),
+            None => self.stamps.remove(path),
+        };
+    }
+
+    /// Puts back what `changed` recorded: the catalog as it was before those changes.
+    pub fn revert(&mut self, changed: Changed) {
+        for (id, (entry, source)) in changed.docs {
+            match entry {
+                Some(entry) => self.catalog.docs.insert(id.clone(), entry),
+                None => self.catalog.docs.remove(&id),
+            };
+            match source {
+                Some(source) => self.sources.insert(id, source),
+                None => self.sources.remove(&id),
+            };
+        }
+        for (path, stamp) in changed.stamps {
+            match stamp {
+                Some(stamp) => self.stamps.insert(path, stamp),
+                None => self.stamps.remove(&path),
+            };
+        }
+    }
+}
+
+/// The documents and stamps a change of a [`StoredCatalog`] touched, each with what it held
+/// before the change (so the change can be [reverted](StoredCatalog::revert), and a
+/// [`CatalogStore`] can write only their rows). The header (policy, space, analyzer, origin,
+/// generations) is always saved whole.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changed {
+    /// Each touched document's entry and source path before the change.
+    pub docs: BTreeMap<DocId, (Option<CatalogEntry>, Option<String>)>,
+    /// Each touched path's stamp before the change.
+    pub stamps: BTreeMap<String, Option<String>>,
+}
+
+impl Changed {
+    /// Remembers document `id`'s state in `stored`, unless an earlier change did.
+    fn note_doc(&mut self, stored: &StoredCatalog, id: &DocId) {
+        self.docs.entry(id.clone()).or_insert_with(|| {
+            (
+                stored.catalog.docs.get(id).cloned(),
+                stored.sources.get(id).cloned(),
+            )
+        });
+    }
+
+    /// True when no document and no stamp was touched.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty() && self.stamps.is_empty()
     }
 }
 
@@ -193,6 +286,10 @@ impl CatalogError {
 ///   restart.
 /// - Stored data this build cannot read MUST be reported as [`CatalogError::Unreadable`] or
 ///   [`CatalogError::FormatMismatch`], never silently replaced or read as empty.
+/// - [`save_changed`](Self::save_changed) MUST leave the store holding exactly `catalog`, as
+///   [`save`](Self::save) would, atomically. It MAY write only the rows of what `changed` lists
+///   when it can tell that the store holds what this handle last loaded or saved, and MUST save
+///   the whole catalog when it cannot (another handle saved in between).
 /// - An adapter MAY refuse [`save`](Self::save) with [`CatalogError::ReadOnly`] when opened for
 ///   reading only; its loads still MUST work.
 pub trait CatalogStore: Send + Sync {
@@ -201,6 +298,14 @@ pub trait CatalogStore: Send + Sync {
 
     /// Replaces the stored catalog with `catalog`, atomically.
     fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError>;
+
+    /// Replaces the stored catalog with `catalog`, which differs from the one this handle last
+    /// loaded or saved only in the header and in what `changed` lists. Adapters that cannot
+    /// write part of a catalog save it whole.
+    fn save_changed(&self, catalog: &StoredCatalog, changed: &Changed) -> Result<(), CatalogError> {
+        let _ = changed;
+        self.save(catalog)
+    }
 }
 
 #[cfg(test)]
@@ -208,6 +313,57 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn changes_revert_to_exactly_what_was_stored() {
+        let policy = crate::ChunkingPolicy::with_sizes(640, 64).unwrap();
+        let entry = |text: &str| CatalogEntry {
+            revision: crate::Revision::of_content(text),
+            fingerprint: text.to_string(),
+            chunk_ids: Vec::new(),
+            about: None,
+        };
+        let id = |s: &str| DocId::new(s).unwrap();
+        let mut stored = StoredCatalog::empty(Catalog::new(policy, None, "a/1".into()));
+        for doc in ["a", "b", "c"] {
+            stored.catalog.docs.insert(id(doc), entry(doc));
+            stored.sources.insert(id(doc), format!("{doc}.md"));
+            stored
+                .stamps
+                .insert(format!("{doc}.md"), format!("stamp {doc}"));
+        }
+        let before = stored.clone();
+        let mut changes = CatalogChanges::default();
+        changes.write(id("a"), entry("a2"));
+        changes.write(id("new"), entry("new"));
+        changes.remove(id("b"));
+        let mut changed = Changed::default();
+        stored.apply(&changes, &mut changed);
+        stored.set_source(&id("a"), "moved/a.md", &mut changed);
+        stored.set_source(&id("new"), "new.md", &mut changed);
+        stored.set_stamp("c.md", Some("stamp c2"), &mut changed);
+        stored.set_stamp("new.md", Some("stamp new"), &mut changed);
+
+        assert_eq!(stored.catalog.docs.get(&id("a")), Some(&entry("a2")));
+        assert!(!stored.catalog.docs.contains_key(&id("b")));
+        assert!(!stored.sources.contains_key(&id("b")));
+        // A removed or moved document's old path keeps no stamp.
+        assert!(!stored.stamps.contains_key("b.md") && !stored.stamps.contains_key("a.md"));
+        assert_eq!(
+            changed.docs.keys().map(DocId::as_str).collect::<Vec<_>>(),
+            ["a", "b", "new"]
+        );
+        assert_eq!(
+            changed
+                .stamps
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            ["a.md", "b.md", "c.md", "new.md"]
+        );
+        stored.revert(changed);
+        assert_eq!(stored, before);
+    }
 
     #[test]
     fn origin_keeps_the_manifest_shape() {

@@ -154,7 +154,11 @@ pub trait DocumentStore: Send + Sync {
     fn read(&self, id: &DocId, path: &str) -> Result<Option<Document>, DocumentError>;
 
     /// The source of truth hits are re-checked against, given each document's recorded path.
-    fn source_store(&self, recorded: &BTreeMap<DocId, String>) -> Box<dyn SourceStore>;
+    /// It borrows the recorded paths: a search builds one per query, so it must not copy them.
+    fn source_store<'a>(
+        &'a self,
+        recorded: &'a BTreeMap<DocId, String>,
+    ) -> Box<dyn SourceStore + 'a>;
 
     /// The local folder the store lives in, if it is one. The service never shows it to a
     /// caller: messages name paths relative to it.

@@ -18,7 +18,7 @@ mod index;
 mod source;
 mod trace;
 
-pub use catalog::{CatalogError, CatalogStore, Generations, Origin, StoredCatalog};
+pub use catalog::{CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog};
 pub use clock::{Clock, FrozenClock, elapsed_ms};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,

@@ -10,7 +10,7 @@ use crate::ports::{
     EmbedError, EmbeddedChunk, Embedder, IndexError, LexicalIndex, VectorIndex, VectorIndexExt,
 };
 
-use super::catalog::{Catalog, CatalogEntry};
+use super::catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 
 /// Whether documents absent from the input are removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub enum IndexerError {
 /// A run chunked and embedded by [`Indexer::prepare`], not yet written.
 #[derive(Debug)]
 pub struct Prepared {
-    next: Catalog,
+    changes: CatalogChanges,
     report: IndexReport,
     removed_docs: Vec<DocId>,
     removed_chunks: Vec<ChunkId>,
@@ -96,9 +96,9 @@ impl Prepared {
         &self.report
     }
 
-    /// The catalog the run will produce.
-    pub fn catalog(&self) -> &Catalog {
-        &self.next
+    /// What the run will change in the catalog it was prepared against.
+    pub fn changes(&self) -> &CatalogChanges {
+        &self.changes
     }
 }
 
@@ -119,7 +119,8 @@ pub struct Progress {
 /// still present are re-stored with their existing vectors and the new document attributes,
 /// chunks that disappeared are deleted from both indexes. In [`SyncMode::Full`], documents
 /// missing from the input disappear from both indexes. Both indexes are committed before the
-/// new catalog is returned.
+/// catalog's changes are returned; the catalog itself is never copied (its size must not set
+/// the cost of a small run).
 pub struct Indexer<'a> {
     policy: ChunkingPolicy,
     dense: Option<(&'a dyn Embedder, &'a dyn VectorIndex)>,
@@ -189,7 +190,7 @@ impl<'a> Indexer<'a> {
     }
 
     /// Indexes `docs` against `catalog` and returns the new catalog: [`Indexer::prepare`]
-    /// followed by [`Indexer::apply`].
+    /// followed by [`Indexer::apply`], the changes applied to a copy of `catalog`.
     pub fn run(
         &self,
         catalog: &Catalog,
@@ -198,7 +199,8 @@ impl<'a> Indexer<'a> {
         on_progress: &mut dyn FnMut(Progress),
     ) -> Result<(Catalog, IndexReport), IndexerError> {
         let prepared = self.prepare(catalog, docs, mode, on_progress)?;
-        self.apply(prepared)
+        let (changes, report) = self.apply(prepared)?;
+        Ok((changes.applied(catalog), report))
     }
 
     /// The slow, read-only half of a run: chunks the documents, diffs them against `catalog`
@@ -222,7 +224,7 @@ impl<'a> Indexer<'a> {
             });
         }
 
-        let mut next = catalog.clone();
+        let mut changes = CatalogChanges::default();
         let mut report = IndexReport::default();
         let mut seen: HashSet<DocId> = HashSet::new();
         let mut removed_chunks: Vec<ChunkId> = Vec::new();
@@ -236,7 +238,16 @@ impl<'a> Indexer<'a> {
                 return Err(IndexerError::DuplicateDocument(doc.id().clone()));
             }
             let previous = catalog.docs.get(doc.id());
-            if previous.is_some_and(|e| e.fingerprint == doc.fingerprint()) {
+            let fingerprint = doc.fingerprint();
+            let about = DocAbout::of(&doc);
+            if let Some(entry) = previous.filter(|e| e.fingerprint == fingerprint) {
+                // Unchanged; an entry of an earlier format learns what the document says of
+                // itself without touching either index.
+                if entry.about.as_ref() != Some(&about) {
+                    let mut entry = entry.clone();
+                    entry.about = Some(about);
+                    changes.write(doc.id().clone(), entry);
+                }
                 report.docs_skipped += 1;
                 continue;
             }
@@ -254,12 +265,13 @@ impl<'a> Indexer<'a> {
                     removed_chunks.push((*id).clone());
                 }
             }
-            next.docs.insert(
+            changes.write(
                 doc.id().clone(),
                 CatalogEntry {
                     revision: doc.revision().clone(),
-                    fingerprint: doc.fingerprint(),
+                    fingerprint,
                     chunk_ids: chunks.iter().map(|c| c.chunk_id().clone()).collect(),
+                    about: Some(about),
                 },
             );
             for chunk in chunks {
@@ -283,7 +295,7 @@ impl<'a> Indexer<'a> {
                     removed_docs.push(id.clone());
                     report.docs_removed += 1;
                     report.chunks_removed += entry.chunk_ids.len();
-                    next.docs.remove(id);
+                    changes.remove(id.clone());
                 }
             }
         }
@@ -338,7 +350,7 @@ impl<'a> Indexer<'a> {
             report.chunks_reused = reused.len();
         }
         Ok(Prepared {
-            next,
+            changes,
             report,
             removed_docs,
             removed_chunks,
@@ -348,10 +360,10 @@ impl<'a> Indexer<'a> {
         })
     }
 
-    /// The write half of a run: deletes, upserts and commits both indexes, then returns the
-    /// new catalog. `prepared` must come from [`Indexer::prepare`] of an indexer over the same
-    /// indexes, against the catalog that is still current.
-    pub fn apply(&self, prepared: Prepared) -> Result<(Catalog, IndexReport), IndexerError> {
+    /// The write half of a run: deletes, upserts and commits both indexes, then returns what
+    /// changes in the catalog. `prepared` must come from [`Indexer::prepare`] of an indexer over
+    /// the same indexes, against the catalog that is still current.
+    pub fn apply(&self, prepared: Prepared) -> Result<(CatalogChanges, IndexReport), IndexerError> {
         let space = self.dense.map(|(e, _)| e.space().identity().to_string());
         if space != prepared.space {
             return Err(IndexerError::Wiring(
@@ -365,7 +377,7 @@ impl<'a> Indexer<'a> {
             && prepared.lexical_writes.is_empty()
             && prepared.vector_writes.is_empty()
         {
-            return Ok((prepared.next, prepared.report));
+            return Ok((prepared.changes, prepared.report));
         }
         if let Some((_, vectors)) = self.dense {
             let v = |e| IndexerError::Vectors(e);
@@ -390,19 +402,23 @@ impl<'a> Indexer<'a> {
         if let Some((_, vectors)) = self.dense {
             vectors.commit().map_err(IndexerError::Vectors)?;
         }
-        Ok((prepared.next, prepared.report))
+        Ok((prepared.changes, prepared.report))
     }
 
-    /// Removes documents from both indexes and returns the new catalog. Unknown IDs are ignored.
+    /// Removes documents from both indexes and returns what changes in `catalog`. Unknown IDs
+    /// are ignored.
     pub fn remove(
         &self,
         catalog: &Catalog,
         ids: &[DocId],
-    ) -> Result<(Catalog, IndexReport), IndexerError> {
-        let mut next = catalog.clone();
+    ) -> Result<(CatalogChanges, IndexReport), IndexerError> {
+        let mut changes = CatalogChanges::default();
         let mut report = IndexReport::default();
         for id in ids {
-            if let Some(entry) = next.docs.remove(id) {
+            if let Some(entry) = catalog.docs.get(id)
+                && !changes.removed().contains(id)
+            {
+                changes.remove(id.clone());
                 report.docs_removed += 1;
                 report.chunks_removed += entry.chunk_ids.len();
                 self.lexical
@@ -417,6 +433,6 @@ impl<'a> Indexer<'a> {
         if let Some((_, vectors)) = self.dense {
             vectors.commit().map_err(IndexerError::Vectors)?;
         }
-        Ok((next, report))
+        Ok((changes, report))
     }
 }

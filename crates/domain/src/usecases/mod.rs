@@ -10,7 +10,7 @@ mod retriever;
 pub use answerer::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, EvidenceSummary,
 };
-pub use catalog::{Catalog, CatalogEntry};
+pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
 pub use retriever::{
