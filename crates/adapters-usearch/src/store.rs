@@ -139,7 +139,9 @@ pub(crate) fn init(conn: &mut Connection, space: &EmbeddingSpace) -> Result<(), 
              record TEXT NOT NULL,
              vector BLOB NOT NULL,
              generation INTEGER NOT NULL);
-         CREATE INDEX IF NOT EXISTS chunks_generation ON chunks (generation);
+         CREATE INDEX IF NOT EXISTS chunks_attrs
+             ON chunks (generation, key, chunk_id, doc_id, scope, locale, terms);
+         DROP INDEX IF EXISTS chunks_generation;
          CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY, generation INTEGER NOT NULL);
          CREATE INDEX IF NOT EXISTS tombstones_generation ON tombstones (generation);",
     )
@@ -287,7 +289,9 @@ fn row_attrs(
 }
 
 /// Calls `f` with the key and filterable attributes of every row written after `since` (every
-/// row when `None`): the small columns only, never the record.
+/// row when `None`): the small columns only, never the record. They are read from the covering
+/// index `chunks_attrs` alone (an open reads a few MiB, not every row's record and vector;
+/// a store written before that index existed gets it at its next writing open).
 pub(crate) fn for_each_attrs(
     conn: &Connection,
     since: Option<u64>,
@@ -323,20 +327,40 @@ pub(crate) fn for_each_vector(
     dims: usize,
     mut f: impl FnMut(Key, Vec<f32>) -> Result<(), IndexError>,
 ) -> Result<(), IndexError> {
+    let Some(since) = since else {
+        // Every row: one scan of the table in key order.
+        let mut stmt = conn
+            .prepare_cached("SELECT key, vector FROM chunks ORDER BY key")
+            .map_err(sql)?;
+        let mut rows = stmt.query([]).map_err(sql)?;
+        while let Some(row) = rows.next().map_err(sql)? {
+            let key = to_key(row.get(0).map_err(sql)?);
+            f(key, row_vector(row, dims)?)?;
+        }
+        return Ok(());
+    };
+    // The rows of later generations, found through the index on the generation (an `ORDER BY
+    // key` would make SQLite scan the whole table for them), then put in key order.
     let mut stmt = conn
-        .prepare_cached("SELECT key, vector FROM chunks WHERE generation > ?1 ORDER BY key")
+        .prepare_cached("SELECT key, vector FROM chunks WHERE generation > ?1")
         .map_err(sql)?;
-    let since = since.map_or(-1, |g| g as i64);
-    let mut rows = stmt.query([since]).map_err(sql)?;
+    let mut rows = stmt.query([since as i64]).map_err(sql)?;
+    let mut later = Vec::new();
     while let Some(row) = rows.next().map_err(sql)? {
-        let key = to_key(row.get(0).map_err(sql)?);
-        let vector = decode_vector(
-            row.get_ref(1).map_err(sql)?.as_blob().map_err(backend)?,
-            dims,
-        )?;
+        later.push((to_key(row.get(0).map_err(sql)?), row_vector(row, dims)?));
+    }
+    later.sort_unstable_by_key(|(key, _)| *key);
+    for (key, vector) in later {
         f(key, vector)?;
     }
     Ok(())
+}
+
+fn row_vector(row: &rusqlite::Row<'_>, dims: usize) -> Result<Vec<f32>, IndexError> {
+    decode_vector(
+        row.get_ref(1).map_err(sql)?.as_blob().map_err(backend)?,
+        dims,
+    )
 }
 
 /// Calls `f` with the chunk (record parsed and validated) and vector of every stored row, in

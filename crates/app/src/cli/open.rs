@@ -51,3 +51,15 @@ pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<zhiku_service:
     }
     Ok(std::sync::Arc::new(service))
 }
+
+/// Ends a command's use of a read-only store without freeing it: the process exits next, and
+/// freeing a large catalog and vector graph entry by entry cost more than the query itself (14 %
+/// of a `status` of 100,000 documents, in perf). A writing store is dropped as usual, so its
+/// connections close and its lock is released in order.
+pub(crate) fn done_with(store: Store) {
+    if store.is_read_only() {
+        std::mem::forget(store);
+    } else {
+        drop(store);
+    }
+}

@@ -7,7 +7,7 @@ use zhiku_domain::usecases::{RetrievalMode, RetrievalRequest};
 use super::args::QueryArgs;
 use super::ctx::{Ctx, build_filter};
 use super::exit::Exit;
-use super::open::open_for_query;
+use super::open::{done_with, open_for_query};
 use super::render;
 
 /// Refreshes the store (unless told not to), retrieves, prints the evidence.
@@ -42,5 +42,7 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
         &retrieval,
         json,
     );
+    drop((retriever, source, documents));
+    done_with(store);
     Ok(Exit::unless_skipped(skipped))
 }

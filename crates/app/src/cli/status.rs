@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use super::ctx::Ctx;
 use super::exit::Exit;
+use super::open::done_with;
 use super::render;
 
 /// Opens the last committed state read-only and prints it.
@@ -11,5 +12,6 @@ pub(crate) fn run(ctx: &Ctx, json: bool) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let store = ctx.open_read_only(kb.as_deref())?;
     render::status(ctx, &store, json);
+    done_with(store);
     Ok(Exit::Success)
 }
