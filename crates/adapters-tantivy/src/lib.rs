@@ -19,19 +19,22 @@
 //!   it works beside another process that writes, and on a folder that cannot be written.
 
 mod analyzer;
+mod top;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::collector::{Count, DocSetCollector};
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
     Directory, DirectoryLock, FileHandle, Lock, META_LOCK, MmapDirectory, WatchCallback,
     WatchHandle, WritePtr,
 };
 use tantivy::index::SegmentId;
-use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
@@ -41,6 +44,8 @@ use tantivy::{
 };
 use zhiku_domain::ports::{IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
 use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter};
+
+use top::{FilterSets, FilteredTop};
 
 pub use analyzer::{
     ANALYZER_IDENTITY, JiebaTokenizer, STOP_WORDS_ZH, TOKENIZER_NAME, analyze, jieba, terms,
@@ -138,6 +143,8 @@ pub struct TantivyLexicalIndex {
     /// Parsed records by (segment, document): segments are immutable, so an entry never goes
     /// stale; entries of merged-away segments are simply never asked for again.
     records: RwLock<HashMap<(SegmentId, DocId), Arc<Chunk>>>,
+    /// Allowed documents per (segment, filter), for filtered top-k.
+    filter_sets: FilterSets,
 }
 
 impl std::fmt::Debug for TantivyLexicalIndex {
@@ -279,6 +286,7 @@ impl TantivyLexicalIndex {
             config,
             persistent,
             records: RwLock::new(HashMap::new()),
+            filter_sets: FilterSets::default(),
         })
     }
 
@@ -640,16 +648,24 @@ impl LexicalIndex for TantivyLexicalIndex {
                 Box::new(BoostQuery::new(Box::new(title), self.config.title_boost)),
             ));
         }
-        let mut clauses = self.filter_query(filter);
-        clauses.push((Occur::Must, Box::new(BooleanQuery::new(text))));
-        let query = BooleanQuery::new(clauses);
+        // The text query alone keeps block-max pruning; the filter is applied as a set of
+        // allowed documents inside the pruned walk (see `top`), before the top-k is taken.
+        let query = BooleanQuery::new(text);
         let searcher = self.reader.searcher();
+        let filter_weight = BooleanQuery::new(self.filter_query(filter))
+            .weight(EnableScoring::disabled_from_searcher(&searcher))
+            .map_err(backend)?;
+        let key = serde_json::to_string(filter).map_err(backend)?;
         // Fetch past k while scores tie with the k-th, so ties can be ordered by chunk ID.
         let mut limit = k + 1;
         let top = loop {
-            let top = searcher
-                .search(&query, &TopDocs::with_limit(limit).order_by_score())
-                .map_err(backend)?;
+            let collector = FilteredTop {
+                limit,
+                filter: filter_weight.as_ref(),
+                key: &key,
+                sets: &self.filter_sets,
+            };
+            let top = searcher.search(&query, &collector).map_err(backend)?;
             let exhausted = top.len() < limit;
             let tied =
                 top.len() > k && top.last().map(|(s, _)| *s) == top.get(k - 1).map(|(s, _)| *s);

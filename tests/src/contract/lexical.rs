@@ -175,6 +175,92 @@ pub fn scope_filter_never_leaks_on_random_data(index: &dyn LexicalIndex) {
         .unwrap();
 }
 
+/// Property over random data: a filtered top-k is exactly the first k of the unfiltered
+/// ranking restricted to the filter — same chunks, same scores, same order — across several
+/// commits (segments) and deletes. An index that prunes its ranking (block-max WAND) must not
+/// let a chunk the filter excludes raise the bar, nor drop an allowed chunk below it.
+pub fn filtered_top_k_is_the_filtered_ranking(index: &dyn LexicalIndex) {
+    let scopes = ["s0", "s1", "s2"];
+    let words = ["apple", "banana", "cherry", "苹果", "香蕉", "葡萄"];
+    let mut runner = TestRunner::new(Config {
+        cases: 24,
+        ..Config::default()
+    });
+    let round = std::cell::Cell::new(0usize);
+    runner
+        .run(
+            &(
+                prop::collection::vec((0usize..3, prop::collection::vec(0usize..6, 1..8)), 1..60),
+                prop::collection::btree_set(0usize..3, 1..3),
+                prop::collection::vec(0usize..6, 1..3),
+                1usize..12,
+                0usize..4,
+            ),
+            |(points, wanted, query, k, batches)| {
+                round.set(round.get() + 1);
+                let name = format!("t{}", round.get());
+                let specs: Vec<Spec> = points
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (s, ws))| {
+                        let text: Vec<&str> = ws.iter().map(|w| words[*w]).collect();
+                        Spec::new(
+                            name.as_str(),
+                            scopes[*s],
+                            format!("{} n{i}", text.join(" ")),
+                        )
+                        .at(i * 40)
+                    })
+                    .collect();
+                // Several commits make several segments; every third chunk is deleted again.
+                let per = specs.len().div_ceil(batches + 1);
+                for part in specs.chunks(per.max(1)) {
+                    put(index, &part.iter().collect::<Vec<_>>());
+                }
+                let gone: Vec<ChunkId> = specs
+                    .iter()
+                    .step_by(3)
+                    .map(|s| s.chunk().chunk_id().clone())
+                    .collect();
+                index.delete_chunks(&gone).unwrap();
+                index.commit().unwrap();
+
+                let text: Vec<&str> = query.iter().map(|w| words[*w]).collect();
+                let text = text.join(" ");
+                let mine = |f: Filter| f.with_doc_ids([doc(&name)]);
+                let filter = mine(
+                    Filter::for_scopes(wanted.iter().map(|s| Scope::new(scopes[*s]).unwrap()))
+                        .unwrap(),
+                );
+                let all = mine(
+                    Filter::for_scopes(scopes.iter().map(|s| Scope::new(*s).unwrap())).unwrap(),
+                );
+                let hits = index.search(&text, k, &filter).unwrap();
+                let expected: Vec<(String, f32)> = index
+                    .search(&text, specs.len() + 1, &all)
+                    .unwrap()
+                    .into_iter()
+                    .filter(|h| {
+                        wanted
+                            .iter()
+                            .any(|s| h.chunk.doc().scope.as_str() == scopes[*s])
+                    })
+                    .take(k)
+                    .map(|h| (h.chunk.chunk_id().to_string(), h.score))
+                    .collect();
+                let got: Vec<(String, f32)> = hits
+                    .iter()
+                    .map(|h| (h.chunk.chunk_id().to_string(), h.score))
+                    .collect();
+                prop_assert_eq!(got, expected);
+                index.delete_document(&doc(&name)).unwrap();
+                index.commit().unwrap();
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
 /// Document, locale and metadata conditions are applied inside the search (or refused as
 /// unsupported, never ignored).
 pub fn other_filters_apply_inside_the_search(index: &dyn LexicalIndex) {

@@ -132,6 +132,7 @@ macro_rules! lexical_index_contract {
                 delete_chunks_removes_only_those,
                 scope_filter_never_leaks,
                 scope_filter_never_leaks_on_random_data,
+                filtered_top_k_is_the_filtered_ranking,
                 other_filters_apply_inside_the_search,
                 k_is_respected,
                 k_zero_is_invalid,

@@ -42,7 +42,10 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
         &retrieval,
         json,
     );
-    drop((retriever, source, documents));
+    // What borrows the store goes first, in the order it was built.
+    drop(retriever);
+    drop(source);
+    drop(documents);
     done_with(store);
     Ok(Exit::unless_skipped(skipped))
 }
