@@ -43,6 +43,8 @@ fn zhiku_with(bin: &Path, kb: &Path) -> Command {
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("ZHIKU_EMBEDDER", "hashing")
+        // Builds run in steps of 32 documents, so kills land between steps as well as in one.
+        .env("ZHIKU_INDEX_BATCH", "32")
         .arg("--kb")
         .arg(kb)
         .stdin(Stdio::null());
@@ -274,6 +276,80 @@ fn kill_9_of_index_at_random_moments_never_wedges_or_corrupts_the_store() {
         mid_run >= KILLS,
         "{KILLS} kills landed while the index ran ({mid_run} in {rounds} rounds)"
     );
+}
+
+/// A build runs in steps (`index_batch` documents each, both indexes committed and the catalog
+/// saved per step): a kill -9 between two steps keeps the steps that finished, the first verify
+/// passes, and the next run indexes only the rest (the finished steps' files are recognised by
+/// their stamps).
+#[test]
+fn a_build_killed_between_its_steps_keeps_them_and_the_next_run_indexes_only_the_rest() {
+    const DOCS: usize = 300;
+    for attempt in 0..10 {
+        let tmp = tempfile::tempdir().unwrap();
+        let kb = tmp.path().join("kb");
+        for i in 0..DOCS {
+            write_doc(&kb, i, 0);
+        }
+        let mut child = zhiku(&kb)
+            .env("ZHIKU_INDEX_BATCH", "8")
+            .arg("index")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill as soon as a reader sees a finished step.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut seen = 0;
+        while seen == 0 && Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+            let out = run(&kb, &["status", "--json"]);
+            if let Ok(v) = serde_json::from_slice::<Value>(&out.stdout) {
+                seen = v["documents"].as_u64().unwrap_or(0) as usize;
+            }
+        }
+        let _ = child.kill(); // SIGKILL
+        child.wait().unwrap();
+        let kept = if kb.join(".zhiku/catalog.sqlite").exists() {
+            manifest_sources(&kb).len()
+        } else {
+            0
+        };
+        if seen == 0 || kept >= DOCS {
+            continue; // the kill came before the first step or after the last: again
+        }
+        assert!(
+            kept >= seen,
+            "a finished step is never undone ({kept} < {seen})"
+        );
+        assert_eq!(kept % 8, 0, "whole steps are kept ({kept} documents)");
+        let out = run(&kb, &["verify"]);
+        assert!(
+            out.status.success(),
+            "the first verify passes: {}",
+            text(&out)
+        );
+        let out = run(&kb, &["index", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let line = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(line.lines().last().unwrap_or("")).unwrap();
+        assert_eq!(
+            v["docs_added"],
+            DOCS - kept,
+            "only the rest is indexed: {v}"
+        );
+        assert_eq!(v["docs_changed"], 0, "{v}");
+        assert_eq!(
+            v["docs_unchanged"], kept,
+            "the kept steps are recognised: {v}"
+        );
+        assert_eq!(manifest_sources(&kb).len(), DOCS);
+        figures(&format!(
+            "steps: a build of {DOCS} documents in steps of 8 killed after {kept} were recorded (attempt {attempt}); the next run added {} and skipped {kept}",
+            DOCS - kept
+        ));
+        return;
+    }
+    panic!("in 10 attempts no kill landed between two steps of a build");
 }
 
 fn agent() -> ureq::Agent {

@@ -1,11 +1,11 @@
 //! Bringing a store up to date with its documents.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use anyhow::Result;
-use zhiku_domain::DocId;
 use zhiku_domain::ports::{DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile};
-use zhiku_domain::usecases::{IndexReport, Progress, SyncMode};
+use zhiku_domain::usecases::{IndexReport, IndexerError, Progress, SyncMode};
+use zhiku_domain::{DocId, Document};
 
 use crate::Store;
 
@@ -77,18 +77,30 @@ pub fn refresh(
 }
 
 /// [`refresh`] for documents already loaded from `origin`.
+///
+/// The documents are indexed in steps of [`Settings::index_batch`](crate::Settings): a step's
+/// chunks and vectors are all that is held at once (a 1M-chunk build in one step held 7.5 GB),
+/// and each step ends with both indexes committed and the catalog saved, so a build killed
+/// midway keeps the steps it finished, and the next run recognises their files by their
+/// stamps. A last step removes the documents that are gone and settles the stamps.
 pub(crate) fn index_loaded(
     store: &mut Store,
     origin: Origin,
     loaded: LoadedDocuments,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<Refreshed> {
+    let batch = store.settings.index_batch.max(1);
     let LoadedDocuments {
         documents,
         skipped,
         unchanged,
         stamps,
     } = loaded;
+    // Two files claiming one ID fail the run before anything is written, as one step would.
+    let mut ids: HashSet<&DocId> = HashSet::with_capacity(documents.len());
+    if let Some(twice) = documents.iter().find(|d| !ids.insert(d.id())) {
+        return Err(IndexerError::DuplicateDocument(twice.id().clone()).into());
+    }
     // Recorded documents stand where their file was not read: unchanged, or unreadable now.
     let unchanged: BTreeSet<&str> = unchanged.iter().map(String::as_str).collect();
     let not_read: BTreeSet<&str> = skipped
@@ -103,10 +115,6 @@ pub(crate) fn index_loaded(
         .filter(|(_, path)| not_read.contains(path.as_str()))
         .map(|(id, _)| id.clone())
         .collect();
-    let paths: Vec<(DocId, String)> = documents
-        .iter()
-        .map(|d| (d.id().clone(), d.attributes().source.to_string()))
-        .collect();
     let count = documents.len();
     let recognised = store
         .recorded
@@ -114,27 +122,64 @@ pub(crate) fn index_loaded(
         .values()
         .filter(|path| unchanged.contains(path.as_str()))
         .count();
-    let (changes, mut report) = {
+    // Everything read stands too, for the last step, which removes what is gone.
+    let mut standing = keep.clone();
+    standing.extend(documents.iter().map(|d| d.id().clone()));
+
+    let mut report = IndexReport::default();
+    let mut embedded_before = 0;
+    let mut documents = documents.into_iter().peekable();
+    while documents.peek().is_some() {
+        let part: Vec<Document> = documents.by_ref().take(batch).collect();
+        let paths: Vec<(DocId, String)> = part
+            .iter()
+            .map(|d| (d.id().clone(), d.attributes().source.to_string()))
+            .collect();
+        let (changes, done) = {
+            let indexer = store.indexer()?;
+            let prepared =
+                indexer.prepare(&store.recorded.catalog, part, SyncMode::Partial, &mut |p| {
+                    on_progress(Progress {
+                        embedded: embedded_before + p.embedded,
+                        to_embed: embedded_before + p.to_embed,
+                    })
+                })?;
+            indexer.apply(prepared)?
+        };
+        embedded_before += done.chunks_embedded;
+        add(&mut report, &done);
+        store.commit(|stored, changed| {
+            stored.apply(&changes, changed);
+            stored.origin = Some(origin.clone());
+            for (id, path) in &paths {
+                if stored.catalog.docs.contains_key(id) {
+                    stored.set_source(id, path, changed);
+                    if let Some(stamp) = stamps.get(path) {
+                        stored.set_stamp(path, Some(stamp), changed);
+                    }
+                }
+            }
+        })?;
+    }
+
+    // The last step: documents neither read nor kept are removed, and the stamps are settled.
+    let (changes, done) = {
         let indexer = store.indexer()?;
         let prepared = indexer.prepare(
             &store.recorded.catalog,
-            documents,
-            SyncMode::FullKeeping(keep.clone()),
-            on_progress,
+            std::iter::empty(),
+            SyncMode::FullKeeping(standing),
+            &mut |_| {},
         )?;
         indexer.apply(prepared)?
     };
+    add(&mut report, &done);
     // Documents recognised by their stamp were skipped as unchanged, only earlier.
     report.docs_skipped += recognised;
     // Only what differs is written: an unchanged refresh saves the header alone.
     store.commit(|stored, changed| {
         stored.apply(&changes, changed);
         stored.origin = Some(origin);
-        for (id, path) in &paths {
-            if stored.catalog.docs.contains_key(id) {
-                stored.set_source(id, path, changed);
-            }
-        }
         // Every source path keeps the stamp the store took now; no other path keeps one.
         let sourced: BTreeSet<&str> = stored.sources.values().map(String::as_str).collect();
         let stale: Vec<String> = stored
@@ -159,4 +204,16 @@ pub(crate) fn index_loaded(
         skipped,
         docs: count + keep.len(),
     })
+}
+
+/// Adds one step's counts to a run's.
+fn add(total: &mut IndexReport, step: &IndexReport) {
+    total.docs_added += step.docs_added;
+    total.docs_changed += step.docs_changed;
+    total.docs_skipped += step.docs_skipped;
+    total.docs_removed += step.docs_removed;
+    total.chunks_reused += step.chunks_reused;
+    total.chunks_embedded += step.chunks_embedded;
+    total.chunks_removed += step.chunks_removed;
+    total.chunks_truncated += step.chunks_truncated;
 }

@@ -33,6 +33,10 @@ pub struct Settings {
     pub context: RetrievalBudget,
     /// Generation attempts before an answer run ends `blocked`.
     pub ask_attempts: u32,
+    /// Documents per step of a refresh: chunked, embedded, written to both indexes and
+    /// recorded in the catalog together, so memory stays bounded and a killed build keeps the
+    /// steps it finished.
+    pub index_batch: usize,
     /// The bounds of a query every transport applies.
     pub limits: QueryLimits,
 }

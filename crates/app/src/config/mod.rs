@@ -111,6 +111,8 @@ pub struct Config {
     pub candidates: usize,
     /// Texts per embedder forward pass.
     pub embed_batch: usize,
+    /// Documents per step of `index` (chunked, embedded, committed and recorded together).
+    pub index_batch: usize,
     /// What writes answers.
     pub generator: GeneratorKind,
     /// Base URL of the OpenAI-compatible API (up to `/v1`).
@@ -154,6 +156,7 @@ struct Keys {
     k: Option<usize>,
     candidates: Option<usize>,
     embed_batch: Option<usize>,
+    index_batch: Option<usize>,
     generator: Option<GeneratorKind>,
     llm_url: Option<String>,
     llm_model: Option<String>,
@@ -166,7 +169,7 @@ struct Keys {
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 22] = [
+const KEYS: [&str; 23] = [
     "vectors",
     "embedder",
     "lexical",
@@ -180,6 +183,7 @@ const KEYS: [&str; 22] = [
     "k",
     "candidates",
     "embed_batch",
+    "index_batch",
     "generator",
     "llm_url",
     "llm_model",
@@ -208,7 +212,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 22] = [
+const ENV: [EnvKey; 23] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -226,6 +230,7 @@ const ENV: [EnvKey; 22] = [
     var("k", "ZHIKU_K"),
     var("candidates", "ZHIKU_CANDIDATES"),
     var("embed_batch", "ZHIKU_EMBED_BATCH"),
+    var("index_batch", "ZHIKU_INDEX_BATCH"),
     var("generator", "ZHIKU_GENERATOR"),
     var("llm_url", "ZHIKU_LLM_URL"),
     var("llm_model", "ZHIKU_LLM_MODEL"),
@@ -322,6 +327,7 @@ follow_links_inside = false
 k = 8
 candidates = 50
 embed_batch = 32
+index_batch = 4096
 generator = "extractive"
 llm_url = "http://127.0.0.1:8088/v1"
 llm_model = "local"
@@ -443,6 +449,10 @@ impl Config {
             k: keys.k.ok_or_else(|| required("k"))?,
             candidates: keys.candidates.ok_or_else(|| required("candidates"))?,
             embed_batch: keys.embed_batch.ok_or_else(|| required("embed_batch"))?,
+            index_batch: keys
+                .index_batch
+                .filter(|n| *n > 0)
+                .ok_or_else(|| required("index_batch (at least 1)"))?,
             generator: keys.generator.ok_or_else(|| required("generator"))?,
             llm_url: keys.llm_url.ok_or_else(|| required("llm_url"))?,
             llm_model: keys.llm_model.ok_or_else(|| required("llm_model"))?,
@@ -495,6 +505,7 @@ impl Config {
             candidates: self.candidates,
             context: self.context,
             ask_attempts: self.ask_attempts,
+            index_batch: self.index_batch,
             limits: self.serve.query_limits(),
         }
     }
