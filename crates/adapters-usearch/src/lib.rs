@@ -878,4 +878,13 @@ impl VectorIndex for AnnVectorIndex {
     fn generation(&self) -> Result<Option<u64>, IndexError> {
         Ok(Some(AnnVectorIndex::generation(self)))
     }
+
+    /// Saves the graph as the snapshot of the last commit when commits came after the one on
+    /// disk (see [`AnnVectorIndex::checkpoint`]); a read-only handle has nothing to save.
+    fn checkpoint(&self) -> Result<(), IndexError> {
+        if self.read_only {
+            return Ok(());
+        }
+        AnnVectorIndex::checkpoint(self)
+    }
 }

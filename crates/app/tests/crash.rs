@@ -352,6 +352,57 @@ fn a_build_killed_between_its_steps_keeps_them_and_the_next_run_indexes_only_the
     panic!("in 10 attempts no kill landed between two steps of a build");
 }
 
+/// Every writer records both indexes' commit generations with the catalog — an ingest over
+/// HTTP too, through the serving layer's metric wrappers — so the next writing open compares
+/// two numbers instead of listing every chunk. And an `index` run that wrote leaves the vector
+/// graph's snapshot at its last commit, even for a change too small for the snapshot policy
+/// (10 % of the rows): the next open replays nothing.
+#[test]
+fn writers_record_the_generations_and_an_index_run_leaves_nothing_to_replay() {
+    use zhiku_adapters_usearch::{AnnOptions, AnnVectorIndex, GraphSource};
+    use zhiku_domain::ports::Embedder;
+    let tmp = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(tmp.path(), "", "");
+    for i in 0..60 {
+        write_doc(&kb, i, 0);
+    }
+    let out = run(&kb, &["index"]);
+    assert!(out.status.success(), "{}", text(&out));
+    write_doc(&kb, 60, 0);
+    let out = run(&kb, &["index"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let store = kb.join(".zhiku");
+    let space = zhiku_adapters_memory::HashingEmbedder::new(384)
+        .unwrap()
+        .space()
+        .clone();
+    let ann = AnnVectorIndex::open_read_only(&store, space, AnnOptions::default()).unwrap();
+    match ann.last_open().graph {
+        GraphSource::Snapshot {
+            replayed_rows,
+            replayed_deletes,
+            ..
+        } => assert_eq!((replayed_rows, replayed_deletes), (0, 0)),
+        other => panic!("the open used no snapshot: {other:?}"),
+    }
+    drop(ann);
+
+    let indexed = support::stored_catalog(&store).generations;
+    assert!(
+        indexed.lexical.is_some() && indexed.vectors.is_some(),
+        "{indexed:?}"
+    );
+    let server = Server::start(&kb, &[]);
+    assert_eq!(post_document(&server.base, "served-1"), Some(201));
+    drop(server);
+    let served = support::stored_catalog(&store).generations;
+    assert!(
+        served.lexical > indexed.lexical && served.vectors > indexed.vectors,
+        "an ingest over HTTP records both generations: {indexed:?} -> {served:?}"
+    );
+}
+
 fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(20))

@@ -514,6 +514,16 @@ impl VectorIndex for CountedVectors {
     fn commit(&self) -> Result<(), IndexError> {
         counted(self.backend, self.inner.commit())
     }
+
+    // Not counted as calls, but passed through: without them a served store would record no
+    // generation (the next open checks chunk by chunk) and never checkpoint its graph.
+    fn generation(&self) -> Result<Option<u64>, IndexError> {
+        self.inner.generation()
+    }
+
+    fn checkpoint(&self) -> Result<(), IndexError> {
+        counted(self.backend, self.inner.checkpoint())
+    }
 }
 
 struct CountedGenerator(Box<dyn Generator>);

@@ -174,6 +174,14 @@ pub(crate) fn index_loaded(
         indexer.apply(prepared)?
     };
     add(&mut report, &done);
+    // A run that wrote anything leaves the vector index with nothing to replay on the next
+    // open (its graph snapshot brought up to the last step); the catalog records generations
+    // only, which the checkpoint does not change.
+    if report.docs_added + report.docs_changed + report.docs_removed > 0
+        && let Some((_, vectors)) = &store.dense
+    {
+        vectors.checkpoint()?;
+    }
     // Documents recognised by their stamp were skipped as unchanged, only earlier.
     report.docs_skipped += recognised;
     // Only what differs is written: an unchanged refresh saves the header alone.
