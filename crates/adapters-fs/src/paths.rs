@@ -136,14 +136,18 @@ impl std::fmt::Display for KbPath {
     }
 }
 
-/// The sidecar of a document at `rel` (relative to the root), as the loader names it.
+/// What a sidecar's name adds to its document's folder and stem.
+pub const SIDECAR_SUFFIX: &str = ".metadata.yaml";
+
+/// The sidecar of a document at `rel` (relative to the root), as the loader names it:
+/// `<folder>/<stem>` + [`SIDECAR_SUFFIX`].
 pub fn sidecar_of(rel: &str) -> String {
     let (dir, name) = match rel.rsplit_once('/') {
         Some((d, n)) => (Some(d), n),
         None => (None, rel),
     };
     let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
-    let file = format!("{stem}.metadata.yaml");
+    let file = format!("{stem}{SIDECAR_SUFFIX}");
     match dir {
         Some(d) => format!("{d}/{file}"),
         None => file,
