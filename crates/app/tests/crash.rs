@@ -356,7 +356,8 @@ fn a_build_killed_between_its_steps_keeps_them_and_the_next_run_indexes_only_the
 /// HTTP too, through the serving layer's metric wrappers — so the next writing open compares
 /// two numbers instead of listing every chunk. And an `index` run that wrote leaves the vector
 /// graph's snapshot at its last commit, even for a change too small for the snapshot policy
-/// (10 % of the rows): the next open replays nothing.
+/// (10 % of the rows): the next open replays nothing; so does a server stopped cleanly after
+/// ingests.
 #[test]
 fn writers_record_the_generations_and_an_index_run_leaves_nothing_to_replay() {
     use zhiku_adapters_usearch::{AnnOptions, AnnVectorIndex, GraphSource};
@@ -377,7 +378,7 @@ fn writers_record_the_generations_and_an_index_run_leaves_nothing_to_replay() {
         .unwrap()
         .space()
         .clone();
-    let ann = AnnVectorIndex::open_read_only(&store, space, AnnOptions::default()).unwrap();
+    let ann = AnnVectorIndex::open_read_only(&store, space.clone(), AnnOptions::default()).unwrap();
     match ann.last_open().graph {
         GraphSource::Snapshot {
             replayed_rows,
@@ -393,14 +394,21 @@ fn writers_record_the_generations_and_an_index_run_leaves_nothing_to_replay() {
         indexed.lexical.is_some() && indexed.vectors.is_some(),
         "{indexed:?}"
     );
-    let server = Server::start(&kb, &[]);
+    let mut server = Server::start(&kb, &[]);
     assert_eq!(post_document(&server.base, "served-1"), Some(201));
-    drop(server);
     let served = support::stored_catalog(&store).generations;
     assert!(
         served.lexical > indexed.lexical && served.vectors > indexed.vectors,
         "an ingest over HTTP records both generations: {indexed:?} -> {served:?}"
     );
+    // A server stopped cleanly after ingests leaves nothing to replay either.
+    let status = server.terminate(Duration::from_secs(30));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    let ann = AnnVectorIndex::open_read_only(&store, space, AnnOptions::default()).unwrap();
+    match ann.last_open().graph {
+        GraphSource::Snapshot { replayed_rows, .. } => assert_eq!(replayed_rows, 0),
+        other => panic!("the open used no snapshot: {other:?}"),
+    }
 }
 
 fn agent() -> ureq::Agent {

@@ -623,6 +623,24 @@ impl KnowledgeBase {
         Ok(report)
     }
 
+    /// Brings what the indexes derive from their commits up to the last one (the vector graph's
+    /// snapshot), so the next open of the store replays nothing: for a server that stops
+    /// cleanly after ingests. It waits for a running write; a read-only service has nothing
+    /// to do, and nothing any search returns changes.
+    pub fn checkpoint(&self) -> Result<(), KbError> {
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = self.read();
+        if inner.store.is_read_only() {
+            return Ok(());
+        }
+        if let Some((_, vectors)) = &inner.store.dense {
+            vectors
+                .checkpoint()
+                .map_err(|e| KbError::Unavailable(format!("cannot checkpoint the vectors: {e}")))?;
+        }
+        Ok(())
+    }
+
     /// The state of the knowledge base as the caller may see it.
     pub fn status(&self, caller: &Caller) -> Status {
         let inner = self.read();

@@ -48,6 +48,7 @@ pub(crate) fn run(
             "refusing to serve {addr} without tokens: add [[serve.tokens]] to zhiku.toml (zhiku token NAME --scope S prints one), or bind a loopback address"
         );
     }
+    let kb = service.clone();
     let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
     let gate = state.gate().clone();
     let (mcp, end_mcp_sessions) = zhiku_mcp::http_router(service, gate.clone());
@@ -84,6 +85,11 @@ pub(crate) fn run(
     })?;
     match stopped {
         serve::conn::Stopped::Drained => {
+            // Ingests leave commits after the graph's last snapshot, which every later open
+            // would replay: a clean stop saves it now.
+            if let Err(e) = kb.checkpoint() {
+                ctx.note(&format!("warning: {e}"));
+            }
             ctx.note("zhiku stopped: every request and its work finished")
         }
         serve::conn::Stopped::DeadlinePassed { open } => ctx.note(&format!(
