@@ -228,6 +228,11 @@ mod persistence {
         writer.commit().unwrap();
         let reader =
             AnnVectorIndex::open_read_only(dir.path(), space(), AnnOptions::default()).unwrap();
+        assert!(
+            reader.is_mapped(),
+            "the snapshot reflects the last commit: mapped, not loaded"
+        );
+        assert!(!writer.is_mapped());
         assert_eq!(contents(&reader, &scope("s")), vec!["first"]);
         let err = reader
             .upsert(&[embedded(&Spec::new("b", "s", "no"), axis(1))])
@@ -249,6 +254,11 @@ mod persistence {
             "lagging: a's record is gone"
         );
         assert!(reader.refresh().unwrap());
+        assert_eq!(
+            reader.is_mapped(),
+            writer.snapshot_generation() == Some(writer.generation()),
+            "mapped when the snapshot reflects the last commit, loaded and replayed otherwise"
+        );
         assert!(!reader.refresh().unwrap());
         assert_eq!(reader.generation(), 2);
         assert_eq!(contents(&reader, &scope("s")), vec!["second"]);
@@ -264,6 +274,8 @@ mod persistence {
         writer.delete_document(&DocId::new("b").unwrap()).unwrap();
         writer.checkpoint().unwrap();
         assert!(reader.refresh().unwrap());
+        assert!(reader.is_mapped(), "a checkpoint: mapped again");
+        assert_eq!(contents(&reader, &scope("s")), vec!["third"]);
         assert_eq!(reader.generation(), writer.generation());
         assert_eq!(
             reader.all_chunk_ids().unwrap(),
@@ -328,6 +340,13 @@ mod persistence {
         let before = index.all_chunk_ids().unwrap();
         drop(index);
 
+        // A reader cannot map a snapshot that commits came after: it loads and replays too.
+        let reader =
+            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap();
+        assert!(!reader.is_mapped());
+        assert_eq!(reader.all_chunk_ids().unwrap(), before);
+        drop(reader);
+
         let index = open(dir.path());
         let report = index.last_open();
         assert_eq!(
@@ -369,6 +388,26 @@ mod persistence {
                 replayed_deletes: 0
             }
         );
+        // A reader maps that snapshot and finds what the writer finds.
+        let reader =
+            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap();
+        assert!(reader.is_mapped());
+        for item in replaced.iter().chain(&added) {
+            let scope_name = item.chunk.doc().scope.as_str();
+            let mine = reader
+                .search(&item.embedding, 5, &scope(scope_name))
+                .unwrap();
+            let theirs = index
+                .search(&item.embedding, 5, &scope(scope_name))
+                .unwrap();
+            assert_eq!(
+                mine.iter().map(|h| h.chunk.chunk_id()).collect::<Vec<_>>(),
+                theirs
+                    .iter()
+                    .map(|h| h.chunk.chunk_id())
+                    .collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]

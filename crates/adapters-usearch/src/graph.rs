@@ -73,6 +73,8 @@ pub(crate) struct Graph {
     /// Removed nodes whose slots usearch will reuse before growing.
     free_slots: usize,
     contexts: Contexts,
+    /// A read-only memory map of a snapshot ([`Graph::view`]): searched in place, never changed.
+    mapped: bool,
 }
 
 impl std::fmt::Debug for Graph {
@@ -82,6 +84,7 @@ impl std::fmt::Debug for Graph {
             .field("size", &self.index.size())
             .field("capacity", &self.index.capacity())
             .field("free_slots", &self.free_slots)
+            .field("mapped", &self.mapped)
             .finish()
     }
 }
@@ -132,12 +135,16 @@ impl Graph {
             threads,
             free_slots: 0,
             contexts: Contexts::new(threads),
+            mapped: false,
         })
     }
 
-    /// Loads a snapshot written by [`save`](Self::save), refusing one of another dimension,
-    /// metric or quantisation (the caller then rebuilds).
-    pub(crate) fn load(path: &Path, dims: usize, options: &AnnOptions) -> Result<Self, String> {
+    /// The snapshot's header, refused when it is of another dimension, metric or quantisation.
+    fn checked_header(
+        path: &Path,
+        dims: usize,
+        options: &AnnOptions,
+    ) -> Result<usearch::IndexMetadata, String> {
         let name = path_str(path).map_err(|e| e.to_string())?;
         let meta = Index::metadata(name).map_err(|e| format!("unreadable header: {e}"))?;
         let want = options.quantization.scalar_kind();
@@ -153,6 +160,54 @@ impl Graph {
                 options.quantization.as_str()
             ));
         }
+        Ok(meta)
+    }
+
+    /// Maps a snapshot written by [`save`](Self::save) read-only instead of loading it: the
+    /// open costs the header, and a search reads only the pages it visits, so a process that
+    /// only searches holds what it touched, not the whole graph. The mapped graph cannot change
+    /// ([`put`](Self::put), [`remove`](Self::remove) and inserts are refused); a writer
+    /// replaces the snapshot by renaming a new file over it, so the mapping stays whole.
+    pub(crate) fn view(path: &Path, dims: usize, options: &AnnOptions) -> Result<Self, String> {
+        let meta = Self::checked_header(path, dims, options)?;
+        let name = path_str(path).map_err(|e| e.to_string())?;
+        let mut graph = Self::new(dims, options).map_err(|e| e.to_string())?;
+        graph
+            .index
+            .view(name)
+            .map_err(|e| format!("cannot map: {e}"))?;
+        graph
+            .index
+            .change_expansion_search(options.expansion_search);
+        graph
+            .index
+            .reserve_capacity_and_threads(graph.index.size(), graph.threads)
+            .map_err(|e| format!("cannot reserve search contexts: {e}"))?;
+        graph.free_slots = meta.count_deleted as usize;
+        graph.mapped = true;
+        Ok(graph)
+    }
+
+    /// True for a read-only mapping of a snapshot.
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped
+    }
+
+    fn refuse_if_mapped(&self) -> Result<(), IndexError> {
+        if self.mapped {
+            return Err(usearch_error(
+                "change",
+                "the graph is a read-only mapping of its snapshot",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Loads a snapshot written by [`save`](Self::save), refusing one of another dimension,
+    /// metric or quantisation (the caller then rebuilds).
+    pub(crate) fn load(path: &Path, dims: usize, options: &AnnOptions) -> Result<Self, String> {
+        let meta = Self::checked_header(path, dims, options)?;
+        let name = path_str(path).map_err(|e| e.to_string())?;
         let graph = Self::new(dims, options).map_err(|e| e.to_string())?;
         graph
             .index
@@ -209,6 +264,7 @@ impl Graph {
 
     /// Makes room for `extra` more inserts, doubling the capacity when it must grow.
     pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), IndexError> {
+        self.refuse_if_mapped()?;
         let needed = self.slots() + extra;
         let capacity = self.index.capacity();
         if needed <= capacity {
@@ -279,6 +335,7 @@ impl Graph {
 
     /// Removes `key`; returns whether it was there.
     pub(crate) fn remove(&mut self, key: Key) -> Result<bool, IndexError> {
+        self.refuse_if_mapped()?;
         let removed = self
             .index
             .remove(key)
@@ -351,6 +408,29 @@ mod tests {
             back.search(&[1.0, 1.0, 1.0, 1.0], 1, None).unwrap()[0].0,
             500
         );
+        // A mapping of the snapshot answers as the loaded graph does, and refuses changes.
+        let mut mapped = Graph::view(&path, 4, &options).unwrap();
+        assert!(mapped.is_mapped() && !back.is_mapped());
+        assert_eq!(mapped.len(), 100);
+        for q in [
+            [1.0, 1.0, 1.0, 1.0],
+            [1.0, 0.0, 0.0, 0.0],
+            [0.2, -0.4, 0.9, 0.1],
+        ] {
+            assert_eq!(
+                mapped.search(&q, 10, Some(&even)).unwrap(),
+                back.search(&q, 10, Some(&even)).unwrap()
+            );
+        }
+        assert!(mapped.put(501, &[0.0, 1.0, 0.0, 0.0]).is_err());
+        assert!(mapped.remove(500).is_err());
+        assert!(
+            mapped
+                .add_parallel(&[(502, vec![0.0, 0.0, 1.0, 0.0])])
+                .is_err()
+        );
+        assert_eq!(mapped.len(), 100);
+        assert!(Graph::view(&path, 5, &options).is_err());
         assert!(Graph::load(&path, 5, &options).is_err());
         assert!(Graph::load(&path, 4, &AnnOptions::new(Quantization::F32)).is_err());
         std::fs::write(&path, b"not a graph").unwrap();

@@ -21,7 +21,10 @@
 //! snapshot and **replays** what changed after its generation: rows whose `generation` is
 //! greater are re-inserted, keys in `tombstones` with a greater generation are removed. So a
 //! crash between a commit and the next snapshot loses nothing, and an open costs the snapshot
-//! load plus the delta. A missing, unreadable or mismatched snapshot (another quantisation, a
+//! load plus the delta. A read-only handle whose store's snapshot reflects the last commit maps
+//! the snapshot instead of loading it (`Graph::view`): a process that only searches reads the
+//! pages its searches visit; one that must replay loads, and a refresh of a mapped handle
+//! reloads. A missing, unreadable or mismatched snapshot (another quantisation, a
 //! graph disagreeing with the rows) is rebuilt from SQLite's vectors, and a writer saves the
 //! rebuilt graph as the new snapshot. Keys are allocated in increasing order and never reused,
 //! which keeps replay idempotent: a snapshot newer than its record (a crash between the rename
@@ -223,7 +226,7 @@ impl AnnVectorIndex {
         read_only: bool,
     ) -> Result<Self, IndexError> {
         let snapshot_path = dir.join(SNAPSHOT_FILE);
-        let (state, report) = load_state(&conn, &space, &options, &snapshot_path)?;
+        let (state, report) = load_state(&conn, &space, &options, &snapshot_path, read_only)?;
         let (writer, readers) = if read_only {
             (None, vec![conn])
         } else {
@@ -272,6 +275,12 @@ impl AnnVectorIndex {
     /// The last committed generation this handle holds: 0 for a new store, +1 per commit.
     pub fn generation(&self) -> u64 {
         self.read().generation
+    }
+
+    /// True when this (read-only) handle searches a memory map of the snapshot in place: it
+    /// opened, or last reloaded, a store whose snapshot reflected its last commit.
+    pub fn is_mapped(&self) -> bool {
+        self.read().graph.is_mapped()
     }
 
     /// The generation the snapshot on disk reflects, if one was written.
@@ -358,10 +367,12 @@ impl AnnVectorIndex {
             if meta.generation == state.generation {
                 return Ok(false);
             }
-            if meta.pruned_through > state.generation {
-                // The tombstones this handle would need are gone: reload everything.
+            if meta.pruned_through > state.generation || state.graph.is_mapped() {
+                // The tombstones this handle would need are gone, or its graph is a mapping that
+                // cannot change: reload everything.
                 let snapshot_path = self.dir.join(SNAPSHOT_FILE);
-                let (fresh, report) = load_state(conn, &self.space, &self.options, &snapshot_path)?;
+                let (fresh, report) =
+                    load_state(conn, &self.space, &self.options, &snapshot_path, true)?;
                 *state = fresh;
                 *self.last_open.lock().unwrap_or_else(|e| e.into_inner()) = report;
                 return Ok(true);
@@ -382,7 +393,8 @@ impl AnnVectorIndex {
                 // A snapshot pruned tombstones between the two reads: reload to be sure.
                 drop(tx);
                 let snapshot_path = self.dir.join(SNAPSHOT_FILE);
-                let (fresh, report) = load_state(conn, &self.space, &self.options, &snapshot_path)?;
+                let (fresh, report) =
+                    load_state(conn, &self.space, &self.options, &snapshot_path, true)?;
                 *state = fresh;
                 *self.last_open.lock().unwrap_or_else(|e| e.into_inner()) = report;
                 return Ok(true);
@@ -594,11 +606,14 @@ fn top(state: &State, mut scored: Vec<(Key, f32)>, k: usize) -> Vec<(Key, f32)> 
 
 /// Builds the in-memory state from the database behind `conn` (in one read transaction) and
 /// the snapshot at `snapshot_path`.
+/// With `map` (a read-only handle), a snapshot of the last committed generation is mapped
+/// rather than loaded ([`Graph::view`]); one followed by later commits is loaded and replayed.
 fn load_state(
     conn: &Connection,
     space: &EmbeddingSpace,
     options: &AnnOptions,
     snapshot_path: &Path,
+    map: bool,
 ) -> Result<(State, OpenReport), IndexError> {
     let started = Instant::now();
     let tx = conn.unchecked_transaction().map_err(backend)?;
@@ -617,6 +632,9 @@ fn load_state(
             "the snapshot of generation {g} is missing ({})",
             snapshot_path.display()
         )),
+        Some(g) if map && g == meta.generation => Graph::view(snapshot_path, dims, options)
+            .map_err(|e| format!("the snapshot {} is unusable: {e}", snapshot_path.display()))
+            .and_then(|graph| mapped(graph, g, attrs.len())),
         Some(g) => Graph::load(snapshot_path, dims, options)
             .map_err(|e| format!("the snapshot {} is unusable: {e}", snapshot_path.display()))
             .and_then(|graph| replay(&tx, graph, g, dims, attrs.len())),
@@ -649,6 +667,29 @@ fn load_state(
         snapshot_error: None,
     };
     Ok((state, report))
+}
+
+/// A mapped snapshot of the last commit, checked to hold exactly the stored rows.
+fn mapped(
+    graph: Graph,
+    generation: u64,
+    rows: usize,
+) -> Result<(Graph, GraphSource, usize), String> {
+    if graph.len() != rows {
+        return Err(format!(
+            "the snapshot holds {} vectors, the store {rows} rows",
+            graph.len()
+        ));
+    }
+    Ok((
+        graph,
+        GraphSource::Snapshot {
+            generation,
+            replayed_rows: 0,
+            replayed_deletes: 0,
+        },
+        0,
+    ))
 }
 
 /// Applies to a snapshot's graph the rows and deletes committed after its generation, and
