@@ -227,7 +227,11 @@ impl SqliteCatalog {
     }
 
     /// Reads the whole catalog; `None` when nothing was saved. Checks the format first.
-    fn read_all(&self, conn: &Connection) -> Result<Option<StoredCatalog>, CatalogError> {
+    fn read_all(
+        &self,
+        conn: &Connection,
+        with_stamps: bool,
+    ) -> Result<Option<StoredCatalog>, CatalogError> {
         if let Some(format) = self.meta(conn, "format")?
             && format != CATALOG_FORMAT
         {
@@ -243,27 +247,40 @@ impl SqliteCatalog {
         let header: Header =
             serde_json::from_str(&header).map_err(|e| self.unreadable("header", e))?;
         let mut catalog = Catalog::new(header.policy, header.space, header.analyzer);
-        let rows = |sql: &str| -> Result<Vec<(String, String)>, CatalogError> {
+        // Each row is handed over as it is read (no list of every row's strings in between).
+        let rows = |sql: &str,
+                    each: &mut dyn FnMut(String, &str) -> Result<(), CatalogError>|
+         -> Result<(), CatalogError> {
             let mut statement = conn.prepare(sql).map_err(|e| self.error(e))?;
-            let mapped = statement
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(|e| self.error(e))?;
-            mapped.collect::<Result<_, _>>().map_err(|e| self.error(e))
+            let mut rows = statement.query([]).map_err(|e| self.error(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.error(e))? {
+                let key: String = row.get(0).map_err(|e| self.error(e))?;
+                let value = row.get_ref(1).map_err(|e| self.error(e))?;
+                let value = value.as_str().map_err(|e| self.unreadable("row", e))?;
+                each(key, value)?;
+            }
+            Ok(())
         };
-        for (id, entry) in rows("SELECT id, entry FROM docs")? {
+        rows("SELECT id, entry FROM docs", &mut |id, entry| {
             let id = DocId::new(id).map_err(|e| self.unreadable("document id", e))?;
-            let entry: CatalogEntry = serde_json::from_str(&entry)
+            let entry: CatalogEntry = serde_json::from_str(entry)
                 .map_err(|e| self.unreadable(&format!("entry of {id}"), e))?;
             catalog.docs.insert(id, entry);
-        }
+            Ok(())
+        })?;
         let mut sources = BTreeMap::new();
-        for (id, path) in rows("SELECT id, path FROM sources")? {
+        rows("SELECT id, path FROM sources", &mut |id, path| {
             let id = DocId::new(id).map_err(|e| self.unreadable("document id", e))?;
-            sources.insert(id, path);
+            sources.insert(id, path.to_string());
+            Ok(())
+        })?;
+        let mut stamps = BTreeMap::new();
+        if with_stamps {
+            rows("SELECT path, stamp FROM stamps", &mut |path, stamp| {
+                stamps.insert(path, stamp.to_string());
+                Ok(())
+            })?;
         }
-        let stamps = rows("SELECT path, stamp FROM stamps")?
-            .into_iter()
-            .collect();
         Ok(Some(StoredCatalog {
             catalog,
             sources,
@@ -426,18 +443,31 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
-impl CatalogStore for SqliteCatalog {
-    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+impl SqliteCatalog {
+    fn load_with(&self, with_stamps: bool) -> Result<Option<StoredCatalog>, CatalogError> {
         let loaded = self.with_conn(|conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Deferred)
                 .map_err(|e| self.error(e))?;
             let version = self.version(&tx)?;
-            let stored = self.read_all(&tx)?;
-            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
+            let stored = self.read_all(&tx, with_stamps)?;
+            // A handle that did not read the stamps must not save by difference from them.
+            let version = if with_stamps { Some(version) } else { None };
+            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = version;
             Ok(stored)
         })?;
         Ok(loaded.flatten())
+    }
+}
+
+impl CatalogStore for SqliteCatalog {
+    /// Skips the stamps: a process that only reads never refreshes.
+    fn load_for_reading(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        self.load_with(false)
+    }
+
+    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        self.load_with(true)
     }
 
     fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError> {

@@ -95,6 +95,27 @@ pub fn save_then_load_round_trips(open: &OpenCatalogStore) {
     }
 }
 
+/// A load for reading returns what was saved, stamps aside (it may leave them out); and a
+/// handle that loaded for reading and then saves what changed still stores exactly the new
+/// catalog, stamps included.
+pub fn a_load_for_reading_is_the_catalog_but_its_stamps(open: &OpenCatalogStore) {
+    let store = open();
+    let saved = stored_catalog(&[("a", 3), ("guides/切分", 1)], folder("/kb/notes"));
+    store.save(&saved).unwrap();
+    let mut read = open().load_for_reading().unwrap().expect("a saved catalog");
+    assert!(read.stamps.is_empty() || read.stamps == saved.stamps);
+    read.stamps = saved.stamps.clone();
+    assert_eq!(read, saved);
+
+    let reader = open();
+    let mut next = reader.load_for_reading().unwrap().expect("a saved catalog");
+    next.stamps = saved.stamps.clone();
+    let mut changed = Changed::default();
+    next.set_stamp("notes/a.md", Some("a new stamp"), &mut changed);
+    reader.save_changed(&next, &changed).unwrap();
+    assert_eq!(open().load().unwrap(), Some(next));
+}
+
 /// A second save replaces the first entirely: documents, source paths and origin of the first
 /// that the second does not hold are gone.
 pub fn a_second_save_replaces_the_first(open: &OpenCatalogStore) {

@@ -578,7 +578,13 @@ impl Store {
             embedder.as_ref().map(|e| e.space().identity().to_string()),
             lexical.analyzer(),
         );
-        let (mut recorded, mut notice) = match catalog_store.load()? {
+        // A reading process never refreshes, so it does without the stamps.
+        let loaded = if read_only {
+            catalog_store.load_for_reading()?
+        } else {
+            catalog_store.load()?
+        };
+        let (mut recorded, mut notice) = match loaded {
             Some(recorded) => {
                 let notice = check_compatible(
                     &recorded.catalog,

@@ -296,6 +296,13 @@ pub trait CatalogStore: Send + Sync {
     /// The last saved catalog, or `None` when none was ever saved.
     fn load(&self) -> Result<Option<StoredCatalog>, CatalogError>;
 
+    /// The last saved catalog for a process that only reads: everything [`load`](Self::load)
+    /// returns, except that `stamps` MAY be left empty (they serve a refresh, which such a
+    /// process never runs). The default loads everything.
+    fn load_for_reading(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        self.load()
+    }
+
     /// Replaces the stored catalog with `catalog`, atomically.
     fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError>;
 
