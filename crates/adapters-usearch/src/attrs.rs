@@ -132,6 +132,15 @@ pub(crate) struct Attrs {
 }
 
 impl Attrs {
+    /// Room for `rows` more chunks (of about as many documents), so a load of every row does
+    /// not rehash its tables as they grow.
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        self.by_key.reserve(rows);
+        self.by_doc.reserve(rows);
+        self.docs.ids.reserve(rows);
+        self.docs.names.reserve(rows);
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.by_key.len()
     }

@@ -619,6 +619,7 @@ fn load_state(
     let tx = conn.unchecked_transaction().map_err(backend)?;
     let meta: Meta = store::meta(&tx)?;
     let mut attrs = Attrs::default();
+    attrs.reserve(store::row_count(&tx)?);
     store::for_each_attrs(&tx, None, |key, row| attrs.put(key, &row))?;
     let dims = space.dims();
 

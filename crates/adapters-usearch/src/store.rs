@@ -288,6 +288,14 @@ fn row_attrs(
     })
 }
 
+/// The number of stored rows (counted on the covering index: a few MiB at 1M rows).
+pub(crate) fn row_count(conn: &Connection) -> Result<usize, IndexError> {
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+        .map_err(sql)?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// Calls `f` with the key and filterable attributes of every row written after `since` (every
 /// row when `None`): the small columns only, never the record. They are read from the covering
 /// index `chunks_attrs` alone (an open reads a few MiB, not every row's record and vector;
