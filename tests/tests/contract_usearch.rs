@@ -410,6 +410,35 @@ mod persistence {
         }
     }
 
+    /// The port's checkpoint saves a snapshot only when replaying the delta would cost more
+    /// than writing it (1/256 of the rows): one changed row of 1,000 is left to replay, ten are
+    /// not.
+    #[test]
+    fn the_ports_checkpoint_saves_only_a_delta_worth_saving() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = ann_corpus(11, 100, 10);
+        let index = open(dir.path());
+        index.upsert(&items).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.snapshot_generation(), Some(1));
+        index.upsert(&items[..1]).unwrap();
+        index.commit().unwrap();
+        VectorIndex::checkpoint(&index).unwrap();
+        assert_eq!(
+            index.snapshot_generation(),
+            Some(1),
+            "1 row: left to replay"
+        );
+        index.upsert(&items[..10]).unwrap();
+        index.commit().unwrap();
+        VectorIndex::checkpoint(&index).unwrap();
+        assert_eq!(
+            index.snapshot_generation(),
+            Some(3),
+            "11 rows ≥ 1000/256: saved"
+        );
+    }
+
     #[test]
     fn a_missing_unreadable_or_mismatched_snapshot_is_rebuilt() {
         let dir = tempfile::tempdir().unwrap();

@@ -147,10 +147,11 @@ pub trait VectorIndex: Send + Sync {
         Ok(None)
     }
 
-    /// Called after a bulk write (a whole `index` run) has committed: an index that derives a
-    /// structure from its commits and replays what came after it on open (an ANN graph and its
-    /// snapshot) brings that structure up to the last commit now, so the next open has nothing
-    /// to replay. It changes nothing a search returns. The default has nothing to do.
+    /// Called after a bulk write (a whole `index` run) has committed, and when a server stops:
+    /// an index that derives a structure from its commits and replays what came after it on
+    /// open (an ANN graph and its snapshot) brings that structure up to the last commit now
+    /// when the replay would cost the next open more than this costs. It changes nothing a
+    /// search returns. The default has nothing to do.
     fn checkpoint(&self) -> Result<(), IndexError> {
         Ok(())
     }
