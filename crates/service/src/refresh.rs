@@ -123,7 +123,8 @@ pub(crate) fn index_loaded(
         .filter(|path| unchanged.contains(path.as_str()))
         .count();
     // Everything read stands too, for the last step, which removes what is gone.
-    let mut standing = keep.clone();
+    let kept = keep.len();
+    let mut standing = keep;
     standing.extend(documents.iter().map(|d| d.id().clone()));
 
     let mut report = IndexReport::default();
@@ -210,7 +211,7 @@ pub(crate) fn index_loaded(
     Ok(Refreshed {
         report,
         skipped,
-        docs: count + keep.len(),
+        docs: count + kept,
     })
 }
 

@@ -9,6 +9,7 @@ use zhiku_app::wiring::store::{Origin, Purpose, Store};
 
 use super::ctx::{Ctx, origin_for, refresh};
 use super::exit::Exit;
+use super::open::done_with;
 use super::render::{self, After};
 
 /// Indexes the origin, prints the summary, and keeps watching when asked.
@@ -31,6 +32,7 @@ pub(crate) fn run(
     if watch {
         return watch_and_reindex(ctx, &mut store, origin, json);
     }
+    done_with(store);
     Ok(Exit::unless_skipped(indexed.skipped.len()))
 }
 
