@@ -169,23 +169,7 @@ impl Graph {
     /// ([`put`](Self::put), [`remove`](Self::remove) and inserts are refused); a writer
     /// replaces the snapshot by renaming a new file over it, so the mapping stays whole.
     pub(crate) fn view(path: &Path, dims: usize, options: &AnnOptions) -> Result<Self, String> {
-        let meta = Self::checked_header(path, dims, options)?;
-        let name = path_str(path).map_err(|e| e.to_string())?;
-        let mut graph = Self::new(dims, options).map_err(|e| e.to_string())?;
-        graph
-            .index
-            .view(name)
-            .map_err(|e| format!("cannot map: {e}"))?;
-        graph
-            .index
-            .change_expansion_search(options.expansion_search);
-        graph
-            .index
-            .reserve_capacity_and_threads(graph.index.size(), graph.threads)
-            .map_err(|e| format!("cannot reserve search contexts: {e}"))?;
-        graph.free_slots = meta.count_deleted as usize;
-        graph.mapped = true;
-        Ok(graph)
+        Self::from_snapshot(path, dims, options, true)
     }
 
     /// True for a read-only mapping of a snapshot.
@@ -206,24 +190,44 @@ impl Graph {
     /// Loads a snapshot written by [`save`](Self::save), refusing one of another dimension,
     /// metric or quantisation (the caller then rebuilds).
     pub(crate) fn load(path: &Path, dims: usize, options: &AnnOptions) -> Result<Self, String> {
+        Self::from_snapshot(path, dims, options, false)
+    }
+
+    /// A snapshot, mapped (`map`) or loaded, with its search breadth set and room reserved: the
+    /// mapping for its searches' contexts only, the loaded graph for growth as well.
+    fn from_snapshot(
+        path: &Path,
+        dims: usize,
+        options: &AnnOptions,
+        map: bool,
+    ) -> Result<Self, String> {
         let meta = Self::checked_header(path, dims, options)?;
         let name = path_str(path).map_err(|e| e.to_string())?;
-        let graph = Self::new(dims, options).map_err(|e| e.to_string())?;
-        graph
-            .index
-            .load(name)
-            .map_err(|e| format!("cannot load: {e}"))?;
+        let mut graph = Self::new(dims, options).map_err(|e| e.to_string())?;
+        if map {
+            graph
+                .index
+                .view(name)
+                .map_err(|e| format!("cannot map: {e}"))?;
+        } else {
+            graph
+                .index
+                .load(name)
+                .map_err(|e| format!("cannot load: {e}"))?;
+        }
         graph
             .index
             .change_expansion_search(options.expansion_search);
-        let mut graph = graph;
         graph.free_slots = meta.count_deleted as usize;
+        graph.mapped = map;
+        let capacity = if map {
+            graph.index.size()
+        } else {
+            graph.index.capacity().max(graph.slots()).max(MIN_CAPACITY)
+        };
         graph
             .index
-            .reserve_capacity_and_threads(
-                graph.index.capacity().max(graph.slots()).max(MIN_CAPACITY),
-                graph.threads,
-            )
+            .reserve_capacity_and_threads(capacity, graph.threads)
             .map_err(|e| format!("cannot reserve: {e}"))?;
         Ok(graph)
     }
