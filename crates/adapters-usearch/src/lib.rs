@@ -637,12 +637,18 @@ fn load_state(
             "the snapshot of generation {g} is missing ({})",
             snapshot_path.display()
         )),
-        Some(g) if map && g == meta.generation => Graph::view(snapshot_path, dims, options)
-            .map_err(|e| format!("the snapshot {} is unusable: {e}", snapshot_path.display()))
-            .and_then(|graph| mapped(graph, g, attrs.len())),
-        Some(g) => Graph::load(snapshot_path, dims, options)
-            .map_err(|e| format!("the snapshot {} is unusable: {e}", snapshot_path.display()))
-            .and_then(|graph| replay(&tx, graph, g, dims, attrs.len())),
+        Some(g) => {
+            // A snapshot of the last commit has nothing to replay, so a reader can map it; one
+            // that commits came after is loaded, for the replay to change it.
+            let opened = if map && g == meta.generation {
+                Graph::view(snapshot_path, dims, options)
+            } else {
+                Graph::load(snapshot_path, dims, options)
+            };
+            opened
+                .map_err(|e| format!("the snapshot {} is unusable: {e}", snapshot_path.display()))
+                .and_then(|graph| replay(&tx, graph, g, dims, attrs.len()))
+        }
     };
     let (graph, source, changed) = match snapshot {
         Ok((graph, source, changed)) => (graph, source, changed),
@@ -674,31 +680,9 @@ fn load_state(
     Ok((state, report))
 }
 
-/// A mapped snapshot of the last commit, checked to hold exactly the stored rows.
-fn mapped(
-    graph: Graph,
-    generation: u64,
-    rows: usize,
-) -> Result<(Graph, GraphSource, usize), String> {
-    if graph.len() != rows {
-        return Err(format!(
-            "the snapshot holds {} vectors, the store {rows} rows",
-            graph.len()
-        ));
-    }
-    Ok((
-        graph,
-        GraphSource::Snapshot {
-            generation,
-            replayed_rows: 0,
-            replayed_deletes: 0,
-        },
-        0,
-    ))
-}
-
 /// Applies to a snapshot's graph the rows and deletes committed after its generation, and
-/// checks that it then holds exactly the stored rows.
+/// checks that it then holds exactly the stored rows. A snapshot of the last commit gets
+/// neither, so a mapped graph (which cannot change) passes through untouched.
 fn replay(
     conn: &Connection,
     mut graph: Graph,
