@@ -148,7 +148,7 @@ pub(crate) fn index_loaded(
             indexer.apply(prepared)?
         };
         embedded_before += done.chunks_embedded;
-        add(&mut report, &done);
+        report += &done;
         store.commit(|stored, changed| {
             stored.apply(&changes, changed);
             stored.origin = Some(origin.clone());
@@ -174,7 +174,7 @@ pub(crate) fn index_loaded(
         )?;
         indexer.apply(prepared)?
     };
-    add(&mut report, &done);
+    report += &done;
     // A run that wrote anything leaves the vector index with nothing to replay on the next
     // open (its graph snapshot brought up to the last step); the catalog records generations
     // only, which the checkpoint does not change.
@@ -213,16 +213,4 @@ pub(crate) fn index_loaded(
         skipped,
         docs: count + kept,
     })
-}
-
-/// Adds one step's counts to a run's.
-fn add(total: &mut IndexReport, step: &IndexReport) {
-    total.docs_added += step.docs_added;
-    total.docs_changed += step.docs_changed;
-    total.docs_skipped += step.docs_skipped;
-    total.docs_removed += step.docs_removed;
-    total.chunks_reused += step.chunks_reused;
-    total.chunks_embedded += step.chunks_embedded;
-    total.chunks_removed += step.chunks_removed;
-    total.chunks_truncated += step.chunks_truncated;
 }

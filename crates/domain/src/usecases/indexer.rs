@@ -45,6 +45,20 @@ pub struct IndexReport {
     pub chunks_truncated: usize,
 }
 
+/// A run made of steps reports the sum of its steps.
+impl std::ops::AddAssign<&IndexReport> for IndexReport {
+    fn add_assign(&mut self, step: &IndexReport) {
+        self.docs_added += step.docs_added;
+        self.docs_changed += step.docs_changed;
+        self.docs_skipped += step.docs_skipped;
+        self.docs_removed += step.docs_removed;
+        self.chunks_reused += step.chunks_reused;
+        self.chunks_embedded += step.chunks_embedded;
+        self.chunks_removed += step.chunks_removed;
+        self.chunks_truncated += step.chunks_truncated;
+    }
+}
+
 /// Why an indexing run failed. The catalog passed in is never modified; indexes may hold
 /// uncommitted or partially written changes that the next run overwrites.
 #[derive(Debug, thiserror::Error)]
