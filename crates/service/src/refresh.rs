@@ -79,7 +79,7 @@ pub fn refresh(
 /// [`refresh`] for documents already loaded from `origin`.
 ///
 /// The documents are indexed in steps of [`Settings::index_batch`](crate::Settings): a step's
-/// chunks and vectors are all that is held at once (a 1M-chunk build in one step held 7.5 GB),
+/// chunks and vectors are all that is held at once (a 1M-chunk build in one step peaked at 10 GiB),
 /// and each step ends with both indexes committed and the catalog saved, so a build killed
 /// midway keeps the steps it finished, and the next run recognises their files by their
 /// stamps. A last step removes the documents that are gone and settles the stamps.
@@ -175,9 +175,9 @@ pub(crate) fn index_loaded(
         indexer.apply(prepared)?
     };
     report += &done;
-    // A run that wrote anything leaves the vector index with nothing to replay on the next
-    // open (its graph snapshot brought up to the last step); the catalog records generations
-    // only, which the checkpoint does not change.
+    // A run that wrote anything asks the vector index to checkpoint, which brings its graph
+    // snapshot up to the last step when replaying the rest on the next open would cost more;
+    // the catalog records generations only, which a checkpoint does not change.
     if report.docs_added + report.docs_changed + report.docs_removed > 0
         && let Some((_, vectors)) = &store.dense
     {
