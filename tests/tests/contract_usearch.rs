@@ -64,10 +64,10 @@ mod persistence {
     use std::path::Path;
 
     use zhiku_adapters_usearch::{
-        AnnOptions, AnnVectorIndex, GraphSource, Quantization, SNAPSHOT_FILE,
+        AnnOptions, AnnVectorIndex, COLUMNS_FILE, GraphSource, Quantization, SNAPSHOT_FILE,
     };
     use zhiku_domain::ports::{EmbeddedChunk, IndexError, VectorIndex};
-    use zhiku_domain::{ChunkId, DocId, Filter, Scope};
+    use zhiku_domain::{ChunkId, DocId, Filter, Locale, Scope};
     use zhiku_tests::contract::fixtures::{
         ANN_SCOPES, Rng, Spec, ann_corpus, ann_space, axis, embedded, other_space, random_unit,
         space,
@@ -128,6 +128,7 @@ mod persistence {
         let mut rng = Rng::new(7);
         let items: Vec<EmbeddedChunk> = (0..5)
             .map(|i| {
+                let team = ["a", "b", "c"][i / 4 % 3];
                 let spec = Spec::new(format!("d{i}"), ANN_SCOPES[i % 2], format!("text {i}"));
                 embedded(&spec, random_unit(&mut rng, &ann_space()))
             })
@@ -408,6 +409,137 @@ mod persistence {
                     .collect::<Vec<_>>()
             );
         }
+    }
+
+    /// A read-only open of a store whose snapshot reflects its last commit reads the attribute
+    /// columns of that generation instead of every row, and answers every kind of filter,
+    /// document listing and lookup exactly as the writer does; a damaged or missing column file
+    /// is read around (the rows are read) and the writer's next checkpoint writes it again.
+    #[test]
+    fn a_mapped_reader_answers_from_the_columns_as_the_writer_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng::new(23);
+        let locales = ["zh-CN", "zh-TW", "en"];
+        let items: Vec<EmbeddedChunk> = (0..1200)
+            .map(|i| {
+                let team = ["a", "b", "c"][i / 4 % 3];
+                let spec = Spec::new(
+                    format!("d{:03}", i / 4),
+                    ANN_SCOPES[i / 4 % 10],
+                    format!("c{i}"),
+                )
+                .at(i % 4 * 100)
+                .locale(locales[i / 4 % 3])
+                .metadata(serde_json::json!({
+                    "team": team,
+                    "year": 2020 + i / 4 % 5
+                }));
+                embedded(&spec, random_unit(&mut rng, &ann_space()))
+            })
+            .collect();
+        let writer = open(dir.path());
+        writer.upsert(&items).unwrap();
+        writer.commit().unwrap();
+        writer
+            .delete_document(&DocId::new("d007").unwrap())
+            .unwrap();
+        writer.commit().unwrap();
+        writer.checkpoint().unwrap();
+        let columns = dir.path().join(COLUMNS_FILE);
+        assert!(columns.exists());
+
+        let filters: Vec<Filter> = {
+            let s = |n: &str| Scope::new(n).unwrap();
+            let d = |n: &str| DocId::new(n).unwrap();
+            vec![
+                everywhere(),
+                scope("s3"),
+                Filter::for_scopes([s("s1"), s("s2")])
+                    .unwrap()
+                    .with_locale(Locale::new("zh").unwrap()),
+                scope("s4").with_locale(Locale::new("zh-TW").unwrap()),
+                everywhere().with_metadata("team", "b").unwrap(),
+                everywhere()
+                    .with_metadata("year", "2022")
+                    .unwrap()
+                    .with_metadata("team", "a")
+                    .unwrap(),
+                everywhere().with_doc_ids([d("d007"), d("d012"), d("d100"), d("nope")]),
+                scope("s2").with_doc_ids([d("d012")]),
+                scope("nowhere"),
+            ]
+        };
+        let answers = |index: &AnnVectorIndex| {
+            let mut out = Vec::new();
+            for (i, filter) in filters.iter().enumerate() {
+                let hits = index.search(&items[i * 97].embedding, 10, filter).unwrap();
+                out.push(
+                    hits.iter()
+                        .map(|h| format!("{} {:.5}", h.chunk.chunk_id(), h.score))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            for doc in ["d000", "d007", "d123", "nope"] {
+                let ids = index.chunk_ids(&DocId::new(doc).unwrap()).unwrap();
+                out.push(ids.iter().map(ToString::to_string).collect());
+            }
+            let ids: Vec<ChunkId> = items[20..40]
+                .iter()
+                .map(|i| i.chunk.chunk_id().clone())
+                .collect();
+            let found = index.embeddings(&ids).unwrap();
+            out.push(found.iter().map(|e| e.is_some().to_string()).collect());
+            out.push(vec![index.count().unwrap().to_string()]);
+            out.push(
+                index
+                    .all_chunk_ids()
+                    .unwrap()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+            );
+            out
+        };
+        let expected = answers(&writer);
+        assert!(
+            expected[0].len() == 10 && expected[6].len() == 8,
+            "{:?}",
+            &expected[..7]
+        );
+
+        let read = || {
+            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap()
+        };
+        let reader = read();
+        assert!(reader.is_mapped() && reader.last_open().columns_read);
+        assert_eq!(answers(&reader), expected);
+
+        // Damaged, then missing: the reader reads the rows and answers the same.
+        let bytes = std::fs::read(&columns).unwrap();
+        std::fs::write(&columns, &bytes[..bytes.len() / 2]).unwrap();
+        let reader = read();
+        assert!(!reader.last_open().columns_read);
+        assert_eq!(answers(&reader), expected);
+        std::fs::remove_file(&columns).unwrap();
+        let reader = read();
+        assert!(!reader.last_open().columns_read);
+        assert_eq!(answers(&reader), expected);
+
+        // The writer's checkpoint writes the columns again (the snapshot itself is current).
+        VectorIndex::checkpoint(&writer).unwrap();
+        assert!(columns.exists());
+        let reader = read();
+        assert!(reader.last_open().columns_read);
+        assert_eq!(answers(&reader), expected);
+
+        // A commit after the snapshot: readers load and replay, whatever the columns say.
+        writer
+            .delete_document(&DocId::new("d012").unwrap())
+            .unwrap();
+        writer.commit().unwrap();
+        let reader = read();
+        assert!(!reader.last_open().columns_read && !reader.is_mapped());
+        assert_eq!(answers(&reader), answers(&writer));
     }
 
     /// The port's checkpoint saves a snapshot only when replaying the delta would cost more

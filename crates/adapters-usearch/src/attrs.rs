@@ -71,10 +71,103 @@ impl Interner {
         self.names.len()
     }
 
+    /// Every name, in the order of their ids.
+    pub(crate) fn names(&self) -> &[Arc<str>] {
+        &self.names
+    }
+
     #[cfg(test)]
     pub(crate) fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
     }
+}
+
+/// The lower-cased terms a filter's locale may equal for a chunk of locale `name` (`zh` and
+/// `zh-cn` for `zh-CN`); the name itself, lower-cased, when it is not a valid tag.
+pub(crate) fn locale_match_terms(name: &str) -> Vec<String> {
+    Locale::new(name)
+        .map(|l| l.match_terms())
+        .unwrap_or_else(|_| vec![name.to_ascii_lowercase()])
+}
+
+/// The name tables a filter is translated with: implemented by the attributes in memory
+/// ([`Attrs`]) and by the column file ([`Columns`](crate::columns::Columns)), so both compile a
+/// filter by the same rules.
+pub(crate) trait Names {
+    fn scope_id(&self, name: &str) -> Option<u32>;
+    fn doc_id(&self, name: &str) -> Option<u32>;
+    fn term_id(&self, term: &str) -> Option<u32>;
+    /// Per locale id: its match terms.
+    fn locale_terms(&self) -> &[Vec<String>];
+    /// Stored chunks per scope id (scopes with none may be missing).
+    fn scope_counts(&self) -> &IntMap<u32, usize>;
+    /// Stored chunks of a document id.
+    fn doc_rows(&self, doc: u32) -> usize;
+}
+
+/// Translates `filter` into integer sets over `names`; `None` when no stored chunk can pass it
+/// (a scope, document, locale or metadata term no chunk carries).
+pub(crate) fn compile(names: &impl Names, filter: &Filter) -> Option<Compiled> {
+    let scopes: Vec<u32> = filter
+        .scopes()
+        .iter()
+        .filter_map(|s| names.scope_id(s.as_str()))
+        .collect();
+    if scopes.is_empty() {
+        return None;
+    }
+    let docs = match filter.doc_ids() {
+        None => None,
+        Some(ids) => {
+            let docs: IntSet<u32> = ids
+                .iter()
+                .filter_map(|d| names.doc_id(d.as_str()))
+                .collect();
+            if docs.is_empty() {
+                return None;
+            }
+            Some(docs)
+        }
+    };
+    let locales = match filter.locale_term() {
+        None => None,
+        Some(term) => {
+            let allowed: Vec<bool> = names
+                .locale_terms()
+                .iter()
+                .map(|terms| terms.contains(&term))
+                .collect();
+            if !allowed.contains(&true) {
+                return None;
+            }
+            Some(allowed)
+        }
+    };
+    let mut terms = Vec::new();
+    for term in filter.metadata_terms() {
+        terms.push(names.term_id(&term)?);
+    }
+    // The bound on how many chunks can pass, from counts kept up to date.
+    let counts = names.scope_counts();
+    let scope_bound: usize = scopes
+        .iter()
+        .map(|s| counts.get(s).copied().unwrap_or(0))
+        .sum();
+    let doc_bound = docs
+        .as_ref()
+        .map(|docs| docs.iter().map(|d| names.doc_rows(*d)).sum::<usize>());
+    let everything = docs.is_none()
+        && locales.is_none()
+        && terms.is_empty()
+        && counts.iter().all(|(s, n)| *n == 0 || scopes.contains(s));
+    Some(Compiled {
+        bound: doc_bound.map_or(scope_bound, |d| d.min(scope_bound)),
+        everything,
+        scopes,
+        docs,
+        locales,
+        terms,
+    })
 }
 
 /// The filterable attributes of one chunk, as they are stored in the `chunks` table's small
@@ -121,14 +214,14 @@ pub(crate) struct Attr {
 pub(crate) struct Attrs {
     pub(crate) by_key: IntMap<Key, Attr>,
     pub(crate) by_id: BTreeMap<ChunkId, Key>,
-    by_doc: IntMap<u32, BTreeSet<Key>>,
-    scope_counts: IntMap<u32, usize>,
-    docs: Interner,
-    scopes: Interner,
-    locales: Interner,
+    pub(crate) by_doc: IntMap<u32, BTreeSet<Key>>,
+    pub(crate) scope_counts: IntMap<u32, usize>,
+    pub(crate) docs: Interner,
+    pub(crate) scopes: Interner,
+    pub(crate) locales: Interner,
     /// Per interned locale: its lower-cased match terms (`zh`, `zh-cn` for `zh-CN`).
-    locale_terms: Vec<Vec<String>>,
-    terms: Interner,
+    pub(crate) locale_terms: Vec<Vec<String>>,
+    pub(crate) terms: Interner,
 }
 
 impl Attrs {
@@ -156,10 +249,7 @@ impl Attrs {
         let scope = self.scopes.intern(&row.scope);
         let locale = self.locales.intern(&row.locale);
         if self.locale_terms.len() < self.locales.len() {
-            let terms = Locale::new(&row.locale)
-                .map(|l| l.match_terms())
-                .unwrap_or_else(|_| vec![row.locale.to_ascii_lowercase()]);
-            self.locale_terms.push(terms);
+            self.locale_terms.push(locale_match_terms(&row.locale));
         }
         let mut terms: Vec<u32> = row.terms.iter().map(|t| self.terms.intern(t)).collect();
         terms.sort_unstable();
@@ -215,70 +305,9 @@ impl Attrs {
         self.docs.name(doc)
     }
 
-    /// Translates `filter` into integer sets; `None` when no stored chunk can pass it (a scope,
-    /// document, locale or metadata term no chunk carries).
+    /// Translates `filter` into integer sets (see [`compile`]).
     pub(crate) fn compile(&self, filter: &Filter) -> Option<Compiled> {
-        let scopes: Vec<u32> = filter
-            .scopes()
-            .iter()
-            .filter_map(|s| self.scopes.get(s.as_str()))
-            .collect();
-        if scopes.is_empty() {
-            return None;
-        }
-        let docs = match filter.doc_ids() {
-            None => None,
-            Some(ids) => {
-                let docs: IntSet<u32> = ids
-                    .iter()
-                    .filter_map(|d| self.docs.get(d.as_str()))
-                    .collect();
-                if docs.is_empty() {
-                    return None;
-                }
-                Some(docs)
-            }
-        };
-        let locales = match filter.locale_term() {
-            None => None,
-            Some(term) => {
-                let allowed: Vec<bool> = self
-                    .locale_terms
-                    .iter()
-                    .map(|terms| terms.contains(&term))
-                    .collect();
-                if !allowed.contains(&true) {
-                    return None;
-                }
-                Some(allowed)
-            }
-        };
-        let mut terms = Vec::new();
-        for term in filter.metadata_terms() {
-            terms.push(self.terms.get(&term)?);
-        }
-        // The bound on how many chunks can pass, from counts kept up to date.
-        let scope_bound: usize = scopes
-            .iter()
-            .map(|s| self.scope_counts.get(s).copied().unwrap_or(0))
-            .sum();
-        let doc_bound = docs.as_ref().map(|docs| {
-            docs.iter()
-                .map(|d| self.by_doc.get(d).map_or(0, BTreeSet::len))
-                .sum::<usize>()
-        });
-        let everything = docs.is_none()
-            && locales.is_none()
-            && terms.is_empty()
-            && self.scope_counts.keys().all(|s| scopes.contains(s));
-        Some(Compiled {
-            bound: doc_bound.map_or(scope_bound, |d| d.min(scope_bound)),
-            everything,
-            scopes,
-            docs,
-            locales,
-            terms,
-        })
+        compile(self, filter)
     }
 
     /// True when the chunk under `key` passes `filter`.
@@ -322,13 +351,53 @@ pub(crate) struct Compiled {
 
 impl Compiled {
     fn passes(&self, a: &Attr) -> bool {
-        self.scopes.contains(&a.scope)
-            && self.docs.as_ref().is_none_or(|d| d.contains(&a.doc))
+        self.admits(a.scope, a.doc, a.locale, |t| {
+            a.terms.binary_search(&t).is_ok()
+        })
+    }
+
+    /// True for a chunk of these interned scope, document and locale whose metadata terms
+    /// satisfy `has_term`.
+    pub(crate) fn admits(
+        &self,
+        scope: u32,
+        doc: u32,
+        locale: u32,
+        has_term: impl Fn(u32) -> bool,
+    ) -> bool {
+        self.scopes.contains(&scope)
+            && self.docs.as_ref().is_none_or(|d| d.contains(&doc))
             && self
                 .locales
                 .as_ref()
-                .is_none_or(|l| l.get(a.locale as usize).copied().unwrap_or(false))
-            && self.terms.iter().all(|t| a.terms.binary_search(t).is_ok())
+                .is_none_or(|l| l.get(locale as usize).copied().unwrap_or(false))
+            && self.terms.iter().all(|t| has_term(*t))
+    }
+
+    /// The documents the filter names, if it names any.
+    pub(crate) fn docs(&self) -> Option<&IntSet<u32>> {
+        self.docs.as_ref()
+    }
+}
+
+impl Names for Attrs {
+    fn scope_id(&self, name: &str) -> Option<u32> {
+        self.scopes.get(name)
+    }
+    fn doc_id(&self, name: &str) -> Option<u32> {
+        self.docs.get(name)
+    }
+    fn term_id(&self, term: &str) -> Option<u32> {
+        self.terms.get(term)
+    }
+    fn locale_terms(&self) -> &[Vec<String>] {
+        &self.locale_terms
+    }
+    fn scope_counts(&self) -> &IntMap<u32, usize> {
+        &self.scope_counts
+    }
+    fn doc_rows(&self, doc: u32) -> usize {
+        self.by_doc.get(&doc).map_or(0, BTreeSet::len)
     }
 }
 

@@ -22,9 +22,10 @@
 //! greater are re-inserted, keys in `tombstones` with a greater generation are removed. So a
 //! crash between a commit and the next snapshot loses nothing, and an open costs the snapshot
 //! load plus the delta. A read-only handle whose store's snapshot reflects the last commit maps
-//! the snapshot instead of loading it (`Graph::view`): a process that only searches reads the
-//! pages its searches visit; one that must replay loads, and a refresh of a mapped handle
-//! reloads. A missing, unreadable or mismatched snapshot (another quantisation, a
+//! the snapshot instead of loading it (`Graph::view`) and reads that generation's attribute
+//! columns (`vectors.attrs`, see [`columns`], written with every snapshot) instead of every
+//! row: a process that only searches reads one flat file and the graph pages its searches
+//! visit; one that must replay loads, and a refresh of a mapped handle reloads. A missing, unreadable or mismatched snapshot (another quantisation, a
 //! graph disagreeing with the rows) is rebuilt from SQLite's vectors, and a writer saves the
 //! rebuilt graph as the new snapshot. Keys are allocated in increasing order and never reused,
 //! which keeps replay idempotent: a snapshot newer than its record (a crash between the rename
@@ -58,6 +59,7 @@
 //! writes, and follows a writer's commits with [`AnnVectorIndex::refresh`].
 
 pub mod attrs;
+pub mod columns;
 pub mod graph;
 pub mod options;
 pub mod store;
@@ -75,6 +77,7 @@ use zhiku_domain::ports::{
 use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter, cosine};
 
 use crate::attrs::{Attrs, Compiled, Key, RowAttrs};
+use crate::columns::Columns;
 use crate::graph::{Graph, unit};
 pub use crate::options::{AnnOptions, AnnSettings, Quantization};
 use crate::store::{Meta, PutRow};
@@ -86,16 +89,20 @@ pub const ADAPTER: &str = "usearch";
 pub const DATABASE_FILE: &str = "vectors.sqlite";
 /// The graph snapshot's file name inside the index folder.
 pub const SNAPSHOT_FILE: &str = "vectors.usearch";
+/// The attribute columns written with each snapshot (see [`columns`]).
+pub const COLUMNS_FILE: &str = "vectors.attrs";
 /// Every file the index may create in its folder: the database with its journal, WAL and
-/// shared-memory files, the snapshot and the temporary file a snapshot is written to. What a
-/// caller removes to discard the index.
-pub const FILES: [&str; 6] = [
+/// shared-memory files, the snapshot, the attribute columns and the temporary files they are
+/// written to. What a caller removes to discard the index.
+pub const FILES: [&str; 8] = [
     DATABASE_FILE,
     "vectors.sqlite-journal",
     "vectors.sqlite-wal",
     "vectors.sqlite-shm",
     SNAPSHOT_FILE,
     "vectors.usearch.tmp",
+    COLUMNS_FILE,
+    "vectors.attrs.tmp",
 ];
 
 /// Rows of snapshot written in about the time one row takes to replay into the graph on open
@@ -143,6 +150,9 @@ pub struct OpenReport {
     pub graph: GraphSource,
     /// A writer saved a new snapshot while opening (after a rebuild or a long replay).
     pub snapshot_written: bool,
+    /// The filter attributes were read from the column file of the mapped snapshot's
+    /// generation, not from every row in SQLite.
+    pub columns_read: bool,
     /// Wall time of the open.
     pub elapsed: Duration,
 }
@@ -154,10 +164,87 @@ enum Change {
     Delete,
 }
 
+/// The filter attributes of every stored chunk: in memory, where writes change them, or the
+/// column file of a mapped snapshot's generation, which a read-only handle answers in place.
+#[derive(Debug)]
+enum AttrSet {
+    Owned(Attrs),
+    Columns(Columns),
+}
+
+impl AttrSet {
+    fn len(&self) -> usize {
+        match self {
+            Self::Owned(a) => a.len(),
+            Self::Columns(c) => c.len(),
+        }
+    }
+
+    fn key_of(&self, id: &ChunkId) -> Option<Key> {
+        match self {
+            Self::Owned(a) => a.key_of(id),
+            Self::Columns(c) => c.key_of(id),
+        }
+    }
+
+    fn chunk_id(&self, key: Key) -> Option<&str> {
+        match self {
+            Self::Owned(a) => a.by_key.get(&key).map(|a| a.chunk_id.as_str()),
+            Self::Columns(c) => c.chunk_id(key),
+        }
+    }
+
+    fn compile(&self, filter: &Filter) -> Option<Compiled> {
+        match self {
+            Self::Owned(a) => a.compile(filter),
+            Self::Columns(c) => attrs::compile(c, filter),
+        }
+    }
+
+    fn passes(&self, key: Key, filter: &Compiled) -> bool {
+        match self {
+            Self::Owned(a) => a.passes(key, filter),
+            Self::Columns(c) => c.passes(key, filter),
+        }
+    }
+
+    fn allowed_keys(&self, filter: &Compiled) -> Vec<Key> {
+        match self {
+            Self::Owned(a) => a.allowed_keys(filter),
+            Self::Columns(c) => c.allowed_keys(filter),
+        }
+    }
+
+    fn doc_keys(&self, doc: &str) -> Vec<Key> {
+        match self {
+            Self::Owned(a) => a.doc_keys(doc),
+            Self::Columns(c) => c.doc_keys(doc),
+        }
+    }
+
+    fn chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        match self {
+            Self::Owned(a) => Ok(a.by_id.keys().cloned().collect()),
+            Self::Columns(c) => c.chunk_ids(),
+        }
+    }
+
+    /// The attributes writes change. Only a read-only handle holds columns, and it refuses
+    /// writes before they reach here.
+    fn owned(&mut self) -> Result<&mut Attrs, IndexError> {
+        match self {
+            Self::Owned(a) => Ok(a),
+            Self::Columns(_) => Err(backend(
+                "the attribute columns of a mapped snapshot cannot change",
+            )),
+        }
+    }
+}
+
 /// Everything in memory: the attributes, the graph, the uncommitted changes.
 #[derive(Debug)]
 struct State {
-    attrs: Attrs,
+    attrs: AttrSet,
     graph: Graph,
     pending: BTreeMap<Key, Change>,
     next_key: Key,
@@ -229,8 +316,7 @@ impl AnnVectorIndex {
         conn: Connection,
         read_only: bool,
     ) -> Result<Self, IndexError> {
-        let snapshot_path = dir.join(SNAPSHOT_FILE);
-        let (state, report) = load_state(&conn, &space, &options, &snapshot_path, read_only)?;
+        let (state, report) = load_state(&conn, &space, &options, dir, read_only)?;
         let (writer, readers) = if read_only {
             (None, vec![conn])
         } else {
@@ -316,15 +402,31 @@ impl AnnVectorIndex {
         if !self.read().pending.is_empty() {
             self.commit_locked(conn)?;
         }
-        let due = {
+        let (due, columns_stale) = {
             let state = self.read();
-            state.changed_since_snapshot > 0
-                || (state.snapshot_generation.is_none() && state.attrs.len() > 0)
+            let due = state.changed_since_snapshot > 0
+                || (state.snapshot_generation.is_none() && state.attrs.len() > 0);
+            (due, self.columns_stale(&state))
         };
         if due {
             self.snapshot(conn)?;
+        } else if columns_stale {
+            // The snapshot is current but its columns are missing (a store written before
+            // they existed) or damaged: write them alone.
+            let state = self.read();
+            if let AttrSet::Owned(attrs) = &state.attrs {
+                columns::write(&columns::path(&self.dir), attrs, state.generation)?;
+            }
         }
         Ok(())
+    }
+
+    /// True when the snapshot reflects the last commit but the column file is not of that
+    /// generation, so readers would read every row instead of mapping.
+    fn columns_stale(&self, state: &State) -> bool {
+        state.attrs.len() > 0
+            && state.snapshot_generation == Some(state.generation)
+            && columns::generation_of(&columns::path(&self.dir)) != Some(state.generation)
     }
 
     /// Every committed chunk with its vector, handed to `f` in batches of up to `batch`, in the
@@ -374,9 +476,8 @@ impl AnnVectorIndex {
             if meta.pruned_through > state.generation || state.graph.is_mapped() {
                 // The tombstones this handle would need are gone, or its graph is a mapping that
                 // cannot change: reload everything.
-                let snapshot_path = self.dir.join(SNAPSHOT_FILE);
                 let (fresh, report) =
-                    load_state(conn, &self.space, &self.options, &snapshot_path, true)?;
+                    load_state(conn, &self.space, &self.options, &self.dir, true)?;
                 *state = fresh;
                 *self.last_open.lock().unwrap_or_else(|e| e.into_inner()) = report;
                 return Ok(true);
@@ -385,20 +486,20 @@ impl AnnVectorIndex {
             let meta = store::meta(&tx)?;
             let since = state.generation;
             let state = &mut *state;
-            store::for_each_attrs(&tx, Some(since), |key, row| state.attrs.put(key, &row))?;
+            let attrs = state.attrs.owned()?;
+            store::for_each_attrs(&tx, Some(since), |key, row| attrs.put(key, &row))?;
             store::for_each_vector(&tx, Some(since), self.space.dims(), |key, vector| {
                 state.graph.put(key, &vector)
             })?;
             for key in store::deleted_since(&tx, since)? {
-                state.attrs.remove(key);
+                attrs.remove(key);
                 state.graph.remove(key)?;
             }
             if meta.pruned_through > since {
                 // A snapshot pruned tombstones between the two reads: reload to be sure.
                 drop(tx);
-                let snapshot_path = self.dir.join(SNAPSHOT_FILE);
                 let (fresh, report) =
-                    load_state(conn, &self.space, &self.options, &snapshot_path, true)?;
+                    load_state(conn, &self.space, &self.options, &self.dir, true)?;
                 *state = fresh;
                 *self.last_open.lock().unwrap_or_else(|e| e.into_inner()) = report;
                 return Ok(true);
@@ -496,6 +597,9 @@ impl AnnVectorIndex {
         let generation = {
             let state = self.read();
             debug_assert!(state.pending.is_empty());
+            if let AttrSet::Owned(attrs) = &state.attrs {
+                columns::write(&columns::path(&self.dir), attrs, state.generation)?;
+            }
             state.graph.save(&self.dir.join(SNAPSHOT_FILE))?;
             state.generation
         };
@@ -602,30 +706,61 @@ impl AnnVectorIndex {
 
 /// Sorts by descending score then ascending chunk ID, and keeps `k`.
 fn top(state: &State, mut scored: Vec<(Key, f32)>, k: usize) -> Vec<(Key, f32)> {
-    let id = |key: &Key| state.attrs.by_key.get(key).map(|a| &a.chunk_id);
+    let id = |key: &Key| state.attrs.chunk_id(*key);
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| id(&a.0).cmp(&id(&b.0))));
     scored.truncate(k);
     scored
 }
 
 /// Builds the in-memory state from the database behind `conn` (in one read transaction) and
-/// the snapshot at `snapshot_path`.
+/// the snapshot in `dir`.
 /// With `map` (a read-only handle), a snapshot of the last committed generation is mapped
-/// rather than loaded ([`Graph::view`]); one followed by later commits is loaded and replayed.
+/// rather than loaded ([`Graph::view`]), and its generation's attribute columns are read instead
+/// of every row's attributes; one followed by later commits is loaded and replayed.
 fn load_state(
     conn: &Connection,
     space: &EmbeddingSpace,
     options: &AnnOptions,
-    snapshot_path: &Path,
+    dir: &Path,
     map: bool,
 ) -> Result<(State, OpenReport), IndexError> {
     let started = Instant::now();
+    let snapshot_path = dir.join(SNAPSHOT_FILE);
     let tx = conn.unchecked_transaction().map_err(backend)?;
     let meta: Meta = store::meta(&tx)?;
+    let dims = space.dims();
+    let state = |attrs: AttrSet, graph: Graph, changed: usize| State {
+        attrs,
+        graph,
+        pending: BTreeMap::new(),
+        next_key: meta.next_key,
+        generation: meta.generation,
+        snapshot_generation: meta.snapshot_generation,
+        changed_since_snapshot: changed,
+        snapshot_error: None,
+    };
+    if map
+        && meta.generation > 0
+        && meta.snapshot_generation == Some(meta.generation)
+        && let Some((columns, graph)) = mapped(dir, meta.generation, dims, options)
+    {
+        let report = OpenReport {
+            rows: columns.len(),
+            generation: meta.generation,
+            graph: GraphSource::Snapshot {
+                generation: meta.generation,
+                replayed_rows: 0,
+                replayed_deletes: 0,
+            },
+            snapshot_written: false,
+            columns_read: true,
+            elapsed: started.elapsed(),
+        };
+        return Ok((state(AttrSet::Columns(columns), graph, 0), report));
+    }
     let mut attrs = Attrs::default();
     attrs.reserve(store::row_count(&tx)?);
     store::for_each_attrs(&tx, None, |key, row| attrs.put(key, &row))?;
-    let dims = space.dims();
 
     let snapshot = match meta.snapshot_generation {
         None => Err("no snapshot recorded".to_string()),
@@ -641,9 +776,9 @@ fn load_state(
             // A snapshot of the last commit has nothing to replay, so a reader can map it; one
             // that commits came after is loaded, for the replay to change it.
             let opened = if map && g == meta.generation {
-                Graph::view(snapshot_path, dims, options)
+                Graph::view(&snapshot_path, dims, options)
             } else {
-                Graph::load(snapshot_path, dims, options)
+                Graph::load(&snapshot_path, dims, options)
             };
             opened
                 .map_err(|e| format!("the snapshot {} is unusable: {e}", snapshot_path.display()))
@@ -665,19 +800,24 @@ fn load_state(
         generation: meta.generation,
         graph: source,
         snapshot_written: false,
+        columns_read: false,
         elapsed: started.elapsed(),
     };
-    let state = State {
-        attrs,
-        graph,
-        pending: BTreeMap::new(),
-        next_key: meta.next_key,
-        generation: meta.generation,
-        snapshot_generation: meta.snapshot_generation,
-        changed_since_snapshot: changed,
-        snapshot_error: None,
-    };
-    Ok((state, report))
+    Ok((state(AttrSet::Owned(attrs), graph, changed), report))
+}
+
+/// The attribute columns and the mapped graph of the snapshot of `generation`, when both are
+/// there, readable and of the same size; otherwise `None`, and the open reads the rows (a
+/// damaged column file is then rewritten by the next snapshot).
+fn mapped(
+    dir: &Path,
+    generation: u64,
+    dims: usize,
+    options: &AnnOptions,
+) -> Option<(Columns, Graph)> {
+    let columns = Columns::read(&columns::path(dir), generation).ok()??;
+    let graph = Graph::view(&dir.join(SNAPSHOT_FILE), dims, options).ok()?;
+    (graph.len() == columns.len()).then_some((columns, graph))
 }
 
 /// Applies to a snapshot's graph the rows and deletes committed after its generation, and
@@ -767,14 +907,15 @@ impl VectorIndex for AnnVectorIndex {
         let state = &mut *state;
         // The last occurrence of a chunk ID in the batch wins.
         let mut batch: BTreeMap<Key, &EmbeddedChunk> = BTreeMap::new();
+        let attrs = state.attrs.owned()?;
         for item in items {
-            let key = match state.attrs.key_of(item.chunk.chunk_id()) {
+            let key = match attrs.key_of(item.chunk.chunk_id()) {
                 Some(key) => key,
                 None => {
                     let key = state.next_key;
                     state.next_key += 1;
                     // Reserve the ID now so a later duplicate in the batch finds the same key.
-                    state.attrs.put(key, &RowAttrs::of(&item.chunk));
+                    attrs.put(key, &RowAttrs::of(&item.chunk));
                     key
                 }
             };
@@ -789,7 +930,7 @@ impl VectorIndex for AnnVectorIndex {
             .collect();
         state.graph.add_parallel(&vectors)?;
         for ((key, item), (_, vector)) in batch.into_iter().zip(vectors) {
-            state.attrs.put(key, &RowAttrs::of(&item.chunk));
+            state.attrs.owned()?.put(key, &RowAttrs::of(&item.chunk));
             state.pending.insert(
                 key,
                 Change::Put {
@@ -806,7 +947,7 @@ impl VectorIndex for AnnVectorIndex {
         let mut state = self.write();
         for id in ids {
             if let Some(key) = state.attrs.key_of(id) {
-                state.attrs.remove(key);
+                state.attrs.owned()?.remove(key);
                 state.graph.remove(key)?;
                 state.pending.insert(key, Change::Delete);
             }
@@ -818,7 +959,7 @@ impl VectorIndex for AnnVectorIndex {
         let _writer = self.writable()?;
         let mut state = self.write();
         for key in state.attrs.doc_keys(doc.as_str()) {
-            state.attrs.remove(key);
+            state.attrs.owned()?.remove(key);
             state.graph.remove(key)?;
             state.pending.insert(key, Change::Delete);
         }
@@ -866,14 +1007,16 @@ impl VectorIndex for AnnVectorIndex {
             .attrs
             .doc_keys(doc.as_str())
             .iter()
-            .filter_map(|key| state.attrs.by_key.get(key).map(|a| a.chunk_id.clone()))
-            .collect();
+            .filter_map(|key| state.attrs.chunk_id(*key))
+            .map(ChunkId::parse)
+            .collect::<Result<_, _>>()
+            .map_err(backend)?;
         ids.sort();
         Ok(ids)
     }
 
     fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
-        Ok(self.read().attrs.by_id.keys().cloned().collect())
+        self.read().attrs.chunk_ids()
     }
 
     fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {
@@ -923,6 +1066,7 @@ impl VectorIndex for AnnVectorIndex {
             let rows = state.attrs.len();
             (state.snapshot_generation.is_none() && rows > 0)
                 || state.changed_since_snapshot >= (rows / CHECKPOINT_ROWS_PER_REPLAY).max(1)
+                || self.columns_stale(&state)
         };
         if worth_it {
             AnnVectorIndex::checkpoint(self)?;
