@@ -128,7 +128,6 @@ mod persistence {
         let mut rng = Rng::new(7);
         let items: Vec<EmbeddedChunk> = (0..5)
             .map(|i| {
-                let team = ["a", "b", "c"][i / 4 % 3];
                 let spec = Spec::new(format!("d{i}"), ANN_SCOPES[i % 2], format!("text {i}"));
                 embedded(&spec, random_unit(&mut rng, &ann_space()))
             })
