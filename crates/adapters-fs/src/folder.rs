@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use zhiku_domain::ports::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
-    PreparedPut, PutRequest, SourceStore, Staged,
+    PreparedPut, PutRequest, SourcePaths, SourceStore, Staged,
 };
 use zhiku_domain::{DocId, Document};
 
@@ -172,10 +172,7 @@ impl DocumentStore for FolderDocuments {
             .map_err(|e| DocumentError::Io(format!("{e:#}")))
     }
 
-    fn source_store<'a>(
-        &'a self,
-        recorded: &'a BTreeMap<DocId, String>,
-    ) -> Box<dyn SourceStore + 'a> {
+    fn source_store<'a>(&'a self, recorded: &'a dyn SourcePaths) -> Box<dyn SourceStore + 'a> {
         Box::new(FolderSource::new(&self.root, recorded, &self.config))
     }
 

@@ -4,7 +4,9 @@
 //! # Format (`zhiku-catalog/1`)
 //!
 //! - `meta(key, value)`: `format` (the tag above), `header` (JSON: policy, space, analyzer,
-//!   origin, generations — everything of a [`StoredCatalog`] but its per-document maps) and
+//!   origin, generations — everything of a [`StoredCatalog`] but its per-document maps — and
+//!   the numbers of documents and chunks, so a process that answers queries reads the header
+//!   and looks up the few documents it needs, see [`CatalogStore::load_header`]) and
 //!   `version` (a counter every save increments).
 //! - `docs(id, entry)`: each indexed document's catalog entry (revision, fingerprint, chunk IDs)
 //!   as JSON; `sources(id, path)`: each document's source path; `stamps(path, stamp)`: the
@@ -34,7 +36,7 @@ use rusqlite::{
 };
 use serde::{Deserialize, Serialize};
 use zhiku_domain::ports::{
-    CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
+    CatalogCounts, CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
 };
 use zhiku_domain::usecases::{Catalog, CatalogEntry};
 use zhiku_domain::{ChunkingPolicy, DocId};
@@ -67,6 +69,9 @@ struct Header {
     origin: Option<Origin>,
     #[serde(default)]
     generations: Generations,
+    /// Absent in headers written before it was kept: counted from the rows then.
+    #[serde(default)]
+    counts: Option<CatalogCounts>,
 }
 
 impl Header {
@@ -77,7 +82,15 @@ impl Header {
             analyzer: stored.catalog.analyzer.clone(),
             origin: stored.origin.clone(),
             generations: stored.generations,
+            counts: Some(CatalogCounts::of(&stored.catalog)),
         }
+    }
+
+    fn stored(self) -> StoredCatalog {
+        let mut stored = StoredCatalog::empty(Catalog::new(self.policy, self.space, self.analyzer));
+        stored.generations = self.generations;
+        stored.origin = self.origin;
+        stored
     }
 }
 
@@ -227,26 +240,30 @@ impl SqliteCatalog {
     }
 
     /// Reads the whole catalog; `None` when nothing was saved. Checks the format first.
+    fn check_format(&self, conn: &Connection) -> Result<(), CatalogError> {
+        match self.meta(conn, "format")? {
+            Some(format) if format != CATALOG_FORMAT => Err(CatalogError::FormatMismatch {
+                location: self.location(),
+                expected: CATALOG_FORMAT.into(),
+                found: format,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn read_all(
         &self,
         conn: &Connection,
         with_stamps: bool,
     ) -> Result<Option<StoredCatalog>, CatalogError> {
-        if let Some(format) = self.meta(conn, "format")?
-            && format != CATALOG_FORMAT
-        {
-            return Err(CatalogError::FormatMismatch {
-                location: self.location(),
-                expected: CATALOG_FORMAT.into(),
-                found: format,
-            });
-        }
+        self.check_format(conn)?;
         let Some(header) = self.meta(conn, "header")? else {
             return Ok(None);
         };
         let header: Header =
             serde_json::from_str(&header).map_err(|e| self.unreadable("header", e))?;
-        let mut catalog = Catalog::new(header.policy, header.space, header.analyzer);
+        let mut stored = header.stored();
+        let catalog = &mut stored.catalog;
         // Each row is handed over as it is read (no list of every row's strings in between).
         let rows = |sql: &str,
                     each: &mut dyn FnMut(String, &str) -> Result<(), CatalogError>|
@@ -281,13 +298,41 @@ impl SqliteCatalog {
                 Ok(())
             })?;
         }
-        Ok(Some(StoredCatalog {
-            catalog,
-            sources,
-            stamps,
-            generations: header.generations,
-            origin: header.origin,
-        }))
+        stored.sources = sources;
+        stored.stamps = stamps;
+        Ok(Some(stored))
+    }
+
+    /// The header alone, with the counts it records (or, in a header written before they
+    /// were kept, counted from the rows by SQLite).
+    fn read_header(
+        &self,
+        conn: &Connection,
+    ) -> Result<Option<(StoredCatalog, CatalogCounts)>, CatalogError> {
+        self.check_format(conn)?;
+        let Some(header) = self.meta(conn, "header")? else {
+            return Ok(None);
+        };
+        let mut header: Header =
+            serde_json::from_str(&header).map_err(|e| self.unreadable("header", e))?;
+        let counts = match header.counts.take() {
+            Some(counts) => counts,
+            None => {
+                let (documents, chunks): (i64, i64) = conn
+                    .query_row(
+                        "SELECT count(*), coalesce(sum(json_array_length(entry, '$.chunk_ids')), 0)
+                         FROM docs",
+                        [],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .map_err(|e| self.error(e))?;
+                CatalogCounts {
+                    documents: usize::try_from(documents).unwrap_or(0),
+                    chunks: usize::try_from(chunks).unwrap_or(0),
+                }
+            }
+        };
+        Ok(Some((header.stored(), counts)))
     }
 
     /// Writes the header and the next `version`, then every row of `catalog` (`changed`:
@@ -470,6 +515,37 @@ impl CatalogStore for SqliteCatalog {
         self.load_with(true)
     }
 
+    /// One `meta` row. The handle does not learn the version: it read no rows, so it must not
+    /// save by difference from them.
+    fn load_header(&self) -> Result<Option<(StoredCatalog, CatalogCounts)>, CatalogError> {
+        let loaded = self.with_conn(|conn| {
+            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            self.read_header(conn)
+        })?;
+        Ok(loaded.flatten())
+    }
+
+    /// One primary-key lookup per document.
+    fn source_paths(&self, ids: &[DocId]) -> Result<BTreeMap<DocId, String>, CatalogError> {
+        let found = self.with_conn(|conn| {
+            let mut lookup = conn
+                .prepare_cached("SELECT path FROM sources WHERE id = ?1")
+                .map_err(|e| self.error(e))?;
+            let mut out = BTreeMap::new();
+            for id in ids {
+                let path: Option<String> = lookup
+                    .query_row([id.as_str()], |r| r.get(0))
+                    .optional()
+                    .map_err(|e| self.error(e))?;
+                if let Some(path) = path {
+                    out.insert(id.clone(), path);
+                }
+            }
+            Ok(out)
+        })?;
+        Ok(found.unwrap_or_default())
+    }
+
     fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError> {
         self.save_rows(catalog, None)
     }
@@ -482,6 +558,54 @@ impl CatalogStore for SqliteCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A header written before the counts were kept: they are counted from the rows.
+    #[test]
+    fn a_header_without_counts_is_counted_from_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteCatalog::in_store(dir.path(), false);
+        let mut stored = StoredCatalog::empty(Catalog::new(
+            ChunkingPolicy::with_sizes(640, 64).unwrap(),
+            None,
+            "a/1".into(),
+        ));
+        for (doc, n) in [("a", 2), ("b", 0), ("c", 5)] {
+            let chunk_ids = (0..n)
+                .map(|i| zhiku_domain::ChunkId::parse(&format!("{doc}:{i}:0000000000000000")))
+                .collect::<Result<_, _>>()
+                .unwrap();
+            stored.catalog.docs.insert(
+                DocId::new(doc).unwrap(),
+                CatalogEntry {
+                    revision: zhiku_domain::Revision::of_content(doc),
+                    fingerprint: String::new(),
+                    chunk_ids,
+                    about: None,
+                },
+            );
+        }
+        store.save(&stored).unwrap();
+        store
+            .with_conn(|conn| {
+                conn.execute(
+                    "UPDATE meta SET value = json_remove(value, '$.counts') WHERE key = 'header'",
+                    [],
+                )
+                .map_err(|e| store.error(e))
+            })
+            .unwrap();
+        let (_, counts) = SqliteCatalog::in_store(dir.path(), true)
+            .load_header()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            counts,
+            CatalogCounts {
+                documents: 3,
+                chunks: 7
+            }
+        );
+    }
 
     #[test]
     fn immutable_uris_encode_every_special_character() {

@@ -562,6 +562,75 @@ fn ask_prints_a_cited_answer_frame_and_records_the_trace() {
         .stdout(predicates::str::contains("error: cannot retrieve"));
 }
 
+/// A query without a refresh reads only the catalog's header, yet still re-checks every hit
+/// against its document's recorded source: an edited file's chunks are dropped as stale, a
+/// deleted file's as deleted, and the rest is kept, with `status` counting what the catalog
+/// lists.
+#[test]
+fn a_query_without_refresh_rechecks_each_hit_at_its_recorded_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    sample(&kb);
+    index_json(&kb);
+    let counted = status(&kb);
+    write(
+        &kb,
+        "notes.txt",
+        "纯文本笔记（改过）：混合检索在融合之前应用可信的范围过滤。
+",
+    );
+    std::fs::remove_file(kb.join("en/fusion.md")).unwrap();
+    let out = zhiku(&kb)
+        .args(["search", "--no-refresh", "--json", "-k", "10"])
+        .args(["--mode", "lexical", "混合检索 融合 fusion 最后一段"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reasons: Vec<(String, String)> = found["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["doc_id"].as_str().unwrap().to_string(),
+                d["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|(doc, r)| doc.contains("notes") && r == "stale_revision"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|(doc, r)| doc.contains("fusion") && r == "deleted"),
+        "{reasons:?}"
+    );
+    let kept: Vec<&str> = found["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["doc_id"].as_str().unwrap())
+        .collect();
+    assert!(kept.iter().any(|d| d.contains("long")), "{kept:?}");
+    assert!(
+        kept.iter()
+            .all(|d| !d.contains("notes") && !d.contains("fusion")),
+        "{kept:?}"
+    );
+    // Nothing was refreshed: the catalog still lists what was indexed.
+    assert_eq!(status(&kb)["documents"], counted["documents"]);
+    assert_eq!(status(&kb)["chunks"], counted["chunks"]);
+}
+
 /// `zhiku search … | head -1`: the reader goes away before zhiku writes. zhiku stops quietly,
 /// like any Unix tool, instead of panicking with a backtrace.
 #[test]

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use zhiku_domain::ports::{
-    DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, SourceStore,
+    DocumentError, DocumentStore, DocumentStoreCapabilities, LoadedDocuments, SourcePaths,
+    SourceStore,
 };
 use zhiku_domain::{DocId, Document, Scope};
 
@@ -77,10 +78,7 @@ impl DocumentStore for CorpusDocuments {
         Ok(loaded.as_ref().and_then(|m| m.get(id).cloned()))
     }
 
-    fn source_store<'a>(
-        &'a self,
-        _recorded: &'a BTreeMap<DocId, String>,
-    ) -> Box<dyn SourceStore + 'a> {
+    fn source_store<'a>(&'a self, _recorded: &'a dyn SourcePaths) -> Box<dyn SourceStore + 'a> {
         Box::new(CorpusSource::new(self.dir.clone(), self.scope.clone()))
     }
 }

@@ -139,7 +139,7 @@ impl KnowledgeBase {
         store: &'a Store,
     ) -> Result<Box<dyn zhiku_domain::ports::SourceStore + 'a>> {
         match &self.documents {
-            Some(documents) => Ok(documents.source_store(&store.recorded.sources)),
+            Some(documents) => Ok(documents.source_store(store.source_paths())),
             None => Err(anyhow!("the store is empty: run zhiku index first")),
         }
     }

@@ -175,12 +175,12 @@ pub(crate) fn index_loaded(
         indexer.apply(prepared)?
     };
     report += &done;
-    // A run that wrote anything asks the vector index to checkpoint, which brings its graph
-    // snapshot up to the last step when replaying the rest on the next open would cost more;
-    // the catalog records generations only, which a checkpoint does not change.
-    if report.docs_added + report.docs_changed + report.docs_removed > 0
-        && let Some((_, vectors)) = &store.dense
-    {
+    // Every run asks the vector index to checkpoint, which brings its derived structures (the
+    // graph snapshot and what is written with it) up to the last step when replaying the rest
+    // on the next open would cost more, or when they are missing: an unchanged run over a
+    // store of an earlier version writes what its readers map. The catalog records generations
+    // only, which a checkpoint does not change.
+    if let Some((_, vectors)) = &store.dense {
         vectors.checkpoint()?;
     }
     // Documents recognised by their stamp were skipped as unchanged, only earlier.

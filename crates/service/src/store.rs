@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use anyhow::Result;
+use zhiku_domain::DocId;
 use zhiku_domain::ports::{
-    CatalogError, CatalogStore, Changed, Embedder, Generations, LexicalIndex, SourceStore,
-    StoredCatalog, VectorIndex,
+    CatalogCounts, CatalogError, CatalogStore, Changed, Embedder, Generations, LexicalIndex,
+    SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
@@ -69,10 +70,13 @@ pub struct Store {
     pub dense_notice: Option<String>,
     /// The adapters the composition root picked and why (`port`, `choice`), for `status`.
     pub picked: Vec<(String, String)>,
-    /// The catalog as last saved.
+    /// The catalog as last saved; only its header when opened to answer queries (see
+    /// [`Store::header_only`]).
     pub recorded: StoredCatalog,
     catalog_store: Box<dyn CatalogStore>,
     read_only: bool,
+    /// Set when only the catalog's header was loaded: what its rows hold, counted.
+    header_only: Option<CatalogCounts>,
     /// What the composition root holds for as long as the store is open (the writer lock).
     _held: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -108,7 +112,38 @@ impl Store {
             recorded,
             catalog_store,
             read_only,
+            header_only: None,
             _held: None,
+        }
+    }
+
+    /// The same read-only store, marked as holding only the catalog's header (its document
+    /// rows were not loaded; `counts` says what they hold): a process that answers queries
+    /// looks up the source paths of the documents it checks instead ([`Store::source_paths`]).
+    pub fn header_only(mut self, counts: CatalogCounts) -> Self {
+        debug_assert!(self.read_only, "a writer needs the catalog's rows");
+        self.header_only = Some(counts);
+        self
+    }
+
+    /// True when only the catalog's header is in memory.
+    pub fn is_header_only(&self) -> bool {
+        self.header_only.is_some()
+    }
+
+    /// The numbers of documents and chunks the catalog lists.
+    pub fn counts(&self) -> CatalogCounts {
+        self.header_only
+            .unwrap_or_else(|| CatalogCounts::of(&self.recorded.catalog))
+    }
+
+    /// Each indexed document's recorded source path: the catalog in memory, or, when only its
+    /// header is, one lookup per document in the catalog store.
+    pub fn source_paths(&self) -> &dyn SourcePaths {
+        if self.header_only.is_some() {
+            self
+        } else {
+            &self.recorded.sources
         }
     }
 
@@ -212,5 +247,21 @@ impl Store {
                     .unwrap_or_else(|| "no embedder".into()),
             ),
         }
+    }
+}
+
+/// A header-only store looks source paths up in its catalog store.
+impl SourcePaths for Store {
+    fn path_of(&self, doc: &DocId) -> Result<Option<String>, SourceError> {
+        if self.header_only.is_none() {
+            return self.recorded.sources.path_of(doc);
+        }
+        self.catalog_store
+            .source_paths(std::slice::from_ref(doc))
+            .map(|mut found| found.remove(doc))
+            .map_err(|e| SourceError::Unavailable {
+                adapter: "catalog",
+                message: format!("cannot read the recorded source path of {doc}: {e}"),
+            })
     }
 }

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use zhiku_domain::ports::{CatalogStore, Changed, Generations, Origin, StoredCatalog};
+use zhiku_domain::ports::{
+    CatalogCounts, CatalogStore, Changed, Generations, Origin, StoredCatalog,
+};
 use zhiku_domain::usecases::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 use zhiku_domain::{ChunkingPolicy, DocId, Revision, Scope};
 
@@ -114,6 +116,62 @@ pub fn a_load_for_reading_is_the_catalog_but_its_stamps(open: &OpenCatalogStore)
     next.set_stamp("notes/a.md", Some("a new stamp"), &mut changed);
     reader.save_changed(&next, &changed).unwrap();
     assert_eq!(open().load().unwrap(), Some(next));
+}
+
+/// A header is what was saved without the document rows, with their counts; the source paths
+/// of listed documents are looked up exactly; both follow later saves; and a handle that read
+/// only the header still saves exactly what it is given.
+pub fn a_header_is_the_catalog_without_its_rows(open: &OpenCatalogStore) {
+    assert!(open().load_header().unwrap().is_none(), "nothing saved yet");
+    let saved = stored_catalog(
+        &[("a", 3), ("guides/切分", 1), ("b", 0)],
+        folder("/kb/notes"),
+    );
+    open().save(&saved).unwrap();
+    let (header, counts) = open().load_header().unwrap().expect("a saved catalog");
+    let mut bare = saved.clone();
+    bare.catalog.docs.clear();
+    bare.sources.clear();
+    bare.stamps.clear();
+    assert_eq!(header, bare);
+    assert_eq!(
+        counts,
+        CatalogCounts {
+            documents: 3,
+            chunks: 4
+        }
+    );
+    let id = |s: &str| DocId::new(s).unwrap();
+    let paths = open()
+        .source_paths(&[id("guides/切分"), id("missing"), id("a")])
+        .unwrap();
+    let expected: BTreeMap<DocId, String> = [
+        (id("a"), "notes/a.md".to_string()),
+        (id("guides/切分"), "notes/guides/切分.md".to_string()),
+    ]
+    .into();
+    assert_eq!(paths, expected);
+    assert!(open().source_paths(&[]).unwrap().is_empty());
+
+    // A handle that read the header saves what changed: the whole catalog lands exactly.
+    let writer = open();
+    writer.load_header().unwrap();
+    let mut next = saved.clone();
+    let mut changed = Changed::default();
+    let mut changes = CatalogChanges::default();
+    changes.remove(id("a"));
+    next.apply(&changes, &mut changed);
+    writer.save_changed(&next, &changed).unwrap();
+    assert_eq!(open().load().unwrap().as_ref(), Some(&next));
+    let (_, counts) = open().load_header().unwrap().unwrap();
+    assert_eq!(
+        counts,
+        CatalogCounts {
+            documents: 2,
+            chunks: 1
+        }
+    );
+    assert!(open().source_paths(&[id("a")]).unwrap().is_empty());
 }
 
 /// A second save replaces the first entirely: documents, source paths and origin of the first

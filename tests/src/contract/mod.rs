@@ -165,6 +165,7 @@ macro_rules! catalog_store_contract {
                 fresh_store_loads_nothing,
                 save_then_load_round_trips,
                 a_load_for_reading_is_the_catalog_but_its_stamps,
+                a_header_is_the_catalog_without_its_rows,
                 a_second_save_replaces_the_first,
                 another_handle_sees_the_last_save,
                 interleaved_small_saves_load_exactly,

@@ -25,7 +25,7 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
     }
     let filter = build_filter(&store, &q.scopes, &q.filters)?;
     let documents = source_for(&store)?;
-    let source = documents.source_store(&store.recorded.sources);
+    let source = documents.source_store(store.source_paths());
     let clock = MonotonicClock::default();
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
     let generator = generator_for(&store.config)?;

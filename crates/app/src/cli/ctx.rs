@@ -80,6 +80,14 @@ impl Ctx {
         let dir = self.store_dir(kb)?;
         Store::open_read_only(&dir, config, kb)
     }
+
+    /// Opens the last committed state for a query or the status: read-only, with only the
+    /// catalog's header loaded (see [`Store::open_to_query`]).
+    pub(crate) fn open_to_query(&self, kb: Option<&Path>) -> Result<Store> {
+        let config = self.config(kb)?;
+        let dir = self.store_dir(kb)?;
+        Store::open_to_query(&dir, config, kb)
+    }
 }
 
 /// Loads the origin and indexes it incrementally, with a progress bar.

@@ -76,7 +76,7 @@ pub(crate) fn run(
             let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
             refresh(ctx, &mut store, origin)?;
             let documents = source_for(&store)?;
-            let source = documents.source_store(&store.recorded.sources);
+            let source = documents.source_store(store.source_paths());
             let filter = build_filter(&store, &[], &[])?;
             let clock = MonotonicClock::default();
             let retriever = store.retriever(source.as_ref()).with_clock(&clock);

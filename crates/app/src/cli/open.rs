@@ -10,12 +10,12 @@ use super::render::{self, After};
 
 /// Opens the store for a query, first bringing it up to date with the knowledge base unless
 /// `no_refresh`. Returns the store and how many files were skipped. Without a refresh the store
-/// is opened read-only; when it cannot be written now (another process writes it, or the folder
+/// is opened read-only with only the catalog's header; when it cannot be written now (another process writes it, or the folder
 /// is read-only) the query reads the last committed state, with a notice.
 pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
     let kb = ctx.global.kb.clone();
     if no_refresh {
-        return Ok((ctx.open_read_only(kb.as_deref())?, 0));
+        return Ok((ctx.open_to_query(kb.as_deref())?, 0));
     }
     let (mut store, writable) = open_to_refresh(ctx, kb.as_deref(), OnLocked::ReadLastCommitted)?;
     let mut skipped = 0;

@@ -269,10 +269,11 @@ pub(crate) fn eval(
 /// What `zhiku status` prints: the store's size, policy, space, adapters and notice.
 pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
     let c = &store.recorded.catalog;
+    let counts = store.counts();
     let status = json!({
         "store": store.dir,
-        "documents": c.docs.len(),
-        "chunks": c.chunk_count(),
+        "documents": counts.documents,
+        "chunks": counts.chunks,
         "policy": c.policy.describe(),
         "policy_fingerprint": c.policy.fingerprint(),
         "embedding_space": c.space,
@@ -286,8 +287,8 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
         println!("{status}");
     } else {
         println!("store       {}", store.dir.display());
-        println!("documents   {}", c.docs.len());
-        println!("chunks      {}", c.chunk_count());
+        println!("documents   {}", counts.documents);
+        println!("chunks      {}", counts.chunks);
         println!(
             "policy      {} (fingerprint {})",
             c.policy.describe(),

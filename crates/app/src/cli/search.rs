@@ -22,7 +22,7 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
     }
     let filter = build_filter(&store, scopes, filters)?;
     let documents = source_for(&store)?;
-    let source = documents.source_store(&store.recorded.sources);
+    let source = documents.source_store(store.source_paths());
     let retriever = store.retriever(source.as_ref());
     let k = k.unwrap_or(store.config.k);
     let request = RetrievalRequest {

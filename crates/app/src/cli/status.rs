@@ -10,7 +10,7 @@ use super::render;
 /// Opens the last committed state read-only and prints it.
 pub(crate) fn run(ctx: &Ctx, json: bool) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
-    let store = ctx.open_read_only(kb.as_deref())?;
+    let store = ctx.open_to_query(kb.as_deref())?;
     render::status(ctx, &store, json);
     done_with(store);
     Ok(Exit::Success)

@@ -512,14 +512,23 @@ impl Store {
         rebuild: bool,
         kb_hint: Option<&Path>,
     ) -> Result<Self> {
-        Self::open_with(dir, config, purpose, false, rebuild, kb_hint)
+        Self::open_with(dir, config, purpose, false, rebuild, kb_hint, false)
     }
 
     /// Opens the last committed state of the store in `dir` for reading: no lock, no repair,
     /// nothing created or written, so it works beside a running writer and on a read-only
     /// folder. A missing store reads as empty.
     pub fn open_read_only(dir: &Path, config: Config, kb_hint: Option<&Path>) -> Result<Self> {
-        Self::open_with(dir, config, Purpose::Read, true, false, kb_hint)
+        Self::open_with(dir, config, Purpose::Read, true, false, kb_hint, false)
+    }
+
+    /// Opens the last committed state read-only, as [`Store::open_read_only`] does, for a
+    /// process that answers queries or shows the status: only the catalog's header is loaded
+    /// (its counts say what the rows hold), and the source paths of the documents a query
+    /// checks are looked up one by one. What costs an open at a million chunks is then the
+    /// indexes' own maps, not the catalog.
+    pub fn open_to_query(dir: &Path, config: Config, kb_hint: Option<&Path>) -> Result<Self> {
+        Self::open_with(dir, config, Purpose::Read, true, false, kb_hint, true)
     }
 
     fn open_with(
@@ -529,6 +538,7 @@ impl Store {
         read_only: bool,
         rebuild: bool,
         kb_hint: Option<&Path>,
+        header_only: bool,
     ) -> Result<Self> {
         let persistent = config.is_persistent();
         let lock = if persistent && !read_only {
@@ -578,8 +588,15 @@ impl Store {
             embedder.as_ref().map(|e| e.space().identity().to_string()),
             lexical.analyzer(),
         );
-        // A reading process never refreshes, so it does without the stamps.
-        let loaded = if read_only {
+        // A reading process never refreshes, so it does without the stamps; one that answers
+        // queries does without every document row.
+        let mut counts = None;
+        let loaded = if header_only && read_only {
+            catalog_store.load_header()?.map(|(stored, c)| {
+                counts = Some(c);
+                stored
+            })
+        } else if read_only {
             catalog_store.load_for_reading()?
         } else {
             catalog_store.load()?
@@ -614,7 +631,8 @@ impl Store {
         if dense.is_some() {
             notice = None;
         }
-        if recorded.catalog.space.is_none() && recorded.catalog.docs.is_empty() {
+        let no_docs = counts.map_or(recorded.catalog.docs.is_empty(), |c| c.documents == 0);
+        if recorded.catalog.space.is_none() && no_docs {
             recorded.catalog.space = dense
                 .as_ref()
                 .map(|(e, _)| e.space().identity().to_string());
@@ -633,6 +651,9 @@ impl Store {
         let holds_lock = lock.is_some();
         if let Some(lock) = lock {
             core = core.holding(lock);
+        }
+        if let Some(counts) = counts {
+            core = core.header_only(counts);
         }
         let mut store = Store {
             dir: dir.to_path_buf(),

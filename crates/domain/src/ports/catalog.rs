@@ -33,6 +33,25 @@ pub enum Origin {
     },
 }
 
+/// How many documents a catalog lists and how many chunks they have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogCounts {
+    /// Indexed documents.
+    pub documents: usize,
+    /// Their chunks.
+    pub chunks: usize,
+}
+
+impl CatalogCounts {
+    /// The counts of `catalog`.
+    pub fn of(catalog: &Catalog) -> Self {
+        Self {
+            documents: catalog.docs.len(),
+            chunks: catalog.chunk_count(),
+        }
+    }
+}
+
 /// Everything a knowledge base records about its indexed documents, saved and loaded as one
 /// unit: the [`Catalog`], the path each document was read from, each file's stamp, and the
 /// origin.
@@ -290,6 +309,11 @@ impl CatalogError {
 ///   [`save`](Self::save) would, atomically. It MAY write only the rows of what `changed` lists
 ///   when it can tell that the store holds what this handle last loaded or saved, and MUST save
 ///   the whole catalog when it cannot (another handle saved in between).
+/// - [`load_header`](Self::load_header) MUST return the header of what
+///   [`load`](Self::load) returns (policy, space, analyzer, generations, origin) with no
+///   document rows, and the numbers of documents and chunks those rows hold;
+///   [`source_paths`](Self::source_paths) MUST return exactly the listed documents' entries of
+///   its `sources`.
 /// - An adapter MAY refuse [`save`](Self::save) with [`CatalogError::ReadOnly`] when opened for
 ///   reading only; its loads still MUST work.
 pub trait CatalogStore: Send + Sync {
@@ -301,6 +325,33 @@ pub trait CatalogStore: Send + Sync {
     /// process never runs). The default loads everything.
     fn load_for_reading(&self) -> Result<Option<StoredCatalog>, CatalogError> {
         self.load()
+    }
+
+    /// The last saved catalog's header, for a process that answers queries and looks up only
+    /// the few documents they return: what [`load_for_reading`](Self::load_for_reading)
+    /// returns with `catalog.docs`, `sources` and `stamps` left empty, and the counts of what
+    /// they hold. The default loads everything and counts it.
+    fn load_header(&self) -> Result<Option<(StoredCatalog, CatalogCounts)>, CatalogError> {
+        Ok(self.load_for_reading()?.map(|mut stored| {
+            let counts = CatalogCounts::of(&stored.catalog);
+            stored.catalog.docs.clear();
+            stored.sources.clear();
+            stored.stamps.clear();
+            (stored, counts)
+        }))
+    }
+
+    /// The source paths the last saved catalog records for `ids` (a document without one is
+    /// left out): a point lookup, for a process that loaded only the header. The default loads
+    /// everything.
+    fn source_paths(&self, ids: &[DocId]) -> Result<BTreeMap<DocId, String>, CatalogError> {
+        let Some(stored) = self.load_for_reading()? else {
+            return Ok(BTreeMap::new());
+        };
+        Ok(ids
+            .iter()
+            .filter_map(|id| stored.sources.get(id).map(|p| (id.clone(), p.clone())))
+            .collect())
     }
 
     /// Replaces the stored catalog with `catalog`, atomically.

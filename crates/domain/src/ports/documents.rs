@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::contracts::{DocId, Document, Scope};
 
-use super::source::SourceStore;
+use super::source::{SourcePaths, SourceStore};
 
 /// What a document store can do. An operation it does not support is refused with
 /// [`DocumentError::Unsupported`].
@@ -154,11 +154,9 @@ pub trait DocumentStore: Send + Sync {
     fn read(&self, id: &DocId, path: &str) -> Result<Option<Document>, DocumentError>;
 
     /// The source of truth hits are re-checked against, given each document's recorded path.
-    /// It borrows the recorded paths: a search builds one per query, so it must not copy them.
-    fn source_store<'a>(
-        &'a self,
-        recorded: &'a BTreeMap<DocId, String>,
-    ) -> Box<dyn SourceStore + 'a>;
+    /// It borrows the recorded paths: a search builds one per query, so it must not copy them,
+    /// and asks them only for the documents it checks.
+    fn source_store<'a>(&'a self, recorded: &'a dyn SourcePaths) -> Box<dyn SourceStore + 'a>;
 
     /// The local folder the store lives in, if it is one. The service never shows it to a
     /// caller: messages name paths relative to it.

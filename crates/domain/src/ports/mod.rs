@@ -18,7 +18,9 @@ mod index;
 mod source;
 mod trace;
 
-pub use catalog::{CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog};
+pub use catalog::{
+    CatalogCounts, CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
+};
 pub use clock::{Clock, FrozenClock, elapsed_ms};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
@@ -31,7 +33,7 @@ pub use index::{
     EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex, VectorIndexExt,
     rank_and_truncate,
 };
-pub use source::{SourceRecord, SourceStore};
+pub use source::{SourcePaths, SourceRecord, SourceStore};
 pub use trace::{
     AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
     GenerationStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, RejectionStep,

@@ -1,5 +1,7 @@
 //! The source-of-truth port used to re-check hits after retrieval.
 
+use std::collections::BTreeMap;
+
 use crate::contracts::{DocId, Revision, Scope};
 
 use super::errors::SourceError;
@@ -26,4 +28,24 @@ pub struct SourceRecord {
 pub trait SourceStore: Send + Sync {
     /// The current state of `doc`.
     fn lookup(&self, doc: &DocId) -> Result<Option<SourceRecord>, SourceError>;
+}
+
+/// The source path the catalog recorded for each indexed document: the catalog's map when it
+/// is in memory, or a lookup of one document at a time in the catalog store when a process that
+/// only answers queries did not load it (see
+/// [`CatalogStore::source_paths`](super::CatalogStore::source_paths)).
+///
+/// # Contract
+///
+/// [`path_of`](Self::path_of) returns the recorded path of `doc`, `Ok(None)` for a document with
+/// none; an error only when the record cannot be read.
+pub trait SourcePaths: Send + Sync {
+    /// The recorded source path of `doc`.
+    fn path_of(&self, doc: &DocId) -> Result<Option<String>, SourceError>;
+}
+
+impl SourcePaths for BTreeMap<DocId, String> {
+    fn path_of(&self, doc: &DocId) -> Result<Option<String>, SourceError> {
+        Ok(self.get(doc).cloned())
+    }
 }
