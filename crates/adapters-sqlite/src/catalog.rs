@@ -75,14 +75,14 @@ struct Header {
 }
 
 impl Header {
-    fn of(stored: &StoredCatalog) -> Self {
+    fn of(stored: &StoredCatalog, counts: CatalogCounts) -> Self {
         Self {
             policy: stored.catalog.policy,
             space: stored.catalog.space.clone(),
             analyzer: stored.catalog.analyzer.clone(),
             origin: stored.origin.clone(),
             generations: stored.generations,
-            counts: Some(CatalogCounts::of(&stored.catalog)),
+            counts: Some(counts),
         }
     }
 
@@ -345,7 +345,11 @@ impl SqliteCatalog {
         version: i64,
     ) -> Result<(), CatalogError> {
         let e = |e| self.error(e);
-        let header = serde_json::to_string(&Header::of(catalog)).map_err(backend)?;
+        let counts = match changed {
+            Some(changed) => self.counts_after(tx, catalog, changed)?,
+            None => CatalogCounts::of(&catalog.catalog),
+        };
+        let header = serde_json::to_string(&Header::of(catalog, counts)).map_err(backend)?;
         let mut meta = self.table(tx, ("meta", "key", "value"))?;
         meta.set("format", Some(CATALOG_FORMAT))?;
         meta.set("header", Some(&header))?;
@@ -386,6 +390,36 @@ impl SqliteCatalog {
             }
         }
         Ok(())
+    }
+
+    /// The counts of `catalog`, which differs from what the database holds only in what
+    /// `changed` lists: the recorded counts moved by the changed documents (an ingest does not
+    /// count a million entries), or counted whole when the header has none.
+    fn counts_after(
+        &self,
+        conn: &Connection,
+        catalog: &StoredCatalog,
+        changed: &Changed,
+    ) -> Result<CatalogCounts, CatalogError> {
+        let recorded = match self.meta(conn, "header")? {
+            Some(header) => {
+                serde_json::from_str::<Header>(&header)
+                    .map_err(|e| self.unreadable("header", e))?
+                    .counts
+            }
+            None => None,
+        };
+        let Some(mut counts) = recorded else {
+            return Ok(CatalogCounts::of(&catalog.catalog));
+        };
+        for (id, (before, _)) in &changed.docs {
+            let after = catalog.catalog.docs.get(id);
+            let chunks = |e: Option<&CatalogEntry>| e.map_or(0, |e| e.chunk_ids.len());
+            counts.documents = (counts.documents + usize::from(after.is_some()))
+                .saturating_sub(usize::from(before.is_some()));
+            counts.chunks = (counts.chunks + chunks(after)).saturating_sub(chunks(before.as_ref()));
+        }
+        Ok(counts)
     }
 
     /// The row writer of `(table, key column, value column)`.

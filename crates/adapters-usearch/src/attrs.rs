@@ -402,11 +402,12 @@ impl Names for Attrs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use zhiku_domain::{DocId, Scope};
 
-    fn row(id: &str, doc: &str, scope: &str, locale: &str, terms: &[&str]) -> RowAttrs {
+    /// A chunk's attributes from string slices (also for the column file's tests).
+    pub(crate) fn row(id: &str, doc: &str, scope: &str, locale: &str, terms: &[&str]) -> RowAttrs {
         RowAttrs {
             chunk_id: ChunkId::parse(id).unwrap(),
             doc_id: doc.into(),

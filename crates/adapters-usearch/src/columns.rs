@@ -524,18 +524,9 @@ impl Names for Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attrs::{RowAttrs, compile};
+    use crate::attrs::compile;
+    use crate::attrs::tests::row;
     use zhiku_domain::{DocId, Filter, Locale, Scope};
-
-    fn row(id: &str, doc: &str, scope: &str, locale: &str, terms: &[&str]) -> RowAttrs {
-        RowAttrs {
-            chunk_id: ChunkId::parse(id).unwrap(),
-            doc_id: doc.into(),
-            scope: scope.into(),
-            locale: locale.into(),
-            terms: terms.iter().map(|t| t.to_string()).collect(),
-        }
-    }
 
     /// Attributes of 300 chunks over 40 documents, 3 scopes, 3 locales and a few terms, with
     /// some removed and some replaced, so interned ids and keys have gaps.

@@ -66,6 +66,20 @@ fn index_json(kb: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The string fields `a` and `b` of every object in the JSON array `list`.
+fn pairs(list: &Value, a: &str, b: &str) -> Vec<(String, String)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o[a].as_str().unwrap().to_string(),
+                o[b].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 fn status(kb: &Path) -> Value {
     let out = zhiku(kb).args(["status", "--json"]).output().unwrap();
     assert!(
@@ -191,17 +205,7 @@ fn bad_input_is_reported_by_path_and_the_rest_is_indexed() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["docs_added"], 4, "every good document is indexed: {v}");
-    let skipped: Vec<(String, String)> = v["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["path"].as_str().unwrap().to_string(),
-                s["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let skipped = pairs(&v["skipped"], "path", "reason");
     let reason = |p: &str| {
         skipped
             .iter()
@@ -591,17 +595,7 @@ fn a_query_without_refresh_rechecks_each_hit_at_its_recorded_source() {
         String::from_utf8_lossy(&out.stderr)
     );
     let found: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let reasons: Vec<(String, String)> = found["dropped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            (
-                d["doc_id"].as_str().unwrap().to_string(),
-                d["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let reasons = pairs(&found["dropped"], "doc_id", "reason");
     assert!(
         reasons
             .iter()

@@ -172,6 +172,29 @@ pub fn a_header_is_the_catalog_without_its_rows(open: &OpenCatalogStore) {
         }
     );
     assert!(open().source_paths(&[id("a")]).unwrap().is_empty());
+
+    // A handle that loaded everything saves by difference: the counts follow the change.
+    let full = open();
+    let mut after = full.load().unwrap().unwrap();
+    let extra = stored_catalog(&[("c", 5)], None);
+    let mut changed = Changed::default();
+    let mut changes = CatalogChanges::default();
+    changes.write(id("c"), extra.catalog.docs[&id("c")].clone());
+    changes.remove(id("guides/切分"));
+    after.apply(&changes, &mut changed);
+    full.save_changed(&after, &changed).unwrap();
+    let (_, counts) = open().load_header().unwrap().unwrap();
+    assert_eq!(
+        counts,
+        CatalogCounts {
+            documents: 2,
+            chunks: 5
+        }
+    );
+    assert_eq!(
+        counts,
+        CatalogCounts::of(&open().load().unwrap().unwrap().catalog)
+    );
 }
 
 /// A second save replaces the first entirely: documents, source paths and origin of the first
