@@ -405,17 +405,11 @@ impl Columns {
 
     /// The key of chunk `id` (a binary search over the keys in chunk-ID order).
     pub(crate) fn key_of(&self, id: &ChunkId) -> Option<Key> {
-        let (mut lo, mut hi) = (0, self.rows);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let key = self.u64_at(Sec::IdsSorted, mid);
-            match self.chunk_id(key).unwrap_or_default().cmp(id.as_str()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(key),
-            }
-        }
-        None
+        let at = |i| self.u64_at(Sec::IdsSorted, i);
+        find_sorted(self.rows, |i| {
+            self.chunk_id(at(i)).unwrap_or_default().cmp(id.as_str())
+        })
+        .map(at)
     }
 
     /// Every chunk ID, ascending.
@@ -481,6 +475,22 @@ impl Columns {
     }
 }
 
+/// The position in `0..n` where `probe` (the ordering of the entry there against the one
+/// sought, over entries in ascending order) answers `Equal`: a binary search over a sorted
+/// column of the file, which is bytes, not a slice of typed values.
+fn find_sorted(n: usize, probe: impl Fn(usize) -> std::cmp::Ordering) -> Option<usize> {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match probe(mid) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
+}
+
 fn interned(names: &[String]) -> Interner {
     let mut interner = Interner::default();
     for name in names {
@@ -494,17 +504,8 @@ impl Names for Columns {
         self.scopes.get(name)
     }
     fn doc_id(&self, name: &str) -> Option<u32> {
-        let (mut lo, mut hi) = (0, self.docs);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let doc = self.u32_at(Sec::DocsSorted, mid);
-            match self.doc_name(doc).cmp(name.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(doc),
-            }
-        }
-        None
+        let at = |i| self.u32_at(Sec::DocsSorted, i);
+        find_sorted(self.docs, |i| self.doc_name(at(i)).cmp(name.as_bytes())).map(at)
     }
     fn term_id(&self, term: &str) -> Option<u32> {
         self.terms.get(term)

@@ -413,10 +413,16 @@ impl AnnVectorIndex {
         } else if columns_stale {
             // The snapshot is current but its columns are missing (a store written before
             // they existed) or damaged: write them alone.
-            let state = self.read();
-            if let AttrSet::Owned(attrs) = &state.attrs {
-                columns::write(&columns::path(&self.dir), attrs, state.generation)?;
-            }
+            self.write_columns(&self.read())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the column file of the committed state in memory (a writer's attributes are in
+    /// memory; a read-only handle writes nothing).
+    fn write_columns(&self, state: &State) -> Result<(), IndexError> {
+        if let AttrSet::Owned(attrs) = &state.attrs {
+            columns::write(&columns::path(&self.dir), attrs, state.generation)?;
         }
         Ok(())
     }
@@ -597,9 +603,7 @@ impl AnnVectorIndex {
         let generation = {
             let state = self.read();
             debug_assert!(state.pending.is_empty());
-            if let AttrSet::Owned(attrs) = &state.attrs {
-                columns::write(&columns::path(&self.dir), attrs, state.generation)?;
-            }
+            self.write_columns(&state)?;
             state.graph.save(&self.dir.join(SNAPSHOT_FILE))?;
             state.generation
         };

@@ -126,11 +126,6 @@ impl Store {
         self
     }
 
-    /// True when only the catalog's header is in memory.
-    pub fn is_header_only(&self) -> bool {
-        self.header_only.is_some()
-    }
-
     /// The numbers of documents and chunks the catalog lists.
     pub fn counts(&self) -> CatalogCounts {
         self.header_only
@@ -138,13 +133,9 @@ impl Store {
     }
 
     /// Each indexed document's recorded source path: the catalog in memory, or, when only its
-    /// header is, one lookup per document in the catalog store.
+    /// header is, one lookup per document in the catalog store (see the `SourcePaths` impl).
     pub fn source_paths(&self) -> &dyn SourcePaths {
-        if self.header_only.is_some() {
-            self
-        } else {
-            &self.recorded.sources
-        }
+        self
     }
 
     /// The same store, keeping `held` (a lock) until it is dropped.
@@ -250,7 +241,8 @@ impl Store {
     }
 }
 
-/// A header-only store looks source paths up in its catalog store.
+/// A store answers from its catalog in memory; a header-only one looks paths up in its catalog
+/// store.
 impl SourcePaths for Store {
     fn path_of(&self, doc: &DocId) -> Result<Option<String>, SourceError> {
         if self.header_only.is_none() {

@@ -591,7 +591,7 @@ impl Store {
         // A reading process never refreshes, so it does without the stamps; one that answers
         // queries does without every document row.
         let mut counts = None;
-        let loaded = if header_only && read_only {
+        let loaded = if header_only {
             catalog_store.load_header()?.map(|(stored, c)| {
                 counts = Some(c);
                 stored
