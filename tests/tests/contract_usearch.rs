@@ -85,6 +85,10 @@ mod persistence {
         AnnVectorIndex::open(dir, ann_space(), AnnOptions::default()).unwrap()
     }
 
+    fn open_reader(dir: &Path) -> AnnVectorIndex {
+        AnnVectorIndex::open_read_only(dir, ann_space(), AnnOptions::default()).unwrap()
+    }
+
     fn contents(index: &dyn VectorIndex, filter: &Filter) -> Vec<String> {
         index
             .search(&axis(1), 10, filter)
@@ -341,8 +345,7 @@ mod persistence {
         drop(index);
 
         // A reader cannot map a snapshot that commits came after: it loads and replays too.
-        let reader =
-            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap();
+        let reader = open_reader(dir.path());
         assert!(!reader.is_mapped());
         assert_eq!(reader.all_chunk_ids().unwrap(), before);
         drop(reader);
@@ -389,8 +392,7 @@ mod persistence {
             }
         );
         // A reader maps that snapshot and finds what the writer finds.
-        let reader =
-            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap();
+        let reader = open_reader(dir.path());
         assert!(reader.is_mapped());
         for item in replaced.iter().chain(&added) {
             let scope_name = item.chunk.doc().scope.as_str();
@@ -506,9 +508,7 @@ mod persistence {
             &expected[..7]
         );
 
-        let read = || {
-            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap()
-        };
+        let read = || open_reader(dir.path());
         let reader = read();
         assert!(reader.is_mapped() && reader.last_open().columns_read);
         assert_eq!(answers(&reader), expected);
@@ -624,8 +624,7 @@ mod persistence {
 
         // A read-only handle rebuilds in memory and writes nothing.
         std::fs::remove_file(&snapshot).unwrap();
-        let reader =
-            AnnVectorIndex::open_read_only(dir.path(), ann_space(), AnnOptions::default()).unwrap();
+        let reader = open_reader(dir.path());
         let report = reader.last_open();
         assert!(matches!(report.graph, GraphSource::Rebuilt { .. }));
         assert!(!report.snapshot_written);

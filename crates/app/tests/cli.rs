@@ -56,14 +56,19 @@ fn sample(kb: &Path) {
     );
 }
 
-fn index_json(kb: &Path) -> Value {
-    let out = zhiku(kb).args(["index", "--json"]).output().unwrap();
+/// Runs `cmd`, which must succeed, and parses its standard output as JSON.
+fn json_of(cmd: &mut Command) -> Value {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "index failed: {}",
+        "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn index_json(kb: &Path) -> Value {
+    json_of(zhiku(kb).args(["index", "--json"]))
 }
 
 /// The string fields `a` and `b` of every object in the JSON array `list`.
@@ -81,13 +86,7 @@ fn pairs(list: &Value, a: &str, b: &str) -> Vec<(String, String)> {
 }
 
 fn status(kb: &Path) -> Value {
-    let out = zhiku(kb).args(["status", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_of(zhiku(kb).args(["status", "--json"]))
 }
 
 #[test]
@@ -418,18 +417,12 @@ fn on_sample_kb(store: &Path) -> Command {
 fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let store = tempfile::tempdir().unwrap();
-    let out = on_sample_kb(store.path())
-        .args(["eval", "--golden"])
-        .arg(root.join("evals/retrieval.jsonl"))
-        .args(["--mode", "lexical", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = json_of(
+        on_sample_kb(store.path())
+            .args(["eval", "--golden"])
+            .arg(root.join("evals/retrieval.jsonl"))
+            .args(["--mode", "lexical", "--json"]),
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["queries"].as_u64().unwrap() >= 30, "{v}");
     assert!(v["no_answer_cases"].as_u64().unwrap() >= 5, "{v}");
     // Measured 0.9091 / 1.0 when this test was written; the floor catches regressions.
@@ -584,17 +577,11 @@ fn a_query_without_refresh_rechecks_each_hit_at_its_recorded_source() {
 ",
     );
     std::fs::remove_file(kb.join("en/fusion.md")).unwrap();
-    let out = zhiku(&kb)
-        .args(["search", "--no-refresh", "--json", "-k", "10"])
-        .args(["--mode", "lexical", "混合检索 融合 fusion 最后一段"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let found = json_of(
+        zhiku(&kb)
+            .args(["search", "--no-refresh", "--json", "-k", "10"])
+            .args(["--mode", "lexical", "混合检索 融合 fusion 最后一段"]),
     );
-    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
     let reasons = pairs(&found["dropped"], "doc_id", "reason");
     assert!(
         reasons
