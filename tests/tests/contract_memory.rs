@@ -11,6 +11,19 @@ mod memory_vector {
     });
 }
 
+mod memory_records {
+    use super::*;
+    use std::sync::Arc;
+    use zhiku_tests::contract::records::RecordsUnderTest;
+    zhiku_tests::chunk_records_contract!(
+        |space: EmbeddingSpace| -> Option<Box<RecordsUnderTest>> {
+            Some(Box::new(RecordsUnderTest::of(Arc::new(
+                MemoryVectorIndex::new(space),
+            ))))
+        }
+    );
+}
+
 mod memory_lexical {
     use super::*;
     zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {

@@ -30,6 +30,31 @@ mod tantivy_disk {
     });
 }
 
+/// On disk, keeping only chunk IDs: the records live in an exact vector index written with it.
+mod tantivy_records_elsewhere {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use zhiku_adapters_memory::MemoryVectorIndex;
+    use zhiku_tests::contract::records::LexicalOverRecords;
+
+    static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
+
+    zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
+        let dir = tempfile::tempdir().unwrap();
+        let vectors = Arc::new(MemoryVectorIndex::new(
+            zhiku_tests::contract::fixtures::space(),
+        ));
+        let lexical = TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default())
+            .unwrap()
+            .with_records_in(vectors.clone());
+        DIRS.lock().unwrap().push(dir);
+        Some(Box::new(LexicalOverRecords {
+            lexical: Box::new(lexical),
+            vectors,
+        }))
+    });
+}
+
 fn scope() -> Filter {
     Filter::for_scope(Scope::new("s").unwrap())
 }
@@ -298,4 +323,147 @@ fn a_read_only_open_reads_the_last_commit_beside_a_writer_and_refuses_writes() {
     let none = TantivyLexicalIndex::open_read_only(&missing, LexicalConfig::default()).unwrap();
     assert_eq!(none.count().unwrap(), 0);
     assert!(!missing.exists());
+}
+
+/// Bytes of the segments' document stores (`*.store`) in `dir`: where stored records live.
+fn stored_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "store"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+fn long_chunks(n: usize) -> Vec<zhiku_domain::Chunk> {
+    (0..n)
+        .map(|i| {
+            let text = format!("第{i}段：{}", "检索增强生成把文档切成片段。".repeat(40));
+            Spec::new(format!("doc{i}"), "s", text).chunk()
+        })
+        .collect()
+}
+
+#[test]
+fn with_records_elsewhere_only_chunk_ids_are_stored() {
+    use std::sync::Arc;
+    use zhiku_adapters_memory::MemoryVectorIndex;
+    use zhiku_tests::contract::records::LexicalOverRecords;
+
+    let chunks = long_chunks(200);
+    let own_dir = tempfile::tempdir().unwrap();
+    let own =
+        TantivyLexicalIndex::open_or_create(own_dir.path(), LexicalConfig::default()).unwrap();
+    own.upsert(&chunks).unwrap();
+    own.commit().unwrap();
+
+    let ids_dir = tempfile::tempdir().unwrap();
+    let vectors = Arc::new(MemoryVectorIndex::new(
+        zhiku_tests::contract::fixtures::space(),
+    ));
+    let pair = LexicalOverRecords {
+        lexical: Box::new(
+            TantivyLexicalIndex::open_or_create(ids_dir.path(), LexicalConfig::default())
+                .unwrap()
+                .with_records_in(vectors.clone()),
+        ),
+        vectors,
+    };
+    pair.upsert(&chunks).unwrap();
+    pair.commit().unwrap();
+
+    let text: usize = chunks.iter().map(|c| c.content().len()).sum();
+    let (own_bytes, ids_bytes) = (stored_bytes(own_dir.path()), stored_bytes(ids_dir.path()));
+    assert!(
+        own_bytes as usize > text,
+        "own records: {own_bytes} B for {text} B of text"
+    );
+    assert!(
+        (ids_bytes as usize) < text / 20,
+        "IDs only: {ids_bytes} B stored for {text} B of text"
+    );
+    // Both answer the same chunks.
+    let a = own.search("检索增强 第7段", 5, &scope()).unwrap();
+    let b = pair.search("检索增强 第7段", 5, &scope()).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a[0].chunk, chunks[7]);
+
+    // Opened without the store of its records, the index says where they are.
+    drop(pair);
+    let alone =
+        TantivyLexicalIndex::open_read_only(ids_dir.path(), LexicalConfig::default()).unwrap();
+    let err = alone.search("检索增强", 5, &scope()).unwrap_err();
+    assert!(err.to_string().contains("vector index"), "{err}");
+}
+
+#[test]
+fn an_index_with_its_own_records_keeps_reading_them_once_given_a_record_store() {
+    use std::sync::Arc;
+    use zhiku_adapters_memory::MemoryVectorIndex;
+    use zhiku_tests::contract::records::LexicalOverRecords;
+
+    // Written before the records moved out: every document carries its record.
+    let dir = tempfile::tempdir().unwrap();
+    let old = Spec::new("old", "s", "升级前写入的片段 upgrade");
+    {
+        let index =
+            TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default()).unwrap();
+        index.upsert(&[old.chunk()]).unwrap();
+        index.commit().unwrap();
+    }
+    // Reopened with an (empty) record store: the old document is read from its own record,
+    // a new one from the store.
+    let vectors = Arc::new(MemoryVectorIndex::new(
+        zhiku_tests::contract::fixtures::space(),
+    ));
+    let pair = LexicalOverRecords {
+        lexical: Box::new(
+            TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default())
+                .unwrap()
+                .with_records_in(vectors.clone()),
+        ),
+        vectors,
+    };
+    let new = Spec::new("new", "s", "升级后写入的片段 upgrade");
+    pair.upsert(&[new.chunk()]).unwrap();
+    pair.commit().unwrap();
+    let hits = pair.search("upgrade 片段", 10, &scope()).unwrap();
+    let mut docs: Vec<_> = hits.iter().map(|h| h.chunk.clone()).collect();
+    docs.sort_by(|a, b| a.doc_id().cmp(b.doc_id()));
+    assert_eq!(docs, vec![new.chunk(), old.chunk()]);
+}
+
+#[test]
+fn a_hit_its_record_store_lacks_or_no_longer_admits_is_left_out() {
+    use std::sync::Arc;
+    use zhiku_adapters_memory::MemoryVectorIndex;
+    use zhiku_domain::ports::{EmbeddedChunk, VectorIndex};
+
+    let vectors = Arc::new(MemoryVectorIndex::new(
+        zhiku_tests::contract::fixtures::space(),
+    ));
+    let lexical = TantivyLexicalIndex::in_ram(LexicalConfig::default())
+        .unwrap()
+        .with_records_in(vectors.clone());
+    let kept = Spec::new("kept", "s", "共同的词 common");
+    let lost = Spec::new("lost", "s", "共同的词 common");
+    let moved = Spec::new("moved", "s", "共同的词 common");
+    lexical
+        .upsert(&[kept.chunk(), lost.chunk(), moved.chunk()])
+        .unwrap();
+    lexical.commit().unwrap();
+    // The record store holds `kept`, nothing of `lost`, and `moved` in another scope (its
+    // document's new attributes, committed there before the lexical index's).
+    let moved_away = Spec::new("moved", "elsewhere", "共同的词 common");
+    assert_eq!(moved_away.chunk().chunk_id(), moved.chunk().chunk_id());
+    let items: Vec<EmbeddedChunk> = [&kept, &moved_away]
+        .iter()
+        .map(|s| {
+            zhiku_tests::contract::fixtures::embedded(s, zhiku_tests::contract::fixtures::axis(0))
+        })
+        .collect();
+    vectors.upsert(&items).unwrap();
+    let hits = lexical.search("common", 10, &scope()).unwrap();
+    let docs: Vec<_> = hits.iter().map(|h| h.chunk.doc_id().to_string()).collect();
+    assert_eq!(docs, vec!["kept"]);
 }

@@ -27,6 +27,53 @@ mod usearch_vector {
     ));
 }
 
+/// The index as the records of the embedded store's lexical index.
+mod usearch_records {
+    use super::*;
+    use std::sync::Arc;
+    use zhiku_tests::contract::records::RecordsUnderTest;
+    zhiku_tests::chunk_records_contract!(
+        |space: EmbeddingSpace| -> Option<Box<RecordsUnderTest>> {
+            let dir = tempfile::tempdir().unwrap();
+            let index = AnnVectorIndex::open(dir.path(), space, AnnOptions::default()).unwrap();
+            DIRS.lock().unwrap().push(dir);
+            Some(Box::new(RecordsUnderTest::of(Arc::new(index))))
+        }
+    );
+}
+
+/// The tantivy index of the embedded store keeping its records here: the whole lexical
+/// contract, each hit's record read from SQLite.
+mod tantivy_records_in_usearch {
+    use super::*;
+    use std::sync::Arc;
+    use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+    use zhiku_domain::ports::LexicalIndex;
+    use zhiku_tests::contract::records::LexicalOverRecords;
+    zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
+        let dir = tempfile::tempdir().unwrap();
+        let vectors = Arc::new(
+            AnnVectorIndex::open(
+                dir.path(),
+                zhiku_tests::contract::fixtures::space(),
+                AnnOptions::default(),
+            )
+            .unwrap(),
+        );
+        let lexical = TantivyLexicalIndex::open_or_create(
+            &dir.path().join("lexical"),
+            LexicalConfig::default(),
+        )
+        .unwrap()
+        .with_records_in(vectors.clone());
+        DIRS.lock().unwrap().push(dir);
+        Some(Box::new(LexicalOverRecords {
+            lexical: Box::new(lexical),
+            vectors,
+        }))
+    });
+}
+
 /// The default options on 2,000 vectors: small filters are exact scans.
 mod usearch_approximate {
     use super::*;
@@ -667,4 +714,39 @@ mod persistence {
         assert_eq!(index.count().unwrap(), 400);
         assert_eq!(index.generation(), 11);
     }
+}
+
+/// The records alone, for a reader without the dense route: the last commit, like the index.
+#[test]
+fn a_record_file_reads_the_committed_records_as_the_index_does() {
+    use zhiku_adapters_usearch::RecordFile;
+    use zhiku_domain::ports::ChunkRecords;
+    use zhiku_tests::contract::fixtures::{Spec, axis, embedded, space};
+
+    let dir = tempfile::tempdir().unwrap();
+    assert!(RecordFile::open_read_only(dir.path()).unwrap().is_none());
+    let index = AnnVectorIndex::open(dir.path(), space(), AnnOptions::default()).unwrap();
+    let a = Spec::new("a", "s", "甲 alpha")
+        .title("标题")
+        .locale("zh-CN");
+    let b = Spec::new("b", "t", "乙 beta");
+    index
+        .upsert(&[embedded(&a, axis(0)), embedded(&b, axis(1))])
+        .unwrap();
+    index.commit().unwrap();
+    let file = RecordFile::open_read_only(dir.path()).unwrap().unwrap();
+    let pending = Spec::new("c", "s", "丙 uncommitted");
+    index.upsert(&[embedded(&pending, axis(2))]).unwrap();
+    let ids = [
+        a.chunk().chunk_id().clone(),
+        pending.chunk().chunk_id().clone(),
+        b.chunk().chunk_id().clone(),
+    ];
+    assert_eq!(
+        file.records(&ids).unwrap(),
+        vec![Some(a.chunk()), None, Some(b.chunk())]
+    );
+    assert_eq!(index.records(&ids).unwrap()[1], Some(pending.chunk()));
+    index.commit().unwrap();
+    assert_eq!(file.records(&ids).unwrap()[1], Some(pending.chunk()));
 }

@@ -3,10 +3,10 @@
 use std::sync::RwLock;
 
 use zhiku_domain::ports::{
-    EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex, VectorIndexExt,
-    rank_and_truncate,
+    ChunkRecords, EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex,
+    VectorIndexExt, rank_and_truncate,
 };
-use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
 use crate::table::{Row, Table};
 
@@ -36,7 +36,7 @@ impl MemoryVectorIndex {
     }
 
     /// A copy of every stored chunk and its vector, in chunk-ID order.
-    pub fn snapshot(&self) -> Vec<(zhiku_domain::Chunk, Vec<f32>)> {
+    pub fn snapshot(&self) -> Vec<(Chunk, Vec<f32>)> {
         self.read()
             .rows
             .values()
@@ -154,5 +154,15 @@ impl VectorIndex for MemoryVectorIndex {
 
     fn commit(&self) -> Result<(), IndexError> {
         Ok(())
+    }
+}
+
+impl ChunkRecords for MemoryVectorIndex {
+    fn records(&self, ids: &[ChunkId]) -> Result<Vec<Option<Chunk>>, IndexError> {
+        let table = self.read();
+        Ok(ids
+            .iter()
+            .map(|id| table.rows.get(id).map(|row| row.chunk.clone()))
+            .collect())
     }
 }

@@ -17,6 +17,15 @@
 //!   first write ([`TantivyLexicalIndex::swept_files`] lists them).
 //! - [`TantivyLexicalIndex::open_read_only`] opens the last committed state without a writer:
 //!   it works beside another process that writes, and on a folder that cannot be written.
+//! - Each chunk's record (content, title, attributes) is stored with it, unless the index was
+//!   given another store of the same records ([`TantivyLexicalIndex::with_records_in`], the
+//!   embedded store's vector index): then a chunk is indexed with only its ID stored, and a
+//!   hit's record is read from that store, so the text lives once. A document written before
+//!   (with its record) is still read from its own record, so a store upgraded in place keeps
+//!   working and sheds the copies as its documents are written again. A hit the other store
+//!   does not hold (its commit is not visible yet, or it lost the chunk in a crash the next
+//!   consistency check repairs) is left out; a hit whose record no longer passes the filter
+//!   is too.
 
 mod analyzer;
 mod top;
@@ -42,7 +51,7 @@ use tantivy::{
     DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
     Term,
 };
-use zhiku_domain::ports::{IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
+use zhiku_domain::ports::{ChunkRecords, IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
 use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter};
 
 use top::{FilterSets, FilteredTop};
@@ -145,6 +154,8 @@ pub struct TantivyLexicalIndex {
     records: RwLock<HashMap<(SegmentId, DocId), Arc<Chunk>>>,
     /// Allowed documents per (segment, filter), for filtered top-k.
     filter_sets: FilterSets,
+    /// Where the records live when this index keeps only chunk IDs.
+    records_elsewhere: Option<Arc<dyn ChunkRecords>>,
 }
 
 impl std::fmt::Debug for TantivyLexicalIndex {
@@ -152,6 +163,7 @@ impl std::fmt::Debug for TantivyLexicalIndex {
         f.debug_struct("TantivyLexicalIndex")
             .field("persistent", &self.persistent)
             .field("config", &self.config)
+            .field("records_elsewhere", &self.records_elsewhere.is_some())
             .finish()
     }
 }
@@ -287,7 +299,22 @@ impl TantivyLexicalIndex {
             persistent,
             records: RwLock::new(HashMap::new()),
             filter_sets: FilterSets::default(),
+            records_elsewhere: None,
         })
+    }
+
+    /// From now on this index stores only each chunk's ID and reads a hit's record from
+    /// `records`, which the caller keeps with the same chunks (the embedded store's vector
+    /// index: the indexer writes both). Documents that carry their own record are still read
+    /// from it (see the [crate documentation](crate)).
+    pub fn with_records_in(mut self, records: Arc<dyn ChunkRecords>) -> Self {
+        self.records_elsewhere = Some(records);
+        self
+    }
+
+    /// True when chunk records are read from another store.
+    pub fn records_elsewhere(&self) -> bool {
+        self.records_elsewhere.is_some()
     }
 
     fn writer(&self) -> Result<std::sync::MutexGuard<'_, IndexWriter>, IndexError> {
@@ -347,42 +374,100 @@ impl TantivyLexicalIndex {
             .collect()
     }
 
-    fn chunk_of(&self, doc: &TantivyDocument) -> Result<Chunk, IndexError> {
-        let text = doc
-            .get_first(self.fields.record)
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| IndexError::backend(ADAPTER, "stored document has no record"))?;
+    /// The record a stored document carries, `None` when it keeps only its ID.
+    fn own_record(&self, doc: &TantivyDocument) -> Result<Option<Chunk>, IndexError> {
+        let Some(text) = doc.get_first(self.fields.record).and_then(|v| v.as_str()) else {
+            return Ok(None);
+        };
         let record: ChunkRecord = serde_json::from_str(text).map_err(backend)?;
-        Chunk::from_record(record).map_err(backend)
+        Chunk::from_record(record).map(Some).map_err(backend)
     }
 
-    fn cached_chunk(
+    fn stored_id(&self, doc: &TantivyDocument) -> Result<ChunkId, IndexError> {
+        let id = doc
+            .get_first(self.fields.chunk_id)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| IndexError::backend(ADAPTER, "stored document has no chunk id"))?;
+        ChunkId::parse(id).map_err(backend)
+    }
+
+    /// The chunks of the top documents with their scores: a document's own record (parsed once
+    /// per segment and document, then cached: segments are immutable), or, for one that keeps
+    /// only its ID, the record of the other store. Hits without a record there, or whose
+    /// record no longer passes `filter`, are left out.
+    fn hydrate(
         &self,
         searcher: &Searcher,
-        address: DocAddress,
-    ) -> Result<Arc<Chunk>, IndexError> {
-        let key = (
-            searcher.segment_reader(address.segment_ord).segment_id(),
-            address.doc_id,
-        );
-        if let Some(chunk) = self
-            .records
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(Arc::clone(chunk));
-        }
-        let doc: TantivyDocument = searcher.doc(address).map_err(backend)?;
-        let chunk = Arc::new(self.chunk_of(&doc)?);
-        if self.config.record_cache > 0 {
-            let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
-            if records.len() >= self.config.record_cache {
-                records.clear();
+        top: Vec<(f32, DocAddress)>,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>, IndexError> {
+        let mut found: Vec<(f32, Option<Chunk>)> = Vec::with_capacity(top.len());
+        let mut elsewhere: Vec<(usize, ChunkId)> = Vec::new();
+        for (score, address) in top {
+            let key = (
+                searcher.segment_reader(address.segment_ord).segment_id(),
+                address.doc_id,
+            );
+            let cached = self
+                .records
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .cloned();
+            if let Some(chunk) = cached {
+                found.push((score, Some(Chunk::clone(&chunk))));
+                continue;
             }
-            records.insert(key, Arc::clone(&chunk));
+            let doc: TantivyDocument = searcher.doc(address).map_err(backend)?;
+            match self.own_record(&doc)? {
+                Some(chunk) => {
+                    self.cache(key, &chunk);
+                    found.push((score, Some(chunk)));
+                }
+                None => {
+                    elsewhere.push((found.len(), self.stored_id(&doc)?));
+                    found.push((score, None));
+                }
+            }
         }
-        Ok(chunk)
+        if !elsewhere.is_empty() {
+            let Some(records) = &self.records_elsewhere else {
+                return Err(IndexError::backend(
+                    ADAPTER,
+                    format!(
+                        "chunk {} keeps its record in the store's vector index, which was not \
+                         given to this lexical index",
+                        elsewhere[0].1
+                    ),
+                ));
+            };
+            let ids: Vec<ChunkId> = elsewhere.iter().map(|(_, id)| id.clone()).collect();
+            // Not cached: the other store's record of an ID can change (new document
+            // attributes) while this index's document for it stays the same until its commit.
+            for ((at, _), chunk) in elsewhere.iter().zip(records.records(&ids)?) {
+                found[*at].1 = chunk;
+            }
+        }
+        Ok(found
+            .into_iter()
+            .filter_map(|(score, chunk)| {
+                let chunk = chunk?;
+                filter
+                    .matches(&chunk)
+                    .then_some(ScoredChunk { chunk, score })
+            })
+            .collect())
+    }
+
+    fn cache(&self, key: (SegmentId, DocId), chunk: &Chunk) {
+        if self.config.record_cache == 0 {
+            return;
+        }
+        let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
+        if records.len() >= self.config.record_cache {
+            records.clear();
+        }
+        records.insert(key, Arc::new(chunk.clone()));
     }
 
     fn delete_terms(
@@ -573,7 +658,10 @@ impl LexicalIndex for TantivyLexicalIndex {
         let f = self.fields;
         let mut docs = Vec::with_capacity(chunks.len());
         for chunk in chunks {
-            let record = serde_json::to_string(&chunk.to_record()).map_err(backend)?;
+            let record = match self.records_elsewhere {
+                Some(_) => None,
+                None => Some(serde_json::to_string(&chunk.to_record()).map_err(backend)?),
+            };
             let attrs = chunk.doc();
             let mut doc = TantivyDocument::default();
             doc.add_text(f.chunk_id, chunk.chunk_id().as_str());
@@ -587,7 +675,9 @@ impl LexicalIndex for TantivyLexicalIndex {
             }
             doc.add_text(f.title, attrs.title.as_str());
             doc.add_text(f.content, chunk.content());
-            doc.add_text(f.record, &record);
+            if let Some(record) = &record {
+                doc.add_text(f.record, record);
+            }
             docs.push(doc);
         }
         let writer = self.writer()?;
@@ -674,14 +764,7 @@ impl LexicalIndex for TantivyLexicalIndex {
             }
             limit *= 2;
         };
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let chunk = self.cached_chunk(&searcher, address)?;
-            hits.push(ScoredChunk {
-                chunk: Chunk::clone(&chunk),
-                score,
-            });
-        }
+        let mut hits = self.hydrate(&searcher, top, filter)?;
         zhiku_domain::ports::rank_and_truncate(&mut hits, k);
         Ok(hits)
     }
@@ -732,11 +815,7 @@ impl TantivyLexicalIndex {
         let mut ids = Vec::with_capacity(addresses.len());
         for address in addresses {
             let stored: TantivyDocument = searcher.doc(address).map_err(backend)?;
-            let id = stored
-                .get_first(self.fields.chunk_id)
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| IndexError::backend(ADAPTER, "stored document has no chunk id"))?;
-            ids.push(ChunkId::parse(id).map_err(backend)?);
+            ids.push(self.stored_id(&stored)?);
         }
         ids.sort();
         ids.dedup();

@@ -62,6 +62,7 @@ pub mod attrs;
 pub mod columns;
 pub mod graph;
 pub mod options;
+pub mod records;
 pub mod store;
 
 use std::collections::{BTreeMap, HashMap};
@@ -80,6 +81,7 @@ use crate::attrs::{Attrs, Compiled, Key, RowAttrs};
 use crate::columns::Columns;
 use crate::graph::{Graph, unit};
 pub use crate::options::{AnnOptions, AnnSettings, Quantization};
+pub use crate::records::RecordFile;
 use crate::store::{Meta, PutRow};
 
 /// The adapter's name in capabilities and errors.

@@ -172,15 +172,7 @@ pub(crate) fn init(conn: &mut Connection, space: &EmbeddingSpace) -> Result<(), 
 
 /// Refuses a store of another format or embedding space.
 pub(crate) fn check(conn: &Connection, space: &EmbeddingSpace) -> Result<(), IndexError> {
-    let format: Option<String> = get(conn, "format")?;
-    let format = format.ok_or_else(|| backend("the vector store has no format record"))?;
-    if format != FORMAT {
-        return Err(IndexError::ConfigMismatch {
-            what: "vector store format",
-            expected: format,
-            found: FORMAT.into(),
-        });
-    }
+    check_format(conn)?;
     let stored: String =
         get(conn, "space")?.ok_or_else(|| backend("the vector store has no space record"))?;
     let stored: EmbeddingSpace = serde_json::from_str(&stored).map_err(backend)?;
@@ -188,6 +180,20 @@ pub(crate) fn check(conn: &Connection, space: &EmbeddingSpace) -> Result<(), Ind
         return Err(IndexError::SpaceMismatch {
             expected: stored.identity().to_string(),
             found: space.identity().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a store of another format.
+pub(crate) fn check_format(conn: &Connection) -> Result<(), IndexError> {
+    let format: Option<String> = get(conn, "format")?;
+    let format = format.ok_or_else(|| backend("the vector store has no format record"))?;
+    if format != FORMAT {
+        return Err(IndexError::ConfigMismatch {
+            what: "vector store format",
+            expected: format,
+            found: FORMAT.into(),
         });
     }
     Ok(())
@@ -464,6 +470,37 @@ pub(crate) fn chunks(conn: &Connection, keys: &[Key]) -> Result<HashMap<Key, Chu
         Ok(())
     })?;
     Ok(out)
+}
+
+/// The stored chunks of `ids`, looked up by chunk ID (the unique index), in the order asked;
+/// `None` where no row holds the ID.
+pub(crate) fn chunks_by_id(
+    conn: &Connection,
+    ids: &[ChunkId],
+) -> Result<Vec<Option<Chunk>>, IndexError> {
+    let mut found: HashMap<String, Chunk> = HashMap::with_capacity(ids.len());
+    for part in ids.chunks(BATCH) {
+        let marks = vec!["?"; part.len()].join(",");
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT chunk_id, record FROM chunks WHERE chunk_id IN ({marks})"
+            ))
+            .map_err(sql)?;
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(part.iter().map(ChunkId::as_str)))
+            .map_err(sql)?;
+        while let Some(row) = rows.next().map_err(sql)? {
+            let id: String = row.get(0).map_err(sql)?;
+            let record: ChunkRecord =
+                serde_json::from_str(row.get_ref(1).map_err(sql)?.as_str().map_err(backend)?)
+                    .map_err(backend)?;
+            found.insert(id, Chunk::from_record(record).map_err(backend)?);
+        }
+    }
+    Ok(ids
+        .iter()
+        .map(|id| found.get(id.as_str()).cloned())
+        .collect())
 }
 
 /// Writes one commit: the deletes, then the upserts, then the new generation and next key, in

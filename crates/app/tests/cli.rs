@@ -643,3 +643,47 @@ fn a_closed_output_pipe_ends_quietly() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// The embedded store keeps a chunk's text once: the lexical index stores chunk IDs and reads
+/// each hit's record from the vector store, also in a process without an embedder (lexical
+/// retrieval only), which opens the vector store's records alone.
+#[test]
+fn a_chunks_text_lives_once_and_a_reader_without_an_embedder_still_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    sample(&kb);
+    index_json(&kb);
+    let lexical = kb.join(".zhiku/lexical");
+    let stored: u64 = std::fs::read_dir(&lexical)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "store"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    let text = std::fs::metadata(kb.join("long.md")).unwrap().len();
+    assert!(
+        stored < text / 4,
+        "the lexical index stores {stored} B beside {text} B of text"
+    );
+    let query = [
+        "search",
+        "--no-refresh",
+        "--json",
+        "--mode",
+        "lexical",
+        "可信的范围过滤",
+    ];
+    let with = json_of(zhiku(&kb).args(query));
+    let without = json_of(zhiku(&kb).env("ZHIKU_EMBEDDER", "none").args(query));
+    for found in [&with, &without] {
+        let first = &found["evidence"][0];
+        assert_eq!(first["doc_id"], "notes.txt", "{found}");
+        assert!(
+            first["content"]
+                .as_str()
+                .unwrap()
+                .contains("可信的范围过滤"),
+            "{found}"
+        );
+    }
+}

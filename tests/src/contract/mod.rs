@@ -5,6 +5,7 @@ pub mod documents;
 pub mod embedder;
 pub mod fixtures;
 pub mod lexical;
+pub mod records;
 pub mod trace;
 pub mod vector;
 
@@ -146,6 +147,22 @@ macro_rules! lexical_index_contract {
                 analyzer_is_named,
                 generation_moves_with_commits,
             ]
+        );
+    };
+}
+
+/// Generates the chunk-records contract tests. `$make` is a closure taking the
+/// [`EmbeddingSpace`](zhiku_domain::EmbeddingSpace) of the vector index and returning
+/// `Option<Box<`[`RecordsUnderTest`](crate::contract::records::RecordsUnderTest)`>>` (an empty
+/// store, or `None` to skip).
+#[macro_export]
+macro_rules! chunk_records_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            records,
+            $make,
+            $crate::contract::fixtures::space(),
+            [records_answer_each_id_in_order, records_follow_the_writes]
         );
     };
 }

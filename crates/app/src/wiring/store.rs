@@ -7,7 +7,8 @@
 //! catalog.sqlite  the catalog (SQLite, WAL): policy, embedding space, analyzer, the indexes'
 //!                 generations, every document's revision, fingerprint, chunk IDs, source path
 //!                 and file stamp, one row each
-//! lexical/        the tantivy index
+//! lexical/        the tantivy index: terms and chunk IDs (the records are read from
+//!                 vectors.sqlite when the store has one, so the text is stored once)
 //! vectors.sqlite  the vector index's truth (when the store has an embedding space): chunk
 //!                 records, f32 vectors, commit generation (SQLite, WAL)
 //! vectors.usearch the HNSW graph's last snapshot (the commits after it are replayed on open)
@@ -59,9 +60,10 @@ use zhiku_adapters_fs::vector_file;
 use zhiku_adapters_memory::{HashingEmbedder, MemoryCatalogStore, MemoryVectorIndex};
 use zhiku_adapters_sqlite::SqliteCatalog;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
-use zhiku_adapters_usearch::AnnVectorIndex;
+use zhiku_adapters_usearch::{AnnVectorIndex, RecordFile};
 use zhiku_domain::ports::{
-    CatalogStore, Embedder, IndexError, LexicalIndex, StoredCatalog, VectorIndex, VectorIndexExt,
+    CatalogStore, ChunkRecords, Embedder, IndexError, LexicalIndex, StoredCatalog, VectorIndex,
+    VectorIndexExt,
 };
 use zhiku_domain::usecases::{Catalog, Consistency};
 use zhiku_domain::{ChunkId, DocId};
@@ -340,22 +342,22 @@ fn open_ann(
     config: &Config,
     space: &zhiku_domain::EmbeddingSpace,
     read_only: bool,
-) -> Result<Arc<dyn VectorIndex>, IndexError> {
+) -> Result<SearchedAndRead, IndexError> {
     let legacy = dir.join(vector_file::FILE_NAME);
     let options = config.ann.options();
     if read_only {
         if dir.join(zhiku_adapters_usearch::DATABASE_FILE).exists() {
-            return Ok(Arc::new(AnnVectorIndex::open_read_only(
+            return Ok(both(Arc::new(AnnVectorIndex::open_read_only(
                 dir,
                 space.clone(),
                 options,
-            )?));
+            )?)));
         }
         let index = MemoryVectorIndex::new(space.clone());
         if let Some(items) = vector_file::read(&legacy, space)? {
             index.upsert(&items)?;
         }
-        return Ok(Arc::new(index));
+        return Ok(both(Arc::new(index)));
     }
     let index = AnnVectorIndex::open(dir, space.clone(), options)?;
     if legacy.exists() {
@@ -381,15 +383,31 @@ fn open_ann(
             }
         }
     }
-    Ok(Arc::new(index))
+    Ok(both(Arc::new(index)))
 }
 
-/// The lexical index the configuration asks for.
+/// A vector index in both of its roles: searched, and read for the lexical index's records.
+type SearchedAndRead = (Arc<dyn VectorIndex>, Arc<dyn ChunkRecords>);
+
+/// The store of chunk records a lexical index may read instead of keeping its own.
+type Records = Option<Arc<dyn ChunkRecords>>;
+
+/// One vector index as both of its roles.
+fn both<T: VectorIndex + ChunkRecords + 'static>(index: Arc<T>) -> SearchedAndRead {
+    (index.clone(), index)
+}
+
+/// The lexical index the configuration asks for. On disk beside an embedded vector store, the
+/// text lives once: the lexical index keeps chunk IDs and reads records from `records`, the
+/// vector index the same process writes. A reader without the dense route (no embedder) still
+/// reads them there, from the vector store's file opened for records alone; a writer without
+/// one keeps records in the lexical index (a store built without vectors).
 fn open_lexical(
     dir: &Path,
     config: &Config,
     read_only: bool,
     kb_hint: Option<&Path>,
+    records: Records,
 ) -> Result<TantivyLexicalIndex> {
     Ok(match config.lexical {
         LexicalKind::Ram => TantivyLexicalIndex::in_ram(LexicalConfig::default())?,
@@ -400,7 +418,20 @@ fn open_lexical(
             } else {
                 TantivyLexicalIndex::open_or_create(&path, LexicalConfig::default())
             };
-            opened.map_err(|e| rebuild_or(e, dir, kb_hint))?
+            let lexical = opened.map_err(|e| rebuild_or(e, dir, kb_hint))?;
+            let records = match records {
+                Some(records) => Some(records),
+                None if read_only && config.vectors == VectorsKind::Ann => {
+                    RecordFile::open_read_only(dir)
+                        .map_err(|e| rebuild_or(e, dir, kb_hint))?
+                        .map(|file| Arc::new(file) as Arc<dyn ChunkRecords>)
+                }
+                None => None,
+            };
+            match records {
+                Some(records) => lexical.with_records_in(records),
+                None => lexical,
+            }
         }
     })
 }
@@ -457,17 +488,22 @@ fn open_dense(
     kb_hint: Option<&Path>,
     picked: &mut Vec<(String, String)>,
     notice: &mut Option<String>,
-) -> Result<Option<Dense>> {
+) -> Result<(Option<Dense>, Records)> {
     let Some(embedder) =
         embedder.filter(|e| catalog.space.as_deref() == Some(e.space().identity()))
     else {
         picked.push(("vectors".into(), "none: the dense route is off".into()));
-        return Ok(None);
+        return Ok((None, None));
     };
+    let mut records = None;
     let vectors: Arc<dyn VectorIndex> = match config.vectors {
         VectorsKind::Memory => Arc::new(MemoryVectorIndex::new(embedder.space().clone())),
-        VectorsKind::Ann => open_ann(dir, config, embedder.space(), read_only)
-            .map_err(|e| rebuild_or(e, dir, kb_hint))?,
+        VectorsKind::Ann => {
+            let (vectors, both) = open_ann(dir, config, embedder.space(), read_only)
+                .map_err(|e| rebuild_or(e, dir, kb_hint))?;
+            records = Some(both);
+            vectors
+        }
         // Qdrant: an unreachable server turns the dense route off for reading and stops
         // writing before anything is touched.
         VectorsKind::Qdrant => {
@@ -488,7 +524,7 @@ fn open_dense(
                 Some(index) => index,
                 None => {
                     picked.push(("vectors".into(), "none: the dense route is off".into()));
-                    return Ok(None);
+                    return Ok((None, None));
                 }
             }
         }
@@ -497,7 +533,7 @@ fn open_dense(
         "vectors".into(),
         format!("{} in {}", vectors.capabilities().adapter, embedder.space()),
     ));
-    Ok(Some((embedder, vectors)))
+    Ok((Some((embedder, vectors)), records))
 }
 
 impl Store {
@@ -570,23 +606,10 @@ impl Store {
         } else {
             Box::new(MemoryCatalogStore::new())
         };
-        let lexical = open_lexical(dir, &config, read_only, kb_hint)?;
-        picked.push((
-            "lexical".into(),
-            format!(
-                "tantivy {} ({})",
-                if config.lexical == LexicalKind::Disk {
-                    "on disk"
-                } else {
-                    "in RAM"
-                },
-                lexical.analyzer()
-            ),
-        ));
         let requested = Catalog::new(
             config.policy,
             embedder.as_ref().map(|e| e.space().identity().to_string()),
-            lexical.analyzer(),
+            zhiku_adapters_tantivy::ANALYZER_IDENTITY.to_string(),
         );
         // A reading process never refreshes, so it does without the stamps; one that answers
         // queries does without every document row.
@@ -617,7 +640,7 @@ impl Store {
         if embedder.is_none() && notice.is_none() {
             notice = Some(embedder_why.clone());
         }
-        let dense = open_dense(
+        let (dense, records) = open_dense(
             dir,
             &config,
             embedder,
@@ -628,6 +651,24 @@ impl Store {
             &mut picked,
             &mut notice,
         )?;
+        let lexical = open_lexical(dir, &config, read_only, kb_hint, records)?;
+        picked.push((
+            "lexical".into(),
+            format!(
+                "tantivy {} ({}{})",
+                if config.lexical == LexicalKind::Disk {
+                    "on disk"
+                } else {
+                    "in RAM"
+                },
+                lexical.analyzer(),
+                if lexical.records_elsewhere() {
+                    "; records in the vector store"
+                } else {
+                    ""
+                }
+            ),
+        ));
         if dense.is_some() {
             notice = None;
         }

@@ -250,6 +250,24 @@ pub trait LexicalIndex: Send + Sync {
     }
 }
 
+/// Where an index that keeps only chunk IDs reads back the chunks it found: the store that
+/// holds each chunk's record once. The embedded store's vector index is one, so its lexical
+/// index need not keep a second copy of every chunk's text.
+///
+/// # Contract
+///
+/// - [`records`](Self::records) returns one entry per requested ID, in the order asked, the
+///   stored chunk with all its attributes, `None` where the store holds no such chunk (never
+///   stored, deleted, or not committed where the reader cannot see it). Asking for an ID twice
+///   answers twice.
+/// - It reads what a search of the same store would return: a writing handle sees its own
+///   uncommitted writes, a reader the last commit it loaded.
+/// - It costs the chunks asked for, not the store: a point lookup each.
+pub trait ChunkRecords: Send + Sync {
+    /// The stored chunks of `ids`, `None` where absent.
+    fn records(&self, ids: &[ChunkId]) -> Result<Vec<Option<Chunk>>, IndexError>;
+}
+
 /// Sorts by descending score, then ascending chunk ID, and keeps `k`: the ordering every
 /// index adapter promises.
 pub fn rank_and_truncate(hits: &mut Vec<ScoredChunk>, k: usize) {

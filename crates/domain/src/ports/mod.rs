@@ -30,8 +30,8 @@ pub use embedder::Embedder;
 pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
 pub use generator::{GenerationRequest, Generator, SourceBlock};
 pub use index::{
-    EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex, VectorIndexExt,
-    rank_and_truncate,
+    ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
+    VectorIndexExt, rank_and_truncate,
 };
 pub use source::{SourcePaths, SourceRecord, SourceStore};
 pub use trace::{
