@@ -27,6 +27,34 @@ mod usearch_vector {
     ));
 }
 
+/// A binary graph (sign bits, Hamming), always rescored on the f32 vectors.
+mod usearch_b1_graph_only {
+    use super::*;
+    zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| fresh(
+        space,
+        AnnOptions {
+            exact_scan_below: 0,
+            ..AnnOptions::new(Quantization::B1)
+        }
+    ));
+}
+
+/// The binary graph's recall against the exact index at 384 dimensions (a bit per component:
+/// 64 would leave 64 bits), every search a graph walk.
+mod usearch_b1_approximate {
+    use super::*;
+    zhiku_tests::approximate_vector_index_contract!(
+        |space: EmbeddingSpace| fresh(
+            space,
+            AnnOptions {
+                exact_scan_below: 0,
+                ..AnnOptions::new(Quantization::B1)
+            }
+        ),
+        zhiku_tests::contract::fixtures::ann_space_of(384)
+    );
+}
+
 /// The index as the records of the embedded store's lexical index.
 mod usearch_records {
     use super::*;

@@ -1,5 +1,6 @@
-//! The HNSW graph over the chunks' vectors, in usearch: cosine metric, the configured
-//! quantisation, 16 links per node, `expansion_add` 200. Keys are the `chunks` table's keys.
+//! The HNSW graph over the chunks' vectors, in usearch: cosine metric over the configured
+//! quantisation (Hamming over packed sign bits for b1), 16 links per node, `expansion_add`
+//! 200. Keys are the `chunks` table's keys.
 //!
 //! Vectors enter the graph scaled to unit length (cosine does not change; the i8 quantiser
 //! then sees components in [-1, 1]). Replacing a key removes it and adds it again: usearch
@@ -17,7 +18,7 @@
 use std::path::Path;
 use std::sync::{Condvar, Mutex};
 
-use usearch::{Index, IndexOptions, MetricKind};
+use usearch::{Index, IndexOptions, b1x8};
 use zhiku_domain::ports::IndexError;
 
 use crate::attrs::Key;
@@ -75,6 +76,8 @@ pub(crate) struct Graph {
     contexts: Contexts,
     /// A read-only memory map of a snapshot ([`Graph::view`]): searched in place, never changed.
     mapped: bool,
+    /// The graph holds sign bits (b1): vectors and queries enter it as [`signs`].
+    binary: bool,
 }
 
 impl std::fmt::Debug for Graph {
@@ -96,13 +99,36 @@ fn usearch_error(what: &str, e: impl std::fmt::Display) -> IndexError {
 fn index_options(dims: usize, options: &AnnOptions) -> IndexOptions {
     IndexOptions {
         dimensions: dims,
-        metric: MetricKind::Cos,
+        metric: options.quantization.metric(),
         quantization: options.quantization.scalar_kind(),
         connectivity: CONNECTIVITY,
         expansion_add: EXPANSION_ADD,
         expansion_search: options.expansion_search,
         multi: false,
     }
+}
+
+/// The sign bits of `values`, packed eight to a byte (first component in the high bit): the
+/// binary graph's copy of a vector, compared by Hamming distance. A component above zero is 1.
+fn signs(values: &[f32]) -> Vec<b1x8> {
+    let mut bytes = vec![0u8; values.len().div_ceil(8)];
+    for (i, v) in values.iter().enumerate() {
+        if *v > 0.0 {
+            bytes[i / 8] |= 0x80 >> (i % 8);
+        }
+    }
+    bytes.into_iter().map(b1x8).collect()
+}
+
+/// Inserts `values` (scaled to unit length) under `key`, as the graph's kind of vector.
+fn add_to(index: &Index, binary: bool, key: Key, values: &[f32]) -> Result<(), IndexError> {
+    let values = unit(values);
+    if binary {
+        index.add(key, &signs(&values))
+    } else {
+        index.add(key, &values)
+    }
+    .map_err(|e| usearch_error("add", e))
 }
 
 /// `values` scaled to unit length (a zero vector stays zero).
@@ -136,6 +162,7 @@ impl Graph {
             free_slots: 0,
             contexts: Contexts::new(threads),
             mapped: false,
+            binary: options.quantization == crate::options::Quantization::B1,
         })
     }
 
@@ -149,14 +176,15 @@ impl Graph {
         let meta = Index::metadata(name).map_err(|e| format!("unreadable header: {e}"))?;
         let want = options.quantization.scalar_kind();
         if meta.dimensions as usize != dims
-            || meta.metric != MetricKind::Cos
+            || meta.metric != options.quantization.metric()
             || meta.quantization != want
         {
             return Err(format!(
-                "built for {} dims, {:?}, {:?}; wanted {dims} dims, Cos, {}",
+                "built for {} dims, {:?}, {:?}; wanted {dims} dims, {:?}, {}",
                 meta.dimensions,
                 meta.metric,
                 meta.quantization,
+                options.quantization.metric(),
                 options.quantization.as_str()
             ));
         }
@@ -285,9 +313,7 @@ impl Graph {
         self.remove(key)?;
         self.reserve(1)?;
         let _context = self.contexts.acquire();
-        self.index
-            .add(key, &unit(values))
-            .map_err(|e| usearch_error("add", e))?;
+        add_to(&self.index, self.binary, key, values)?;
         self.free_slots = self.free_slots.saturating_sub(1);
         Ok(())
     }
@@ -304,14 +330,13 @@ impl Graph {
         if threads <= 1 || items.len() < PARALLEL_FROM {
             for (key, values) in items {
                 let _context = self.contexts.acquire();
-                self.index
-                    .add(*key, &unit(values))
-                    .map_err(|e| usearch_error("add", e))?;
+                add_to(&self.index, self.binary, *key, values)?;
                 self.free_slots = self.free_slots.saturating_sub(1);
             }
             return Ok(());
         }
         let index = &self.index;
+        let binary = self.binary;
         let contexts = &self.contexts;
         let failed: Mutex<Option<IndexError>> = Mutex::new(None);
         std::thread::scope(|s| {
@@ -320,9 +345,8 @@ impl Graph {
                 s.spawn(move || {
                     for (key, values) in part {
                         let _context = contexts.acquire();
-                        if let Err(e) = index.add(*key, &unit(values)) {
-                            *failed.lock().unwrap_or_else(|e| e.into_inner()) =
-                                Some(usearch_error("add", e));
+                        if let Err(e) = add_to(index, binary, *key, values) {
+                            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                             return;
                         }
                     }
@@ -357,9 +381,17 @@ impl Graph {
         allow: Option<&dyn Fn(Key) -> bool>,
     ) -> Result<Vec<(Key, f32)>, IndexError> {
         let _context = self.contexts.acquire();
-        let matches = match allow {
-            None => self.index.search(query, count),
-            Some(allow) => self.index.filtered_search(query, count, allow),
+        let matches = if self.binary {
+            let query = signs(query);
+            match allow {
+                None => self.index.search(&query, count),
+                Some(allow) => self.index.filtered_search(&query, count, allow),
+            }
+        } else {
+            match allow {
+                None => self.index.search(query, count),
+                Some(allow) => self.index.filtered_search(query, count, allow),
+            }
         }
         .map_err(|e| usearch_error("search", e))?;
         Ok(matches.keys.into_iter().zip(matches.distances).collect())

@@ -9,9 +9,10 @@
 //!   [`upsert`](VectorIndex::upsert) and the deletes change this handle's memory at once (its
 //!   searches see them, which the port allows); [`commit`](VectorIndex::commit) writes them in
 //!   one transaction (cost ∝ changed rows) and adds 1 to the generation.
-//! - **The HNSW graph in usearch** (see [`graph`]): cosine, f32/f16/i8 (default i8), searched
-//!   with the filter as a predicate inside the walk (see [`attrs`]); by default a shortlist of
-//!   `max(4k, 40)` is rescored exactly on the f32 vectors read back from SQLite.
+//! - **The HNSW graph in usearch** (see [`graph`]): cosine over f32/f16/i8 (default i8), or
+//!   Hamming over sign bits (b1), searched with the filter as a predicate inside the walk (see
+//!   [`attrs`]); by default a shortlist of `max(4k, 40)` (b1: `max(60k, 600)`, always) is
+//!   rescored exactly on the f32 vectors read back from SQLite.
 //! - **A snapshot of the graph** (`vectors.usearch`), with the generation it reflects recorded
 //!   in `meta`. It is written (temporary file, fsync, rename) when a commit finds that the rows
 //!   changed since the last snapshot reach 10 % of the rows or 50 000 (configurable, see
@@ -698,7 +699,7 @@ impl AnnVectorIndex {
                 return self.exact_top(state, query, &allowed, k);
             }
         }
-        if self.options.rescore {
+        if self.options.rescores() {
             let keys: Vec<Key> = found.iter().map(|(key, _)| *key).collect();
             return self.exact_top(state, query, &keys, k);
         }

@@ -296,7 +296,30 @@ pub const ANN_SCOPES: [&str; 10] = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s
 /// `docs × per_doc` chunks with random unit vectors of [`ann_space`]: document `dNNN` holds
 /// chunks `dNNN` 0, 100, 200, … and is in scope `s{N % 10}`.
 pub fn ann_corpus(seed: u64, docs: usize, per_doc: usize) -> Vec<EmbeddedChunk> {
-    let space = ann_space();
+    ann_corpus_in(&ann_space(), seed, docs, per_doc)
+}
+
+/// [`ann_space`] with `dims` dimensions: for an index whose quantisation needs more of them
+/// than [`ANN_DIMS`] (one sign bit per component).
+pub fn ann_space_of(dims: usize) -> EmbeddingSpace {
+    EmbeddingSpace::new(
+        "contract-suite-ann",
+        "v1",
+        dims,
+        Pooling::None,
+        Normalization::L2,
+    )
+    .expect("valid space")
+}
+
+/// [`ann_corpus`] in `space`.
+pub fn ann_corpus_in(
+    space: &EmbeddingSpace,
+    seed: u64,
+    docs: usize,
+    per_doc: usize,
+) -> Vec<EmbeddedChunk> {
+    let space = space.clone();
     let mut rng = Rng::new(seed);
     let mut items = Vec::with_capacity(docs * per_doc);
     for d in 0..docs {

@@ -98,15 +98,20 @@ macro_rules! vector_index_contract {
 /// scopes never leaking. `$make` is a closure taking the
 /// [`EmbeddingSpace`](zhiku_domain::EmbeddingSpace) the index must hold
 /// ([`fixtures::ann_space`](crate::contract::fixtures::ann_space)) and returning
-/// `Option<Box<dyn VectorIndex>>` (an empty index, or `None` to skip). Run it beside
-/// [`vector_index_contract!`] for every approximate adapter.
+/// `Option<Box<dyn VectorIndex>>` (an empty index, or `None` to skip); a second argument puts
+/// the corpus in another space (e.g. `fixtures::ann_space_of(384)` for a binary graph, whose
+/// sign bits need more than 64 dimensions). Run it beside [`vector_index_contract!`] for every
+/// approximate adapter.
 #[macro_export]
 macro_rules! approximate_vector_index_contract {
     ($make:expr) => {
+        $crate::approximate_vector_index_contract!($make, $crate::contract::fixtures::ann_space());
+    };
+    ($make:expr, $space:expr) => {
         $crate::__contract_tests!(
             vector,
             $make,
-            $crate::contract::fixtures::ann_space(),
+            $space,
             [
                 approximate_recall_at_10,
                 approximate_filtered_recall_one_scope_of_ten,

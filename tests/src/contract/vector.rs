@@ -396,7 +396,7 @@ mod approximate {
     use zhiku_domain::ports::{EmbeddedChunk, VectorIndex, VectorIndexExt};
     use zhiku_domain::{ChunkId, Embedding, Filter, Scope};
 
-    use super::super::fixtures::{Rng, ann_corpus, ann_space, random_unit};
+    use super::super::fixtures::{Rng, ann_corpus_in, random_unit};
 
     pub(super) const DOCS: usize = 200;
     pub(super) const PER_DOC: usize = 10;
@@ -406,20 +406,19 @@ mod approximate {
 
     /// The corpus stored in both the index under test and the exact reference.
     pub(super) fn load(index: &dyn VectorIndex) -> (Vec<EmbeddedChunk>, MemoryVectorIndex) {
-        let items = ann_corpus(15, DOCS, PER_DOC);
+        let items = ann_corpus_in(index.space(), 15, DOCS, PER_DOC);
         index.upsert_batched(&items).unwrap();
         index.commit().unwrap();
-        let exact = MemoryVectorIndex::new(ann_space());
+        let exact = MemoryVectorIndex::new(index.space().clone());
         exact.upsert(&items).unwrap();
         assert_eq!(index.count().unwrap(), items.len());
         (items, exact)
     }
 
-    pub(super) fn queries(seed: u64) -> Vec<Embedding> {
+    pub(super) fn queries(index: &dyn VectorIndex, seed: u64) -> Vec<Embedding> {
         let mut rng = Rng::new(seed);
-        let space = ann_space();
         (0..QUERIES)
-            .map(|_| random_unit(&mut rng, &space))
+            .map(|_| random_unit(&mut rng, index.space()))
             .collect()
     }
 
@@ -475,7 +474,9 @@ mod approximate {
 pub fn approximate_recall_at_10(index: &dyn VectorIndex) {
     let (_, exact) = approximate::load(index);
     let all = approximate::scope_filter(&super::fixtures::ANN_SCOPES);
-    let r = approximate::recall(index, &exact, &approximate::queries(1), &|_| all.clone());
+    let r = approximate::recall(index, &exact, &approximate::queries(index, 1), &|_| {
+        all.clone()
+    });
     approximate::require(index, "unfiltered", r);
 }
 
@@ -484,7 +485,7 @@ pub fn approximate_recall_at_10(index: &dyn VectorIndex) {
 pub fn approximate_filtered_recall_one_scope_of_ten(index: &dyn VectorIndex) {
     let (_, exact) = approximate::load(index);
     let scopes = super::fixtures::ANN_SCOPES;
-    let r = approximate::recall(index, &exact, &approximate::queries(2), &|i| {
+    let r = approximate::recall(index, &exact, &approximate::queries(index, 2), &|i| {
         approximate::scope_filter(&[scopes[i % scopes.len()]])
     });
     approximate::require(index, "one-scope-of-ten", r);
@@ -525,7 +526,7 @@ pub fn approximate_deleted_chunks_never_returned(index: &dyn VectorIndex) {
     assert_eq!(index.count().unwrap(), items.len() - deleted.len());
     let scopes = super::fixtures::ANN_SCOPES;
     let all = approximate::scope_filter(&scopes);
-    for (i, q) in approximate::queries(3).iter().enumerate() {
+    for (i, q) in approximate::queries(index, 3).iter().enumerate() {
         for filter in [
             all.clone(),
             approximate::scope_filter(&[scopes[i % scopes.len()]]),
@@ -543,7 +544,9 @@ pub fn approximate_deleted_chunks_never_returned(index: &dyn VectorIndex) {
             }
         }
     }
-    let r = approximate::recall(index, &exact, &approximate::queries(4), &|_| all.clone());
+    let r = approximate::recall(index, &exact, &approximate::queries(index, 4), &|_| {
+        all.clone()
+    });
     approximate::require(index, "after 30 % deletes", r);
 }
 
@@ -553,7 +556,7 @@ pub fn approximate_scope_never_leaks(index: &dyn VectorIndex) {
     let (_, _exact) = approximate::load(index);
     let scopes = super::fixtures::ANN_SCOPES;
     let mut rng = super::fixtures::Rng::new(40);
-    for (i, q) in approximate::queries(5).iter().enumerate() {
+    for (i, q) in approximate::queries(index, 5).iter().enumerate() {
         let mut allowed: Vec<&str> = Vec::new();
         for _ in 0..=(i % 3) {
             allowed.push(scopes[rng.below(scopes.len())]);
