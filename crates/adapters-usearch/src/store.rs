@@ -424,26 +424,46 @@ fn by_keys(
     keys: &[Key],
     mut f: impl FnMut(Key, rusqlite::types::ValueRef<'_>) -> Result<(), IndexError>,
 ) -> Result<(), IndexError> {
-    for part in keys.chunks(BATCH) {
+    let keys: Vec<i64> = keys.iter().map(|k| from_key(*k)).collect();
+    in_batches(conn, "key", column, &keys, |row| {
+        f(
+            to_key(row.get(0).map_err(sql)?),
+            row.get_ref(1).map_err(sql)?,
+        )
+    })
+}
+
+/// Runs `SELECT <by>, <column> FROM chunks WHERE <by> IN (…)` over `values` in batches, calling
+/// `f` with each row found.
+fn in_batches<V: rusqlite::ToSql>(
+    conn: &Connection,
+    by: &str,
+    column: &str,
+    values: &[V],
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<(), IndexError>,
+) -> Result<(), IndexError> {
+    for part in values.chunks(BATCH) {
         let marks = vec!["?"; part.len()].join(",");
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT key, {column} FROM chunks WHERE key IN ({marks})"
+                "SELECT {by}, {column} FROM chunks WHERE {by} IN ({marks})"
             ))
             .map_err(sql)?;
         let mut rows = stmt
-            .query(rusqlite::params_from_iter(
-                part.iter().map(|k| from_key(*k)),
-            ))
+            .query(rusqlite::params_from_iter(part.iter()))
             .map_err(sql)?;
         while let Some(row) = rows.next().map_err(sql)? {
-            f(
-                to_key(row.get(0).map_err(sql)?),
-                row.get_ref(1).map_err(sql)?,
-            )?;
+            f(row)?;
         }
     }
     Ok(())
+}
+
+/// A stored record, parsed and validated.
+fn chunk_of(value: rusqlite::types::ValueRef<'_>) -> Result<Chunk, IndexError> {
+    let record: ChunkRecord =
+        serde_json::from_str(value.as_str().map_err(backend)?).map_err(backend)?;
+    Chunk::from_record(record).map_err(backend)
 }
 
 /// The stored vectors of `keys` (absent keys are missing from the map).
@@ -464,9 +484,7 @@ pub(crate) fn vectors(
 pub(crate) fn chunks(conn: &Connection, keys: &[Key]) -> Result<HashMap<Key, Chunk>, IndexError> {
     let mut out = HashMap::with_capacity(keys.len());
     by_keys(conn, "record", keys, |key, v| {
-        let record: ChunkRecord =
-            serde_json::from_str(v.as_str().map_err(backend)?).map_err(backend)?;
-        out.insert(key, Chunk::from_record(record).map_err(backend)?);
+        out.insert(key, chunk_of(v)?);
         Ok(())
     })?;
     Ok(out)
@@ -479,24 +497,14 @@ pub(crate) fn chunks_by_id(
     ids: &[ChunkId],
 ) -> Result<Vec<Option<Chunk>>, IndexError> {
     let mut found: HashMap<String, Chunk> = HashMap::with_capacity(ids.len());
-    for part in ids.chunks(BATCH) {
-        let marks = vec!["?"; part.len()].join(",");
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT chunk_id, record FROM chunks WHERE chunk_id IN ({marks})"
-            ))
-            .map_err(sql)?;
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(part.iter().map(ChunkId::as_str)))
-            .map_err(sql)?;
-        while let Some(row) = rows.next().map_err(sql)? {
-            let id: String = row.get(0).map_err(sql)?;
-            let record: ChunkRecord =
-                serde_json::from_str(row.get_ref(1).map_err(sql)?.as_str().map_err(backend)?)
-                    .map_err(backend)?;
-            found.insert(id, Chunk::from_record(record).map_err(backend)?);
-        }
-    }
+    let ids_text: Vec<&str> = ids.iter().map(ChunkId::as_str).collect();
+    in_batches(conn, "chunk_id", "record", &ids_text, |row| {
+        found.insert(
+            row.get(0).map_err(sql)?,
+            chunk_of(row.get_ref(1).map_err(sql)?)?,
+        );
+        Ok(())
+    })?;
     Ok(ids
         .iter()
         .map(|id| found.get(id.as_str()).cloned())

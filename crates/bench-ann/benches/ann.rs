@@ -727,97 +727,148 @@ fn usearch_row(
     label: &str,
     rescore: bool,
 ) -> Row {
-    use usearch::{Index, IndexOptions, MetricKind};
-    let options = IndexOptions {
-        dimensions: data.dim,
-        metric: MetricKind::Cos,
-        quantization: kind,
-        connectivity: M,
-        expansion_add: EF_CONSTRUCTION,
-        expansion_search: 64,
-        multi: false,
-    };
-    let index = Index::new(&options).expect("usearch index");
-    let t = Instant::now();
-    index
-        .reserve_capacity_and_threads(data.n(), BUILD_THREADS)
-        .expect("usearch reserve");
-    std::thread::scope(|s| {
-        for th in 0..BUILD_THREADS {
-            let index = &index;
-            s.spawn(move || {
-                for i in (th..data.n()).step_by(BUILD_THREADS) {
-                    index.add(i as u64, data.row(i)).expect("usearch add");
-                }
-            });
-        }
-    });
-    let build_s = t.elapsed().as_secs_f64();
+    use usearch::MetricKind;
+    let index = usearch_index(data, MetricKind::Cos, kind);
+    let build_s = usearch_build(&index, data, |key, row| index.add(key, row));
     // With rescoring, the quantised index returns a 4k shortlist that is re-ranked exactly
     // against the f32 rows (which a store would keep on disk / memory-mapped).
     let fetch = if rescore { 4 * K } else { K };
-    let finish = |matches: usearch::ffi::Matches, q: &[f32]| -> Vec<u64> {
-        if !rescore {
-            return matches.keys;
-        }
-        let mut scored: Vec<(f32, u64)> = matches
-            .keys
-            .iter()
-            .map(|&k| (dot(q, data.row(k as usize)), k))
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.into_iter().take(K).map(|(_, k)| k).collect()
-    };
     let search = |q: &[f32], allowed: Option<Allowed<'_>>| -> Vec<u64> {
         let matches = match allowed {
             None => index.search(q, fetch),
             Some(a) => index.filtered_search(q, fetch, |key| a.allows(key)),
         }
         .expect("usearch search");
-        finish(matches, q)
+        if rescore {
+            rescored(data, q, &matches.keys)
+        } else {
+            matches.keys
+        }
     };
     let set = |ef: usize| {
         index.change_expansion_search(ef);
         format!("ef={ef}")
     };
-    let (ef, all) = tune(
-        label,
-        Case::new(data, truth, false),
-        target,
-        EFS,
-        &set,
-        &search,
+    let note = format!(
+        "cosine, filtered_search(predicate) inside the graph walk{}; mem = memory_usage(), disk = serialized_length(); {}",
+        if rescore {
+            ", 40-shortlist rescored on f32 rows (not counted in MiB)"
+        } else {
+            ""
+        },
+        index.hardware_acceleration()
     );
-    let (f_ef, one) = tune(
-        label,
-        Case::new(data, truth_f, true),
+    let tuned = Tuned {
+        data,
+        truth,
+        truth_f,
         target,
-        EFS,
-        &set,
-        &search,
-    );
-    Row {
-        name: label.into(),
-        build_s,
-        mem_bytes: Some(index.memory_usage() as u64),
-        disk_bytes: Some(index.serialized_length() as u64),
-        ef,
-        recall: all.recall,
-        p50_us: all.p50_us,
-        p99_us: all.p99_us,
-        f_ef,
-        f_recall: Some(one.recall),
-        f_p50_us: one.p50_us,
-        f_p99_us: one.p99_us,
-        note: format!(
-            "cosine, filtered_search(predicate) inside the graph walk{}; mem = memory_usage(), disk = serialized_length(); {}",
-            if rescore {
-                ", 40-shortlist rescored on f32 rows (not counted in MiB)"
-            } else {
-                ""
-            },
-            index.hardware_acceleration()
-        ),
+        label,
+    };
+    tuned.row(&index, build_s, EFS, &set, &search, note)
+}
+
+/// An empty usearch index of the bench's graph settings.
+fn usearch_index(
+    data: &Data,
+    metric: usearch::MetricKind,
+    kind: usearch::ScalarKind,
+) -> usearch::Index {
+    let options = usearch::IndexOptions {
+        dimensions: data.dim,
+        metric,
+        quantization: kind,
+        connectivity: M,
+        expansion_add: EF_CONSTRUCTION,
+        expansion_search: 64,
+        multi: false,
+    };
+    usearch::Index::new(&options).expect("usearch index")
+}
+
+/// Adds every row on `BUILD_THREADS` threads; the build's seconds.
+fn usearch_build<E: std::fmt::Debug>(
+    index: &usearch::Index,
+    data: &Data,
+    add: impl Fn(u64, &[f32]) -> Result<(), E> + Sync,
+) -> f64 {
+    let t = Instant::now();
+    index
+        .reserve_capacity_and_threads(data.n(), BUILD_THREADS)
+        .expect("usearch reserve");
+    std::thread::scope(|s| {
+        for th in 0..BUILD_THREADS {
+            let add = &add;
+            s.spawn(move || {
+                for i in (th..data.n()).step_by(BUILD_THREADS) {
+                    add(i as u64, data.row(i)).expect("usearch add");
+                }
+            });
+        }
+    });
+    t.elapsed().as_secs_f64()
+}
+
+/// The best `K` of `keys` by the exact dot product of their f32 rows with `q`.
+fn rescored(data: &Data, q: &[f32], keys: &[u64]) -> Vec<u64> {
+    let mut scored: Vec<(f32, u64)> = keys
+        .iter()
+        .map(|&k| (dot(q, data.row(k as usize)), k))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(K).map(|(_, k)| k).collect()
+}
+
+/// A candidate tuned unfiltered and with one scope of ten, as one row of the table.
+struct Tuned<'a> {
+    data: &'a Data,
+    truth: &'a [Vec<u64>],
+    truth_f: &'a [Vec<u64>],
+    target: f64,
+    label: &'a str,
+}
+
+impl Tuned<'_> {
+    fn row(
+        &self,
+        index: &usearch::Index,
+        build_s: f64,
+        breadths: &[usize],
+        set: &dyn Fn(usize) -> String,
+        search: &SearchFn<'_>,
+        note: String,
+    ) -> Row {
+        let (ef, all) = tune(
+            self.label,
+            Case::new(self.data, self.truth, false),
+            self.target,
+            breadths,
+            set,
+            search,
+        );
+        let (f_ef, one) = tune(
+            self.label,
+            Case::new(self.data, self.truth_f, true),
+            self.target,
+            breadths,
+            set,
+            search,
+        );
+        Row {
+            name: self.label.into(),
+            build_s,
+            mem_bytes: Some(index.memory_usage() as u64),
+            disk_bytes: Some(index.serialized_length() as u64),
+            ef,
+            recall: all.recall,
+            p50_us: all.p50_us,
+            p99_us: all.p99_us,
+            f_ef,
+            f_recall: Some(one.recall),
+            f_p50_us: one.p50_us,
+            f_p99_us: one.p99_us,
+            note,
+        }
     }
 }
 
@@ -840,34 +891,9 @@ fn sign_bits(v: &[f32]) -> Vec<usearch::b1x8> {
 /// store's `quantization = "b1"`. The tuned breadth is the shortlist (the walk's breadth is at
 /// least the shortlist).
 fn usearch_b1_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target: f64) -> Row {
-    use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
-    let options = IndexOptions {
-        dimensions: data.dim,
-        metric: MetricKind::Hamming,
-        quantization: ScalarKind::B1,
-        connectivity: M,
-        expansion_add: EF_CONSTRUCTION,
-        expansion_search: 64,
-        multi: false,
-    };
-    let index = Index::new(&options).expect("usearch b1 index");
-    let t = Instant::now();
-    index
-        .reserve_capacity_and_threads(data.n(), BUILD_THREADS)
-        .expect("usearch reserve");
-    std::thread::scope(|s| {
-        for th in 0..BUILD_THREADS {
-            let index = &index;
-            s.spawn(move || {
-                for i in (th..data.n()).step_by(BUILD_THREADS) {
-                    index
-                        .add(i as u64, &sign_bits(data.row(i)))
-                        .expect("usearch add");
-                }
-            });
-        }
-    });
-    let build_s = t.elapsed().as_secs_f64();
+    use usearch::{MetricKind, ScalarKind};
+    let index = usearch_index(data, MetricKind::Hamming, ScalarKind::B1);
+    let build_s = usearch_build(&index, data, |key, row| index.add(key, &sign_bits(row)));
     let shortlist = std::cell::Cell::new(B1_SHORTLISTS[0]);
     let search = |q: &[f32], allowed: Option<Allowed<'_>>| -> Vec<u64> {
         let bits = sign_bits(q);
@@ -876,53 +902,24 @@ fn usearch_b1_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target:
             Some(a) => index.filtered_search(&bits, shortlist.get(), |key| a.allows(key)),
         }
         .expect("usearch search");
-        let mut scored: Vec<(f32, u64)> = matches
-            .keys
-            .iter()
-            .map(|&k| (dot(q, data.row(k as usize)), k))
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.into_iter().take(K).map(|(_, k)| k).collect()
+        rescored(data, q, &matches.keys)
     };
     let set = |n: usize| {
         shortlist.set(n);
         format!("shortlist={n}")
     };
-    let label = "usearch b1+rescore";
-    let (ef, all) = tune(
-        label,
-        Case::new(data, truth, false),
-        target,
-        B1_SHORTLISTS,
-        &set,
-        &search,
+    let note = format!(
+        "Hamming over sign bits, filtered_search(predicate); the shortlist rescored on f32 rows (not counted in MiB); {}",
+        index.hardware_acceleration()
     );
-    let (f_ef, one) = tune(
-        label,
-        Case::new(data, truth_f, true),
+    let tuned = Tuned {
+        data,
+        truth,
+        truth_f,
         target,
-        B1_SHORTLISTS,
-        &set,
-        &search,
-    );
-    Row {
-        name: label.into(),
-        build_s,
-        mem_bytes: Some(index.memory_usage() as u64),
-        disk_bytes: Some(index.serialized_length() as u64),
-        ef,
-        recall: all.recall,
-        p50_us: all.p50_us,
-        p99_us: all.p99_us,
-        f_ef,
-        f_recall: Some(one.recall),
-        f_p50_us: one.p50_us,
-        f_p99_us: one.p99_us,
-        note: format!(
-            "Hamming over sign bits, filtered_search(predicate); the shortlist rescored on f32 rows (not counted in MiB); {}",
-            index.hardware_acceleration()
-        ),
-    }
+        label: "usearch b1+rescore",
+    };
+    tuned.row(&index, build_s, B1_SHORTLISTS, &set, &search, note)
 }
 
 fn hnsw_rs_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target: f64) -> Row {
