@@ -765,7 +765,14 @@ fn usearch_row(
         target,
         label,
     };
-    tuned.row(&index, build_s, EFS, &set, &search, note)
+    tuned.row(
+        build_s,
+        Sizes::of_usearch(&index),
+        [EFS, EFS],
+        &set,
+        &search,
+        note,
+    )
 }
 
 /// An empty usearch index of the bench's graph settings.
@@ -828,12 +835,29 @@ struct Tuned<'a> {
     label: &'a str,
 }
 
+/// What a candidate's index holds: bytes in memory and on disk, where measured.
+struct Sizes {
+    mem: Option<u64>,
+    disk: Option<u64>,
+}
+
+impl Sizes {
+    fn of_usearch(index: &usearch::Index) -> Self {
+        Self {
+            mem: Some(index.memory_usage() as u64),
+            disk: Some(index.serialized_length() as u64),
+        }
+    }
+}
+
 impl Tuned<'_> {
+    /// Tunes the breadth (`breadths[0]` unfiltered, `breadths[1]` with one scope) until recall
+    /// reaches the target, and makes the row.
     fn row(
         &self,
-        index: &usearch::Index,
         build_s: f64,
-        breadths: &[usize],
+        sizes: Sizes,
+        breadths: [&[usize]; 2],
         set: &dyn Fn(usize) -> String,
         search: &SearchFn<'_>,
         note: String,
@@ -842,7 +866,7 @@ impl Tuned<'_> {
             self.label,
             Case::new(self.data, self.truth, false),
             self.target,
-            breadths,
+            breadths[0],
             set,
             search,
         );
@@ -850,15 +874,15 @@ impl Tuned<'_> {
             self.label,
             Case::new(self.data, self.truth_f, true),
             self.target,
-            breadths,
+            breadths[1],
             set,
             search,
         );
         Row {
             name: self.label.into(),
             build_s,
-            mem_bytes: Some(index.memory_usage() as u64),
-            disk_bytes: Some(index.serialized_length() as u64),
+            mem_bytes: sizes.mem,
+            disk_bytes: sizes.disk,
             ef,
             recall: all.recall,
             p50_us: all.p50_us,
@@ -919,7 +943,14 @@ fn usearch_b1_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target:
         target,
         label: "usearch b1+rescore",
     };
-    tuned.row(&index, build_s, B1_SHORTLISTS, &set, &search, note)
+    tuned.row(
+        build_s,
+        Sizes::of_usearch(&index),
+        [B1_SHORTLISTS, B1_SHORTLISTS],
+        &set,
+        &search,
+        note,
+    )
 }
 
 fn hnsw_rs_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target: f64) -> Row {
@@ -948,37 +979,19 @@ fn hnsw_rs_row(data: &Data, truth: &[Vec<u64>], truth_f: &[Vec<u64>], target: f6
         ef_now.set(ef);
         format!("ef={ef}")
     };
-    let (ef, all) = tune(
-        "hnsw_rs",
-        Case::new(data, truth, false),
+    let tuned = Tuned {
+        data,
+        truth,
+        truth_f,
         target,
-        EFS,
-        &set,
-        &search,
-    );
-    let (f_ef, one) = tune(
-        "hnsw_rs",
-        Case::new(data, truth_f, true),
-        target,
-        EFS,
-        &set,
-        &search,
-    );
-    Row {
-        name: "hnsw_rs".into(),
-        build_s,
-        mem_bytes: Some(mem),
-        disk_bytes: None,
-        ef,
-        recall: all.recall,
-        p50_us: all.p50_us,
-        p99_us: all.p99_us,
-        f_ef,
-        f_recall: Some(one.recall),
-        f_p50_us: one.p50_us,
-        f_p99_us: one.p99_us,
-        note: "L2 (= cosine order on unit vectors), simdeez_f; search_filter(FilterT) inside the walk; mem = Rust heap growth over the build (counting allocator); built by parallel_insert_slice (rayon, 2 threads)".into(),
-    }
+        label: "hnsw_rs",
+    };
+    let sizes = Sizes {
+        mem: Some(mem),
+        disk: None,
+    };
+    let note = "L2 (= cosine order on unit vectors), simdeez_f; search_filter(FilterT) inside the walk; mem = Rust heap growth over the build (counting allocator); built by parallel_insert_slice (rayon, 2 threads)".into();
+    tuned.row(build_s, sizes, [EFS, EFS], &set, &search, note)
 }
 
 /// Opens an LMDB environment: heed marks it `unsafe` because the map must not be opened twice
@@ -1045,39 +1058,29 @@ fn arroy_row(
         search_k.set(K * trees * mult);
         format!("search_k={}", K * trees * mult)
     };
-    let (ef, all) = tune(
-        "arroy",
-        Case::new(data, truth, false),
+    let tuned = Tuned {
+        data,
+        truth,
+        truth_f,
         target,
-        ARROY_SEARCH_K_MULT,
-        &set,
-        &search,
+        label: "arroy",
+    };
+    let sizes = Sizes {
+        mem: None,
+        disk: Some(disk),
+    };
+    let note = format!(
+        "Euclidean, {trees} trees, LMDB memory-mapped (mem = page cache); filter = candidates(RoaringBitmap) of the scope (below 50% of items arroy scans the candidates exactly); disk = allocated blocks"
     );
-    let (f_ef, one) = tune(
-        "arroy",
-        Case::new(data, truth_f, true),
-        target,
-        &[1],
-        &set,
-        &search,
-    );
-    Ok(Row {
-        name: "arroy".into(),
+    // Filtered: arroy's candidates bitmap is exact below half the items, so one breadth.
+    Ok(tuned.row(
         build_s,
-        mem_bytes: None,
-        disk_bytes: Some(disk),
-        ef,
-        recall: all.recall,
-        p50_us: all.p50_us,
-        p99_us: all.p99_us,
-        f_ef,
-        f_recall: Some(one.recall),
-        f_p50_us: one.p50_us,
-        f_p99_us: one.p99_us,
-        note: format!(
-            "Euclidean, {trees} trees, LMDB memory-mapped (mem = page cache); filter = candidates(RoaringBitmap) of the scope (below 50% of items arroy scans the candidates exactly); disk = allocated blocks"
-        ),
-    })
+        sizes,
+        [ARROY_SEARCH_K_MULT, &[1]],
+        &set,
+        &search,
+        note,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
