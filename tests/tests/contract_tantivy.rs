@@ -4,6 +4,23 @@ use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{IndexError, LexicalIndex};
 use zhiku_domain::{Filter, Scope};
 use zhiku_tests::contract::fixtures::Spec;
+use zhiku_tests::contract::records::LexicalOverRecords;
+
+/// The index in `dir` keeping only chunk IDs, its records in a fresh exact vector index, the two
+/// written together as the indexer writes them.
+fn over_memory_records(dir: &std::path::Path) -> LexicalOverRecords {
+    let vectors = std::sync::Arc::new(zhiku_adapters_memory::MemoryVectorIndex::new(
+        zhiku_tests::contract::fixtures::space(),
+    ));
+    LexicalOverRecords {
+        lexical: Box::new(
+            TantivyLexicalIndex::open_or_create(dir, LexicalConfig::default())
+                .unwrap()
+                .with_records_in(vectors.clone()),
+        ),
+        vectors,
+    }
+}
 
 mod tantivy_ram {
     use super::*;
@@ -33,25 +50,15 @@ mod tantivy_disk {
 /// On disk, keeping only chunk IDs: the records live in an exact vector index written with it.
 mod tantivy_records_elsewhere {
     use super::*;
-    use std::sync::{Arc, Mutex};
-    use zhiku_adapters_memory::MemoryVectorIndex;
-    use zhiku_tests::contract::records::LexicalOverRecords;
+    use std::sync::Mutex;
 
     static DIRS: Mutex<Vec<tempfile::TempDir>> = Mutex::new(Vec::new());
 
     zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
         let dir = tempfile::tempdir().unwrap();
-        let vectors = Arc::new(MemoryVectorIndex::new(
-            zhiku_tests::contract::fixtures::space(),
-        ));
-        let lexical = TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default())
-            .unwrap()
-            .with_records_in(vectors.clone());
+        let pair = over_memory_records(dir.path());
         DIRS.lock().unwrap().push(dir);
-        Some(Box::new(LexicalOverRecords {
-            lexical: Box::new(lexical),
-            vectors,
-        }))
+        Some(Box::new(pair))
     });
 }
 
@@ -346,10 +353,6 @@ fn long_chunks(n: usize) -> Vec<zhiku_domain::Chunk> {
 
 #[test]
 fn with_records_elsewhere_only_chunk_ids_are_stored() {
-    use std::sync::Arc;
-    use zhiku_adapters_memory::MemoryVectorIndex;
-    use zhiku_tests::contract::records::LexicalOverRecords;
-
     let chunks = long_chunks(200);
     let own_dir = tempfile::tempdir().unwrap();
     let own =
@@ -358,17 +361,7 @@ fn with_records_elsewhere_only_chunk_ids_are_stored() {
     own.commit().unwrap();
 
     let ids_dir = tempfile::tempdir().unwrap();
-    let vectors = Arc::new(MemoryVectorIndex::new(
-        zhiku_tests::contract::fixtures::space(),
-    ));
-    let pair = LexicalOverRecords {
-        lexical: Box::new(
-            TantivyLexicalIndex::open_or_create(ids_dir.path(), LexicalConfig::default())
-                .unwrap()
-                .with_records_in(vectors.clone()),
-        ),
-        vectors,
-    };
+    let pair = over_memory_records(ids_dir.path());
     pair.upsert(&chunks).unwrap();
     pair.commit().unwrap();
 
@@ -398,10 +391,6 @@ fn with_records_elsewhere_only_chunk_ids_are_stored() {
 
 #[test]
 fn an_index_with_its_own_records_keeps_reading_them_once_given_a_record_store() {
-    use std::sync::Arc;
-    use zhiku_adapters_memory::MemoryVectorIndex;
-    use zhiku_tests::contract::records::LexicalOverRecords;
-
     // Written before the records moved out: every document carries its record.
     let dir = tempfile::tempdir().unwrap();
     let old = Spec::new("old", "s", "升级前写入的片段 upgrade");
@@ -413,17 +402,7 @@ fn an_index_with_its_own_records_keeps_reading_them_once_given_a_record_store() 
     }
     // Reopened with an (empty) record store: the old document is read from its own record,
     // a new one from the store.
-    let vectors = Arc::new(MemoryVectorIndex::new(
-        zhiku_tests::contract::fixtures::space(),
-    ));
-    let pair = LexicalOverRecords {
-        lexical: Box::new(
-            TantivyLexicalIndex::open_or_create(dir.path(), LexicalConfig::default())
-                .unwrap()
-                .with_records_in(vectors.clone()),
-        ),
-        vectors,
-    };
+    let pair = over_memory_records(dir.path());
     let new = Spec::new("new", "s", "升级后写入的片段 upgrade");
     pair.upsert(&[new.chunk()]).unwrap();
     pair.commit().unwrap();
