@@ -15,6 +15,7 @@
 pub mod atomic;
 pub mod folder;
 pub mod folder_source;
+pub mod formats;
 pub mod loader;
 pub mod lock;
 pub mod manifest;
