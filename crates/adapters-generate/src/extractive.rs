@@ -192,6 +192,7 @@ mod tests {
             title: "t".into(),
             source: "d.md".into(),
             heading_path: vec![],
+            pages: None,
             text: text.into(),
         }
     }

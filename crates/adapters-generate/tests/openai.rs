@@ -41,6 +41,7 @@ fn block(marker: u32, text: &str) -> SourceBlock {
         title: "zhiku notes".into(),
         source: "kb/notes.md".into(),
         heading_path: vec![],
+        pages: None,
         text: text.into(),
     }
 }

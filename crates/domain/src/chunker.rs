@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::contracts::{Chunk, ChunkingPolicy, Document};
+use crate::contracts::{Chunk, ChunkingPolicy, Document, PageSpan};
 
 /// A window of text produced by [`split`], in character offsets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,25 +45,49 @@ pub struct Span {
 }
 
 /// Cuts `doc` into chunks according to `policy`.
+///
+/// In a document with [pages](crate::DocAttributes::pages) every chunk also learns the pages
+/// its text lies on: the page of its first and of its last non-blank character, counting the
+/// form feeds before them. Pages do not move a cut, so a chunk that runs over a page break
+/// says so (`first < last`) rather than being cut there.
 pub fn chunk_document(doc: &Document, policy: &ChunkingPolicy) -> Vec<Chunk> {
     let text = doc.content();
     let spans = split(text, policy);
     let byte_at = char_to_byte_table(text);
+    let breaks: Option<Vec<usize>> = doc
+        .attributes()
+        .pages
+        .map(|_| text.match_indices('\u{c}').map(|(at, _)| at).collect());
     spans
         .into_iter()
         .enumerate()
         .map(|(ordinal, span)| {
-            let content = text[byte_at[span.start]..byte_at[span.end]].to_string();
-            Chunk::new(
+            let (from, to) = (byte_at[span.start], byte_at[span.end]);
+            let content = text[from..to].to_string();
+            let pages = breaks.as_deref().and_then(|b| page_span(&content, from, b));
+            let chunk = Chunk::new(
                 doc.id().clone(),
                 span.start,
                 content,
                 span.heading_path,
                 u32::try_from(ordinal).unwrap_or(u32::MAX),
                 Arc::clone(doc.attributes()),
-            )
+            );
+            match pages {
+                Some(pages) => chunk.with_pages(pages),
+                None => chunk,
+            }
         })
         .collect()
+}
+
+/// The pages of the non-blank text of `content`, which starts at byte `from` of a text whose
+/// page breaks (form feeds) are at the byte offsets `breaks`.
+fn page_span(content: &str, from: usize, breaks: &[usize]) -> Option<PageSpan> {
+    let first = content.find(|c: char| !c.is_whitespace())?;
+    let last = content.rfind(|c: char| !c.is_whitespace())?;
+    let page_at = |byte: usize| u32::try_from(breaks.partition_point(|&b| b < byte) + 1).ok();
+    PageSpan::new(page_at(from + first)?, page_at(from + last)?).ok()
 }
 
 /// Cuts `text` into windows according to `policy` (see the module documentation).
@@ -480,6 +504,42 @@ mod tests {
             .iter()
             .map(|s| chars[s.start..s.end].iter().collect())
             .collect()
+    }
+
+    #[test]
+    fn chunks_of_a_document_with_pages_know_their_pages() {
+        use crate::{DocId, Source};
+        let text = "# 第一章\n\n第一页的文字。\n\n\u{c}\n\n第二页的文字。\n\n\u{c}\n\n第三页。\n";
+        let doc = Document::builder(
+            DocId::new("a.pdf").unwrap(),
+            Source::new("a.pdf").unwrap(),
+            text,
+        )
+        .pages(3)
+        .build();
+        let pages = |max| {
+            chunk_document(&doc, &policy(max, 0))
+                .iter()
+                .map(|c| c.pages().map(|p| (p.first(), p.last())))
+                .collect::<Vec<_>>()
+        };
+        // Small windows: one per page. One large window: pages 1 to 3, said so.
+        assert_eq!(
+            pages(16),
+            [Some((1, 1)), Some((1, 1)), Some((2, 2)), Some((3, 3))]
+        );
+        assert_eq!(pages(200), [Some((1, 3))]);
+        let plain = Document::builder(
+            DocId::new("a.md").unwrap(),
+            Source::new("a.md").unwrap(),
+            text,
+        )
+        .build();
+        assert!(
+            chunk_document(&plain, &policy(200, 0))
+                .iter()
+                .all(|c| c.pages().is_none())
+        );
     }
 
     #[test]

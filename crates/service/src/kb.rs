@@ -302,6 +302,7 @@ impl KnowledgeBase {
                 .map(|c| ChunkView {
                     chunk_id: c.chunk_id().to_string(),
                     heading_path: c.heading_path().to_vec(),
+                    pages: c.pages(),
                     start: c.start(),
                     end: c.end(),
                     content: c.content().to_string(),

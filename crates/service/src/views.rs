@@ -56,6 +56,9 @@ pub struct Hit {
     pub source: String,
     /// Headings above the chunk.
     pub heading_path: Vec<String>,
+    /// The pages of the document the chunk lies on (a PDF's), as `[first, last]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<zhiku_domain::PageSpan>,
     /// The score after fusing the routes (reciprocal rank fusion); comparable within one
     /// result only.
     pub score: f64,
@@ -78,6 +81,7 @@ impl Hit {
                 title: e.chunk.doc().title.to_string(),
                 source: e.chunk.doc().source.to_string(),
                 heading_path: e.chunk.heading_path().to_vec(),
+                pages: e.chunk.pages(),
                 score: e.score,
                 routes: e.routes.clone(),
                 content: e.chunk.content().to_string(),
@@ -147,6 +151,9 @@ pub struct ChunkView {
     pub chunk_id: String,
     /// Headings above it.
     pub heading_path: Vec<String>,
+    /// The pages of the document it lies on (a PDF's), as `[first, last]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<zhiku_domain::PageSpan>,
     /// Offset of its first character (Unicode scalar value, not byte) in the document's text.
     pub start: usize,
     /// Offset after its last character.

@@ -110,7 +110,61 @@ pub struct Chunk {
     end: usize,
     heading_path: Vec<String>,
     ordinal: u32,
+    pages: Option<PageSpan>,
     doc: Arc<DocAttributes>,
+}
+
+/// The pages a chunk lies on: `first..=last`, counted from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "(u32, u32)", into = "(u32, u32)")]
+pub struct PageSpan {
+    first: u32,
+    last: u32,
+}
+
+impl PageSpan {
+    /// A span of pages; `first` is at least 1 and `last` not before it.
+    pub fn new(first: u32, last: u32) -> Result<Self, InvalidValue> {
+        if first == 0 || last < first {
+            return Err(InvalidValue::new(
+                "page span",
+                &format!("{first}-{last}"),
+                "pages count from 1 and the last is not before the first",
+            ));
+        }
+        Ok(Self { first, last })
+    }
+    /// The first page.
+    pub fn first(self) -> u32 {
+        self.first
+    }
+    /// The last page (equal to `first` for a chunk on one page).
+    pub fn last(self) -> u32 {
+        self.last
+    }
+}
+
+impl fmt::Display for PageSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.first == self.last {
+            write!(f, "p. {}", self.first)
+        } else {
+            write!(f, "pp. {}-{}", self.first, self.last)
+        }
+    }
+}
+
+impl TryFrom<(u32, u32)> for PageSpan {
+    type Error = InvalidValue;
+    fn try_from((first, last): (u32, u32)) -> Result<Self, Self::Error> {
+        Self::new(first, last)
+    }
+}
+
+impl From<PageSpan> for (u32, u32) {
+    fn from(p: PageSpan) -> Self {
+        (p.first, p.last)
+    }
 }
 
 /// The serialised form of a [`Chunk`]; converting it back validates every invariant.
@@ -132,6 +186,9 @@ pub struct ChunkRecord {
     pub heading_path: Vec<String>,
     /// See [`Chunk::ordinal`].
     pub ordinal: u32,
+    /// See [`Chunk::pages`]; absent for a document without pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PageSpan>,
     /// See [`Chunk::doc`].
     #[serde(flatten)]
     pub doc: DocAttributes,
@@ -159,8 +216,15 @@ impl Chunk {
             end,
             heading_path,
             ordinal,
+            pages: None,
             doc,
         }
+    }
+
+    /// Returns this chunk as lying on `pages` of its document (same content, same ID).
+    pub fn with_pages(mut self, pages: PageSpan) -> Self {
+        self.pages = Some(pages);
+        self
     }
 
     /// Rebuilds a chunk from stored parts, checking every invariant.
@@ -173,6 +237,10 @@ impl Chunk {
             record.ordinal,
             Arc::new(record.doc),
         );
+        let chunk = match record.pages {
+            Some(pages) => chunk.with_pages(pages),
+            None => chunk,
+        };
         if chunk.sha256 != record.sha256 {
             return Err(InvalidValue::new(
                 "chunk",
@@ -208,6 +276,7 @@ impl Chunk {
             end: self.end,
             heading_path: self.heading_path.clone(),
             ordinal: self.ordinal,
+            pages: self.pages,
             doc: (*self.doc).clone(),
         }
     }
@@ -253,6 +322,11 @@ impl Chunk {
     /// Position among the document's chunks, from 0.
     pub fn ordinal(&self) -> u32 {
         self.ordinal
+    }
+    /// The pages of its document the chunk's text lies on, for a document with pages (a PDF);
+    /// a chunk that runs over a page break says so with `first < last`.
+    pub fn pages(&self) -> Option<PageSpan> {
+        self.pages
     }
     /// The document attributes (revision, scope, locale, title, source, metadata).
     pub fn doc(&self) -> &Arc<DocAttributes> {

@@ -144,6 +144,11 @@ pub struct DocAttributes {
     pub source: Source,
     /// Filterable metadata.
     pub metadata: Metadata,
+    /// The page count of a document with pages (a PDF): its content then separates pages with
+    /// form feeds (`\u{c}`), page `n` being the text after the `n-1`-th, and every chunk knows
+    /// its [pages](super::Chunk::pages). Absent for a document without pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<u32>,
 }
 
 /// A document to index.
@@ -169,6 +174,7 @@ impl Document {
             locale: None,
             title: None,
             metadata: Metadata::new(),
+            pages: None,
         }
     }
 
@@ -211,9 +217,17 @@ pub struct DocumentBuilder {
     locale: Option<Locale>,
     title: Option<Title>,
     metadata: Metadata,
+    pages: Option<u32>,
 }
 
 impl DocumentBuilder {
+    /// Declares the content paginated into `pages` pages separated by form feeds (see
+    /// [`DocAttributes::pages`]).
+    pub fn pages(mut self, pages: u32) -> Self {
+        self.pages = Some(pages);
+        self
+    }
+
     /// Sets the access scope.
     pub fn scope(mut self, scope: Scope) -> Self {
         self.scope = Some(scope);
@@ -253,6 +267,7 @@ impl DocumentBuilder {
                     .unwrap_or_else(|| Title::new("").unwrap_or_else(|_| unreachable!())),
                 source: self.source,
                 metadata: self.metadata,
+                pages: self.pages,
             }),
             content: self.content,
         }

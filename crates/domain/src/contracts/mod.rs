@@ -7,7 +7,7 @@ mod policy;
 mod space;
 mod values;
 
-pub use chunk::{Chunk, ChunkId, ChunkRecord};
+pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
 pub use document::{
     DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,
 };

@@ -1,6 +1,6 @@
 //! The text generation port.
 
-use crate::contracts::ChunkId;
+use crate::contracts::{ChunkId, PageSpan};
 
 use super::errors::GenerateError;
 
@@ -18,6 +18,8 @@ pub struct SourceBlock {
     pub source: String,
     /// The chunk's heading path, outermost first.
     pub heading_path: Vec<String>,
+    /// The pages of its document the chunk lies on (a PDF's).
+    pub pages: Option<PageSpan>,
     /// The chunk's text.
     pub text: String,
 }

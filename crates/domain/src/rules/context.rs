@@ -82,6 +82,14 @@ pub fn render_block(block: &SourceBlock) -> String {
             one_line(&block.heading_path.join(" > "))
         ));
     }
+    if let Some(pages) = block.pages {
+        let shown = if pages.first() == pages.last() {
+            pages.first().to_string()
+        } else {
+            format!("{}-{}", pages.first(), pages.last())
+        };
+        out.push_str(&format!(" pages=\"{shown}\""));
+    }
     out.push_str(">\n");
     out.push_str(neutralise(block.text.trim()).as_str());
     out.push('\n');
@@ -176,6 +184,7 @@ mod tests {
             title: "T \"q\"".into(),
             source: "d.md".into(),
             heading_path: vec!["A".into(), "B".into()],
+            pages: None,
             text: text.into(),
         }
     }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::contracts::{ChunkId, DocId, Filter};
+use crate::contracts::{ChunkId, DocId, Filter, PageSpan};
 use crate::ports::{
     AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DroppedChunk, FusedEntry, FusionStep,
     GenerateError, GenerationStep, Generator, PhaseTime, QueryStep, RankedHit, RejectionStep,
@@ -88,6 +88,11 @@ pub struct Citation {
     pub title: String,
     /// Where the document came from.
     pub source: String,
+    /// The headings above the cited chunk, outermost first.
+    pub heading_path: Vec<String>,
+    /// The pages of the document the cited chunk lies on (a PDF's), as `[first, last]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PageSpan>,
     /// The document revision the chunk was read from (checked against the source this round).
     pub revision: String,
     /// The sentence of the chunk that best supports the citing text.
@@ -316,6 +321,7 @@ impl<'a> Answerer<'a> {
                     .iter()
                     .map(|h| citation::neutralise(h).into_owned())
                     .collect(),
+                pages: e.chunk.pages(),
                 text: citation::neutralise(e.chunk.content()).into_owned(),
             })
             .collect();
@@ -714,6 +720,8 @@ fn citations_for(answer: &str, cited: &[(u32, ChunkId)], evidence: &[Evidence]) 
                 doc_id: e.chunk.doc_id().clone(),
                 title: doc.title.to_string(),
                 source: doc.source.to_string(),
+                heading_path: e.chunk.heading_path().to_vec(),
+                pages: e.chunk.pages(),
                 revision: doc.revision.to_string(),
                 quote: best_quote(e.chunk.content(), &citing_text(answer, *marker)),
             })
