@@ -2,14 +2,18 @@
 //!
 //! The folder is walked recursively, honouring `.gitignore`, `.ignore` and `.zhikuignore` files
 //! and skipping hidden files. Markdown (`.md`, `.markdown`) may carry YAML front matter and/or a
-//! sidecar `<name>.metadata.yaml` (front matter wins on conflicts); `.txt` is plain text. Keys
+//! sidecar `<name>.metadata.yaml` (front matter wins on conflicts); `.txt` is plain text. PDF,
+//! Word, HTML, EPUB, PowerPoint, CSV and Excel files are read by their
+//! [extractors](crate::formats), chosen by content as well as extension; their sidecar plays the
+//! part of front matter, and the title and language the file declares itself come next. Keys
 //! `id`, `title`, `locale` and `scope` set the document's attributes; every key (including
 //! `tags` and `category`) becomes filterable metadata. Without an `id` the document ID is the
 //! path relative to the root, with `/` separators.
 //!
-//! Bad input never stops the load: each file that is not UTF-8, is binary, exceeds the size
-//! limit, has malformed front matter or is a broken symlink is reported with its path and reason,
-//! and every other document is still loaded.
+//! Bad input never stops the load: each file that is not UTF-8, is binary, exceeds a size,
+//! page or time limit, is damaged, encrypted or of an unsupported format, has no text, has
+//! malformed front matter or is a broken symlink is reported with its path and reason, and every
+//! other document is still loaded.
 //!
 //! Symbolic links never cross the knowledge-base root: a link (to a file or a folder, the file
 //! itself or any folder above it) whose target lies outside the root is skipped with that reason,
@@ -25,13 +29,23 @@ use anyhow::{Context, Result, bail};
 use zhiku_domain::ports::{KnownFile, LoadedDocuments, SkippedFile};
 use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
 
+use crate::formats::{self, Format, Limits};
 use crate::stamp::Stamper;
 
 /// Loader settings.
 #[derive(Debug, Clone)]
 pub struct LoaderConfig {
-    /// Files larger than this are skipped.
+    /// Text files (Markdown, text, HTML, CSV) larger than this are skipped, and so is a file
+    /// whose extracted text is larger.
     pub max_file_bytes: u64,
+    /// PDF, Office and EPUB files larger than this are skipped.
+    pub max_document_bytes: u64,
+    /// Most bytes unpacked from one zip package (docx, pptx, xlsx, epub): a zip bomb stops here.
+    pub max_unpacked_bytes: u64,
+    /// Most pages of one PDF (and slides of one deck, chapters of one book).
+    pub max_pages: usize,
+    /// Longest extraction of one file.
+    pub max_extract_time: std::time::Duration,
     /// Scope of documents that do not declare one.
     pub default_scope: Scope,
     /// Follow symbolic links whose target lies inside the knowledge-base root (links to
@@ -51,6 +65,10 @@ impl Default for LoaderConfig {
     fn default() -> Self {
         Self {
             max_file_bytes: 10 * 1024 * 1024,
+            max_document_bytes: 200 * 1024 * 1024,
+            max_unpacked_bytes: 512 * 1024 * 1024,
+            max_pages: 10_000,
+            max_extract_time: std::time::Duration::from_secs(60),
             default_scope: Scope::default_scope(),
             follow_links_inside: false,
             store_dir: None,
@@ -214,8 +232,7 @@ pub fn load_folder_changed(
             continue;
         }
         // The walk already judged every link on the way (pruned or followed): no re-check.
-        let loaded_doc = read_text(&path, config.max_file_bytes)
-            .and_then(|text| load_text(&path, &rel, &text, config));
+        let loaded_doc = read_document(&path, &rel, config);
         match loaded_doc {
             Ok(doc) => {
                 if claim(doc.id(), &rel) {
@@ -252,13 +269,13 @@ pub fn load_folder_changed(
 }
 
 fn is_document(path: &Path) -> bool {
-    matches!(
-        path.extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("md" | "markdown" | "txt")
-    )
+    announced(path).is_some()
+}
+
+/// What the extension of `path` announces (`None`: not a document file).
+fn announced(path: &Path) -> Option<formats::Announced> {
+    // `a.metadata.yaml` sidecars and the like have no document extension: passed over.
+    Format::announced(path.extension()?.to_str()?)
 }
 
 /// The root `path` lies under, given its `rel`ative path.
@@ -375,8 +392,54 @@ fn string_key(meta: &BTreeMap<String, serde_json::Value>, key: &str) -> Result<O
 /// Loads one file (`rel` is its path relative to the knowledge-base root).
 pub fn load_path(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
     check_links(path, rel, config)?;
-    let text = read_text(path, config.max_file_bytes)?;
-    load_text(path, rel, &text, config)
+    read_document(path, rel, config)
+}
+
+/// Reads one document file of any format: its content decides how it is read.
+fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
+    let announced = announced(path).context("not a document file")?;
+    let meta = std::fs::metadata(path).context("cannot read file metadata")?;
+    let most = config.max_file_bytes.max(config.max_document_bytes);
+    if meta.len() > most {
+        bail!(
+            "file is {} bytes, larger than the {} byte limit (loader.max_document_bytes)",
+            meta.len(),
+            most
+        );
+    }
+    let bytes = std::fs::read(path).context("cannot read file")?;
+    let format = formats::detect(announced, &bytes)?;
+    if (format.is_text() || matches!(format, Format::Html | Format::Csv))
+        && bytes.len() as u64 > config.max_file_bytes
+    {
+        bail!(
+            "file is {} bytes, larger than the {} byte limit (loader.max_file_bytes)",
+            bytes.len(),
+            config.max_file_bytes
+        );
+    }
+    if format.is_text() {
+        if bytes.contains(&0) {
+            bail!("binary file (contains NUL bytes)");
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "not valid UTF-8 (first bad byte at offset {})",
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        return load_text(path, rel, &text, config);
+    }
+    let limits = Limits {
+        max_unpacked_bytes: config.max_unpacked_bytes,
+        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
+        max_pages: config.max_pages,
+        deadline: std::time::Instant::now() + config.max_extract_time,
+    };
+    let extracted = formats::extract(format, &bytes, &limits)
+        .with_context(|| format!("{} file", format.name()))?;
+    drop(bytes);
+    build_document(path, rel, config, extracted, None)
 }
 
 /// Parses `text` as the content of the file at `path` (`rel` relative to the root), exactly as
@@ -392,12 +455,33 @@ pub fn load_text(path: &Path, rel: &str, text: &str, config: &LoaderConfig) -> R
     if text.contains('\0') {
         bail!("binary content (contains NUL characters)");
     }
+    match announced(Path::new(rel)) {
+        Some(formats::Announced::Known(f)) if f.is_text() => {}
+        _ => bail!("only Markdown (.md) and text (.txt) documents can be written as text"),
+    }
     let is_markdown = !rel.to_ascii_lowercase().ends_with(".txt");
     let (front, body) = if is_markdown {
         split_front_matter(text)?
     } else {
         (None, text)
     };
+    let extracted = formats::Extracted {
+        text: body.to_string(),
+        ..Default::default()
+    };
+    build_document(path, rel, config, extracted, front)
+}
+
+/// The document of the file at `path` with the `extracted` body, its sidecar's metadata and
+/// then its `front` matter's (front matter wins), then what the file declares itself.
+fn build_document(
+    path: &Path,
+    rel: &str,
+    config: &LoaderConfig,
+    extracted: formats::Extracted,
+    front: Option<&str>,
+) -> Result<Document> {
+    let body = extracted.text.as_str();
     let mut meta: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let sidecar = path.with_extension("metadata.yaml");
     if std::fs::symlink_metadata(&sidecar).is_ok() {
@@ -417,7 +501,7 @@ pub fn load_text(path: &Path, rel: &str, text: &str, config: &LoaderConfig) -> R
         Some(id) => DocId::new(id)?,
         None => DocId::new(rel)?,
     };
-    let title = match string_key(&meta, "title")? {
+    let title = match string_key(&meta, "title")?.or(extracted.title.clone()) {
         Some(t) => t,
         None => first_heading(body).unwrap_or_else(|| {
             Path::new(rel)
@@ -434,6 +518,16 @@ pub fn load_text(path: &Path, rel: &str, text: &str, config: &LoaderConfig) -> R
         });
     if let Some(locale) = string_key(&meta, "locale")? {
         builder = builder.locale(Locale::new(locale)?);
+    } else if let Some(locale) = extracted
+        .locale
+        .as_deref()
+        .and_then(|l| Locale::new(l).ok())
+    {
+        // A language tag the file declares but zhiku cannot hold is passed over, not fatal.
+        builder = builder.locale(locale);
+    }
+    if let Some(pages) = extracted.pages {
+        builder = builder.pages(pages);
     }
     let mut metadata = Metadata::new();
     for (key, value) in meta {

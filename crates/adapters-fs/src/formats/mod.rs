@@ -185,7 +185,11 @@ fn binary_signature(bytes: &[u8]) -> Option<&'static str> {
 fn looks_like_html(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let start = text.trim_start_matches('\u{feff}').trim_start();
-    let lower: String = start.chars().take(64).collect::<String>().to_ascii_lowercase();
+    let lower: String = start
+        .chars()
+        .take(64)
+        .collect::<String>()
+        .to_ascii_lowercase();
     lower.starts_with("<!doctype html") || lower.starts_with("<html")
 }
 
@@ -388,6 +392,15 @@ impl TextBuilder {
     pub fn page(&mut self) -> Result<()> {
         self.pages += 1;
         if self.pages > 1 {
+            // The form feed stands on a line of its own between blank lines: a paragraph
+            // boundary for the chunker.
+            if !self.text.is_empty() && !self.text.ends_with("\n\n") {
+                self.push(if self.text.ends_with('\n') {
+                    "\n"
+                } else {
+                    "\n\n"
+                })?;
+            }
             self.push("\u{c}\n\n")?;
         }
         Ok(())
@@ -414,7 +427,11 @@ impl TextBuilder {
 
     fn block(&mut self, block: &str) -> Result<()> {
         if !self.text.is_empty() && !self.text.ends_with("\n\n") {
-            self.push(if self.text.ends_with('\n') { "\n" } else { "\n\n" })?;
+            self.push(if self.text.ends_with('\n') {
+                "\n"
+            } else {
+                "\n\n"
+            })?;
         }
         self.push(block)?;
         self.push("\n")
@@ -443,7 +460,8 @@ fn escape_line(line: &str) -> String {
     let line = line.replace('\u{c}', " ");
     let body = line.trim_start_matches(' ');
     let indent = line.len() - body.len();
-    if indent <= 3 && (body.starts_with('#') || body.starts_with("```") || body.starts_with("~~~")) {
+    if indent <= 3 && (body.starts_with('#') || body.starts_with("```") || body.starts_with("~~~"))
+    {
         format!("{}\\{}", &line[..indent], body)
     } else {
         line
@@ -493,7 +511,9 @@ mod tests {
         assert_eq!(detect(md, b"<!DOCTYPE html><html>").unwrap(), Format::Html);
         assert_eq!(detect(md, b"# title").unwrap(), Format::Markdown);
         let pdf = Announced::Known(Format::Pdf);
-        let err = detect(pdf, b"\x89PNG\r\n\x1a\nxxxx").unwrap_err().to_string();
+        let err = detect(pdf, b"\x89PNG\r\n\x1a\nxxxx")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("PNG"), "{err}");
         let err = detect(pdf, b"just text").unwrap_err().to_string();
         assert!(err.contains("not a PDF"), "{err}");

@@ -1,0 +1,721 @@
+//! From positioned glyphs to the chunker's text: lines, columns, reading order, repeated
+//! headers and footers, headings, paragraphs and line joins.
+//!
+//! The input is what a PDF's text layer says: each glyph's Unicode text, box and font size, in
+//! the order the content stream draws them, page by page. The steps, each a function below:
+//!
+//! 1. [`lines`]: glyphs on one baseline, close enough to be one run of text, make a line; a
+//!    gap wider than a fraction of the font size is a space (unless the text already has one).
+//! 2. [`drop_repeated_edges`]: a line in the top or bottom band of the page whose text (digits
+//!    ignored, so "第 3 页" matches "第 4 页") comes back on most pages is a running header or
+//!    footer, and is dropped.
+//! 3. [`reading_order`]: a vertical gutter that splits the narrow lines of a page into columns
+//!    orders them column by column, within bands cut by lines that span the columns.
+//! 4. [`blocks`]: consecutive lines of one column and size make a paragraph unless the gap
+//!    between them, an indent, or a short closing line says a new one starts; a line in a larger
+//!    size than the body text, or matching an outline entry of its page, is a heading.
+//! 5. [`join`]: a paragraph's lines are joined with a space between Latin words, with nothing
+//!    between CJK characters (a Chinese line break is no word break), and a word hyphenated at
+//!    a line end is rejoined.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// One glyph of a page: its text and box in PDF user space (y grows upwards).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Glyph {
+    /// The text (usually one character; a ligature may give several).
+    pub text: String,
+    /// Left edge.
+    pub x0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// The baseline.
+    pub y: f32,
+    /// Font size in user-space units (points).
+    pub size: f32,
+}
+
+/// The glyphs of one page.
+#[derive(Debug, Clone, Default)]
+pub struct PageText {
+    /// Page height, for the header and footer bands.
+    pub height: f32,
+    /// Glyphs in drawing order.
+    pub glyphs: Vec<Glyph>,
+}
+
+/// An outline (bookmark) entry: its title, depth (1 = top) and the page it points to (from 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutlineEntry {
+    /// The title shown in the reader's bookmarks.
+    pub title: String,
+    /// Nesting depth, from 1.
+    pub level: usize,
+    /// The page the entry opens, when it resolves to one.
+    pub page: Option<usize>,
+}
+
+/// A line of text on a page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// The text, spaces between words included.
+    pub text: String,
+    /// Left edge.
+    pub x0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// Baseline.
+    pub y: f32,
+    /// The font size most of its characters have.
+    pub size: f32,
+}
+
+/// A block of the output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// A heading and its level (1 = top).
+    Heading(usize, String),
+    /// A paragraph, its lines already joined.
+    Paragraph(String),
+}
+
+/// Step 1: the lines of a page, in drawing order.
+pub fn lines(page: &PageText) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::new();
+    let mut current: Option<(Line, Vec<(f32, usize)>)> = None;
+    for g in &page.glyphs {
+        let text = normalise(&g.text);
+        if text.is_empty() || g.size <= 0.0 || !g.x0.is_finite() || !g.y.is_finite() {
+            continue;
+        }
+        let size = g.size;
+        if let Some((line, sizes)) = current.as_mut() {
+            let same_baseline = (g.y - line.y).abs() <= 0.35 * size.max(line.size);
+            let gap = g.x0 - line.x1;
+            let em = size.max(line.size);
+            // Forward, or a small step back (kerning, overprinting), and not across a gutter.
+            if same_baseline && gap > -0.6 * em && gap < 1.2 * em {
+                let is_space = text.chars().all(char::is_whitespace);
+                if gap > 0.22 * em
+                    && !is_space
+                    && !line.text.ends_with(char::is_whitespace)
+                    && (!ends_cjk(&line.text) || !starts_cjk(&text))
+                {
+                    line.text.push(' ');
+                }
+                if is_space {
+                    if !line.text.ends_with(' ') {
+                        line.text.push(' ');
+                    }
+                } else {
+                    line.text.push_str(&text);
+                    line.x1 = line.x1.max(g.x1);
+                    count_size(sizes, size, text.chars().count());
+                }
+                continue;
+            }
+        }
+        if let Some((line, sizes)) = current.take() {
+            push_line(&mut out, line, &sizes);
+        }
+        if text.chars().all(char::is_whitespace) {
+            continue;
+        }
+        let mut sizes = Vec::new();
+        count_size(&mut sizes, size, text.chars().count());
+        current = Some((
+            Line {
+                text,
+                x0: g.x0,
+                x1: g.x1,
+                y: g.y,
+                size,
+            },
+            sizes,
+        ));
+    }
+    if let Some((line, sizes)) = current.take() {
+        push_line(&mut out, line, &sizes);
+    }
+    merge_runs(out)
+}
+
+fn count_size(sizes: &mut Vec<(f32, usize)>, size: f32, n: usize) {
+    match sizes.iter_mut().find(|(s, _)| (s - size).abs() < 0.1) {
+        Some((_, c)) => *c += n,
+        None => sizes.push((size, n)),
+    }
+}
+
+fn push_line(out: &mut Vec<Line>, mut line: Line, sizes: &[(f32, usize)]) {
+    line.text = line.text.trim().to_string();
+    if line.text.is_empty() {
+        return;
+    }
+    if let Some((s, _)) = sizes.iter().max_by_key(|(_, c)| *c) {
+        line.size = *s;
+    }
+    out.push(line);
+}
+
+/// Runs drawn apart (a line written in several pieces, not in order) that sit on one baseline
+/// and touch are one line.
+fn merge_runs(lines: Vec<Line>) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::with_capacity(lines.len());
+    for line in lines {
+        if let Some(prev) = out.last_mut() {
+            let em = prev.size.max(line.size);
+            let gap = line.x0 - prev.x1;
+            if (line.y - prev.y).abs() <= 0.2 * em && gap >= -0.6 * em && gap < 0.5 * em {
+                if gap > 0.22 * em && !(ends_cjk(&prev.text) && starts_cjk(&line.text)) {
+                    prev.text.push(' ');
+                }
+                prev.text.push_str(&line.text);
+                prev.x1 = prev.x1.max(line.x1);
+                continue;
+            }
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// Step 2: drops running headers and footers: lines in the top or bottom 10% of the page whose
+/// digit-blind text recurs on at least half of the pages (and on at least two pages).
+pub fn drop_repeated_edges(pages: &mut [(f32, Vec<Line>)]) {
+    if pages.len() < 2 {
+        return;
+    }
+    let key = |l: &Line| -> String {
+        l.text
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect()
+    };
+    let in_band =
+        |height: f32, l: &Line| height > 0.0 && (l.y > height * 0.90 || l.y < height * 0.10);
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (height, lines) in pages.iter() {
+        let mut seen = std::collections::HashSet::new();
+        for l in lines.iter().filter(|l| in_band(*height, l)) {
+            let k = key(l);
+            if seen.insert(k.clone()) {
+                *counts.entry(k).or_default() += 1;
+            }
+        }
+    }
+    let needed = (pages.len() / 2).max(2);
+    for (height, lines) in pages.iter_mut() {
+        let h = *height;
+        lines.retain(|l| !(in_band(h, l) && counts.get(&key(l)).is_some_and(|&c| c >= needed)));
+    }
+    // A bare page number alone in a band is a footer even on a page of its own.
+    for (height, lines) in pages.iter_mut() {
+        let h = *height;
+        lines.retain(|l| !(in_band(h, l) && is_page_number(&l.text)));
+    }
+}
+
+fn is_page_number(text: &str) -> bool {
+    let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let core = t
+        .trim_start_matches(['第', '-', '—', '–', '(', '（', '['])
+        .trim_end_matches(['页', '-', '—', '–', ')', '）', ']']);
+    let core = core
+        .strip_prefix("Page")
+        .or_else(|| core.strip_prefix("page"))
+        .unwrap_or(core);
+    let core = core.split(['/', '|']).next().unwrap_or(core);
+    !core.is_empty() && core.len() <= 5 && core.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Step 3: the lines of a page in reading order.
+pub fn reading_order(lines: Vec<Line>) -> Vec<Line> {
+    if lines.len() < 6 {
+        return lines;
+    }
+    let left = lines.iter().map(|l| l.x0).fold(f32::MAX, f32::min);
+    let right = lines.iter().map(|l| l.x1).fold(f32::MIN, f32::max);
+    let width = right - left;
+    if width <= 0.0 {
+        return lines;
+    }
+    let em = median(lines.iter().map(|l| l.size).collect()).max(1.0);
+    // Narrow lines are the candidates for columns; the gutters are where none of them reaches.
+    let narrow: Vec<&Line> = lines.iter().filter(|l| l.x1 - l.x0 < width * 0.6).collect();
+    let gutters = gutters(&narrow, left, right, em);
+    if gutters.is_empty() {
+        return lines;
+    }
+    let column_of = |l: &Line| -> Option<usize> {
+        let mut lo = left - 1.0;
+        for (i, &(g0, g1)) in gutters.iter().enumerate() {
+            if l.x0 >= lo && l.x1 <= g1 {
+                return (l.x1 <= g0 + 0.5 * em).then_some(i);
+            }
+            lo = g0;
+        }
+        (l.x0 >= lo).then_some(gutters.len())
+    };
+    // Enough lines on both sides of every gutter, or it is no column layout.
+    let mut per_column = vec![0usize; gutters.len() + 1];
+    for l in &lines {
+        if let Some(c) = column_of(l) {
+            per_column[c] += 1;
+        }
+    }
+    if per_column.iter().any(|&n| n < 3) {
+        return lines;
+    }
+    let mut sorted = lines;
+    sorted.sort_by(|a, b| b.y.total_cmp(&a.y).then(a.x0.total_cmp(&b.x0)));
+    let mut out = Vec::with_capacity(sorted.len());
+    let mut band: Vec<Vec<Line>> = vec![Vec::new(); gutters.len() + 1];
+    for line in sorted {
+        match column_of(&line) {
+            Some(c) => band[c].push(line),
+            None => {
+                for col in band.iter_mut() {
+                    out.append(col);
+                }
+                out.push(line);
+            }
+        }
+    }
+    for col in band.iter_mut() {
+        out.append(col);
+    }
+    out
+}
+
+/// Vertical strips at least one em wide, strictly inside the text, that no narrow line covers.
+fn gutters(narrow: &[&Line], left: f32, right: f32, em: f32) -> Vec<(f32, f32)> {
+    if narrow.len() < 6 {
+        return Vec::new();
+    }
+    let mut spans: Vec<(f32, f32)> = narrow.iter().map(|l| (l.x0, l.x1)).collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out = Vec::new();
+    let mut reach = spans[0].1;
+    for &(x0, x1) in &spans[1..] {
+        if x0 - reach >= em.max(6.0) && reach > left && x0 < right {
+            out.push((reach, x0));
+        }
+        reach = reach.max(x1);
+    }
+    out
+}
+
+fn median(mut v: Vec<f32>) -> f32 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f32::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Step 4: the blocks of the document, page by page (`pages[i]` in reading order), with the
+/// body size of the whole document and its outline.
+pub fn blocks(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Vec<Vec<Block>> {
+    let body = body_size(pages);
+    let heading_sizes = heading_sizes(pages, body);
+    let outlined = outline.iter().any(|e| e.page.is_some());
+    pages
+        .iter()
+        .enumerate()
+        .map(|(i, lines)| {
+            let page_outline: Vec<&OutlineEntry> =
+                outline.iter().filter(|e| e.page == Some(i + 1)).collect();
+            page_blocks(lines, body, &heading_sizes, outlined, &page_outline)
+        })
+        .collect()
+}
+
+fn body_size(pages: &[Vec<Line>]) -> f32 {
+    let mut weights: Vec<(f32, usize)> = Vec::new();
+    for l in pages.iter().flatten() {
+        count_size(&mut weights, l.size, l.text.chars().count());
+    }
+    weights
+        .iter()
+        .max_by_key(|(_, c)| *c)
+        .map(|(s, _)| *s)
+        .unwrap_or(10.0)
+}
+
+/// The sizes larger than the body's that short lines use, largest first: level 1, 2, ….
+fn heading_sizes(pages: &[Vec<Line>], body: f32) -> Vec<f32> {
+    let mut sizes: Vec<f32> = Vec::new();
+    for l in pages.iter().flatten() {
+        if l.size >= body * 1.15
+            && l.text.chars().count() <= 80
+            && !sizes.iter().any(|s| (s - l.size).abs() < 0.5)
+        {
+            sizes.push(l.size);
+        }
+    }
+    sizes.sort_by(|a, b| b.total_cmp(a));
+    sizes.truncate(6);
+    sizes
+}
+
+fn squash(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn page_blocks(
+    lines: &[Line],
+    body: f32,
+    heading_sizes: &[f32],
+    outlined: bool,
+    outline: &[&OutlineEntry],
+) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut para: Vec<&Line> = Vec::new();
+    // How far lines starting at one left edge reach: a line that far is full, and its
+    // paragraph goes on in the next column when it does not close a sentence.
+    let mut reach: Vec<(f32, f32)> = Vec::new();
+    for l in lines {
+        match reach.iter_mut().find(|(x0, _)| (x0 - l.x0).abs() < 2.0) {
+            Some((_, x1)) => *x1 = x1.max(l.x1),
+            None => reach.push((l.x0, l.x1)),
+        }
+    }
+    let full = |l: &Line| {
+        reach
+            .iter()
+            .find(|(x0, _)| (x0 - l.x0).abs() < 2.0)
+            .is_some_and(|(_, x1)| l.x1 >= x1 - l.size * 1.5)
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        let line = &lines[i];
+        // A heading: an outline entry of this page, written on one or two lines.
+        let mut heading: Option<(usize, String, usize)> = None;
+        if outlined {
+            let one = squash(&line.text);
+            let two = lines
+                .get(i + 1)
+                .map(|n| format!("{one}{}", squash(&n.text)));
+            for e in outline {
+                let t = squash(&e.title);
+                if t.is_empty() {
+                    continue;
+                }
+                if t == one {
+                    heading = Some((e.level, e.title.clone(), 1));
+                    break;
+                }
+                if two.as_deref() == Some(t.as_str()) {
+                    heading = Some((e.level, e.title.clone(), 2));
+                    break;
+                }
+            }
+        } else if line.size >= body * 1.15
+            && let Some(level) = heading_sizes
+                .iter()
+                .position(|s| (s - line.size).abs() < 0.5)
+        {
+            // Consecutive lines of the same heading size are one wrapped heading.
+            let mut n = 1;
+            let mut text = line.text.clone();
+            while let Some(next) = lines.get(i + n) {
+                let close = (line.y - next.y).abs() < line.size * 2.0;
+                if (next.size - line.size).abs() < 0.5 && close && n < 3 {
+                    text = join_two(&text, &next.text);
+                    n += 1;
+                } else {
+                    break;
+                }
+            }
+            heading = Some((level + 1, text, n));
+        }
+        if let Some((level, text, n)) = heading {
+            flush(&mut out, &mut para);
+            out.push(Block::Heading(level, text.trim().to_string()));
+            i += n;
+            continue;
+        }
+        if let Some(prev) = para.last()
+            && starts_paragraph(prev, line, body)
+            && !goes_on_in_next_column(prev, line, full(prev))
+        {
+            flush(&mut out, &mut para);
+        }
+        para.push(line);
+        i += 1;
+    }
+    flush(&mut out, &mut para);
+    out
+}
+
+/// True when `line` tops another column and `prev`, a full line that closes no sentence,
+/// ended the column before: one paragraph running over the column break.
+fn goes_on_in_next_column(prev: &Line, line: &Line, prev_full: bool) -> bool {
+    prev_full
+        && line.y > prev.y
+        && line.x0 > prev.x1
+        && (prev.size - line.size).abs() < 0.5
+        && !closes_sentence(&prev.text)
+}
+
+fn closes_sentence(text: &str) -> bool {
+    text.trim_end()
+        .ends_with(['。', '！', '？', '：', '.', '!', '?', ':', '；', '”', '」'])
+}
+
+/// True when `line` begins a new paragraph after `prev`.
+fn starts_paragraph(prev: &Line, line: &Line, body: f32) -> bool {
+    let em = prev.size.max(line.size).max(1.0);
+    let pitch = prev.y - line.y;
+    // Not the next line down: another column, a jump, or a line above.
+    if !(0.0..=em * 1.9).contains(&pitch) {
+        return true;
+    }
+    if (prev.size - line.size).abs() > 0.5 {
+        return true;
+    }
+    // A first-line indent.
+    if line.x0 > prev.x0 + em * 1.2 && line.x0 - prev.x0 < em * 6.0 {
+        return true;
+    }
+    // A short line that closes a sentence ends its paragraph.
+    let _ = body;
+    closes_sentence(&prev.text) && prev.x1 < line.x1 - em * 2.0
+}
+
+fn flush(out: &mut Vec<Block>, para: &mut Vec<&Line>) {
+    if para.is_empty() {
+        return;
+    }
+    // Chinese text wraps anywhere, inside a Latin word or a number too: in a paragraph mostly
+    // of CJK characters, no line break is a space.
+    let (cjk, all) = para
+        .iter()
+        .flat_map(|l| l.text.chars())
+        .filter(|c| !c.is_whitespace())
+        .fold((0usize, 0usize), |(k, n), c| {
+            (k + usize::from(is_cjk(c)), n + 1)
+        });
+    let wraps_anywhere = cjk * 2 > all;
+    let mut text = String::new();
+    for l in para.drain(..) {
+        text = if text.is_empty() {
+            l.text.clone()
+        } else if wraps_anywhere {
+            format!("{}{}", text.trim_end(), l.text.trim_start())
+        } else {
+            join_two(&text, &l.text)
+        };
+    }
+    out.push(Block::Paragraph(text));
+}
+
+/// Step 5: two consecutive lines of one paragraph as one text.
+pub fn join(lines: &[&str]) -> String {
+    lines.iter().fold(String::new(), |acc, l| {
+        if acc.is_empty() {
+            l.to_string()
+        } else {
+            join_two(&acc, l)
+        }
+    })
+}
+
+fn join_two(a: &str, b: &str) -> String {
+    let a = a.trim_end();
+    let b = b.trim_start();
+    let mut out = String::with_capacity(a.len() + b.len() + 1);
+    // "configu-" + "ration": a word hyphenated at the line end.
+    if let Some(stem) = a.strip_suffix(['-', '\u{ad}', '\u{2010}'])
+        && stem
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphabetic() && !is_cjk(c))
+        && b.chars().next().is_some_and(|c| c.is_lowercase())
+    {
+        out.push_str(stem);
+        out.push_str(b);
+        return out;
+    }
+    out.push_str(a);
+    if !(ends_cjk(a) || starts_cjk(b)) {
+        out.push(' ');
+    }
+    out.push_str(b);
+    out
+}
+
+fn ends_cjk(text: &str) -> bool {
+    text.chars().last().is_some_and(is_cjk)
+}
+
+fn starts_cjk(text: &str) -> bool {
+    text.chars().next().is_some_and(is_cjk)
+}
+
+/// CJK ideographs, kana, hangul, and the full-width and CJK punctuation between them.
+fn is_cjk(c: char) -> bool {
+    zhiku_domain::is_cjk(c)
+        || matches!(c as u32,
+            0x3000..=0x303F   // CJK symbols and punctuation
+            | 0xFF00..=0xFFEF // full-width forms
+            | 0x2018..=0x201F // curly quotes, set full-width in CJK text
+            | 0x2026          // …
+            | 0x2014          // —
+            | 0x00B7) // ·
+}
+
+/// Normalises one glyph's text: compatibility forms that fonts map glyphs to (Kangxi radicals
+/// for ideographs, CJK compatibility ideographs, Latin ligatures) become the ordinary
+/// characters; full-width punctuation stays as it is. Control characters are dropped.
+pub fn normalise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let code = c as u32;
+        if matches!(code, 0x2F00..=0x2FDF | 0xF900..=0xFAFF | 0xFB00..=0xFB06 | 0x2E80..=0x2EFF) {
+            out.extend(c.to_string().nfkc());
+        } else if c == '\u{a0}' {
+            out.push(' ');
+        } else if !c.is_control() || c == '\t' {
+            out.push(if c == '\t' { ' ' } else { c });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn glyphs(text: &str, x: f32, y: f32, size: f32) -> Vec<Glyph> {
+        let mut out = Vec::new();
+        let mut x = x;
+        for c in text.chars() {
+            let w = if is_cjk(c) { size } else { size * 0.5 };
+            out.push(Glyph {
+                text: c.to_string(),
+                x0: x,
+                x1: x + w,
+                y,
+                size,
+            });
+            x += w;
+        }
+        out
+    }
+
+    #[test]
+    fn chinese_lines_join_without_spaces_and_hyphens_rejoin() {
+        assert_eq!(
+            join(&["向量检索把", "文本变成向量。"]),
+            "向量检索把文本变成向量。"
+        );
+        assert_eq!(
+            join(&["the configu-", "ration file"]),
+            "the configuration file"
+        );
+        assert_eq!(join(&["a well-", "Known"]), "a well- Known");
+        assert_eq!(join(&["plain", "words"]), "plain words");
+        assert_eq!(join(&["使用 VPN", "登录。"]), "使用 VPN登录。");
+    }
+
+    #[test]
+    fn gaps_become_spaces_between_words_only() {
+        let mut g = glyphs("hello", 0.0, 700.0, 10.0);
+        g.extend(glyphs("world", 28.0, 700.0, 10.0));
+        g.extend(glyphs("中文", 60.0, 700.0, 10.0));
+        g.extend(glyphs("文字", 83.0, 700.0, 10.0));
+        let page = PageText {
+            height: 800.0,
+            glyphs: g,
+        };
+        let l = lines(&page);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].text, "hello world 中文文字");
+    }
+
+    #[test]
+    fn two_columns_are_read_one_after_the_other() {
+        let mut g = glyphs(
+            "标题横跨两栏的一行文字很长很长很长很长很长",
+            50.0,
+            760.0,
+            10.0,
+        );
+        for i in 0..8 {
+            let y = 740.0 - i as f32 * 14.0;
+            g.extend(glyphs(&format!("左栏第{i}行文字"), 50.0, y, 10.0));
+            g.extend(glyphs(&format!("右栏第{i}行文字"), 200.0, y, 10.0));
+        }
+        let page = PageText {
+            height: 800.0,
+            glyphs: g,
+        };
+        let ordered = reading_order(lines(&page));
+        let texts: Vec<&str> = ordered.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts[0], "标题横跨两栏的一行文字很长很长很长很长很长");
+        assert_eq!(texts[1], "左栏第0行文字");
+        assert_eq!(texts[8], "左栏第7行文字");
+        assert_eq!(texts[9], "右栏第0行文字");
+    }
+
+    #[test]
+    fn running_headers_and_page_numbers_are_dropped() {
+        let page = |n: usize| {
+            let mut g = glyphs("员工手册 · 内部资料", 50.0, 780.0, 9.0);
+            g.extend(glyphs(&format!("正文第{n}页的内容"), 50.0, 400.0, 10.0));
+            g.extend(glyphs(&format!("第 {n} 页"), 280.0, 30.0, 9.0));
+            (
+                800.0,
+                lines(&PageText {
+                    height: 800.0,
+                    glyphs: g,
+                }),
+            )
+        };
+        let mut pages = vec![page(1), page(2), page(3)];
+        drop_repeated_edges(&mut pages);
+        for (i, (_, lines)) in pages.iter().enumerate() {
+            let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+            assert_eq!(texts, [format!("正文第{}页的内容", i + 1)]);
+        }
+    }
+
+    #[test]
+    fn larger_lines_are_headings_and_outline_entries_win() {
+        let mut g = glyphs("第一章 总则", 50.0, 700.0, 18.0);
+        g.extend(glyphs("正文一行。", 50.0, 670.0, 10.0));
+        g.extend(glyphs("1.1 适用范围", 50.0, 640.0, 14.0));
+        g.extend(glyphs("正文两行", 50.0, 610.0, 10.0));
+        g.extend(glyphs("接着写。", 50.0, 596.0, 10.0));
+        let l = lines(&PageText {
+            height: 800.0,
+            glyphs: g,
+        });
+        let b = blocks(std::slice::from_ref(&l), &[]);
+        assert_eq!(
+            b[0],
+            [
+                Block::Heading(1, "第一章 总则".into()),
+                Block::Paragraph("正文一行。".into()),
+                Block::Heading(2, "1.1 适用范围".into()),
+                Block::Paragraph("正文两行接着写。".into()),
+            ]
+        );
+        let outline = [OutlineEntry {
+            title: "1.1 适用范围".into(),
+            level: 1,
+            page: Some(1),
+        }];
+        let b = blocks(&[l], &outline);
+        assert_eq!(b[0][2], Block::Heading(1, "1.1 适用范围".into()));
+    }
+
+    #[test]
+    fn compatibility_forms_become_ordinary_characters() {
+        assert_eq!(normalise("⼈⺠"), "人⺠");
+        assert_eq!(normalise("ﬁle，。"), "file，。");
+    }
+}

@@ -1,0 +1,215 @@
+//! PDF: the text layer, laid out for reading.
+//!
+//! [`pdf_oxide`] parses the file (cross-reference repair, encryption with an empty user
+//! password, fonts: embedded and predefined CID CMaps such as `UniGB-UCS2-H`, `ToUnicode`
+//! maps, simple encodings) and gives every glyph of a page with its box and size. zhiku's own
+//! [`layout`] turns those glyphs into lines, columns, paragraphs and headings; headings come
+//! from the outline (bookmarks) when the file has one, from font size otherwise. Each page is
+//! one page of the output, so every chunk knows its pages.
+//!
+//! Refused, with the reason: a password-protected file, more pages than
+//! [`Limits::max_pages`], a file with no text layer at all (a scan: "no text layer"), and a
+//! file the parser cannot read (damaged, truncated beyond repair). A page that fails alone
+//! is kept as an empty page, so page numbers stay true.
+
+pub mod layout;
+
+use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use anyhow::{Result, anyhow, bail};
+use pdf_oxide::PdfDocument;
+use pdf_oxide::object::Object;
+
+use self::layout::{Block, Glyph, OutlineEntry, PageText};
+use super::{Extracted, Limits, TextBuilder, one_line};
+
+/// Outline entries read at most (a larger outline is not read, and headings come from sizes).
+const MAX_OUTLINE: usize = 5_000;
+
+/// Extracts a PDF.
+pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+    // The parser is a large body of code run on untrusted bytes: a panic in it is this file's
+    // failure, not the load's.
+    match catch_unwind(AssertUnwindSafe(|| extract_inner(bytes, limits))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            bail!("damaged or unsupported PDF (the parser failed: {what})")
+        }
+    }
+}
+
+fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+    let doc = PdfDocument::from_bytes(bytes.to_vec())
+        .map_err(|e| anyhow!("damaged PDF: {}", short(&e.to_string())))?;
+    if doc.is_encrypted() && !doc.is_authenticated() && !doc.authenticate(b"").unwrap_or(false) {
+        bail!("encrypted PDF (password-protected): cannot be read");
+    }
+    let count = doc.page_count().map_err(|e| match e {
+        pdf_oxide::error::Error::EncryptedPdf => {
+            anyhow!("encrypted PDF (password-protected): cannot be read")
+        }
+        e => anyhow!(
+            "damaged PDF: cannot read its pages: {}",
+            short(&e.to_string())
+        ),
+    })?;
+    if count > limits.max_pages {
+        bail!(
+            "PDF of {count} pages, more than the {} page limit (loader.max_pages)",
+            limits.max_pages
+        );
+    }
+    let mut pages: Vec<(f32, Vec<layout::Line>)> = Vec::with_capacity(count);
+    let mut glyphs_seen = 0usize;
+    for index in 0..count {
+        limits.check_time()?;
+        let height = doc
+            .get_page_media_box(index)
+            .map(|(_, y0, _, y1)| (y1 - y0).abs())
+            .unwrap_or(0.0);
+        let glyphs: Vec<Glyph> = doc
+            .extract_chars(index)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| Glyph {
+                text: c.char.to_string(),
+                x0: c.bbox.x,
+                x1: c.bbox.x + c.bbox.width,
+                y: c.origin_y,
+                size: c.font_size,
+            })
+            .collect();
+        glyphs_seen += glyphs.len();
+        let page = PageText { height, glyphs };
+        pages.push((height, layout::lines(&page)));
+    }
+    if glyphs_seen == 0 {
+        bail!("no text layer (a scanned PDF?): nothing to index without OCR");
+    }
+    layout::drop_repeated_edges(&mut pages);
+    let ordered: Vec<Vec<layout::Line>> = pages
+        .into_iter()
+        .map(|(_, lines)| layout::reading_order(lines))
+        .collect();
+    let outline = outline(&doc, count);
+    let blocks = layout::blocks(&ordered, &outline);
+    let mut out = TextBuilder::new(limits);
+    for page in &blocks {
+        out.page()?;
+        for block in page {
+            match block {
+                Block::Heading(level, text) => out.heading(*level, text)?,
+                Block::Paragraph(text) => out.paragraph(text)?,
+            }
+        }
+    }
+    let pages = out.pages();
+    let (title, locale) = info(&doc);
+    Ok(Extracted {
+        text: out.finish(),
+        title,
+        locale,
+        pages: Some(pages),
+    })
+}
+
+fn short(message: &str) -> String {
+    message.chars().take(200).collect()
+}
+
+/// The outline as flat entries, when it is a tree of reasonable size (a cyclic or huge outline
+/// is passed over: headings then come from font sizes).
+fn outline(doc: &PdfDocument, pages: usize) -> Vec<OutlineEntry> {
+    if !outline_is_sound(doc) {
+        return Vec::new();
+    }
+    let Ok(Some(items)) = doc.get_outline() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<(&pdf_oxide::outline::OutlineItem, usize)> =
+        items.iter().rev().map(|i| (i, 1)).collect();
+    while let Some((item, level)) = stack.pop() {
+        let page = match &item.dest {
+            Some(pdf_oxide::outline::Destination::PageIndex(i)) if *i < pages => Some(i + 1),
+            Some(pdf_oxide::outline::Destination::Named(name)) => doc
+                .resolve_named_destination(name)
+                .ok()
+                .flatten()
+                .filter(|i| *i < pages)
+                .map(|i| i + 1),
+            _ => None,
+        };
+        out.push(OutlineEntry {
+            title: one_line(&item.title),
+            level: level.min(6),
+            page,
+        });
+        for child in item.children.iter().rev() {
+            stack.push((child, level + 1));
+        }
+    }
+    out
+}
+
+/// True when the outline's `First`/`Next` links form a tree of at most [`MAX_OUTLINE`] items.
+fn outline_is_sound(doc: &PdfDocument) -> bool {
+    let Ok(catalog) = doc.catalog() else {
+        return false;
+    };
+    let Some(Object::Reference(root)) = catalog.as_dict().and_then(|d| d.get("Outlines")) else {
+        return false;
+    };
+    let mut seen = HashSet::new();
+    let mut todo = vec![*root];
+    while let Some(r) = todo.pop() {
+        if !seen.insert(r) || seen.len() > MAX_OUTLINE {
+            return false;
+        }
+        let Ok(obj) = doc.load_object(r) else {
+            continue;
+        };
+        let Some(dict) = obj.as_dict() else { continue };
+        for key in ["First", "Next"] {
+            if let Some(Object::Reference(next)) = dict.get(key) {
+                todo.push(*next);
+            }
+        }
+    }
+    true
+}
+
+/// The title (document info) and language (catalog `/Lang`) the file declares.
+fn info(doc: &PdfDocument) -> (Option<String>, Option<String>) {
+    let text = |obj: Option<&Object>| -> Option<String> {
+        let obj = match obj? {
+            Object::Reference(r) => doc.load_object(*r).ok()?,
+            other => other.clone(),
+        };
+        let s = one_line(&pdf_oxide::optional_content::decode_pdf_text_string(
+            obj.as_string()?,
+        ));
+        (!s.is_empty()).then_some(s)
+    };
+    let title = doc
+        .trailer()
+        .as_dict()
+        .and_then(|t| match t.get("Info") {
+            Some(Object::Reference(r)) => doc.load_object(*r).ok(),
+            Some(other) => Some(other.clone()),
+            None => None,
+        })
+        .and_then(|info| text(info.as_dict().and_then(|d| d.get("Title"))));
+    let lang = doc
+        .catalog()
+        .ok()
+        .and_then(|c| text(c.as_dict().and_then(|d| d.get("Lang"))))
+        .map(|l| l.replace('_', "-"));
+    (title, lang)
+}
