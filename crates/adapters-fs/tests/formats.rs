@@ -314,3 +314,172 @@ fn an_encrypted_pdf_is_reported_as_such() {
     let reason = &skipped["encrypted.pdf"];
     assert!(reason.contains("encrypted"), "{reason}");
 }
+
+/// A minimal PDF of `pages` pages that all share one content stream (`content`), written with
+/// a correct cross-reference table. Pages hang off intermediate page-tree nodes of at most
+/// 1,000 kids, as a real writer would lay out a huge document.
+fn pdf_with(pages: usize, content: &str) -> Vec<u8> {
+    let mut objects: Vec<String> = Vec::new();
+    // 1: catalog, 2: root pages, 3: the page content, 4: the shared page, 5..: tree nodes.
+    let nodes = pages.div_ceil(1000);
+    let node_ids: Vec<usize> = (0..nodes).map(|i| 5 + i).collect();
+    objects.push("<< /Type /Catalog /Pages 2 0 R >>".into());
+    let kids: Vec<String> = node_ids.iter().map(|i| format!("{i} 0 R")).collect();
+    objects.push(format!(
+        "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+        kids.join(" ")
+    ));
+    objects.push(format!(
+        "<< /Length {} >>\nstream\n{content}\nendstream",
+        content.len()
+    ));
+    objects.push(
+        "<< /Type /Page /Parent 5 0 R /MediaBox [0 0 595 842] /Contents 3 0 R /Resources << >> >>"
+            .into(),
+    );
+    for (n, _) in node_ids.iter().enumerate() {
+        let here = (pages - n * 1000).min(1000);
+        let kids = vec!["4 0 R"; here].join(" ");
+        objects.push(format!(
+            "<< /Type /Pages /Parent 2 0 R /Kids [{kids}] /Count {here} >>"
+        ));
+    }
+    let mut out = b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for o in offsets {
+        out.extend(format!("{o:010} 00000 n \n").as_bytes());
+    }
+    out.extend(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+fn zip_with(parts: &[(&str, &[u8])]) -> Vec<u8> {
+    use std::io::Write;
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, bytes) in parts {
+        w.start_file(*name, options).unwrap();
+        w.write_all(bytes).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+#[test]
+fn bad_files_are_reported_by_path_and_reason_and_the_rest_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let fixture = |name: &str| std::fs::read(fixtures().join(name)).unwrap();
+    let write = |name: &str, bytes: &[u8]| std::fs::write(root.join(name), bytes).unwrap();
+    write(
+        "good.md",
+        "# 好的文档\n\n这份文档应当照常载入。\n".as_bytes(),
+    );
+    write("encrypted.pdf", &fixture("encrypted.pdf"));
+    let whole = fixture("zh-cid-reportlab.pdf");
+    write("truncated.pdf", &whole[..whole.len() * 6 / 10]);
+    // A scan: a page with a drawing and no text at all.
+    write("scanned.pdf", &pdf_with(1, "0.5 g 72 72 451 698 re f"));
+    write("million-pages.pdf", &pdf_with(1_000_000, ""));
+    let zeros = vec![0u8; 50 << 20];
+    write(
+        "bomb.docx",
+        &zip_with(&[
+            ("[Content_Types].xml", b"<Types/>"),
+            ("word/document.xml", &zeros),
+        ]),
+    );
+    drop(zeros);
+    let mut html = b"<!DOCTYPE html><html><body>".to_vec();
+    while html.len() < 50 << 20 {
+        html.extend_from_slice(b"<p>\xE5\xA4\xA7\xE6\x96\x87\xE4\xBB\xB6 big page text</p>\n");
+    }
+    write("huge.html", &html);
+    drop(html);
+    // Extensions that lie: content decides.
+    write("report.pdf", &fixture("zh-policy.docx")); // a Word document named .pdf
+    write("notes.txt", &fixture("en-guide.pdf")); // a PDF named .txt
+    write("photo.docx", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"); // an image named .docx
+    write("old.doc", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1\0\0\0\0");
+    let body = br#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p/></w:body></w:document>"#;
+    write("empty.docx", &zip_with(&[("word/document.xml", body)]));
+
+    let config = LoaderConfig {
+        racy_window: std::time::Duration::ZERO,
+        max_unpacked_bytes: 8 << 20,
+        ..LoaderConfig::default()
+    };
+    let loaded = load_folder(root, &config).unwrap();
+    let docs: BTreeMap<String, &Document> = loaded
+        .documents
+        .iter()
+        .map(|d| (d.attributes().source.to_string(), d))
+        .collect();
+    let skipped: BTreeMap<&str, &str> = loaded
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    let expect = [
+        ("encrypted.pdf", "encrypted"),
+        ("truncated.pdf", "truncated"),
+        ("scanned.pdf", "no text layer"),
+        ("million-pages.pdf", "page limit"),
+        ("bomb.docx", "zip bomb"),
+        ("huge.html", "byte limit"),
+        ("photo.docx", "PNG"),
+        ("old.doc", "unsupported"),
+        ("empty.docx", "no text"),
+    ];
+    for (path, why) in expect {
+        let reason = skipped
+            .get(path)
+            .unwrap_or_else(|| panic!("{path} not reported: {skipped:?}"));
+        assert!(reason.contains(why), "{path}: {reason}");
+    }
+    assert_eq!(
+        docs.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["good.md", "notes.txt", "report.pdf"]
+    );
+    assert!(
+        docs["report.pdf"].content().contains("信息安全"),
+        "read as Word"
+    );
+    assert_eq!(
+        docs["notes.txt"].attributes().pages,
+        Some(2),
+        "read as a PDF"
+    );
+    assert_eq!(skipped.len(), expect.len(), "{skipped:?}");
+}
+
+#[test]
+fn extraction_stops_at_its_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("long.pdf"), pdf_with(1_000_000, "")).unwrap();
+    let config = LoaderConfig {
+        racy_window: std::time::Duration::ZERO,
+        max_pages: 2_000_000,
+        max_extract_time: std::time::Duration::from_millis(500),
+        ..LoaderConfig::default()
+    };
+    let loaded = load_folder(dir.path(), &config).unwrap();
+    assert!(loaded.documents.is_empty());
+    assert!(
+        loaded.skipped[0].reason.contains("time limit"),
+        "{}",
+        loaded.skipped[0].reason
+    );
+}

@@ -45,6 +45,13 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
 }
 
 fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+    // A PDF ends with `%%EOF` (give or take trailing bytes some writers add). Without it the
+    // file was cut short: the parser could rebuild part of it, but indexing part of a document
+    // as if it were whole would lose the rest silently.
+    let tail = &bytes[bytes.len().saturating_sub(2048)..];
+    if !tail.windows(5).any(|w| w == b"%%EOF") {
+        bail!("truncated PDF (no %%EOF marker at its end): the file is incomplete");
+    }
     let doc = PdfDocument::from_bytes(bytes.to_vec())
         .map_err(|e| anyhow!("damaged PDF: {}", short(&e.to_string())))?;
     if doc.is_encrypted() && !doc.is_authenticated() && !doc.authenticate(b"").unwrap_or(false) {
