@@ -12,7 +12,7 @@ fn main() -> anyhow::Result<()> {
     let a = doc.attributes();
     println!(
         "title: {}\nlocale: {}\npages: {:?}\n---",
-        a.title, a.locale, a.pages
+        a.title, a.locale, a.page_count
     );
     println!("{}", doc.content());
     eprintln!("extracted in {:?}", t.elapsed());

@@ -56,6 +56,65 @@ pub struct LoaderConfig {
     /// A file modified less than this before a scan is not [stamped](crate::stamp) (it is read
     /// again next time). Tests that write and re-scan at once set it to zero.
     pub racy_window: std::time::Duration,
+    /// Documents extracted from PDF, Office, EPUB, HTML and CSV files, by path and stamp, so
+    /// that re-checking a hit at its source does not extract a large file again. Shared by
+    /// the clones of one configuration.
+    pub extracted: ExtractCache,
+}
+
+/// Documents extracted lately, each kept with the [stamp](crate::stamp) of its file when it
+/// was read: an entry serves only while the file (and its sidecar, and the loader settings)
+/// still has that stamp, so an edit is always read again. A file without a stamp (modified
+/// within the racy window) is never served from here. Bounded by the text it holds.
+#[derive(Clone, Default)]
+pub struct ExtractCache(Arc<Mutex<CacheEntries>>);
+
+#[derive(Default)]
+struct CacheEntries {
+    by_path: std::collections::HashMap<PathBuf, (String, Document)>,
+    bytes: usize,
+}
+
+/// The most document text an [`ExtractCache`] holds before it starts afresh.
+const EXTRACT_CACHE_BYTES: usize = 64 << 20;
+
+impl std::fmt::Debug for ExtractCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries = self.0.lock().map(|e| e.by_path.len()).unwrap_or(0);
+        f.debug_struct("ExtractCache")
+            .field("entries", &entries)
+            .finish()
+    }
+}
+
+impl ExtractCache {
+    fn get(&self, path: &Path, stamp: &str) -> Option<Document> {
+        let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .by_path
+            .get(path)
+            .filter(|(s, _)| s == stamp)
+            .map(|(_, d)| d.clone())
+    }
+
+    fn put(&self, path: &Path, stamp: String, doc: &Document) {
+        let size = doc.content().len();
+        if size > EXTRACT_CACHE_BYTES / 4 {
+            return;
+        }
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.bytes + size > EXTRACT_CACHE_BYTES {
+            entries.by_path.clear();
+            entries.bytes = 0;
+        }
+        if let Some((_, old)) = entries
+            .by_path
+            .insert(path.to_path_buf(), (stamp, doc.clone()))
+        {
+            entries.bytes -= old.content().len();
+        }
+        entries.bytes += size;
+    }
 }
 
 /// The ignore file of zhiku's own, beside `.gitignore` and `.ignore`.
@@ -73,6 +132,7 @@ impl Default for LoaderConfig {
             follow_links_inside: false,
             store_dir: None,
             racy_window: crate::stamp::RACY_WINDOW,
+            extracted: ExtractCache::default(),
         }
     }
 }
@@ -407,6 +467,12 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
             most
         );
     }
+    // Stamped before it is read, as the folder walk does: a write during the read gives another
+    // stamp next time.
+    let stamp = Stamper::new(config).stamp(path);
+    if let Some(doc) = stamp.as_deref().and_then(|s| config.extracted.get(path, s)) {
+        return Ok(doc);
+    }
     let bytes = std::fs::read(path).context("cannot read file")?;
     let format = formats::detect(announced, &bytes)?;
     if (format.is_text() || matches!(format, Format::Html | Format::Csv))
@@ -439,7 +505,11 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
     let extracted = formats::extract(format, &bytes, &limits)
         .with_context(|| format!("{} file", format.name()))?;
     drop(bytes);
-    build_document(path, rel, config, extracted, None)
+    let doc = build_document(path, rel, config, extracted, None)?;
+    if let Some(stamp) = stamp {
+        config.extracted.put(path, stamp, &doc);
+    }
+    Ok(doc)
 }
 
 /// Parses `text` as the content of the file at `path` (`rel` relative to the root), exactly as
@@ -501,6 +571,11 @@ fn build_document(
         Some(id) => DocId::new(id)?,
         None => DocId::new(rel)?,
     };
+    let first_heading = |body| {
+        (!extracted.synthetic_headings)
+            .then(|| first_heading(body))
+            .flatten()
+    };
     let title = match string_key(&meta, "title")?.or(extracted.title.clone()) {
         Some(t) => t,
         None => first_heading(body).unwrap_or_else(|| {
@@ -527,7 +602,7 @@ fn build_document(
         builder = builder.locale(locale);
     }
     if let Some(pages) = extracted.pages {
-        builder = builder.pages(pages);
+        builder = builder.page_count(pages);
     }
     let mut metadata = Metadata::new();
     for (key, value) in meta {

@@ -3,8 +3,8 @@
 //! A stamp names everything a document is derived from, as the filesystem reports it: the
 //! file's device, inode, size, modification and change times (to the nanosecond), the same for
 //! its sidecar `<name>.metadata.yaml` (or that there is none), the link itself where the path is
-//! a symbolic link, and a tag of the loader settings that shape a document (size limit, default
-//! scope, link rule, loader version). Any edit, replacement (a new inode), `touch`, `chmod`,
+//! a symbolic link, and a tag of the loader settings that shape a document (size, page, unpacking and time
+//! limits, default scope, link rule, loader version). Any edit, replacement (a new inode), `touch`, `chmod`,
 //! rename onto the path or settings change gives another stamp, so the file is read again.
 //!
 //! A file modified within [`RACY_WINDOW`] (the default of
@@ -40,10 +40,14 @@ impl Stamper {
     /// A stamper for a scan that started at `now`.
     pub fn at(config: &LoaderConfig, now: SystemTime) -> Self {
         let settings = zhiku_domain::sha256_hex(format!(
-            "loader/{LOADER_VERSION}\n{}\n{}\n{}",
+            "loader/{LOADER_VERSION}\n{}\n{}\n{}\n{}/{}/{}/{:?}",
             config.max_file_bytes,
             config.default_scope.as_str(),
-            config.follow_links_inside
+            config.follow_links_inside,
+            config.max_document_bytes,
+            config.max_unpacked_bytes,
+            config.max_pages,
+            config.max_extract_time,
         ))[..16]
             .to_string();
         Self {

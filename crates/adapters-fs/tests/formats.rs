@@ -174,7 +174,11 @@ fn pdf_pages_are_kept_and_each_page_holds_its_own_text() {
             continue;
         };
         let doc = &docs[&file];
-        assert_eq!(doc.attributes().pages, Some(pages.len() as u32), "{file}");
+        assert_eq!(
+            doc.attributes().page_count,
+            Some(pages.len() as u32),
+            "{file}"
+        );
         let got: Vec<&str> = doc.content().split('\u{c}').collect();
         assert_eq!(got.len(), pages.len(), "{file}");
         for (i, (got, want)) in got.iter().zip(pages).enumerate() {
@@ -458,7 +462,7 @@ fn bad_files_are_reported_by_path_and_reason_and_the_rest_loads() {
         "read as Word"
     );
     assert_eq!(
-        docs["notes.txt"].attributes().pages,
+        docs["notes.txt"].attributes().page_count,
         Some(2),
         "read as a PDF"
     );

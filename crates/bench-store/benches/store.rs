@@ -167,7 +167,7 @@ impl Corpus {
             title: Title::new(texts[0].chars().take(12).collect::<String>()).expect("title"),
             source: Source::new(&doc_id).expect("source"),
             metadata,
-            pages: None,
+            page_count: None,
         });
         let did = DocId::new(&doc_id).expect("doc id");
         let mut start = 0;

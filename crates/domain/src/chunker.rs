@@ -46,7 +46,7 @@ pub struct Span {
 
 /// Cuts `doc` into chunks according to `policy`.
 ///
-/// In a document with [pages](crate::DocAttributes::pages) every chunk also learns the pages
+/// In a document with [pages](crate::DocAttributes::page_count) every chunk also learns the pages
 /// its text lies on: the page of its first and of its last non-blank character, counting the
 /// form feeds before them. Pages do not move a cut, so a chunk that runs over a page break
 /// says so (`first < last`) rather than being cut there.
@@ -56,7 +56,7 @@ pub fn chunk_document(doc: &Document, policy: &ChunkingPolicy) -> Vec<Chunk> {
     let byte_at = char_to_byte_table(text);
     let breaks: Option<Vec<usize>> = doc
         .attributes()
-        .pages
+        .page_count
         .map(|_| text.match_indices('\u{c}').map(|(at, _)| at).collect());
     spans
         .into_iter()
@@ -515,7 +515,7 @@ mod tests {
             Source::new("a.pdf").unwrap(),
             text,
         )
-        .pages(3)
+        .page_count(3)
         .build();
         let pages = |max| {
             chunk_document(&doc, &policy(max, 0))

@@ -127,6 +127,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         title: opf.title,
         locale,
         pages: None,
+        synthetic_headings: false,
     })
 }
 

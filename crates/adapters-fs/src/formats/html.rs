@@ -96,6 +96,7 @@ pub fn extract(text: &str, limits: &Limits) -> Result<Extracted> {
         title,
         locale: page.locale,
         pages: None,
+        synthetic_headings: false,
     })
 }
 

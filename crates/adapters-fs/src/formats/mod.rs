@@ -231,6 +231,9 @@ pub struct Extracted {
     pub locale: Option<String>,
     /// The page count, for a paginated format.
     pub pages: Option<u32>,
+    /// True when the headings are labels zhiku made (row groups of a sheet), not the file's
+    /// own: the first of them is then no title.
+    pub synthetic_headings: bool,
 }
 
 /// Extracts a file of `format` from its `bytes`.

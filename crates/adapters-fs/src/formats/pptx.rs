@@ -118,6 +118,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         title,
         locale,
         pages: None,
+        synthetic_headings: false,
     })
 }
 

@@ -14,7 +14,8 @@
 //! read; the row groups are level-1 sections.
 //!
 //! Excel: each worksheet with a value is a level-1 section named after the sheet, its row
-//! groups level-2 sections. Cells show their cached values: text as is, whole numbers without
+//! groups level-2 sections whose headings name the sheet too (`华南 · Rows 2–11`), so that a
+//! chunk's own text says which sheet it is of. Cells show their cached values: text as is, whole numbers without
 //! `.0`, other numbers rounded to 15 significant digits (as Excel shows them), booleans as
 //! `TRUE`/`FALSE`, dates as `YYYY-MM-DD` (with ` HH:MM` or ` HH:MM:SS` when there is a time
 //! part), durations as `H:MM:SS`, errors as Excel writes them (`#DIV/0!`, `#N/A`, …). Dropped:
@@ -47,7 +48,7 @@ pub fn extract_csv(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         .flexible(true)
         .from_reader(text.as_bytes());
     let mut out = TextBuilder::new(limits);
-    let mut groups = RowGroups::new(1);
+    let mut groups = RowGroups::new(1, None);
     for (i, record) in reader.records().enumerate() {
         if i % 1000 == 999 {
             limits.check_time()?;
@@ -62,6 +63,7 @@ pub fn extract_csv(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         title: None,
         locale: None,
         pages: None,
+        synthetic_headings: true,
     })
 }
 
@@ -101,7 +103,7 @@ pub fn extract_xlsx(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             continue;
         };
         out.heading(1, &sheet)?;
-        let mut groups = RowGroups::new(2);
+        let mut groups = RowGroups::new(2, Some(sheet.clone()));
         for (i, (row, cells)) in rows.iter().enumerate() {
             if i % 1000 == 999 {
                 limits.check_time()?;
@@ -123,6 +125,7 @@ pub fn extract_xlsx(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         title,
         locale,
         pages: None,
+        synthetic_headings: true,
     })
 }
 
@@ -268,6 +271,8 @@ fn row_line(mut cells: Vec<String>) -> String {
 #[derive(Debug)]
 struct RowGroups {
     level: usize,
+    /// The sheet the rows are of, named in each group's heading so that a chunk says it.
+    sheet: Option<String>,
     header: Option<(u64, String)>,
     rows: Vec<String>,
     first: u64,
@@ -276,9 +281,10 @@ struct RowGroups {
 }
 
 impl RowGroups {
-    fn new(level: usize) -> Self {
+    fn new(level: usize, sheet: Option<String>) -> Self {
         Self {
             level,
+            sheet,
             header: None,
             rows: Vec::new(),
             first: 0,
@@ -321,7 +327,7 @@ impl RowGroups {
         } else {
             format!("Rows {}–{}", self.first, self.last)
         };
-        out.heading(self.level, &label)?;
+        out.heading(self.level, &self.labelled(&label))?;
         let mut block = header.clone();
         for row in self.rows.drain(..) {
             block.push('\n');
@@ -330,11 +336,18 @@ impl RowGroups {
         out.paragraph(&block)
     }
 
+    fn labelled(&self, label: &str) -> String {
+        match &self.sheet {
+            Some(sheet) => format!("{sheet} · {label}"),
+            None => label.to_string(),
+        }
+    }
+
     fn finish(mut self, out: &mut TextBuilder) -> Result<()> {
         match &self.header {
             // A table of a header alone: the header is its content.
             Some((number, header)) if self.rows.is_empty() => {
-                out.heading(self.level, &format!("Row {number}"))?;
+                out.heading(self.level, &self.labelled(&format!("Row {number}")))?;
                 out.paragraph(header)
             }
             _ => self.flush(out),
@@ -494,7 +507,7 @@ mod tests {
         let out = extract_xlsx(&xlsx(&[("docProps/core.xml", core)]), &limits()).unwrap();
         assert_eq!(
             out.text,
-            "# 销售\n\n## Rows 3–6\n\n地区 | 金额 | 日期 | 备注\n华东 | 1200 | 2024-01-01 | TRUE\n华南 | 0.3 | 2024-01-01 12:00 | #DIV/0!\n | 7.5\n"
+            "# 销售\n\n## 销售 · Rows 3–6\n\n地区 | 金额 | 日期 | 备注\n华东 | 1200 | 2024-01-01 | TRUE\n华南 | 0.3 | 2024-01-01 12:00 | #DIV/0!\n | 7.5\n"
         );
         assert_eq!(out.title.as_deref(), Some("销售报表"));
         assert_eq!(out.pages, None);
@@ -577,7 +590,7 @@ mod tests {
         assert!(
             paths
                 .iter()
-                .all(|p| p.len() == 1 || p[1].starts_with("Row"))
+                .all(|p| p.len() == 1 || p[1].starts_with(&format!("{} · Row", p[0])))
         );
         for sheet in out.text.split("\n# ") {
             assert_groups(sheet, "日期 | 客户 | 产品 | 数量 | 金额");

@@ -100,8 +100,17 @@ pub struct Config {
     pub scopes: Vec<Scope>,
     /// Scope of documents that do not declare one.
     pub default_scope: Scope,
-    /// The loader skips files larger than this.
+    /// The loader skips text files (Markdown, text, HTML, CSV) larger than this, and files whose
+    /// extracted text is larger.
     pub max_file_bytes: u64,
+    /// The loader skips PDF, Office and EPUB files larger than this.
+    pub max_document_bytes: u64,
+    /// Most bytes unpacked from one zip package (docx, pptx, xlsx, epub).
+    pub max_unpacked_bytes: u64,
+    /// Most pages of one PDF (slides of a deck, chapters of a book).
+    pub max_pages: usize,
+    /// Longest extraction of one file, in seconds.
+    pub max_extract_seconds: u64,
     /// Follow symbolic links whose target is inside the knowledge-base folder (links to outside
     /// it are never followed).
     pub follow_links_inside: bool,
@@ -152,6 +161,10 @@ struct Keys {
     scopes: Option<Vec<String>>,
     default_scope: Option<String>,
     max_file_bytes: Option<u64>,
+    max_document_bytes: Option<u64>,
+    max_unpacked_bytes: Option<u64>,
+    max_pages: Option<usize>,
+    max_extract_seconds: Option<u64>,
     follow_links_inside: Option<bool>,
     k: Option<usize>,
     candidates: Option<usize>,
@@ -169,7 +182,7 @@ struct Keys {
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 23] = [
+const KEYS: [&str; 27] = [
     "vectors",
     "embedder",
     "lexical",
@@ -179,6 +192,10 @@ const KEYS: [&str; 23] = [
     "scopes",
     "default_scope",
     "max_file_bytes",
+    "max_document_bytes",
+    "max_unpacked_bytes",
+    "max_pages",
+    "max_extract_seconds",
     "follow_links_inside",
     "k",
     "candidates",
@@ -212,7 +229,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 23] = [
+const ENV: [EnvKey; 27] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -226,6 +243,10 @@ const ENV: [EnvKey; 23] = [
     },
     var("default_scope", "ZHIKU_DEFAULT_SCOPE"),
     var("max_file_bytes", "ZHIKU_MAX_FILE_BYTES"),
+    var("max_document_bytes", "ZHIKU_MAX_DOCUMENT_BYTES"),
+    var("max_unpacked_bytes", "ZHIKU_MAX_UNPACKED_BYTES"),
+    var("max_pages", "ZHIKU_MAX_PAGES"),
+    var("max_extract_seconds", "ZHIKU_MAX_EXTRACT_SECONDS"),
     var("follow_links_inside", "ZHIKU_FOLLOW_LINKS_INSIDE"),
     var("k", "ZHIKU_K"),
     var("candidates", "ZHIKU_CANDIDATES"),
@@ -312,6 +333,7 @@ fn builtin(profile: &str) -> Result<Table> {
 /// The built-in value of every top-level key.
 fn defaults() -> Table {
     let policy = ChunkingPolicy::default();
+    let loader = zhiku_adapters_fs::loader::LoaderConfig::default();
     let text = format!(
         r#"
 vectors = "ann"
@@ -323,6 +345,10 @@ overlap_chars = {}
 scopes = ["default", "public"]
 default_scope = "default"
 max_file_bytes = {}
+max_document_bytes = {}
+max_unpacked_bytes = {}
+max_pages = {}
+max_extract_seconds = {}
 follow_links_inside = false
 k = 8
 candidates = 50
@@ -340,7 +366,11 @@ context_chars = 4000
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
-        10 * 1024 * 1024,
+        loader.max_file_bytes,
+        loader.max_document_bytes,
+        loader.max_unpacked_bytes,
+        loader.max_pages,
+        loader.max_extract_time.as_secs(),
     );
     toml::from_str(&text).expect("the built-in defaults parse")
 }
@@ -443,6 +473,20 @@ impl Config {
             max_file_bytes: keys
                 .max_file_bytes
                 .ok_or_else(|| required("max_file_bytes"))?,
+            max_document_bytes: keys
+                .max_document_bytes
+                .ok_or_else(|| required("max_document_bytes"))?,
+            max_unpacked_bytes: keys
+                .max_unpacked_bytes
+                .ok_or_else(|| required("max_unpacked_bytes"))?,
+            max_pages: keys
+                .max_pages
+                .filter(|n| *n > 0)
+                .ok_or_else(|| required("max_pages (at least 1)"))?,
+            max_extract_seconds: keys
+                .max_extract_seconds
+                .filter(|n| *n > 0)
+                .ok_or_else(|| required("max_extract_seconds (at least 1)"))?,
             follow_links_inside: keys
                 .follow_links_inside
                 .ok_or_else(|| required("follow_links_inside"))?,

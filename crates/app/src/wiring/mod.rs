@@ -29,6 +29,10 @@ pub fn loader_config(store: &Store) -> Result<LoaderConfig> {
 fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<LoaderConfig> {
     Ok(LoaderConfig {
         max_file_bytes: config.max_file_bytes,
+        max_document_bytes: config.max_document_bytes,
+        max_unpacked_bytes: config.max_unpacked_bytes,
+        max_pages: config.max_pages,
+        max_extract_time: std::time::Duration::from_secs(config.max_extract_seconds),
         default_scope: config.default_scope.clone(),
         follow_links_inside: config.follow_links_inside,
         // A store kept inside the folder (`--store kb/store`) is never read as documents.

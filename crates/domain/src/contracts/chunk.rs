@@ -365,6 +365,33 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_of_a_document_with_pages_round_trips_with_its_pages() {
+        let d = Document::builder(
+            DocId::new("a.pdf").unwrap(),
+            Source::new("a.pdf").unwrap(),
+            "one\n\n\u{c}\n\ntwo",
+        )
+        .page_count(2)
+        .build();
+        let chunk = Chunk::new(
+            d.id().clone(),
+            0,
+            "one".into(),
+            vec![],
+            0,
+            d.attributes().clone(),
+        )
+        .with_pages(PageSpan::new(1, 2).unwrap());
+        let json = serde_json::to_string(&chunk).unwrap();
+        let back: Chunk = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, chunk);
+        assert_eq!(back.pages(), Some(PageSpan::new(1, 2).unwrap()));
+        assert_eq!(back.doc().page_count, Some(2));
+        assert!(PageSpan::new(0, 1).is_err() && PageSpan::new(3, 2).is_err());
+        assert!(serde_json::from_str::<PageSpan>("[2, 1]").is_err());
+    }
+
+    #[test]
     fn records_are_validated() {
         let d = Document::builder(
             DocId::new("d").unwrap(),

@@ -146,9 +146,10 @@ pub struct DocAttributes {
     pub metadata: Metadata,
     /// The page count of a document with pages (a PDF): its content then separates pages with
     /// form feeds (`\u{c}`), page `n` being the text after the `n-1`-th, and every chunk knows
-    /// its [pages](super::Chunk::pages). Absent for a document without pages.
+    /// its [pages](super::Chunk::pages). Absent for a document without pages. (Named apart
+    /// from a chunk's `pages`, which sits beside these attributes in a chunk's record.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pages: Option<u32>,
+    pub page_count: Option<u32>,
 }
 
 /// A document to index.
@@ -174,7 +175,7 @@ impl Document {
             locale: None,
             title: None,
             metadata: Metadata::new(),
-            pages: None,
+            page_count: None,
         }
     }
 
@@ -217,14 +218,14 @@ pub struct DocumentBuilder {
     locale: Option<Locale>,
     title: Option<Title>,
     metadata: Metadata,
-    pages: Option<u32>,
+    page_count: Option<u32>,
 }
 
 impl DocumentBuilder {
     /// Declares the content paginated into `pages` pages separated by form feeds (see
-    /// [`DocAttributes::pages`]).
-    pub fn pages(mut self, pages: u32) -> Self {
-        self.pages = Some(pages);
+    /// [`DocAttributes::page_count`]).
+    pub fn page_count(mut self, pages: u32) -> Self {
+        self.page_count = Some(pages);
         self
     }
 
@@ -267,7 +268,7 @@ impl DocumentBuilder {
                     .unwrap_or_else(|| Title::new("").unwrap_or_else(|_| unreachable!())),
                 source: self.source,
                 metadata: self.metadata,
-                pages: self.pages,
+                page_count: self.page_count,
             }),
             content: self.content,
         }

@@ -123,6 +123,7 @@ fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         title,
         locale,
         pages: Some(pages),
+        synthetic_headings: false,
     })
 }
 
