@@ -44,6 +44,15 @@ async function main() {
     out.chunk_content = await page.textContent("#chunk-content");
     out.marked = await page.textContent("#chunk-doc mark");
     await page.locator("#chunk details summary").click();
+    out.citations = await page.$$eval("#citations li", (ls) => ls.map((l) => l.textContent));
+    // A citation of a PDF page opens the file at that page, in a new tab.
+    const open = page.locator("#citations a.open-page").first();
+    if (await open.count()) {
+      const [tab] = await Promise.all([page.context().waitForEvent("page"), open.click()]);
+      await tab.waitForURL(/^blob:/, { timeout: 10000 });
+      out.opened = tab.url();
+      await tab.close();
+    }
     await page.screenshot({ path: shot, fullPage: true });
     out.page_errors = errors;
   } finally {

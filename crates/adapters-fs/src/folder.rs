@@ -172,6 +172,12 @@ impl DocumentStore for FolderDocuments {
             .map_err(|e| DocumentError::Io(format!("{e:#}")))
     }
 
+    fn original(&self, _id: &DocId, path: &str) -> Result<Option<Vec<u8>>, DocumentError> {
+        crate::loader::read_original(&self.root.join(path), path, &self.config)
+            .map(Some)
+            .map_err(|e| DocumentError::Io(format!("{e:#}")))
+    }
+
     fn source_store<'a>(&'a self, recorded: &'a dyn SourcePaths) -> Box<dyn SourceStore + 'a> {
         Box::new(FolderSource::new(&self.root, recorded, &self.config))
     }

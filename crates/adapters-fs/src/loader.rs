@@ -455,6 +455,21 @@ pub fn load_path(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
     read_document(path, rel, config)
 }
 
+/// The bytes of one document file, under the same link rule and size bound as a load.
+pub fn read_original(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Vec<u8>> {
+    check_links(path, rel, config)?;
+    announced(path).context("not a document file")?;
+    let meta = std::fs::metadata(path).context("cannot read file metadata")?;
+    let most = config.max_file_bytes.max(config.max_document_bytes);
+    if meta.len() > most {
+        bail!(
+            "file is {} bytes, larger than the {most} byte limit",
+            meta.len()
+        );
+    }
+    std::fs::read(path).context("cannot read file")
+}
+
 /// Reads one document file of any format: its content decides how it is read.
 fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
     let announced = announced(path).context("not a document file")?;

@@ -78,6 +78,10 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         "---\nid: \"alpha/faq#2?v=1\"\nscope: alpha\n---\n# 常见问题\n\nalpha 会员的积分有效期是十八个月。\n",
     )
     .unwrap();
+    // A PDF: its citation shows the page and opens the file there.
+    let pdf = repo().join("tests/fixtures/formats/zh-handbook-outline-2col.pdf");
+    std::fs::copy(pdf, kb.join("alpha/员工手册.pdf")).unwrap();
+    std::fs::write(kb.join("alpha/员工手册.metadata.yaml"), "scope: alpha\n").unwrap();
     let server = Server::start(&kb, &[]);
 
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
@@ -146,6 +150,21 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     );
     assert!(
         r["chunk_content"].as_str().unwrap().contains("十八个月"),
+        "{r}"
+    );
+
+    // A cited PDF page: the citation names the page and section, and opens the file at it.
+    let shot = artifacts.join("browser-ask-pdf-page.png");
+    let r = ask_on_the_page(&server.base, "出境出差需要谁来审批？", &shot);
+    assert_eq!(r["page_errors"], serde_json::json!([]));
+    let line = r["citations"][0].as_str().unwrap();
+    assert!(
+        line.contains("员工手册.pdf · p. 2 · 第二章 工作时间与考勤 › 2.4 出差与外出"),
+        "{r}"
+    );
+    let opened = r["opened"].as_str().unwrap_or_default();
+    assert!(
+        opened.starts_with("blob:") && opened.ends_with("#page=2"),
         "{r}"
     );
 }

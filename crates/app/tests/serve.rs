@@ -720,3 +720,79 @@ fn the_openapi_document_lists_every_route() {
         );
     }
 }
+
+/// The file behind a cited PDF page opens from the page: `GET /v1/originals/{id}` gives the
+/// PDF inline to a caller who may see it, and nothing to one who may not.
+#[test]
+fn a_cited_pdf_is_served_to_open_at_its_page_and_only_within_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/formats");
+    let pdf = std::fs::read(fixtures.join("zh-handbook-outline-2col.pdf")).unwrap();
+    std::fs::write(kb.join("alpha/员工手册.pdf"), &pdf).unwrap();
+    std::fs::write(kb.join("alpha/员工手册.metadata.yaml"), "scope: alpha\n").unwrap();
+    let s = Server::start(&kb, &[]);
+
+    let found = search(&s, "tok-a", "出境出差须报总经理审批");
+    let hit = &found["hits"][0];
+    assert_eq!(hit["doc_id"], "alpha/员工手册.pdf", "{found}");
+    assert_eq!(hit["pages"], json!([2, 2]), "{hit}");
+
+    let get = |token: &str, id: &str| {
+        let url = s.url(&format!("/v1/originals/{}", id.replace('/', "%2F")));
+        match ureq::get(&url)
+            .set("authorization", &format!("Bearer {token}"))
+            .call()
+        {
+            Ok(r) => {
+                let headers: Vec<(String, String)> = [
+                    "content-type",
+                    "content-disposition",
+                    "content-security-policy",
+                ]
+                .iter()
+                .filter_map(|h| r.header(h).map(|v| (h.to_string(), v.to_string())))
+                .collect();
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut r.into_reader(), &mut bytes).unwrap();
+                (200, headers, bytes)
+            }
+            Err(ureq::Error::Status(code, _)) => (code, Vec::new(), Vec::new()),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let (status, headers, bytes) = get("tok-a", "alpha/员工手册.pdf");
+    assert_eq!(status, 200);
+    assert_eq!(bytes, pdf, "the very file");
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(h, _)| h == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("content-type"), Some("application/pdf"));
+    assert!(
+        header("content-disposition")
+            .unwrap()
+            .starts_with("inline;")
+    );
+    // Another scope's caller learns nothing, not even that the document exists.
+    assert_eq!(get("tok-b", "alpha/员工手册.pdf").0, 404);
+    // A Markdown file is only ever a sandboxed download.
+    let (status, headers, _) = get("tok-a", "alpha-returns");
+    assert_eq!(status, 200);
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(h, _)| h == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("content-type"), Some("application/octet-stream"));
+    assert!(
+        header("content-disposition")
+            .unwrap()
+            .starts_with("attachment;")
+    );
+    assert_eq!(header("content-security-policy"), Some("sandbox"));
+}

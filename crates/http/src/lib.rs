@@ -299,6 +299,7 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
             "/v1/documents/{*id}",
             get(get_document).delete(delete_document),
         )
+        .route("/v1/originals/{*id}", get(get_original))
         .route("/v1/status", get(status))
         .route("/v1/traces/{id}", get(trace));
     if let Some(mcp) = mcp {
@@ -508,6 +509,67 @@ async fn get_document(
     let kb = state.kb.clone();
     let doc = run(&state, move || kb.document(&caller, &id)).await?;
     Ok(Json(doc))
+}
+
+/// `GET /v1/originals/{id}`: the file a document was read from, for a caller who may see it.
+/// A PDF is served inline (the page opens it at a cited page); any other file only as a
+/// download, and nothing of it runs or renders in this origin (`nosniff`, a sandboxing CSP).
+async fn get_original(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let kb = state.kb.clone();
+    let (bytes, rel) = run(&state, move || kb.original(&caller, &id)).await?;
+    let name = rel.rsplit('/').next().unwrap_or("document").to_string();
+    let is_pdf = bytes.starts_with(b"%PDF-");
+    let (kind, disposition) = if is_pdf {
+        ("application/pdf", "inline")
+    } else {
+        ("application/octet-stream", "attachment")
+    };
+    // RFC 6266/8187: an ASCII fallback name and the UTF-8 one, percent-encoded.
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || ".-_".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded: String = name
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b".-_~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, kind.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("{disposition}; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"),
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        ],
+        bytes,
+    )
+        .into_response();
+    // A download never renders here; a PDF must not be sandboxed, or browsers refuse to show it
+    // (their PDF viewers run no script of this origin).
+    if !is_pdf {
+        response.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("sandbox"),
+        );
+    }
+    Ok(response)
 }
 
 async fn delete_document(

@@ -267,12 +267,17 @@ impl KnowledgeBase {
         }
     }
 
-    /// One document with its chunks, as it is now in the source.
-    pub fn document(&self, caller: &Caller, id: &str) -> Result<DocumentView, KbError> {
-        let inner = self.read();
-        let info = self.visible_info(&inner, caller, id)?;
-        let store = &inner.store;
-        let (Some(documents), Some(rel)) = (&self.documents, store.recorded.sources.get(&info.id))
+    /// The document `id` as it reads now in its source, with its recorded path, when the
+    /// caller may see it (by the index and by the source itself).
+    fn visible_document(
+        &self,
+        inner: &Inner,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<(Document, String), KbError> {
+        let info = self.visible_info(inner, caller, id)?;
+        let (Some(documents), Some(rel)) =
+            (&self.documents, inner.store.recorded.sources.get(&info.id))
         else {
             return Err(no_document(id));
         };
@@ -280,9 +285,29 @@ impl KnowledgeBase {
             .read(&info.id, rel)
             .map_err(|e| KbError::NotFound(format!("document {id:?} cannot be read now: {e}")))?
             .ok_or_else(|| no_document(id))?;
-        if !caller.sees(&doc.attributes().scope) {
+        if doc.id() != &info.id || !caller.sees(&doc.attributes().scope) {
             return Err(no_document(id));
         }
+        Ok((doc, rel.to_string()))
+    }
+
+    /// The file a document was read from, for a caller who may see the document: its bytes and
+    /// its source path (a PDF opens at a cited page from it).
+    pub fn original(&self, caller: &Caller, id: &str) -> Result<(Vec<u8>, String), KbError> {
+        let inner = self.read();
+        let (doc, rel) = self.visible_document(&inner, caller, id)?;
+        let documents = self.documents.as_ref().ok_or_else(|| no_document(id))?;
+        let bytes = documents
+            .original(doc.id(), &rel)
+            .map_err(|e| KbError::NotFound(format!("document {id:?} cannot be read now: {e}")))?
+            .ok_or_else(|| KbError::NotFound(format!("document {id:?} has no file to open")))?;
+        Ok((bytes, rel))
+    }
+
+    /// One document with its chunks, as it is now in the source.
+    pub fn document(&self, caller: &Caller, id: &str) -> Result<DocumentView, KbError> {
+        let inner = self.read();
+        let (doc, _) = self.visible_document(&inner, caller, id)?;
         let a = doc.attributes();
         Ok(DocumentView {
             id: doc.id().to_string(),
@@ -297,7 +322,7 @@ impl KnowledgeBase {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
             text: doc.content().to_string(),
-            chunks: chunk_document(&doc, &store.settings.policy)
+            chunks: chunk_document(&doc, &inner.store.settings.policy)
                 .iter()
                 .map(|c| ChunkView {
                     chunk_id: c.chunk_id().to_string(),

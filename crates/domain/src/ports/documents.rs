@@ -153,6 +153,15 @@ pub trait DocumentStore: Send + Sync {
     /// The document recorded as `id` at `path`, as it reads now.
     fn read(&self, id: &DocId, path: &str) -> Result<Option<Document>, DocumentError>;
 
+    /// The bytes of the file the document recorded as `id` at `path` was read from (a PDF, to
+    /// open at a cited page), or `None` when the store keeps no such file. The caller has
+    /// checked, through [`read`](Self::read), that the path still holds this document and that
+    /// it may see it; the store still refuses a path it would not read.
+    fn original(&self, id: &DocId, path: &str) -> Result<Option<Vec<u8>>, DocumentError> {
+        let _ = (id, path);
+        Ok(None)
+    }
+
     /// The source of truth hits are re-checked against, given each document's recorded path.
     /// It borrows the recorded paths: a search builds one per query, so it must not copy them,
     /// and asks them only for the documents it checks.
