@@ -333,7 +333,6 @@ fn builtin(profile: &str) -> Result<Table> {
 /// The built-in value of every top-level key.
 fn defaults() -> Table {
     let policy = ChunkingPolicy::default();
-    let loader = zhiku_adapters_fs::loader::LoaderConfig::default();
     let text = format!(
         r#"
 vectors = "ann"
@@ -366,11 +365,12 @@ context_chars = 4000
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
-        loader.max_file_bytes,
-        loader.max_document_bytes,
-        loader.max_unpacked_bytes,
-        loader.max_pages,
-        loader.max_extract_time.as_secs(),
+        // The loader's own defaults (`LoaderConfig::default`, which the wiring test compares).
+        10u64 << 20,
+        200u64 << 20,
+        512u64 << 20,
+        10_000,
+        60,
     );
     toml::from_str(&text).expect("the built-in defaults parse")
 }

@@ -115,3 +115,21 @@ pub fn open_service(
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     KnowledgeBase::new(core, documents, refresh_from, generator, traces)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The configuration's built-in loader bounds are the loader's own defaults.
+    #[test]
+    fn the_default_configuration_gives_the_loaders_default_bounds() {
+        let config = Config::resolve(None, None, &|_| None).unwrap();
+        let ours = loader_config_for(&config, std::path::Path::new("/nonexistent")).unwrap();
+        let theirs = LoaderConfig::default();
+        assert_eq!(ours.max_file_bytes, theirs.max_file_bytes);
+        assert_eq!(ours.max_document_bytes, theirs.max_document_bytes);
+        assert_eq!(ours.max_unpacked_bytes, theirs.max_unpacked_bytes);
+        assert_eq!(ours.max_pages, theirs.max_pages);
+        assert_eq!(ours.max_extract_time, theirs.max_extract_time);
+    }
+}

@@ -186,12 +186,20 @@ pub fn drop_repeated_edges(pages: &mut [(f32, Vec<Line>)]) {
     if pages.len() < 2 {
         return;
     }
+    // Digit-blind: each run of digits is one `#`, so "第 9 页 共 29 页" and "第 10 页 共 29 页"
+    // are one footer.
     let key = |l: &Line| -> String {
-        l.text
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .map(|c| if c.is_ascii_digit() { '#' } else { c })
-            .collect()
+        let mut k = String::new();
+        for c in l.text.chars().filter(|c| !c.is_whitespace()) {
+            if c.is_ascii_digit() {
+                if !k.ends_with('#') {
+                    k.push('#');
+                }
+            } else {
+                k.push(c);
+            }
+        }
+        k
     };
     let in_band =
         |height: f32, l: &Line| height > 0.0 && (l.y > height * 0.90 || l.y < height * 0.10);
@@ -217,21 +225,30 @@ pub fn drop_repeated_edges(pages: &mut [(f32, Vec<Line>)]) {
     }
 }
 
+/// A line that is only a page number: "12", "- 12 -", "第 12 页", "第 12 页 共 30 页", "12 / 30",
+/// "Page 12", "Page 12 of 30", "p. 12".
 fn is_page_number(text: &str) -> bool {
-    let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let t: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_lowercase();
+    // "… of 30", "… 共 30 页", "… / 30": the total goes first.
+    let t = t.split("of").next().unwrap_or(&t);
+    let t = t.split('共').next().unwrap_or(t);
+    let t = t.split(['/', '|']).next().unwrap_or(t);
     let core = t
-        .trim_start_matches(['第', '-', '—', '–', '(', '（', '['])
-        .trim_end_matches(['页', '-', '—', '–', ')', '）', ']']);
-    let core = core
-        .strip_prefix("Page")
-        .or_else(|| core.strip_prefix("page"))
+        .trim_start_matches(['第', '-', '—', '–', '(', '（', '[', '·'])
+        .trim_end_matches(['页', '-', '—', '–', ')', '）', ']', '·', ',', '，']);
+    let core = ["page", "p.", "pg."]
+        .iter()
+        .find_map(|p| core.strip_prefix(p))
         .unwrap_or(core);
-    let core = core.split(['/', '|']).next().unwrap_or(core);
     !core.is_empty() && core.len() <= 5 && core.chars().all(|c| c.is_ascii_digit())
 }
 
-/// Step 3: the lines of a page in reading order.
-pub fn reading_order(lines: Vec<Line>) -> Vec<Line> {
+/// Step 3: the lines of a page (of `height`) in reading order.
+pub fn reading_order(lines: Vec<Line>, height: f32) -> Vec<Line> {
     if lines.len() < 6 {
         return lines;
     }
@@ -243,7 +260,13 @@ pub fn reading_order(lines: Vec<Line>) -> Vec<Line> {
     }
     let em = median(lines.iter().map(|l| l.size).collect()).max(1.0);
     // Narrow lines are the candidates for columns; the gutters are where none of them reaches.
-    let narrow: Vec<&Line> = lines.iter().filter(|l| l.x1 - l.x0 < width * 0.6).collect();
+    // Lines in the top and bottom bands (a running header or footer that step 2 kept, centred
+    // across the gutter) do not decide the columns.
+    let in_band = |l: &Line| height > 0.0 && (l.y > height * 0.90 || l.y < height * 0.10);
+    let narrow: Vec<&Line> = lines
+        .iter()
+        .filter(|l| l.x1 - l.x0 < width * 0.6 && !in_band(l))
+        .collect();
     let gutters = gutters(&narrow, left, right, em);
     if gutters.is_empty() {
         return lines;
@@ -653,7 +676,7 @@ mod tests {
             height: 800.0,
             glyphs: g,
         };
-        let ordered = reading_order(lines(&page));
+        let ordered = reading_order(lines(&page), 800.0);
         let texts: Vec<&str> = ordered.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(texts[0], "标题横跨两栏的一行文字很长很长很长很长很长");
         assert_eq!(texts[1], "左栏第0行文字");
@@ -681,6 +704,67 @@ mod tests {
             let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
             assert_eq!(texts, [format!("正文第{}页的内容", i + 1)]);
         }
+    }
+
+    #[test]
+    fn page_number_footers_of_every_common_form_are_recognised() {
+        for footer in [
+            "12",
+            "- 12 -",
+            "第 12 页",
+            "第 9 页 共 29 页",
+            "12 / 30",
+            "Page 12",
+            "Page 12 of 30",
+            "p. 3",
+            "— 4 —",
+        ] {
+            assert!(is_page_number(footer), "{footer}");
+        }
+        for text in ["第 12 条", "共 30 人", "12 apples", "Page one", "Profile 3"] {
+            assert!(!is_page_number(text), "{text}");
+        }
+        // One- and two-digit page numbers are one running footer.
+        let page = |n: usize| {
+            let mut g = glyphs("正文", 50.0, 400.0, 10.0);
+            g.extend(glyphs(&format!("文档 {n} 共 20 份"), 280.0, 30.0, 9.0));
+            (
+                800.0,
+                lines(&PageText {
+                    height: 800.0,
+                    glyphs: g,
+                }),
+            )
+        };
+        let mut pages: Vec<_> = (8..=13).map(page).collect();
+        drop_repeated_edges(&mut pages);
+        assert!(pages.iter().all(|(_, l)| l.len() == 1), "{pages:?}");
+    }
+
+    #[test]
+    fn a_footer_across_the_gutter_does_not_hide_the_columns() {
+        let mut g = Vec::new();
+        for i in 0..8 {
+            let y = 740.0 - i as f32 * 14.0;
+            g.extend(glyphs(&format!("左栏第{i}行文字"), 50.0, y, 10.0));
+            g.extend(glyphs(&format!("右栏第{i}行文字"), 200.0, y, 10.0));
+        }
+        g.extend(glyphs(
+            "本文件仅供内部使用请勿外传谢谢合作",
+            100.0,
+            30.0,
+            9.0,
+        ));
+        let ordered = reading_order(
+            lines(&PageText {
+                height: 800.0,
+                glyphs: g,
+            }),
+            800.0,
+        );
+        let texts: Vec<&str> = ordered.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts[7], "左栏第7行文字", "{texts:?}");
+        assert_eq!(texts[8], "右栏第0行文字", "{texts:?}");
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     layout::drop_repeated_edges(&mut pages);
     let ordered: Vec<Vec<layout::Line>> = pages
         .into_iter()
-        .map(|(_, lines)| layout::reading_order(lines))
+        .map(|(height, lines)| layout::reading_order(lines, height))
         .collect();
     let outline = outline(&doc, count);
     let blocks = layout::blocks(&ordered, &outline);
