@@ -591,17 +591,29 @@ fn build_document(
             .then(|| first_heading(body))
             .flatten()
     };
-    let title = match string_key(&meta, "title")?.or(extracted.title.clone()) {
-        Some(t) => t,
-        None => first_heading(body).unwrap_or_else(|| {
+    // A title the sidecar or front matter gives must be valid; one the file declares itself,
+    // its first heading or its name is made valid (control characters out, whitespace
+    // collapsed, at most 1,024 characters): a NUL-terminated PDF title loses no document.
+    let title = match string_key(&meta, "title")? {
+        Some(t) => Title::new(t.replace(['\r', '\n', '\t'], " ").trim())?,
+        None => [
+            extracted.title.clone(),
+            first_heading(body),
             Path::new(rel)
                 .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        }),
+                .map(|s| s.to_string_lossy().into_owned()),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|t| {
+            Title::new(clean_title(&t))
+                .ok()
+                .filter(|t| !t.as_ref().is_empty())
+        })
+        .unwrap_or_else(|| Title::new("").unwrap_or_else(|_| unreachable!())),
     };
     let mut builder = Document::builder(id, Source::new(rel)?, body.to_string())
-        .title(Title::new(title.replace(['\r', '\n', '\t'], " ").trim())?)
+        .title(title)
         .scope(match string_key(&meta, "scope")? {
             Some(s) => Scope::new(s)?,
             None => config.default_scope.clone(),
@@ -611,7 +623,7 @@ fn build_document(
     } else if let Some(locale) = extracted
         .locale
         .as_deref()
-        .and_then(|l| Locale::new(l).ok())
+        .and_then(|l| Locale::new(normalise_locale(l)).ok())
     {
         // A language tag the file declares but zhiku cannot hold is passed over, not fatal.
         builder = builder.locale(locale);
@@ -629,6 +641,35 @@ fn build_document(
     Ok(builder.metadata(metadata).build())
 }
 
+/// A title a file declares, made valid: control characters dropped, whitespace collapsed, at
+/// most 1,024 characters.
+fn clean_title(title: &str) -> String {
+    let text: String = title
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    formats::one_line(&text).chars().take(1024).collect()
+}
+
+/// A language tag as files write it (`EN-US`, `zh_CN`) in its usual form (`en-US`, `zh-CN`).
+fn normalise_locale(tag: &str) -> String {
+    let mut parts = tag.trim().split(['-', '_']);
+    let mut out = parts.next().unwrap_or_default().to_ascii_lowercase();
+    for part in parts {
+        out.push('-');
+        match part.len() {
+            2 => out.push_str(&part.to_ascii_uppercase()),
+            4 => {
+                let mut c = part.chars();
+                out.extend(c.next().map(|f| f.to_ascii_uppercase()));
+                out.push_str(&c.as_str().to_ascii_lowercase());
+            }
+            _ => out.push_str(&part.to_ascii_lowercase()),
+        }
+    }
+    out
+}
+
 fn first_heading(body: &str) -> Option<String> {
     body.lines()
         .find_map(|l| l.strip_prefix("# "))
@@ -639,6 +680,16 @@ fn first_heading(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn titles_and_languages_a_file_declares_are_made_valid_not_fatal() {
+        assert_eq!(clean_title("Quarterly report\0"), "Quarterly report");
+        assert_eq!(clean_title("a\r\nb\tc"), "a b c");
+        assert_eq!(clean_title(&"长".repeat(3000)).chars().count(), 1024);
+        assert_eq!(normalise_locale("EN-US"), "en-US");
+        assert_eq!(normalise_locale("zh_hans_cn"), "zh-Hans-CN");
+        assert_eq!(normalise_locale("ZH"), "zh");
+    }
 
     fn known(loaded: &LoadedDocuments) -> BTreeMap<String, KnownFile> {
         loaded

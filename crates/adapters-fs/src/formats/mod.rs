@@ -109,7 +109,23 @@ pub enum Announced {
 /// extension is read as what its content is; content zhiku cannot read is an error naming it.
 pub fn detect(announced: Announced, bytes: &[u8]) -> Result<Format> {
     let head = &bytes[..bytes.len().min(1024)];
-    if bytes.starts_with(b"%PDF-") || find(head, b"%PDF-").is_some() {
+    // Text that merely mentions "%PDF-" or starts with "MZ" is still text: a signature counts
+    // at the very start, or, for a PDF's header (which writers may put a little way in), within
+    // the first KiB of a file that is announced as a PDF or is not text at all.
+    let binaryish = head.contains(&0) || !is_utf8_prefix(head);
+    let announced_text = matches!(
+        announced,
+        Announced::Known(Format::Markdown | Format::Text | Format::Csv | Format::Html)
+    );
+    let pdf_at_start = bytes
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(bytes)
+        .trim_ascii_start()
+        .starts_with(b"%PDF-");
+    if pdf_at_start
+        || (find(head, b"%PDF-").is_some()
+            && (announced == Announced::Known(Format::Pdf) || binaryish))
+    {
         return Ok(Format::Pdf);
     }
     if bytes.starts_with(b"PK\x03\x04") {
@@ -120,7 +136,7 @@ pub fn detect(announced: Announced, bytes: &[u8]) -> Result<Format> {
             "legacy binary Office file (.doc/.xls/.ppt, or an encrypted Office file): unsupported; save it as .docx, .xlsx or .pptx"
         );
     }
-    if let Some(kind) = binary_signature(bytes) {
+    if let Some(kind) = binary_signature(bytes).filter(|_| !announced_text || binaryish) {
         bail!("content is {kind}, not a document zhiku reads");
     }
     let format = match announced {
@@ -180,6 +196,14 @@ fn binary_signature(bytes: &[u8]) -> Option<&'static str> {
         .iter()
         .find(|(sig, _)| bytes.starts_with(sig))
         .map(|(_, kind)| *kind)
+}
+
+/// True when `head` is UTF-8, allowing a character cut off at its end.
+fn is_utf8_prefix(head: &[u8]) -> bool {
+    match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    }
 }
 
 fn looks_like_html(head: &[u8]) -> bool {
@@ -520,6 +544,12 @@ mod tests {
         assert!(err.contains("PNG"), "{err}");
         let err = detect(pdf, b"just text").unwrap_err().to_string();
         assert!(err.contains("not a PDF"), "{err}");
+        // Text that mentions a signature is text.
+        let note = b"# Notes\n\nA PDF starts with `%PDF-1.7`.\n";
+        assert_eq!(detect(md, note).unwrap(), Format::Markdown);
+        let csv = Announced::Known(Format::Csv);
+        assert_eq!(detect(csv, b"MZ,Mozambique,Maputo\n").unwrap(), Format::Csv);
+        assert_eq!(detect(pdf, b"junk\n%PDF-1.4\n").unwrap(), Format::Pdf);
         let err = detect(Announced::Legacy, b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1")
             .unwrap_err()
             .to_string();

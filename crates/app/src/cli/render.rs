@@ -159,13 +159,33 @@ pub(crate) fn search(
                 e.score,
                 routes.join(", ")
             );
-            println!("    {} — {}", e.chunk.doc().title, e.chunk.doc().source);
+            println!(
+                "    {} — {}",
+                e.chunk.doc().title,
+                place(
+                    e.chunk.doc().source.as_ref(),
+                    e.chunk.pages(),
+                    e.chunk.heading_path()
+                )
+            );
             println!("    {snippet}");
         }
         for d in &retrieval.dropped {
             ctx.note(&format!("dropped {} ({})", d.chunk_id, d.reason.code()));
         }
     }
+}
+
+/// Where a chunk lies: its file, its pages (a PDF's) and its section.
+fn place(source: &str, pages: Option<zhiku_domain::PageSpan>, headings: &[String]) -> String {
+    let mut out = source.to_string();
+    if let Some(p) = pages {
+        out.push_str(&format!(" · {p}"));
+    }
+    if !headings.is_empty() {
+        out.push_str(&format!(" · {}", headings.join(" › ")));
+    }
+    out
 }
 
 /// An answer as text: the answer, its citations with their quotes, and a status line.
@@ -180,7 +200,10 @@ pub(crate) fn answer(frame: &AnswerFrame) {
         for c in &frame.citations {
             println!(
                 "[{}] {} — {}  ({})",
-                c.marker, c.title, c.source, c.chunk_id
+                c.marker,
+                c.title,
+                place(&c.source, c.pages, &c.heading_path),
+                c.chunk_id
             );
             println!("    “{}”", c.quote);
         }

@@ -68,6 +68,8 @@ pub struct Line {
     pub y: f32,
     /// The font size most of its characters have.
     pub size: f32,
+    /// No other line shares its baseline (set by [`drop_repeated_edges`]).
+    pub alone: bool,
 }
 
 /// A block of the output.
@@ -85,7 +87,8 @@ pub fn lines(page: &PageText) -> Vec<Line> {
     let mut current: Option<(Line, Vec<(f32, usize)>)> = None;
     for g in &page.glyphs {
         let text = normalise(&g.text);
-        if text.is_empty() || g.size <= 0.0 || !g.x0.is_finite() || !g.y.is_finite() {
+        let finite = g.size.is_finite() && g.x0.is_finite() && g.x1.is_finite() && g.y.is_finite();
+        if text.is_empty() || !finite || g.size <= 0.0 {
             continue;
         }
         let size = g.size;
@@ -130,6 +133,7 @@ pub fn lines(page: &PageText) -> Vec<Line> {
                 x1: g.x1,
                 y: g.y,
                 size,
+                alone: false,
             },
             sizes,
         ));
@@ -140,12 +144,18 @@ pub fn lines(page: &PageText) -> Vec<Line> {
     merge_runs(out)
 }
 
+/// Counts `n` characters of `size` (sizes within 0.1 are one). A list holds at most
+/// [`MAX_SIZES`] sizes: a hostile file with a size per glyph costs no more than that.
 fn count_size(sizes: &mut Vec<(f32, usize)>, size: f32, n: usize) {
-    match sizes.iter_mut().find(|(s, _)| (s - size).abs() < 0.1) {
-        Some((_, c)) => *c += n,
-        None => sizes.push((size, n)),
+    if let Some((_, c)) = sizes.iter_mut().find(|(s, _)| (*s - size).abs() < 0.1) {
+        *c += n;
+    } else if sizes.len() < MAX_SIZES {
+        sizes.push((size, n));
     }
 }
+
+/// The most distinct font sizes counted per line or document.
+const MAX_SIZES: usize = 64;
 
 fn push_line(out: &mut Vec<Line>, mut line: Line, sizes: &[(f32, usize)]) {
     line.text = line.text.trim().to_string();
@@ -183,8 +193,10 @@ fn merge_runs(lines: Vec<Line>) -> Vec<Line> {
 /// Step 2: drops running headers and footers: lines in the top or bottom 10% of the page whose
 /// digit-blind text recurs on at least half of the pages (and on at least two pages).
 pub fn drop_repeated_edges(pages: &mut [(f32, Vec<Line>)]) {
-    if pages.len() < 2 {
-        return;
+    // Only a line alone on its baseline can be a running header or footer: a table's header
+    // row repeated on every page, or a cell of a table at the foot of a page, has neighbours.
+    for (_, lines) in pages.iter_mut() {
+        mark_alone(lines);
     }
     // Digit-blind: each run of digits is one `#`, so "第 9 页 共 29 页" and "第 10 页 共 29 页"
     // are one footer.
@@ -214,37 +226,70 @@ pub fn drop_repeated_edges(pages: &mut [(f32, Vec<Line>)]) {
         }
     }
     let needed = (pages.len() / 2).max(2);
+    let repeated = pages.len() >= 2;
     for (height, lines) in pages.iter_mut() {
         let h = *height;
-        lines.retain(|l| !(in_band(h, l) && counts.get(&key(l)).is_some_and(|&c| c >= needed)));
+        lines.retain(|l| {
+            let edge = in_band(h, l) && l.alone;
+            // A bare page number is a footer even on a page of its own.
+            !(edge
+                && ((repeated && counts.get(&key(l)).is_some_and(|&c| c >= needed))
+                    || is_page_number(&l.text)))
+        });
     }
-    // A bare page number alone in a band is a footer even on a page of its own.
-    for (height, lines) in pages.iter_mut() {
-        let h = *height;
-        lines.retain(|l| !(in_band(h, l) && is_page_number(&l.text)));
+}
+
+/// Marks the lines that share their baseline with no other line.
+fn mark_alone(lines: &mut [Line]) {
+    let mut by_y: Vec<(f32, f32, usize)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.y, l.size, i))
+        .collect();
+    by_y.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (k, &(y, size, i)) in by_y.iter().enumerate() {
+        let near = |j: usize| (by_y[j].0 - y).abs() <= 0.5 * size.max(by_y[j].1);
+        let before = k > 0 && near(k - 1);
+        let after = k + 1 < by_y.len() && near(k + 1);
+        lines[i].alone = !(before || after);
     }
 }
 
 /// A line that is only a page number: "12", "- 12 -", "第 12 页", "第 12 页 共 30 页", "12 / 30",
 /// "Page 12", "Page 12 of 30", "p. 12".
 fn is_page_number(text: &str) -> bool {
-    let t: String = text
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect::<String>()
-        .to_lowercase();
-    // "… of 30", "… 共 30 页", "… / 30": the total goes first.
-    let t = t.split("of").next().unwrap_or(&t);
-    let t = t.split('共').next().unwrap_or(t);
-    let t = t.split(['/', '|']).next().unwrap_or(t);
+    let lower = text.to_lowercase();
+    // The total goes first: "… of 30" (a word of its own), "… 共 30 页", "… / 30".
+    let mut t = lower.trim();
+    if let Some((head, total)) = t.rsplit_once(" of ") {
+        if !is_number(total.trim()) {
+            return false;
+        }
+        t = head.trim();
+    } else if let Some((head, total)) = t.split_once('共') {
+        if !is_number(total.trim().trim_end_matches('页').trim()) {
+            return false;
+        }
+        t = head.trim();
+    } else if let Some((head, total)) = t.split_once(['/', '|']) {
+        if !is_number(total.trim()) {
+            return false;
+        }
+        t = head.trim();
+    }
     let core = t
-        .trim_start_matches(['第', '-', '—', '–', '(', '（', '[', '·'])
-        .trim_end_matches(['页', '-', '—', '–', ')', '）', ']', '·', ',', '，']);
-    let core = ["page", "p.", "pg."]
+        .trim_start_matches(['第', '-', '—', '–', '(', '（', '[', '·', ' '])
+        .trim_end_matches(['页', '-', '—', '–', ')', '）', ']', '·', ',', '，', ' ']);
+    let core = ["page", "pg.", "p."]
         .iter()
         .find_map(|p| core.strip_prefix(p))
-        .unwrap_or(core);
-    !core.is_empty() && core.len() <= 5 && core.chars().all(|c| c.is_ascii_digit())
+        .unwrap_or(core)
+        .trim();
+    is_number(core)
+}
+
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 5 && text.chars().all(|c| c.is_ascii_digit())
 }
 
 /// Step 3: the lines of a page (of `height`) in reading order.
@@ -288,7 +333,17 @@ pub fn reading_order(lines: Vec<Line>, height: f32) -> Vec<Line> {
             per_column[c] += 1;
         }
     }
-    if per_column.iter().any(|&n| n < 3) {
+    // And columns of prose: each holds lines that are wide for a column. A table's cells are
+    // narrow, and a table read column by column would lose its rows.
+    let mut wide = vec![0usize; gutters.len() + 1];
+    for l in &lines {
+        if let Some(c) = column_of(l)
+            && l.x1 - l.x0 >= width * 0.25
+        {
+            wide[c] += 1;
+        }
+    }
+    if per_column.iter().any(|&n| n < 3) || wide.iter().any(|&n| n < 3) {
         return lines;
     }
     let mut sorted = lines;
@@ -326,9 +381,16 @@ fn gutters(narrow: &[&Line], left: f32, right: f32, em: f32) -> Vec<(f32, f32)> 
             out.push((reach, x0));
         }
         reach = reach.max(x1);
+        // No page has that many columns: this is no column layout (and no quadratic walk).
+        if out.len() > MAX_GUTTERS {
+            return Vec::new();
+        }
     }
     out
 }
+
+/// The most column gutters a page may have.
+const MAX_GUTTERS: usize = 8;
 
 fn median(mut v: Vec<f32>) -> f32 {
     if v.is_empty() {
@@ -398,19 +460,23 @@ fn page_blocks(
     let mut para: Vec<&Line> = Vec::new();
     // How far lines starting at one left edge reach: a line that far is full, and its
     // paragraph goes on in the next column when it does not close a sentence.
-    let mut reach: Vec<(f32, f32)> = Vec::new();
+    // Left edges in 2-unit buckets (a hash map: a page of a line per left edge stays linear).
+    let bucket = |x: f32| (x / 2.0).round() as i64;
+    let mut reach: std::collections::HashMap<i64, f32> = std::collections::HashMap::new();
     for l in lines {
-        match reach.iter_mut().find(|(x0, _)| (x0 - l.x0).abs() < 2.0) {
-            Some((_, x1)) => *x1 = x1.max(l.x1),
-            None => reach.push((l.x0, l.x1)),
-        }
+        let r = reach.entry(bucket(l.x0)).or_insert(l.x1);
+        *r = r.max(l.x1);
     }
     let full = |l: &Line| {
         reach
-            .iter()
-            .find(|(x0, _)| (x0 - l.x0).abs() < 2.0)
-            .is_some_and(|(_, x1)| l.x1 >= x1 - l.size * 1.5)
+            .get(&bucket(l.x0))
+            .is_some_and(|x1| l.x1 >= x1 - l.size * 1.5)
     };
+    let titles: Vec<(String, &OutlineEntry)> = outline
+        .iter()
+        .map(|e| (squash(&e.title), *e))
+        .filter(|(t, _)| !t.is_empty())
+        .collect();
     let mut i = 0;
     while i < lines.len() {
         let line = &lines[i];
@@ -421,16 +487,13 @@ fn page_blocks(
             let two = lines
                 .get(i + 1)
                 .map(|n| format!("{one}{}", squash(&n.text)));
-            for e in outline {
-                let t = squash(&e.title);
-                if t.is_empty() {
-                    continue;
-                }
+            for (t, e) in &titles {
+                let t = t.as_str();
                 if t == one {
                     heading = Some((e.level, e.title.clone(), 1));
                     break;
                 }
-                if two.as_deref() == Some(t.as_str()) {
+                if two.as_deref() == Some(t) {
                     heading = Some((e.level, e.title.clone(), 2));
                     break;
                 }
@@ -527,7 +590,16 @@ fn flush(out: &mut Vec<Block>, para: &mut Vec<&Line>) {
         text = if text.is_empty() {
             l.text.clone()
         } else if wraps_anywhere {
-            format!("{}{}", text.trim_end(), l.text.trim_start())
+            // Except between two Latin words or numbers: Chinese typesetting breaks those at
+            // their space ("Microsoft" / "Office").
+            let (a, b) = (text.trim_end(), l.text.trim_start());
+            let ascii_end = a.chars().last().is_some_and(|c| c.is_ascii_alphanumeric());
+            let ascii_start = b.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+            if ascii_end && ascii_start {
+                format!("{a} {b}")
+            } else {
+                format!("{a}{b}")
+            }
         } else {
             join_two(&text, &l.text)
         };
@@ -765,6 +837,76 @@ mod tests {
         let texts: Vec<&str> = ordered.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(texts[7], "左栏第7行文字", "{texts:?}");
         assert_eq!(texts[8], "右栏第0行文字", "{texts:?}");
+    }
+
+    #[test]
+    fn a_table_is_read_by_rows_not_as_columns() {
+        let mut g = Vec::new();
+        for (i, row) in [
+            ["Region", "Sales", "Growth"],
+            ["North", "120", "5%"],
+            ["South", "98", "3%"],
+            ["East", "143", "7%"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let y = 700.0 - i as f32 * 14.0;
+            for (j, cell) in row.iter().enumerate() {
+                g.extend(glyphs(cell, 60.0 + j as f32 * 120.0, y, 10.0));
+            }
+        }
+        let ordered = reading_order(
+            lines(&PageText {
+                height: 800.0,
+                glyphs: g,
+            }),
+            800.0,
+        );
+        let texts: Vec<&str> = ordered.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(&texts[..3], ["Region", "Sales", "Growth"], "{texts:?}");
+    }
+
+    #[test]
+    fn content_in_the_edge_bands_stays_unless_it_is_a_lone_running_line() {
+        let page = |n: usize| {
+            let mut g = glyphs("Item", 50.0, 60.0, 10.0);
+            g.extend(glyphs("19", 200.0, 60.0, 10.0)); // a table cell at the foot of the page
+            let last = [
+                "10 of the 12 respondents agreed",
+                "so the survey closed early",
+            ][n - 1];
+            g.extend(glyphs(last, 50.0, 40.0, 10.0));
+            g.extend(glyphs(&format!("{n}"), 280.0, 20.0, 9.0)); // the page number
+            (
+                800.0,
+                lines(&PageText {
+                    height: 800.0,
+                    glyphs: g,
+                }),
+            )
+        };
+        let mut pages = vec![page(1), page(2)];
+        drop_repeated_edges(&mut pages);
+        let texts: Vec<&str> = pages[0].1.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts, ["Item", "19", "10 of the 12 respondents agreed"]);
+    }
+
+    #[test]
+    fn latin_words_keep_their_space_across_a_chinese_line_break() {
+        let mut g = glyphs("请先安装微软的办公软件 Microsoft", 50.0, 700.0, 10.0);
+        g.extend(glyphs("Office 再打开这份文件阅读。", 50.0, 686.0, 10.0));
+        let l = lines(&PageText {
+            height: 800.0,
+            glyphs: g,
+        });
+        let b = blocks(std::slice::from_ref(&l), &[]);
+        assert_eq!(
+            b[0],
+            [Block::Paragraph(
+                "请先安装微软的办公软件 Microsoft Office 再打开这份文件阅读。".into()
+            )]
+        );
     }
 
     #[test]

@@ -27,21 +27,103 @@ use super::{Extracted, Limits, TextBuilder, one_line};
 /// Outline entries read at most (a larger outline is not read, and headings come from sizes).
 const MAX_OUTLINE: usize = 5_000;
 
+/// Glyphs read from one page at most (a real page has a few thousand).
+const MAX_GLYPHS_PER_PAGE: usize = 200_000;
+
+/// Deepest nesting of arrays and dictionaries accepted (real files stay below ten).
+const MAX_NESTING: usize = 256;
+
+/// Stack of the thread the parser runs on: it parses nested objects recursively.
+const PARSER_STACK: usize = 256 << 20;
+
 /// Extracts a PDF.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
-    // The parser is a large body of code run on untrusted bytes: a panic in it is this file's
-    // failure, not the load's.
-    match catch_unwind(AssertUnwindSafe(|| extract_inner(bytes, limits))) {
-        Ok(result) => result,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            bail!("damaged or unsupported PDF (the parser failed: {what})")
+    // The parser recurses into nested objects: refuse what would overflow a stack (an
+    // overflow aborts the process, which no unwinding catches), and give it a large one.
+    check_nesting(bytes)?;
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("zhiku-pdf".into())
+            .stack_size(PARSER_STACK)
+            .spawn_scoped(scope, || {
+                // The parser is a large body of code run on untrusted bytes: a panic in it is
+                // this file's failure, not the load's.
+                catch_unwind(AssertUnwindSafe(|| extract_inner(bytes, limits)))
+            })
+            .map_err(|e| anyhow!("cannot start the PDF reader: {e}"))?;
+        match worker.join() {
+            Ok(Ok(result)) => result,
+            Ok(Err(panic)) | Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                bail!("damaged or unsupported PDF (the parser failed: {what})")
+            }
         }
+    })
+}
+
+/// Refuses a file whose arrays and dictionaries nest deeper than [`MAX_NESTING`] outside its
+/// streams (strings, comments and stream bodies are skipped). Objects inside compressed object
+/// streams are not seen here; the parser's large stack is the bound there.
+fn check_nesting(bytes: &[u8]) -> Result<()> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+                    i += 1;
+                }
+            }
+            b'(' => {
+                // A literal string: balanced parentheses, backslash escapes.
+                let mut open = 0usize;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' => i += 1,
+                        b'(' => open += 1,
+                        b')' => {
+                            open -= 1;
+                            if open == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            b'<' if bytes.get(i + 1) == Some(&b'<') => {
+                depth += 1;
+                i += 1;
+            }
+            b'>' if bytes.get(i + 1) == Some(&b'>') => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b's' if bytes[i..].starts_with(b"stream") && !bytes[..i].ends_with(b"end") => {
+                match find(&bytes[i..], b"endstream") {
+                    Some(at) => i += at + 8,
+                    None => return Ok(()),
+                }
+            }
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            bail!("damaged PDF: objects nested deeper than {MAX_NESTING} levels");
+        }
+        i += 1;
     }
+    Ok(())
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
@@ -80,9 +162,15 @@ fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             .get_page_media_box(index)
             .map(|(_, y0, _, y1)| (y1 - y0).abs())
             .unwrap_or(0.0);
-        let glyphs: Vec<Glyph> = doc
-            .extract_chars(index)
-            .unwrap_or_default()
+        let chars = doc.extract_chars(index).unwrap_or_default();
+        if chars.len() > MAX_GLYPHS_PER_PAGE {
+            bail!(
+                "page {} holds {} glyphs, more than the {MAX_GLYPHS_PER_PAGE} a page may have",
+                index + 1,
+                chars.len()
+            );
+        }
+        let glyphs: Vec<Glyph> = chars
             .into_iter()
             .map(|c| Glyph {
                 text: c.char.to_string(),
@@ -99,11 +187,14 @@ fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     if glyphs_seen == 0 {
         bail!("no text layer (a scanned PDF?): nothing to index without OCR");
     }
+    limits.check_time()?;
     layout::drop_repeated_edges(&mut pages);
-    let ordered: Vec<Vec<layout::Line>> = pages
-        .into_iter()
-        .map(|(height, lines)| layout::reading_order(lines, height))
-        .collect();
+    let mut ordered: Vec<Vec<layout::Line>> = Vec::with_capacity(pages.len());
+    for (height, lines) in pages {
+        limits.check_time()?;
+        ordered.push(layout::reading_order(lines, height));
+    }
+    limits.check_time()?;
     let outline = outline(&doc, count);
     let blocks = layout::blocks(&ordered, &outline);
     let mut out = TextBuilder::new(limits);
@@ -220,4 +311,41 @@ fn info(doc: &PdfDocument) -> (Option<String>, Option<String>) {
         .and_then(|c| text(c.as_dict().and_then(|d| d.get("Lang"))))
         .map(|l| l.replace('_', "-"));
     (title, lang)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_past_the_bound_is_refused_before_parsing() {
+        let deep = |n: usize| {
+            let mut pdf = b"%PDF-1.7\n1 0 obj\n<< /Junk ".to_vec();
+            pdf.extend(std::iter::repeat_n(b'[', n));
+            pdf.extend(std::iter::repeat_n(b']', n));
+            pdf.extend(b" >>\nendobj\n%%EOF\n");
+            pdf
+        };
+        assert!(check_nesting(&deep(10)).is_ok());
+        let err = check_nesting(&deep(10_000)).unwrap_err().to_string();
+        assert!(err.contains("nested deeper"), "{err}");
+        // Brackets inside strings, comments and streams are no nesting.
+        let mut quiet = b"%PDF-1.7\n% [[[[[[\n1 0 obj\n<< /T (".to_vec();
+        quiet.extend(std::iter::repeat_n(b'[', 10_000));
+        quiet.extend(b") /Length 3 >>\nstream\n");
+        quiet.extend(std::iter::repeat_n(b'<', 10_000));
+        quiet.extend(b"\nendstream\nendobj\n%%EOF\n");
+        assert!(check_nesting(&quiet).is_ok());
+        // And a file that aborted the process before is one refused file now.
+        assert!(extract(&deep(50_000), &limits()).is_err());
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_unpacked_bytes: 1 << 20,
+            max_text_bytes: 1 << 20,
+            max_pages: 100,
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
+        }
+    }
 }
