@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use zhiku_adapters_fs::loader::{LoaderConfig, load_folder};
-use zhiku_domain::{ChunkingPolicy, Document, chunker::chunk_document};
+use zhiku_domain::{Chunk, ChunkingPolicy, Document, chunker::chunk_document};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/formats")
@@ -104,6 +104,20 @@ fn similarity(a: &[char], b: &[char]) -> f64 {
         std::mem::swap(&mut prev, &mut cur);
     }
     1.0 - prev[b.len()] as f64 / a.len().max(b.len()) as f64
+}
+
+/// The chunk whose text holds `needle` (whitespace and zhiku's structure aside).
+fn chunk_holding<'a>(chunks: &'a [Chunk], needle: &str, file: &str) -> &'a Chunk {
+    let needle: String = squash(needle).into_iter().collect();
+    chunks
+        .iter()
+        .find(|c| {
+            squash(c.content())
+                .into_iter()
+                .collect::<String>()
+                .contains(&needle)
+        })
+        .unwrap_or_else(|| panic!("{file}: no chunk holds {needle:?}"))
 }
 
 fn heading_paths(text: &str) -> Vec<Vec<String>> {
@@ -202,16 +216,7 @@ fn pdf_pages_are_kept_and_each_page_holds_its_own_text() {
         }
         if let Some(page) = e["probe"]["page"].as_u64() {
             let needle = e["probe"]["expect_substring"].as_str().unwrap();
-            let squashed: String = squash(needle).into_iter().collect();
-            let c = chunks
-                .iter()
-                .find(|c| {
-                    squash(c.content())
-                        .into_iter()
-                        .collect::<String>()
-                        .contains(&squashed)
-                })
-                .unwrap_or_else(|| panic!("{file}: no chunk holds {needle:?}"));
+            let c = chunk_holding(&chunks, needle, &file);
             let p = c.pages().unwrap();
             assert!(
                 (p.first() as u64..=p.last() as u64).contains(&page),
@@ -232,19 +237,9 @@ fn headings_become_the_heading_paths_of_chunks() {
         got.retain(|p| p != &["脚注"] && p != &["Notes"]);
         assert_eq!(got, want, "{file}\n{}", doc.content());
         if let Some(heading) = e["probe"]["heading"].as_str() {
-            let needle: String = squash(e["probe"]["expect_substring"].as_str().unwrap())
-                .into_iter()
-                .collect();
+            let needle = e["probe"]["expect_substring"].as_str().unwrap();
             let chunks = chunk_document(doc, &ChunkingPolicy::default());
-            let c = chunks
-                .iter()
-                .find(|c| {
-                    squash(c.content())
-                        .into_iter()
-                        .collect::<String>()
-                        .contains(&needle)
-                })
-                .unwrap_or_else(|| panic!("{file}: no chunk holds {needle:?}"));
+            let c = chunk_holding(&chunks, needle, &file);
             assert_eq!(
                 c.heading_path().last().map(String::as_str),
                 Some(heading),

@@ -9,16 +9,7 @@ mod support;
 
 use assert_cmd::Command;
 use serde_json::Value;
-
-fn zhiku(kb: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("zhiku").unwrap();
-    cmd.env_clear()
-        .env("ZHIKU_EMBEDDER", "hashing")
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .arg("--kb")
-        .arg(kb);
-    cmd
-}
+use support::zhiku;
 
 fn write(kb: &Path, rel: &str, text: &str) {
     let path = kb.join(rel);

@@ -5,23 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::Value;
+use support::zhiku;
 
 fn fixtures(dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(dir)
-}
-
-fn zhiku(kb: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("zhiku").unwrap();
-    cmd.env_clear()
-        .env("ZHIKU_EMBEDDER", "hashing")
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .arg("--kb")
-        .arg(kb);
-    cmd
 }
 
 fn json_of(cmd: &mut Command) -> (Option<i32>, Value) {

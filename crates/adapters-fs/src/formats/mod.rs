@@ -235,6 +235,17 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Bounds no test file comes near (a minute, 1 GiB unpacked, 10 MiB of text, 1,000 pages).
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        Self {
+            max_unpacked_bytes: 1 << 30,
+            max_text_bytes: 10 << 20,
+            max_pages: 1000,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+        }
+    }
+
     /// Fails once the deadline has passed.
     pub fn check_time(&self) -> Result<()> {
         if Instant::now() > self.deadline {
@@ -421,13 +432,7 @@ impl TextBuilder {
         if self.pages > 1 {
             // The form feed stands on a line of its own between blank lines: a paragraph
             // boundary for the chunker.
-            if !self.text.is_empty() && !self.text.ends_with("\n\n") {
-                self.push(if self.text.ends_with('\n') {
-                    "\n"
-                } else {
-                    "\n\n"
-                })?;
-            }
+            self.blank_line()?;
             self.push("\u{c}\n\n")?;
         }
         Ok(())
@@ -452,14 +457,20 @@ impl TextBuilder {
         text
     }
 
-    fn block(&mut self, block: &str) -> Result<()> {
-        if !self.text.is_empty() && !self.text.ends_with("\n\n") {
-            self.push(if self.text.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            })?;
+    /// Ends the text so far with a blank line (nothing at the very start).
+    fn blank_line(&mut self) -> Result<()> {
+        if self.text.is_empty() || self.text.ends_with("\n\n") {
+            return Ok(());
         }
+        self.push(if self.text.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        })
+    }
+
+    fn block(&mut self, block: &str) -> Result<()> {
+        self.blank_line()?;
         self.push(block)?;
         self.push("\n")
     }
@@ -500,12 +511,7 @@ mod tests {
     use super::*;
 
     fn limits() -> Limits {
-        Limits {
-            max_unpacked_bytes: 1 << 20,
-            max_text_bytes: 1 << 20,
-            max_pages: 100,
-            deadline: Instant::now() + std::time::Duration::from_secs(60),
-        }
+        Limits::for_tests()
     }
 
     #[test]

@@ -26,6 +26,18 @@ pub const ANSWER_STAGES: [&str; 9] = [
 ];
 
 /// Writes `text` to `kb/rel`.
+/// `zhiku --kb KB` with a clean environment and the hashing embedder (embedding counts are real
+/// without a model).
+pub fn zhiku(kb: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("zhiku").unwrap();
+    cmd.env_clear()
+        .env("ZHIKU_EMBEDDER", "hashing")
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .arg("--kb")
+        .arg(kb);
+    cmd
+}
+
 pub fn write(kb: &Path, rel: &str, text: &str) {
     let path = kb.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

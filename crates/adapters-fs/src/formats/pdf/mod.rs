@@ -341,11 +341,6 @@ mod tests {
     }
 
     fn limits() -> Limits {
-        Limits {
-            max_unpacked_bytes: 1 << 20,
-            max_text_bytes: 1 << 20,
-            max_pages: 100,
-            deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
-        }
+        Limits::for_tests()
     }
 }
