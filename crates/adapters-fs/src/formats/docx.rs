@@ -32,13 +32,13 @@ use super::{Extracted, Limits, Package, TextBuilder, one_line};
 /// Extracts a docx file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     let mut pkg = Package::open(bytes, limits)?;
-    let document = read_xml(&mut pkg, "word/document.xml", DOCUMENT_SKIP)?
+    let document = read_xml(&mut pkg, "word/document.xml", DOCUMENT_SKIP, limits)?
         .ok_or_else(|| anyhow!("damaged Word document: word/document.xml is missing"))?;
-    let styles = match read_xml(&mut pkg, "word/styles.xml", &[])? {
+    let styles = match read_xml(&mut pkg, "word/styles.xml", &[], limits)? {
         Some(node) => Styles::from_xml(&node),
         None => Styles::default(),
     };
-    let numbering = match read_xml(&mut pkg, "word/numbering.xml", &[])? {
+    let numbering = match read_xml(&mut pkg, "word/numbering.xml", &[], limits)? {
         Some(node) => Numbering::from_xml(&node),
         None => Numbering::default(),
     };
@@ -47,11 +47,11 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         (NoteKind::Foot, "word/footnotes.xml"),
         (NoteKind::End, "word/endnotes.xml"),
     ] {
-        if let Some(node) = read_xml(&mut pkg, part, DOCUMENT_SKIP)? {
+        if let Some(node) = read_xml(&mut pkg, part, DOCUMENT_SKIP, limits)? {
             collect_notes(&node, kind, &mut notes);
         }
     }
-    let (core_title, core_language) = core_properties(&mut pkg)?;
+    let (core_title, core_language) = core_properties(&mut pkg, limits)?;
     limits.check_time()?;
 
     let body = document
@@ -822,12 +822,17 @@ fn local_part(name: &str) -> &str {
 }
 
 /// Reads and parses part `name` of `pkg`; `None` when the package has no such part.
-pub(super) fn read_xml(pkg: &mut Package<'_>, name: &str, skip: &[&str]) -> Result<Option<Node>> {
+pub(super) fn read_xml(
+    pkg: &mut Package<'_>,
+    name: &str,
+    skip: &[&str],
+    limits: &Limits,
+) -> Result<Option<Node>> {
     let Some(bytes) = pkg.read(name)? else {
         return Ok(None);
     };
     let text = super::decode_text(&bytes).map_err(|e| anyhow!("{name}: {e}"))?;
-    parse_xml(&text, name, skip).map(Some)
+    parse_xml(&text, name, skip, limits).map(Some)
 }
 
 /// Parses `text` (part `part` of a package, for messages) into its document element, dropping
@@ -973,7 +978,11 @@ pub(super) struct Relationship {
 }
 
 /// The internal relationships of part `part` (empty when it has none).
-pub(super) fn relationships(pkg: &mut Package<'_>, part: &str) -> Result<Vec<Relationship>> {
+pub(super) fn relationships(
+    pkg: &mut Package<'_>,
+    part: &str,
+    limits: &Limits,
+) -> Result<Vec<Relationship>> {
     let (dir, file) = match part.rfind('/') {
         Some(i) => (&part[..i], &part[i + 1..]),
         None => ("", part),
@@ -983,7 +992,7 @@ pub(super) fn relationships(pkg: &mut Package<'_>, part: &str) -> Result<Vec<Rel
     } else {
         format!("{dir}/_rels/{file}.rels")
     };
-    let Some(root) = read_xml(pkg, &rels_name, &[])? else {
+    let Some(root) = read_xml(pkg, &rels_name, &[], limits)? else {
         return Ok(Vec::new());
     };
     Ok(root
@@ -1022,14 +1031,17 @@ fn resolve_target(dir: &str, target: &str) -> String {
 
 /// `dc:title` and `dc:language` of `docProps/core.xml`, when set. A damaged core part is
 /// passed over (it is metadata); the unpacking budget still applies to it.
-pub(super) fn core_properties(pkg: &mut Package<'_>) -> Result<(Option<String>, Option<String>)> {
+pub(super) fn core_properties(
+    pkg: &mut Package<'_>,
+    limits: &Limits,
+) -> Result<(Option<String>, Option<String>)> {
     let Some(bytes) = pkg.read("docProps/core.xml")? else {
         return Ok((None, None));
     };
     let Ok(text) = super::decode_text(&bytes) else {
         return Ok((None, None));
     };
-    let Ok(root) = parse_xml(&text, "docProps/core.xml", &[]) else {
+    let Ok(root) = parse_xml(&text, "docProps/core.xml", &[], limits) else {
         return Ok((None, None));
     };
     let get = |name: &str| {

@@ -27,9 +27,9 @@ use super::{Extracted, Limits, Package, TextBuilder, one_line};
 /// Extracts a pptx file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     let mut pkg = Package::open(bytes, limits)?;
-    let presentation = read_xml(&mut pkg, "ppt/presentation.xml", &[])?
+    let presentation = read_xml(&mut pkg, "ppt/presentation.xml", &[], limits)?
         .ok_or_else(|| anyhow!("damaged PowerPoint file: ppt/presentation.xml is missing"))?;
-    let rels = relationships(&mut pkg, "ppt/presentation.xml")?;
+    let rels = relationships(&mut pkg, "ppt/presentation.xml", limits)?;
     let ids: Vec<&str> = presentation
         .child("sldIdLst")
         .map(|l| l.children_named("sldId").filter_map(rel_id).collect())
@@ -41,7 +41,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             limits.max_pages
         );
     }
-    let (core_title, locale) = core_properties(&mut pkg)?;
+    let (core_title, locale) = core_properties(&mut pkg, limits)?;
 
     let mut layouts: HashMap<String, Vec<Placeholder>> = HashMap::new();
     let mut slides = Vec::new();
@@ -53,14 +53,14 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             .find(|r| r.id == *id)
             .map(|r| r.target.clone())
             .ok_or_else(|| anyhow!("damaged PowerPoint file: slide {number} ({id}) has no part"))?;
-        let slide = read_xml(&mut pkg, &part, SKIP)?.ok_or_else(|| {
+        let slide = read_xml(&mut pkg, &part, SKIP, limits)?.ok_or_else(|| {
             anyhow!("damaged PowerPoint file: slide {number} ({part}) is missing")
         })?;
-        let slide_rels = relationships(&mut pkg, &part)?;
+        let slide_rels = relationships(&mut pkg, &part, limits)?;
         let layout = match find_rel(&slide_rels, "/slideLayout") {
             Some(target) => {
                 if !layouts.contains_key(target) {
-                    let placeholders = match read_xml(&mut pkg, target, SKIP)? {
+                    let placeholders = match read_xml(&mut pkg, target, SKIP, limits)? {
                         Some(root) => layout_placeholders(&root),
                         None => Vec::new(),
                     };
@@ -76,7 +76,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             collect(&shapes, &mut content);
         }
         if let Some(target) = find_rel(&slide_rels, "/notesSlide")
-            && let Some(notes) = read_xml(&mut pkg, target, SKIP)?
+            && let Some(notes) = read_xml(&mut pkg, target, SKIP, limits)?
         {
             content.notes = notes_text(&notes);
         }

@@ -72,7 +72,7 @@ pub fn extract_xlsx(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     // calamine reads the zip package itself: every part is first read once through `Package`,
     // so that a zip bomb is refused before calamine unpacks anything.
     let mut pkg = Package::open(bytes, limits)?;
-    let (title, locale) = core_properties(&mut pkg)?;
+    let (title, locale) = core_properties(&mut pkg, limits)?;
     let names = pkg.names();
     let mut seen = std::collections::HashSet::new();
     for name in &names {
