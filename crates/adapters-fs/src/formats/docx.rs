@@ -736,6 +736,21 @@ fn level(lvl: &Node) -> Level {
 /// recursive walks within the stack.
 const MAX_DEPTH: usize = 256;
 
+/// A part may hold one XML element per this many bytes of `max_text_bytes` (2.6 million for the
+/// default 10 MiB). A parsed element costs about 100 bytes of tree while `<w:p/>` is 6 bytes of
+/// XML, so a part that deflates well (60 MB of `<w:p/>` zips to 88 KB, inside the unpacking
+/// budget) would otherwise grow the tree past a gigabyte; real documents have far fewer
+/// elements than bytes of text (a run of text is a handful of elements).
+const TEXT_BYTES_PER_ELEMENT: usize = 4;
+
+/// The deadline is checked every this many XML events.
+const EVENTS_PER_TIME_CHECK: usize = 1 << 16;
+
+/// The most elements [`parse_xml`] builds a tree of, for `limits`.
+fn max_elements(limits: &Limits) -> usize {
+    (limits.max_text_bytes / TEXT_BYTES_PER_ELEMENT).max(1 << 16)
+}
+
 /// An XML element: its local name, attributes (qualified name, value) and children.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Node {
@@ -836,12 +851,21 @@ pub(super) fn read_xml(
 }
 
 /// Parses `text` (part `part` of a package, for messages) into its document element, dropping
-/// the elements whose local name is in `skip` with everything under them.
-pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str]) -> Result<Node> {
+/// the elements whose local name is in `skip` with everything under them. A part with more
+/// than [`max_elements`] elements (skipped ones included) is refused, and the deadline is
+/// checked every [`EVENTS_PER_TIME_CHECK`] events.
+pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) -> Result<Node> {
     let mut reader = quick_xml::Reader::from_str(text);
     let mut stack: Vec<Node> = vec![Node::default()];
     let mut skipping = 0usize;
+    let most = max_elements(limits);
+    let mut elements = 0usize;
+    let mut events = 0usize;
     loop {
+        events += 1;
+        if events % EVENTS_PER_TIME_CHECK == 0 {
+            limits.check_time()?;
+        }
         let event = reader.read_event().map_err(|e| {
             anyhow!(
                 "not well-formed XML in {part} at byte {}: {e}",
@@ -854,6 +878,15 @@ pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str]) -> Result<Node> {
                 reader.buffer_position()
             )
         };
+        if matches!(event, Event::Start(_) | Event::Empty(_)) {
+            elements += 1;
+            if elements > most {
+                bail!(
+                    "{part} has more than {most} XML elements: refused \
+                     (one per {TEXT_BYTES_PER_ELEMENT} bytes of loader.max_file_bytes)"
+                );
+            }
+        }
         match event {
             Event::Start(e) => {
                 if skipping > 0 {
@@ -1409,6 +1442,34 @@ pub(super) mod tests {
             "{}",
             out.text
         );
+    }
+
+    #[test]
+    fn a_part_of_too_many_elements_is_refused() {
+        // A memory bomb that passes the unpacking budget: tiny elements that deflate well.
+        let mut small = limits();
+        small.max_text_bytes = 400_000;
+        let most = max_elements(&small);
+        assert_eq!(most, 100_000);
+        let body = "<w:p/>".repeat(300_000);
+        let bytes = docx(&body, &[]);
+        assert!(bytes.len() < 100_000, "{}", bytes.len());
+        let err = extract(&bytes, &small).unwrap_err().to_string();
+        assert!(
+            err.contains("word/document.xml has more than 100000 XML elements: refused"),
+            "{err}"
+        );
+        // Under the cap it is read, and the deadline is checked while parsing.
+        let fine = "<w:p/>".repeat(90_000);
+        assert!(extract(&docx(&fine, &[]), &small).is_ok());
+        let mut late = small.clone();
+        late.deadline = Instant::now();
+        std::thread::sleep(Duration::from_millis(2));
+        let text = document(&fine);
+        let err = parse_xml(&text, "word/document.xml", &[], &late)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("time limit"), "{err}");
     }
 
     #[test]
