@@ -863,7 +863,7 @@ pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) 
     let mut events = 0usize;
     loop {
         events += 1;
-        if events % EVENTS_PER_TIME_CHECK == 0 {
+        if events.is_multiple_of(EVENTS_PER_TIME_CHECK) {
             limits.check_time()?;
         }
         let event = reader.read_event().map_err(|e| {
