@@ -35,8 +35,12 @@
 //!
 //! Bounds: a page larger than 8× `max_text_bytes` is refused before parsing; elements nested
 //! more than [`MAX_DEPTH`] deep are flattened before parsing (html5ever's scope checks are
-//! linear in the depth, so 100 000 nested `<div>`s would otherwise take quadratic time); the
-//! deadline is checked every 1024 nodes; the rendered text is bounded by `max_text_bytes`.
+//! linear in the depth, so 100 000 nested `<div>`s would otherwise take quadratic time) — the
+//! depth is followed with the tokenizer's own rules and a model of the tree builder's stack, so
+//! that comments, raw text, SVG/MathML content, implied end tags and reopened formatting
+//! elements cannot hide it; a page that would make the parser reopen formatting elements
+//! without end (`<p><b id=1>x<p><b id=2>x…`) is refused; the deadline is checked every 1024
+//! nodes; the rendered text is bounded by `max_text_bytes`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -233,7 +237,7 @@ impl Doc {
                 .trim_start_matches('\u{feff}')
                 .trim_start()
                 .starts_with("<?xml");
-        let prepared = prepare(text, xhtml);
+        let prepared = prepare(text, xhtml)?;
         limits.check_time()?;
         let html = std::panic::catch_unwind(|| Html::parse_document(&prepared))
             .map_err(|_| anyhow::anyhow!("damaged HTML: the parser failed on it"))?;
@@ -1297,29 +1301,1305 @@ impl<'r, 'a> Renderer<'r, 'a> {
 // ---------------------------------------------------------------------------------------------
 // Preparing the source
 
-/// Elements without content.
+/// HTML elements without content (in SVG and MathML any element may have content).
 const VOID: &[&str] = &[
     "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image", "img",
     "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
 ];
 
-/// Elements whose content the parser reads as text up to their end tag.
+/// HTML elements whose content the tokenizer reads as text up to their end tag (`script` has
+/// its own rules). In SVG and MathML they are ordinary elements.
 const RAW: &[&str] = &[
-    "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript",
+    "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript",
 ];
 
-/// Elements whose end tag may be left out (the parser closes them): not counted as depth.
-const OPTIONAL_END: &[&str] = &[
-    "html", "head", "body", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th", "thead",
-    "tbody", "tfoot", "colgroup", "caption", "rb", "rt", "rtc", "rp",
+/// Table parts: tracked (they bound scopes) but not counted as depth — a table nests only
+/// through a `<table>`, which is counted.
+const TABLE_PARTS: &[&str] = &["caption", "tbody", "thead", "tfoot", "tr", "td", "th"];
+
+/// Start tags that close an open `p` first.
+const CLOSES_P: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "center",
+    "details",
+    "dialog",
+    "dir",
+    "div",
+    "dl",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "header",
+    "hgroup",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "search",
+    "section",
+    "summary",
+    "ul",
+    "menu",
+    "pre",
+    "listing",
+    "form",
+    "hr",
+    "xmp",
+    "plaintext",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
 ];
+
+/// End tags that close their element only when it is in (default) scope.
+const SCOPED_END: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "button",
+    "center",
+    "details",
+    "dialog",
+    "dir",
+    "div",
+    "dl",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "header",
+    "hgroup",
+    "listing",
+    "main",
+    "menu",
+    "nav",
+    "ol",
+    "pre",
+    "search",
+    "section",
+    "summary",
+    "ul",
+    "applet",
+    "marquee",
+    "object",
+    "dd",
+    "dt",
+];
+
+/// The parser's special elements (html5ever's list): an end tag of another element stops at
+/// them.
+const SPECIAL: &[&str] = &[
+    "address",
+    "applet",
+    "area",
+    "article",
+    "aside",
+    "base",
+    "basefont",
+    "bgsound",
+    "blockquote",
+    "body",
+    "br",
+    "button",
+    "caption",
+    "center",
+    "col",
+    "colgroup",
+    "dd",
+    "details",
+    "dir",
+    "div",
+    "dl",
+    "dt",
+    "embed",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "frame",
+    "frameset",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hgroup",
+    "hr",
+    "html",
+    "iframe",
+    "img",
+    "input",
+    "isindex",
+    "li",
+    "link",
+    "listing",
+    "main",
+    "marquee",
+    "menu",
+    "meta",
+    "nav",
+    "noembed",
+    "noframes",
+    "noscript",
+    "object",
+    "ol",
+    "p",
+    "param",
+    "plaintext",
+    "pre",
+    "script",
+    "section",
+    "select",
+    "source",
+    "style",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "template",
+    "textarea",
+    "tfoot",
+    "th",
+    "thead",
+    "title",
+    "tr",
+    "track",
+    "ul",
+    "wbr",
+    "xmp",
+];
+
+/// Start tags that leave SVG or MathML content (`font` too, with `color`, `face` or `size`).
+const BREAKOUT: &[&str] = &[
+    "b",
+    "big",
+    "blockquote",
+    "body",
+    "br",
+    "center",
+    "code",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "embed",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "hr",
+    "i",
+    "img",
+    "li",
+    "listing",
+    "menu",
+    "meta",
+    "nobr",
+    "ol",
+    "p",
+    "pre",
+    "ruby",
+    "s",
+    "small",
+    "span",
+    "strong",
+    "strike",
+    "sub",
+    "sup",
+    "table",
+    "tt",
+    "u",
+    "ul",
+    "var",
+];
+
+/// Elements whose start tag closes an open element of their kind (or that the parser closes
+/// when the next one starts).
+const SELF_CLOSING_RUNS: &[&str] = &[
+    "p", "li", "dd", "dt", "option", "optgroup", "rb", "rt", "rtc", "rp", "h1", "h2", "h3", "h4",
+    "h5", "h6",
+];
+
+const HEADINGS: &[&str] = &["h1", "h2", "h3", "h4", "h5", "h6"];
+
+/// Public identifiers of doctypes that put the parser in quirks mode (prefixes, lowercase).
+const QUIRKY_PUBLIC_PREFIXES: &[&str] = &[
+    "-//advasoft ltd//dtd html 3.0 aswedit + extensions//",
+    "-//as//dtd html 3.0 aswedit + extensions//",
+    "-//ietf//dtd html 2.0 level 1//",
+    "-//ietf//dtd html 2.0 level 2//",
+    "-//ietf//dtd html 2.0 strict level 1//",
+    "-//ietf//dtd html 2.0 strict level 2//",
+    "-//ietf//dtd html 2.0 strict//",
+    "-//ietf//dtd html 2.0//",
+    "-//ietf//dtd html 2.1e//",
+    "-//ietf//dtd html 3.0//",
+    "-//ietf//dtd html 3.2 final//",
+    "-//ietf//dtd html 3.2//",
+    "-//ietf//dtd html 3//",
+    "-//ietf//dtd html level 0//",
+    "-//ietf//dtd html level 1//",
+    "-//ietf//dtd html level 2//",
+    "-//ietf//dtd html level 3//",
+    "-//ietf//dtd html strict level 0//",
+    "-//ietf//dtd html strict level 1//",
+    "-//ietf//dtd html strict level 2//",
+    "-//ietf//dtd html strict level 3//",
+    "-//ietf//dtd html strict//",
+    "-//ietf//dtd html//",
+    "-//metrius//dtd metrius presentational//",
+    "-//microsoft//dtd internet explorer 2.0 html strict//",
+    "-//microsoft//dtd internet explorer 2.0 html//",
+    "-//microsoft//dtd internet explorer 2.0 tables//",
+    "-//microsoft//dtd internet explorer 3.0 html strict//",
+    "-//microsoft//dtd internet explorer 3.0 html//",
+    "-//microsoft//dtd internet explorer 3.0 tables//",
+    "-//netscape comm. corp.//dtd html//",
+    "-//netscape comm. corp.//dtd strict html//",
+    "-//o'reilly and associates//dtd html 2.0//",
+    "-//o'reilly and associates//dtd html extended 1.0//",
+    "-//o'reilly and associates//dtd html extended relaxed 1.0//",
+    "-//softquad software//dtd hotmetal pro 6.0::19990601::extensions to html 4.0//",
+    "-//softquad//dtd hotmetal pro 4.0::19971010::extensions to html 4.0//",
+    "-//spyglass//dtd html 2.0 extended//",
+    "-//sq//dtd html 2.0 hotmetal + extensions//",
+    "-//sun microsystems corp.//dtd hotjava html//",
+    "-//sun microsystems corp.//dtd hotjava strict html//",
+    "-//w3c//dtd html 3 1995-03-24//",
+    "-//w3c//dtd html 3.2 draft//",
+    "-//w3c//dtd html 3.2 final//",
+    "-//w3c//dtd html 3.2//",
+    "-//w3c//dtd html 3.2s draft//",
+    "-//w3c//dtd html 4.0 frameset//",
+    "-//w3c//dtd html 4.0 transitional//",
+    "-//w3c//dtd html experimental 19960712//",
+    "-//w3c//dtd html experimental 970421//",
+    "-//w3c//dtd w3 html//",
+    "-//w3o//dtd w3 html 3.0//",
+    "-//webtechs//dtd mozilla html 2.0//",
+    "-//webtechs//dtd mozilla html//",
+];
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
+}
+
+/// True when `b[at..]` starts with `word` (ASCII, any case) followed by a tag-name delimiter.
+fn tag_name_at(b: &[u8], at: usize, word: &str) -> bool {
+    let end = at + word.len();
+    end < b.len()
+        && b[at..end].eq_ignore_ascii_case(word.as_bytes())
+        && (is_space(b[end]) || b[end] == b'/' || b[end] == b'>')
+}
+
+/// Where a comment whose text starts at `from` (just after `<!--`) ends, as the tokenizer
+/// ends it: at once on `>` or `->`, else after the first `-->` or `--!>`, else at the end.
+fn comment_end(src: &str, from: usize) -> usize {
+    let rest = &src[from..];
+    if rest.starts_with('>') {
+        return from + 1;
+    }
+    if rest.starts_with("->") {
+        return from + 2;
+    }
+    let close = rest.find("-->").map(|e| from + e + 3);
+    let bang = rest.find("--!>").map(|e| from + e + 4);
+    match (close, bang) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(src.len()),
+    }
+}
+
+/// After the first `>` from `from` (a bogus comment, a doctype), or the end.
+fn after_gt(src: &str, from: usize) -> usize {
+    src[from..].find('>').map_or(src.len(), |e| from + e + 1)
+}
+
+/// Where the RCDATA/RAWTEXT content of element `name` starting at `from` ends: the `<` of its
+/// end tag, or the end of the source.
+fn raw_end(src: &str, from: usize, name: &str) -> usize {
+    let b = src.as_bytes();
+    let mut k = from;
+    while let Some(off) = src[k..].find("</") {
+        let at = k + off;
+        if tag_name_at(b, at + 2, name) {
+            return at;
+        }
+        k = at + 2;
+    }
+    b.len()
+}
+
+/// Where the content of a `<script>` starting at `from` ends: the `<` of its end tag, or the
+/// end of the source, following the tokenizer's script-data states (`<!--` escapes, and a
+/// `<script>` inside an escape hides the next `</script>`).
+fn script_end(src: &str, from: usize) -> usize {
+    #[derive(Clone, Copy, PartialEq)]
+    enum S {
+        Data,
+        Esc,
+        EscDash,
+        EscDashDash,
+        Double,
+        DoubleDash,
+        DoubleDashDash,
+    }
+    let b = src.as_bytes();
+    let mut s = S::Data;
+    let mut k = from;
+    while k < b.len() {
+        if s == S::Data {
+            let Some(off) = src[k..].find('<') else {
+                return b.len();
+            };
+            let at = k + off;
+            if b.get(at + 1) == Some(&b'/') && tag_name_at(b, at + 2, "script") {
+                return at;
+            }
+            if src[at + 1..].starts_with("!--") {
+                s = S::EscDashDash;
+                k = at + 4;
+            } else {
+                k = at + 1;
+            }
+            continue;
+        }
+        let c = b[k];
+        k += 1;
+        s = match (s, c) {
+            (S::Esc | S::EscDash | S::EscDashDash, b'<') => {
+                if b.get(k) == Some(&b'/') && tag_name_at(b, k + 1, "script") {
+                    return k - 1;
+                }
+                if tag_name_at(b, k, "script") {
+                    k += 7;
+                    S::Double
+                } else {
+                    S::Esc
+                }
+            }
+            (S::Double | S::DoubleDash | S::DoubleDashDash, b'<') => {
+                if b.get(k) == Some(&b'/') && tag_name_at(b, k + 1, "script") {
+                    k += 8;
+                    S::Esc
+                } else {
+                    S::Double
+                }
+            }
+            (S::Esc, b'-') => S::EscDash,
+            (S::EscDash | S::EscDashDash, b'-') => S::EscDashDash,
+            (S::EscDashDash | S::DoubleDashDash, b'>') => S::Data,
+            (S::Esc | S::EscDash | S::EscDashDash, _) => S::Esc,
+            (S::Double, b'-') => S::DoubleDash,
+            (S::DoubleDash | S::DoubleDashDash, b'-') => S::DoubleDashDash,
+            _ => S::Double,
+        };
+    }
+    b.len()
+}
+
+/// Scans a tag's attributes from `j` (just after its name) as the tokenizer does; the end of
+/// the tag and whether it is self-closing, or `None` when the source ends inside it. The
+/// ranges of the attribute names are left in `names`.
+fn scan_tag(b: &[u8], mut j: usize, names: &mut Vec<(usize, usize)>) -> Option<(usize, bool)> {
+    #[derive(Clone, Copy)]
+    enum S {
+        BeforeName,
+        Name(usize),
+        AfterName,
+        BeforeValue,
+        Quoted(u8),
+        Unquoted,
+        AfterQuoted,
+        SelfClosing,
+    }
+    names.clear();
+    let mut s = S::BeforeName;
+    while j < b.len() {
+        let c = b[j];
+        j += 1;
+        s = match s {
+            S::BeforeName | S::AfterName if is_space(c) => s,
+            S::BeforeName | S::AfterName | S::AfterQuoted if c == b'/' => S::SelfClosing,
+            S::BeforeName
+            | S::AfterName
+            | S::BeforeValue
+            | S::Unquoted
+            | S::AfterQuoted
+            | S::SelfClosing
+                if c == b'>' =>
+            {
+                return Some((j, matches!(s, S::SelfClosing)));
+            }
+            S::AfterName if c == b'=' => S::BeforeValue,
+            S::BeforeName | S::AfterName => S::Name(j - 1),
+            S::Name(start) if is_space(c) || c == b'/' || c == b'>' || c == b'=' => {
+                names.push((start, j - 1));
+                j -= 1;
+                if c == b'=' {
+                    j += 1;
+                    S::BeforeValue
+                } else {
+                    S::AfterName
+                }
+            }
+            S::Name(_) => s,
+            S::BeforeValue if is_space(c) => s,
+            S::BeforeValue if c == b'"' || c == b'\'' => S::Quoted(c),
+            S::BeforeValue => S::Unquoted,
+            S::Quoted(q) if c == q => S::AfterQuoted,
+            S::Quoted(_) => s,
+            S::Unquoted | S::AfterQuoted if is_space(c) => S::BeforeName,
+            S::Unquoted => s,
+            S::AfterQuoted | S::SelfClosing => {
+                j -= 1;
+                S::BeforeName
+            }
+        };
+    }
+    None
+}
+
+/// Whether a doctype (its text after `<!doctype`) puts the parser in quirks mode.
+fn doctype_quirks(text: &str) -> bool {
+    let text = text.trim_end_matches('>');
+    let mut rest = text.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let name_len = rest
+        .find(|c: char| c.is_ascii_whitespace())
+        .unwrap_or(rest.len());
+    let name = rest[..name_len].to_ascii_lowercase();
+    rest = rest[name_len..].trim_start_matches(|c: char| c.is_ascii_whitespace());
+    if name != "html" {
+        return true;
+    }
+    // A quoted identifier after a keyword; `None` when it is missing or unterminated.
+    fn quoted(s: &str) -> Option<(String, &str)> {
+        let s = s.trim_start_matches(|c: char| c.is_ascii_whitespace());
+        let q = s.chars().next().filter(|&c| c == '"' || c == '\'')?;
+        let end = s[1..].find(q)?;
+        Some((s[1..1 + end].to_ascii_lowercase(), &s[2 + end..]))
+    }
+    let keyword = |s: &str, k: &str| s.len() >= k.len() && s[..k.len()].eq_ignore_ascii_case(k);
+    let (public, system) = if rest.is_empty() {
+        (None, None)
+    } else if keyword(rest, "public") {
+        let Some((public, after)) = quoted(&rest[6..]) else {
+            return true;
+        };
+        let after = after.trim_start_matches(|c: char| c.is_ascii_whitespace());
+        if after.is_empty() {
+            (Some(public), None)
+        } else {
+            let Some((system, _)) = quoted(after) else {
+                return true;
+            };
+            (Some(public), Some(system))
+        }
+    } else if keyword(rest, "system") {
+        let Some((system, _)) = quoted(&rest[6..]) else {
+            return true;
+        };
+        (None, Some(system))
+    } else {
+        return true;
+    };
+    if system.as_deref() == Some("http://www.ibm.com/data/dtd/v11/ibmxhtml1-transitional.dtd") {
+        return true;
+    }
+    let Some(p) = public else { return false };
+    matches!(
+        p.as_str(),
+        "-//w3o//dtd w3 html strict 3.0//en//" | "-/w3c/dtd html 4.0 transitional/en" | "html"
+    ) || QUIRKY_PUBLIC_PREFIXES.iter().any(|x| p.starts_with(x))
+        || (system.is_none()
+            && (p.starts_with("-//w3c//dtd html 4.01 frameset//")
+                || p.starts_with("-//w3c//dtd html 4.01 transitional//")))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ns {
+    Html,
+    Svg,
+    Math,
+}
+
+/// An element open in the model of the parser's stack.
+struct Open {
+    name: String,
+    ns: Ns,
+    /// Counted as depth (table parts are not).
+    counted: bool,
+    /// [`SPECIAL_FLAG`] and the scopes it bounds, worked out once.
+    flags: u8,
+    /// Which element this is (the list of active formatting elements refers to it).
+    id: u64,
+}
+
+/// An entry of the list of active formatting elements: the element's name, its attributes
+/// (as written; the parser compares them parsed, so this tells more entries apart, never
+/// fewer) and the element it stands for.
+struct Formatting {
+    name: String,
+    attrs: String,
+    id: u64,
+}
+
+/// Formatting elements: the parser remembers them and reopens them ("reconstructs" them)
+/// when the elements that closed them are done, whatever the source says.
+const FORMATTING: &[&str] = &[
+    "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u",
+];
+
+/// Start tags (in a body) that do not reopen closed formatting elements; all others do, and
+/// so does text. Reopening where the parser does not would be no safer: the model would keep
+/// open what the parser closes and reopens again and again.
+const KEEP_CLOSED: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "center",
+    "details",
+    "dialog",
+    "dir",
+    "div",
+    "dl",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "header",
+    "hgroup",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "search",
+    "section",
+    "summary",
+    "ul",
+    "menu",
+    "pre",
+    "listing",
+    "form",
+    "hr",
+    "plaintext",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "li",
+    "dd",
+    "dt",
+    "table",
+    "textarea",
+    "rb",
+    "rt",
+    "rtc",
+    "rp",
+    "param",
+    "source",
+    "track",
+    "template",
+    "script",
+    "style",
+    "title",
+    "noscript",
+    "noframes",
+    "noembed",
+    "iframe",
+    "html",
+    "head",
+    "body",
+    "colgroup",
+    "col",
+    "frameset",
+    "frame",
+    "base",
+    "basefont",
+    "bgsound",
+    "link",
+    "meta",
+];
+
+/// Elements whose opening puts a marker in the list of formatting elements.
+const MARKERS: &[&str] = &[
+    "applet", "object", "marquee", "template", "td", "th", "caption",
+];
+
+/// Most entries of the list of formatting elements; a formatting start tag past it is dropped
+/// like a too deep one (every entry may be reopened at each piece of text).
+const MAX_FORMATTING: usize = 32;
+
+/// How many formatting elements the parser may reopen, for a source of `len` bytes: past it
+/// the page is refused (before html5ever sees it). Each reopening is an element the parser
+/// creates that the source does not have: `<p><b id=1>x<p><b id=2>x…` makes it reopen every
+/// earlier `b` in every paragraph (6.4 million elements and 16 s for 100 000 paragraphs with
+/// the list bounded at 64). Real pages reopen a few elements per paragraph at most; a
+/// million, and one per 8 bytes beyond, is about as many elements as plain markup makes.
+fn max_reopened(len: usize) -> usize {
+    (1 << 20) + len / 8
+}
+
+const SPECIAL_FLAG: u8 = 1;
+const DEFAULT_FLAG: u8 = 2;
+const LIST_ITEM_FLAG: u8 = 4;
+const BUTTON_FLAG: u8 = 8;
+const TABLE_FLAG: u8 = 16;
+
+impl Open {
+    fn html(&self, name: &str) -> bool {
+        self.ns == Ns::Html && self.name == name
+    }
+
+    fn html_in(&self, names: &[&str]) -> bool {
+        self.ns == Ns::Html && names.contains(&self.name.as_str())
+    }
+
+    /// A MathML text integration point or an SVG HTML integration point.
+    fn integration_point(&self) -> bool {
+        match self.ns {
+            Ns::Html => false,
+            Ns::Math => matches!(self.name.as_str(), "mi" | "mo" | "mn" | "ms" | "mtext"),
+            Ns::Svg => matches!(self.name.as_str(), "foreignobject" | "desc" | "title"),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Scope {
+    Default,
+    ListItem,
+    Button,
+    Table,
+}
+
+/// What a start tag does to the source scan.
+enum Start {
+    /// Opens an element of this namespace.
+    Push(Ns),
+    /// Opens a table part (tracked, not counted).
+    Part,
+    /// Its content is text up to its end tag (`true`: script data).
+    Raw(bool),
+    /// The rest of the source is text.
+    Plaintext,
+    /// Nothing is opened.
+    None,
+}
+
+/// A model of html5ever's stack of open elements, as far as its depth goes. It errs towards
+/// keeping elements open (more depth, so more flattening), never towards closing more than
+/// the parser does.
+#[derive(Default)]
+struct Tree {
+    stack: Vec<Open>,
+    /// The list of active formatting elements (`None`: a marker).
+    formatting: Vec<Option<Formatting>>,
+    open_ids: std::collections::HashSet<u64>,
+    next_id: u64,
+    /// How many formatting elements were reopened.
+    reopened: usize,
+    /// How many HTML elements of each name are open.
+    open: HashMap<String, usize>,
+    depth: usize,
+    quirks: bool,
+    form: bool,
+}
+
+impl Tree {
+    fn top(&self) -> Option<&Open> {
+        self.stack.last()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        let gone: Vec<Open> = self.stack.drain(len.min(self.stack.len())..).collect();
+        for o in gone.iter().rev() {
+            self.forget(o);
+        }
+    }
+
+    fn pop(&mut self) {
+        self.truncate(self.stack.len().saturating_sub(1));
+    }
+
+    fn push(&mut self, name: &str, ns: Ns, counted: bool) {
+        self.depth += usize::from(counted);
+        self.next_id += 1;
+        let mut o = Open {
+            name: name.to_string(),
+            ns,
+            counted,
+            flags: 0,
+            id: self.next_id,
+        };
+        self.open_ids.insert(o.id);
+        if o.html_in(MARKERS) {
+            self.formatting.push(None);
+        }
+        let default = o.integration_point()
+            || o.html_in(&[
+                "applet", "caption", "html", "table", "td", "th", "marquee", "object", "template",
+            ]);
+        for (set, flag) in [
+            (o.html_in(SPECIAL), SPECIAL_FLAG),
+            (default, DEFAULT_FLAG | LIST_ITEM_FLAG | BUTTON_FLAG),
+            (o.html_in(&["ol", "ul"]), LIST_ITEM_FLAG),
+            (o.html("button"), BUTTON_FLAG),
+            (o.html_in(&["html", "table", "template"]), TABLE_FLAG),
+        ] {
+            if set {
+                o.flags |= flag;
+            }
+        }
+        if ns == Ns::Html {
+            *self.open.entry(o.name.clone()).or_default() += 1;
+        }
+        self.stack.push(o);
+    }
+
+    /// Adds the formatting element just opened to the list (at most three alike after the
+    /// last marker: the earliest goes).
+    fn remember(&mut self, attrs: &str) {
+        let Some(o) = self.stack.last() else { return };
+        let (name, id) = (o.name.clone(), o.id);
+        let start = self
+            .formatting
+            .iter()
+            .rposition(Option::is_none)
+            .map_or(0, |m| m + 1);
+        let alike: Vec<usize> = (start..self.formatting.len())
+            .filter(|&k| {
+                self.formatting[k]
+                    .as_ref()
+                    .is_some_and(|f| f.name == name && f.attrs == attrs)
+            })
+            .collect();
+        if alike.len() >= 3 {
+            self.formatting.remove(alike[0]);
+        }
+        self.formatting.push(Some(Formatting {
+            name,
+            attrs: attrs.to_string(),
+            id,
+        }));
+    }
+
+    /// Reopens the formatting elements of the list (after its last marker) that are closed.
+    fn reconstruct(&mut self) {
+        let n = self.formatting.len();
+        match self.formatting.last() {
+            Some(Some(f)) if !self.open_ids.contains(&f.id) => {}
+            _ => return,
+        }
+        let mut k = n - 1;
+        while k > 0 {
+            match &self.formatting[k - 1] {
+                Some(f) if !self.open_ids.contains(&f.id) => k -= 1,
+                _ => break,
+            }
+        }
+        for j in k..n {
+            let Some(name) = self.formatting[j].as_ref().map(|f| f.name.clone()) else {
+                continue;
+            };
+            self.push(&name, Ns::Html, true);
+            self.reopened += 1;
+            let id = self.next_id;
+            if let Some(f) = self.formatting[j].as_mut() {
+                f.id = id;
+            }
+        }
+    }
+
+    /// The adoption agency for the end tag (or, for `a` and `nobr`, a new start tag) of
+    /// formatting element `name`, as far as depth goes: with nothing special open above it,
+    /// the element closes (and leaves the list); otherwise the parser moves elements about
+    /// and the depth stays.
+    fn adopt(&mut self, name: &str) {
+        if let Some(top) = self.top()
+            && top.html(name)
+            && !self.formatting.iter().flatten().any(|f| f.id == top.id)
+        {
+            self.pop();
+            return;
+        }
+        let Some(k) = self
+            .formatting
+            .iter()
+            .rposition(|f| f.as_ref().is_none_or(|f| f.name == name))
+        else {
+            return self.close_generic(name);
+        };
+        let Some(id) = self.formatting[k].as_ref().map(|f| f.id) else {
+            return self.close_generic(name);
+        };
+        let Some(at) = self.stack.iter().rposition(|o| o.id == id) else {
+            self.formatting.remove(k);
+            return;
+        };
+        if !self.stack[at + 1..]
+            .iter()
+            .any(|o| o.flags & SPECIAL_FLAG != 0)
+        {
+            self.truncate(at);
+            self.formatting
+                .retain(|f| f.as_ref().is_none_or(|f| f.id != id));
+        }
+    }
+
+    /// Whether an HTML element named in `names` is open at all (most scans are then spared).
+    fn any_open(&self, names: &[&str]) -> bool {
+        names
+            .iter()
+            .any(|n| self.open.get(*n).is_some_and(|&c| c > 0))
+    }
+
+    fn forget(&mut self, o: &Open) {
+        self.depth -= usize::from(o.counted);
+        self.open_ids.remove(&o.id);
+        if o.html_in(MARKERS) {
+            // Closing a cell, caption, object, … clears the list up to its marker.
+            while let Some(Some(_)) = self.formatting.pop() {}
+        }
+        if o.ns == Ns::Html
+            && let Some(c) = self.open.get_mut(&o.name)
+        {
+            *c -= 1;
+        }
+    }
+
+    fn boundary(o: &Open, scope: Scope) -> bool {
+        let flag = match scope {
+            Scope::Default => DEFAULT_FLAG,
+            Scope::ListItem => LIST_ITEM_FLAG,
+            Scope::Button => BUTTON_FLAG,
+            Scope::Table => TABLE_FLAG,
+        };
+        o.flags & flag != 0
+    }
+
+    /// The index of the nearest HTML element named in `names`, when it is in `scope`.
+    fn in_scope(&self, names: &[&str], scope: Scope) -> Option<usize> {
+        if !self.any_open(names) {
+            return None;
+        }
+        for (i, o) in self.stack.iter().enumerate().rev() {
+            if o.html_in(names) {
+                return Some(i);
+            }
+            if Self::boundary(o, scope) {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn close_in_scope(&mut self, names: &[&str], scope: Scope) {
+        if let Some(i) = self.in_scope(names, scope) {
+            self.truncate(i);
+        }
+    }
+
+    /// An end tag of an ordinary element: closes the nearest one unless a special element is
+    /// open above it.
+    fn close_generic(&mut self, name: &str) {
+        if !self.any_open(&[name]) {
+            return;
+        }
+        for (i, o) in self.stack.iter().enumerate().rev() {
+            if o.html(name) {
+                self.truncate(i);
+                return;
+            }
+            if o.flags & SPECIAL_FLAG != 0 {
+                return;
+            }
+        }
+    }
+
+    fn in_select(&self) -> bool {
+        self.stack
+            .iter()
+            .rev()
+            .find(|o| !o.html_in(&["option", "optgroup"]))
+            .is_some_and(|o| o.html("select"))
+    }
+
+    /// Whether a table is open below the nearest `select`.
+    fn select_in_table(&self) -> bool {
+        self.stack
+            .iter()
+            .rposition(|o| o.html("select"))
+            .is_some_and(|s| self.stack[..s].iter().any(|o| o.html("table")))
+    }
+
+    fn pop_until(&mut self, name: &str) {
+        if let Some(i) = self.stack.iter().rposition(|o| o.html(name)) {
+            self.truncate(i);
+        }
+    }
+
+    /// Pops to the nearest open table (kept), when one is in table scope.
+    fn pop_to_table(&mut self) {
+        if let Some(i) = self.in_scope(&["table"], Scope::Table) {
+            self.truncate(i + 1);
+        }
+    }
+
+    /// Whether the parser is in a table insertion mode (the nearest table element open is
+    /// a table, a row group or a row, not a cell or a caption).
+    fn table_mode(&self) -> bool {
+        self.stack
+            .iter()
+            .rev()
+            .find(|o| o.html_in(TABLE_PARTS) || o.html("table"))
+            .is_some_and(|o| !o.html_in(&["td", "th", "caption"]))
+    }
+
+    fn start(&mut self, name: &str, self_closing: bool, font_attr: bool) -> Start {
+        loop {
+            if let Some(top) = self.top()
+                && top.ns != Ns::Html
+            {
+                let html_rules = match top.ns {
+                    Ns::Math if top.name == "annotation-xml" => name == "svg",
+                    Ns::Math => top.integration_point() && name != "mglyph" && name != "malignmark",
+                    _ => top.integration_point(),
+                };
+                if !html_rules {
+                    if BREAKOUT.contains(&name) || (name == "font" && font_attr) {
+                        while self
+                            .top()
+                            .is_some_and(|o| o.ns != Ns::Html && !o.integration_point())
+                        {
+                            self.pop();
+                        }
+                    } else {
+                        let ns = top.ns;
+                        return if self_closing {
+                            Start::None
+                        } else {
+                            Start::Push(ns)
+                        };
+                    }
+                }
+            }
+            if self.in_select() {
+                match name {
+                    "option" | "optgroup" | "hr" => {
+                        if self.top().is_some_and(|o| o.html("option")) {
+                            self.pop();
+                        }
+                        if name != "option" && self.top().is_some_and(|o| o.html("optgroup")) {
+                            self.pop();
+                        }
+                        return if name == "hr" {
+                            Start::None
+                        } else {
+                            Start::Push(Ns::Html)
+                        };
+                    }
+                    "select" => {
+                        self.pop_until("select");
+                        return Start::None;
+                    }
+                    "input" | "keygen" | "textarea" => {
+                        self.pop_until("select");
+                        continue;
+                    }
+                    "caption" | "table" | "tbody" | "tfoot" | "thead" | "tr" | "td" | "th"
+                        if self.select_in_table() =>
+                    {
+                        self.pop_until("select");
+                        continue;
+                    }
+                    "script" => return Start::Raw(true),
+                    "template" => return Start::Push(Ns::Html),
+                    _ => return Start::None,
+                }
+            }
+            let started = match name {
+                "svg" | "math" => {
+                    if self_closing {
+                        Start::None
+                    } else if name == "svg" {
+                        Start::Push(Ns::Svg)
+                    } else {
+                        Start::Push(Ns::Math)
+                    }
+                }
+                "html" | "head" | "body" | "colgroup" => Start::None,
+                "script" => Start::Raw(true),
+                "plaintext" => {
+                    self.close_in_scope(&["p"], Scope::Button);
+                    Start::Plaintext
+                }
+                _ if RAW.contains(&name) => {
+                    if name == "xmp" {
+                        self.close_in_scope(&["p"], Scope::Button);
+                    }
+                    Start::Raw(false)
+                }
+                _ if VOID.contains(&name) => {
+                    if name == "hr" {
+                        self.close_in_scope(&["p"], Scope::Button);
+                    }
+                    Start::None
+                }
+                "table" => {
+                    if self.table_mode() && self.in_scope(&["table"], Scope::Table).is_some() {
+                        // A table directly in a table closes it.
+                        self.pop_until("table");
+                    } else if !self.quirks {
+                        self.close_in_scope(&["p"], Scope::Button);
+                    }
+                    Start::Push(Ns::Html)
+                }
+                _ if TABLE_PARTS.contains(&name) => {
+                    if self.in_scope(&["table"], Scope::Table).is_none() {
+                        return Start::None;
+                    }
+                    match name {
+                        "td" | "th" => {
+                            if let Some(i) = self.in_scope(&["td", "th"], Scope::Table) {
+                                self.truncate(i);
+                            }
+                            match self.in_scope(&["tr"], Scope::Table) {
+                                Some(i) => self.truncate(i + 1),
+                                None => {
+                                    self.pop_to_table();
+                                    self.push("tr", Ns::Html, false);
+                                }
+                            }
+                        }
+                        "tr" => match self.in_scope(&["tbody", "thead", "tfoot"], Scope::Table) {
+                            Some(i) => self.truncate(i + 1),
+                            None => {
+                                self.pop_to_table();
+                            }
+                        },
+                        _ => {
+                            self.pop_to_table();
+                        }
+                    }
+                    Start::Part
+                }
+                "form" => {
+                    if self.form && !self.stack.iter().any(|o| o.html("template")) {
+                        Start::None
+                    } else {
+                        self.close_in_scope(&["p"], Scope::Button);
+                        Start::Push(Ns::Html)
+                    }
+                }
+                "li" | "dd" | "dt" => {
+                    let closes: &[&str] = if name == "li" { &["li"] } else { &["dd", "dt"] };
+                    // The nearest `li` (or `dd`/`dt`) closes, unless a special element other
+                    // than `address`, `div` and `p` is open above it.
+                    let stop = |o: &Open| {
+                        o.flags & SPECIAL_FLAG != 0 && !o.html_in(&["address", "div", "p"])
+                    };
+                    if self.any_open(closes)
+                        && let Some(i) = self
+                            .stack
+                            .iter()
+                            .rposition(|o| o.html_in(closes) || stop(o))
+                        && self.stack[i].html_in(closes)
+                    {
+                        self.truncate(i);
+                    }
+                    self.close_in_scope(&["p"], Scope::Button);
+                    Start::Push(Ns::Html)
+                }
+                _ if HEADINGS.contains(&name) => {
+                    self.close_in_scope(&["p"], Scope::Button);
+                    if self.top().is_some_and(|o| o.html_in(HEADINGS)) {
+                        self.pop();
+                    }
+                    Start::Push(Ns::Html)
+                }
+                _ if CLOSES_P.contains(&name) => {
+                    self.close_in_scope(&["p"], Scope::Button);
+                    Start::Push(Ns::Html)
+                }
+                "button" => {
+                    self.close_in_scope(&["button"], Scope::Default);
+                    Start::Push(Ns::Html)
+                }
+                "a" => {
+                    let start = self
+                        .formatting
+                        .iter()
+                        .rposition(Option::is_none)
+                        .map_or(0, |m| m + 1);
+                    if self.formatting[start..]
+                        .iter()
+                        .flatten()
+                        .any(|f| f.name == "a")
+                    {
+                        self.adopt("a");
+                        // Whatever the adoption did, that `a` leaves the list.
+                        if let Some(k) = self.formatting[start.min(self.formatting.len())..]
+                            .iter()
+                            .rposition(|f| f.as_ref().is_some_and(|f| f.name == "a"))
+                        {
+                            self.formatting.remove(start + k);
+                        }
+                    }
+                    Start::Push(Ns::Html)
+                }
+                "nobr" => {
+                    if self.in_scope(&["nobr"], Scope::Default).is_some() {
+                        self.adopt("nobr");
+                    }
+                    Start::Push(Ns::Html)
+                }
+                "option" | "optgroup" => {
+                    if self.top().is_some_and(|o| o.html("option")) {
+                        self.pop();
+                    }
+                    Start::Push(Ns::Html)
+                }
+                "rb" | "rtc" | "rt" | "rp" => {
+                    if self.in_scope(&["ruby"], Scope::Default).is_some() {
+                        let implied: &[&str] = if matches!(name, "rb" | "rtc") {
+                            &[
+                                "dd", "dt", "li", "option", "optgroup", "p", "rb", "rp", "rt",
+                                "rtc",
+                            ]
+                        } else {
+                            &[
+                                "dd", "dt", "li", "option", "optgroup", "p", "rb", "rp", "rt",
+                            ]
+                        };
+                        while self.top().is_some_and(|o| o.html_in(implied)) {
+                            self.pop();
+                        }
+                    }
+                    Start::Push(Ns::Html)
+                }
+                _ => Start::Push(Ns::Html),
+            };
+            if !matches!(started, Start::Part) && !KEEP_CLOSED.contains(&name) {
+                // Other start tags reopen the closed formatting elements first.
+                self.reconstruct();
+            }
+            return started;
+        }
+    }
+
+    fn end(&mut self, name: &str) {
+        if self.top().is_some_and(|o| o.ns != Ns::Html) {
+            if name == "br" || name == "p" {
+                while self
+                    .top()
+                    .is_some_and(|o| o.ns != Ns::Html && !o.integration_point())
+                {
+                    self.pop();
+                }
+            } else {
+                for i in (0..self.stack.len()).rev() {
+                    let o = &self.stack[i];
+                    if i + 1 < self.stack.len() && o.ns == Ns::Html {
+                        break;
+                    }
+                    if o.name == name {
+                        self.truncate(i);
+                        return;
+                    }
+                }
+            }
+        }
+        if self.in_select() {
+            match name {
+                "option" if self.top().is_some_and(|o| o.html("option")) => self.pop(),
+                "optgroup" => {
+                    let n = self.stack.len();
+                    if n >= 2 && self.stack[n - 1].html("option") && self.stack[n - 2].html(name) {
+                        self.pop();
+                    }
+                    if self.top().is_some_and(|o| o.html(name)) {
+                        self.pop();
+                    }
+                }
+                "select" | "template" => self.pop_until(name),
+                "caption" | "table" | "tbody" | "tfoot" | "thead" | "tr" | "td" | "th"
+                    if self.select_in_table() =>
+                {
+                    self.pop_until("select");
+                    self.end(name);
+                }
+                _ => {}
+            }
+            return;
+        }
+        match name {
+            "html" | "head" | "body" | "br" | "colgroup" => {}
+            "p" => self.close_in_scope(&["p"], Scope::Button),
+            "li" => self.close_in_scope(&["li"], Scope::ListItem),
+            "table" | "caption" | "tbody" | "thead" | "tfoot" | "tr" | "td" | "th" => {
+                self.close_in_scope(&[name], Scope::Table);
+            }
+            "form" => {
+                self.form = false;
+                if let Some(i) = self.in_scope(&["form"], Scope::Default) {
+                    let o = self.stack.remove(i);
+                    self.forget(&o);
+                }
+            }
+            "template" => self.pop_until("template"),
+            // Only a frameset the parser honoured can be the current node (the frameset
+            // modes, where all but framesets is ignored, are read as a body: that keeps more
+            // open; nested framesets cost the parser linear time anyway).
+            "frameset" => {
+                if self.top().is_some_and(|o| o.html("frameset")) {
+                    self.pop();
+                }
+            }
+            _ if HEADINGS.contains(&name) => self.close_in_scope(HEADINGS, Scope::Default),
+            _ if SCOPED_END.contains(&name) => self.close_in_scope(&[name], Scope::Default),
+            _ if VOID.contains(&name) => {}
+            _ if FORMATTING.contains(&name) => self.adopt(name),
+            _ => self.close_generic(name),
+        }
+    }
+}
 
 /// Rewrites the source where the parser would go wrong: start and end tags nested deeper than
 /// [`MAX_DEPTH`] are dropped (their text stays), and, for XHTML, a self-closing tag of an
-/// element that has content (`<a id="x"/>`, `<title/>`) becomes a start and an end tag. The
-/// scan follows the tokenizer closely enough for that: comments, doctype, processing
-/// instructions, quoted attribute values and raw-text elements are skipped.
-fn prepare(src: &str, xhtml: bool) -> Cow<'_, str> {
+/// element that has content (`<a id="x"/>`, `<title/>`) becomes a start and an end tag.
+///
+/// The scan follows html5ever's tokenizer exactly (comments end at `-->`, `--!>`, or at once
+/// after `<!-->` / `<!--->`; bogus comments, doctypes and `<?…>` at the first `>`; CDATA
+/// sections only in SVG/MathML; attribute values quoted only after `=`; raw text, RCDATA and
+/// script data with its escapes, for HTML elements only), and a model of its tree builder
+/// follows the depth of the stack of open elements: implied end tags, scopes, special
+/// elements, tables, `select`, SVG/MathML content with its integration points and breakout
+/// tags, and the list of active formatting elements (which the parser reopens). Where the
+/// model is unsure it keeps elements open, so it may flatten a little early. A source whose
+/// formatting elements would be reopened more than [`max_reopened`] times is refused, and a
+/// formatting start tag past [`MAX_FORMATTING`] list entries is dropped like a too deep one.
+/// `tests::repeated_markup_stays_shallow` checks the result against html5ever itself.
+fn prepare(src: &str, xhtml: bool) -> Result<Cow<'_, str>> {
     let b = src.as_bytes();
     let mut out = String::new();
     let mut copied = 0usize;
@@ -1330,127 +2610,159 @@ fn prepare(src: &str, xhtml: bool) -> Cow<'_, str> {
         copied = end;
         edited = true;
     };
-    let mut stack: Vec<String> = Vec::new();
+    let mut tree = Tree::default();
+    // Quirks mode is decided by the first token that is not a comment or white space.
+    let mut quirks_known = false;
     let mut dropped: HashMap<String, usize> = HashMap::new();
+    let mut names = Vec::new();
     let mut i = 0usize;
     while let Some(off) = src[i..].find('<') {
         let p = i + off;
+        if !quirks_known && !src[i..p].trim_ascii().is_empty() {
+            quirks_known = true;
+            tree.quirks = true;
+        }
+        if p > i
+            && tree.top().is_none_or(|o| o.ns == Ns::Html)
+            && !tree.in_select()
+            && !(src[i..p].trim_ascii().is_empty() && tree.table_mode())
+        {
+            // Text reopens the closed formatting elements (white space in a table does not).
+            tree.reconstruct();
+        }
+        if tree.reopened > max_reopened(src.len()) {
+            bail!(
+                "HTML makes the parser reopen formatting elements more than {} times: refused",
+                max_reopened(src.len())
+            );
+        }
         let next = b.get(p + 1).copied().unwrap_or(0);
         if src[p..].starts_with("<!--") {
-            i = src[p + 4..].find("-->").map_or(b.len(), |e| p + 4 + e + 3);
+            i = comment_end(src, p + 4);
             continue;
         }
-        if next == b'!' || next == b'?' {
-            i = src[p..].find('>').map_or(b.len(), |e| p + e + 1);
+        if next == b'!' {
+            let foreign = tree.top().is_some_and(|o| o.ns != Ns::Html);
+            if foreign && src[p + 2..].starts_with("[CDATA[") {
+                i = src[p + 9..].find("]]>").map_or(b.len(), |e| p + 9 + e + 3);
+                continue;
+            }
+            i = after_gt(src, p + 2);
+            let doctype = b.len() >= p + 9 && b[p + 2..p + 9].eq_ignore_ascii_case(b"doctype");
+            if doctype && !quirks_known {
+                quirks_known = true;
+                tree.quirks = doctype_quirks(&src[p + 9..i]);
+            }
+            continue;
+        }
+        if next == b'?' {
+            i = after_gt(src, p + 1);
             continue;
         }
         let closing = next == b'/';
         let name_start = if closing { p + 2 } else { p + 1 };
-        if !b.get(name_start).is_some_and(u8::is_ascii_alphabetic) {
-            i = p + 1;
+        let Some(&first) = b.get(name_start) else {
+            break;
+        };
+        if !first.is_ascii_alphabetic() {
+            i = if !closing {
+                p + 1
+            } else if first == b'>' {
+                p + 3
+            } else {
+                after_gt(src, p + 2)
+            };
             continue;
         }
         let mut name_end = name_start;
         while name_end < b.len()
-            && !matches!(
-                b[name_end],
-                b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'/' | b'>'
-            )
+            && !is_space(b[name_end])
+            && b[name_end] != b'/'
+            && b[name_end] != b'>'
         {
             name_end += 1;
         }
         let name = src[name_start..name_end].to_ascii_lowercase();
-        // The tag's end: the first `>` outside a quoted attribute value.
-        let mut j = name_end;
-        let mut quote = 0u8;
-        let mut last = 0u8;
-        while j < b.len() {
-            let c = b[j];
-            if quote != 0 {
-                if c == quote {
-                    quote = 0;
-                }
-            } else if (c == b'"' || c == b'\'') && last == b'=' {
-                quote = c;
-            } else if c == b'>' {
-                break;
-            }
-            if !c.is_ascii_whitespace() {
-                last = c;
-            }
-            j += 1;
-        }
-        if j >= b.len() {
+        let Some((tag_end, self_closing)) = scan_tag(b, name_end, &mut names) else {
             break;
-        }
-        let tag_end = j + 1;
-        let self_closing = !closing && b[j - 1] == b'/';
-        let local = name.rsplit(':').next().unwrap_or(&name).to_string();
+        };
         i = tag_end;
+        if !quirks_known {
+            quirks_known = true;
+            tree.quirks = true;
+        }
         if closing {
-            if VOID.contains(&local.as_str()) || OPTIONAL_END.contains(&local.as_str()) {
-                continue;
-            }
-            if let Some(n) = dropped.get_mut(&local)
+            if let Some(n) = dropped.get_mut(&name)
                 && *n > 0
             {
                 *n -= 1;
                 edit(&mut out, p, tag_end, "");
-            } else if let Some(pos) = stack.iter().rposition(|n| *n == local) {
-                stack.truncate(pos);
+            } else {
+                tree.end(&name);
             }
             continue;
         }
-        if local == "plaintext" {
-            break;
-        }
-        if VOID.contains(&local.as_str()) {
-            continue;
-        }
-        if self_closing && xhtml {
+        let font_attr = name == "font"
+            && names.iter().any(|&(s, e)| {
+                ["color", "face", "size"]
+                    .iter()
+                    .any(|a| b[s..e].eq_ignore_ascii_case(a.as_bytes()))
+            });
+        let html_content = tree.top().is_none_or(|o| o.ns == Ns::Html);
+        if self_closing && xhtml && !(html_content && VOID.contains(&name.as_str())) {
+            // `<x/>` becomes `<x></x>`: the element opens and closes at once.
             let with = format!("></{name}>");
-            edit(&mut out, j - 1, tag_end, &with);
+            edit(&mut out, tag_end - 2, tag_end, &with);
+            match tree.start(&name, false, font_attr) {
+                Start::Part => {
+                    tree.push(&name, Ns::Html, false);
+                    tree.end(&name);
+                }
+                Start::Plaintext => break,
+                _ => {}
+            }
             continue;
         }
-        if RAW.contains(&local.as_str()) {
-            // Skip to the element's end tag (the parser reads everything before it as text).
-            let mut k = tag_end;
-            loop {
-                match src[k..].find("</") {
-                    Some(off) => {
-                        let at = k + off;
-                        let tail = &b[at + 2..];
-                        if tail.len() >= local.len()
-                            && tail[..local.len()].eq_ignore_ascii_case(local.as_bytes())
-                        {
-                            i = at;
-                            break;
-                        }
-                        k = at + 2;
+        match tree.start(&name, self_closing, font_attr) {
+            Start::Push(ns) => {
+                // An element that closes the previous one of its kind (`<p>`, `<li>`, …) may
+                // open one level deeper: a run of them stays at that level.
+                let slack =
+                    usize::from(ns == Ns::Html && SELF_CLOSING_RUNS.contains(&name.as_str()));
+                let formatting = ns == Ns::Html && FORMATTING.contains(&name.as_str());
+                if tree.depth >= MAX_DEPTH + slack
+                    || (formatting && tree.formatting.len() >= MAX_FORMATTING)
+                {
+                    *dropped.entry(name).or_default() += 1;
+                    edit(&mut out, p, tag_end, "");
+                } else {
+                    if ns == Ns::Html && name == "form" {
+                        tree.form = true;
                     }
-                    None => {
-                        i = b.len();
-                        break;
+                    tree.push(&name, ns, true);
+                    if formatting {
+                        let attrs = src[name_end..tag_end - 1].trim_end_matches('/').trim();
+                        tree.remember(attrs);
                     }
                 }
             }
-            continue;
-        }
-        if self_closing || OPTIONAL_END.contains(&local.as_str()) {
-            continue;
-        }
-        if stack.len() >= MAX_DEPTH {
-            *dropped.entry(local).or_default() += 1;
-            edit(&mut out, p, tag_end, "");
-        } else {
-            stack.push(local);
+            Start::Part => tree.push(&name, Ns::Html, false),
+            Start::Raw(script) => {
+                i = if script {
+                    script_end(src, tag_end)
+                } else {
+                    raw_end(src, tag_end, &name)
+                };
+            }
+            Start::Plaintext => break,
+            Start::None => {}
         }
     }
     if !edited {
-        return Cow::Borrowed(src);
+        return Ok(Cow::Borrowed(src));
     }
     out.push_str(&src[copied..]);
-    Cow::Owned(out)
+    Ok(Cow::Owned(out))
 }
 
 #[cfg(test)]
@@ -1860,23 +3172,91 @@ pub(crate) mod tests {
     #[test]
     fn prepare_flattens_only_what_is_too_deep() {
         let src = "<div><p>a</div>";
-        assert!(matches!(prepare(src, false), Cow::Borrowed(_)));
+        assert!(matches!(prepare(src, false).unwrap(), Cow::Borrowed(_)));
         let deep = format!(
             "{}x{}",
             "<div class=\"a>b\">".repeat(MAX_DEPTH + 2),
             "</div>".repeat(MAX_DEPTH + 2)
         );
-        let flat = prepare(&deep, false);
+        let flat = prepare(&deep, false).unwrap();
         assert_eq!(flat.matches("<div").count(), MAX_DEPTH);
         assert_eq!(flat.matches("</div>").count(), MAX_DEPTH);
         let xhtml =
             "<head><title/></head><body><a id=\"p1\"/>text<br/><script src=\"x.js\"/></body>";
         assert_eq!(
-            prepare(xhtml, true),
+            prepare(xhtml, true).unwrap(),
             "<head><title></title></head><body><a id=\"p1\"></a>text<br/><script src=\"x.js\"></script></body>"
         );
         let script = "<script>if (a < b) { x = '<div>'; }</script><div>";
-        assert!(matches!(prepare(script, false), Cow::Borrowed(_)));
+        assert!(matches!(prepare(script, false).unwrap(), Cow::Borrowed(_)));
+    }
+
+    /// Markup that once made `prepare` lose track of the tokenizer (or of the tree builder)
+    /// and let nesting through to html5ever, which is quadratic in it: 30 000 levels took
+    /// seconds, 100 000 close to a minute.
+    #[test]
+    fn prepare_is_not_fooled_into_letting_deep_nesting_through() {
+        let n = 30_000;
+        let nested = |open: &str, close: &str| format!("{}x{}", open.repeat(n), close.repeat(n));
+        let divs = nested("<div>", "</div>");
+        let cases: Vec<(&str, String)> = vec![
+            // Comments end at `<!-->`, `<!--->` and `--!>` too.
+            ("<!-->", format!("<p>x</p><!-->{divs}")),
+            ("<!--->", format!("<p>x</p><!--->{divs}")),
+            ("--!>", format!("<p>x</p><!-- x --!>{divs}")),
+            // `style` and `script` are no raw text in SVG or MathML (a `div` leaves them).
+            ("svg style", format!("<svg><style>{divs}")),
+            ("math script", format!("<math><script>{divs}")),
+            // A CDATA section in SVG hides a `</div>` until `]]>`.
+            (
+                "cdata",
+                nested("<div><svg><![CDATA[></div>]]></svg>", "</div>"),
+            ),
+            // `<div/>` is a start tag in HTML.
+            ("div/", nested("<div/>", "")),
+            // `=` before an attribute name does not start a quoted value.
+            ("=\"", format!("<a =\">{divs}")),
+            ("=\"=", format!("<a b=\"x\"=\">{divs}")),
+            // A `<script>` inside a script's `<!--` escape hides the next `</script>`.
+            (
+                "script escape",
+                nested(
+                    "<div><script><!--<script></script></div>--></script>",
+                    "</div>",
+                ),
+            ),
+            // An end tag stops at a special element open above its own.
+            ("span div", nested("<span><div></span>", "</div>")),
+            // Ruby annotations nest outside `<ruby>`.
+            ("rb", nested("<rb>", "</rb>")),
+            // The parser reopens formatting elements that something else closed.
+            ("a b", nested("<a><b>", "")),
+            // `<select>` ignores `<style>`, so `</select>` ends the select.
+            ("select style", format!("<select><style></select>{divs}")),
+        ];
+        for (what, page) in cases {
+            // The depth of the tree html5ever builds from the prepared source.
+            let html = Html::parse_document(&prepare(&page, false).unwrap());
+            let deepest = html
+                .tree
+                .nodes()
+                .map(|n| n.ancestors().count())
+                .max()
+                .unwrap_or(0);
+            assert!(deepest <= MAX_DEPTH + 8, "{what}: {deepest} deep");
+            let got = text(&page);
+            assert!(got.contains('x'), "{what}: {got:?}");
+        }
+        // Reopening too many formatting elements is refused rather than parsed.
+        let reopening: String = (0..100_000).map(|k| format!("<p><b id={k}>x")).collect();
+        let err = extract(&reopening, &limits()).unwrap_err().to_string();
+        assert!(err.contains("reopen formatting elements"), "{err}");
+        let fine: String = (0..5000).map(|k| format!("<p><b id={}>x", k % 4)).collect();
+        assert!(text(&fine).starts_with('x'));
+        // The same comments and bogus comments still hide what is in them.
+        let hidden = "<!-- <div> --><!--> <p>a</p><!x <div ><?x <div ?></ x <div ><p>b</p>";
+        assert_eq!(text(hidden), "a\n\nb\n");
+        assert!(matches!(prepare(hidden, false).unwrap(), Cow::Borrowed(_)));
     }
 
     #[test]
@@ -1943,6 +3323,25 @@ pub(crate) mod tests {
             let _ = extract(s, &limits());
             let _ = parse(s, Mode::Chapter, &limits());
             let _ = toc_links(s, &limits());
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever a fragment of markup does to the parser, a page of it repeated gets no
+        /// deeper than the flattening allows.
+        #[test]
+        fn repeated_markup_stays_shallow(fragment in "(<(/?)(div|span|b|i|a|font color=x|nobr|p|li|ul|dl|dd|h1|table|td|tr|caption|select|option|optgroup|svg|math|mi|desc|g|style|script|title|textarea|xmp|noscript|iframe|form|rb|rt|ruby|template|button|object|img)( x=\"[>/]\")?(/?)>|<!--|-->|--!>|<!-->|<!\\[CDATA\\[|\\]\\]>|<!x|<\\?|</ |>|x){1,12}") {
+            let page = fragment.repeat(3000);
+            let html = Html::parse_document(&prepare(&page, false).unwrap());
+            // Elements only: scraper puts a template's content in a fragment node.
+            let deepest = html
+                .tree
+                .nodes()
+                .map(|n| n.ancestors().filter(|a| a.value().is_element()).count())
+                .max()
+                .unwrap_or(0);
+            proptest::prop_assert!(deepest <= 2 * MAX_DEPTH, "{} deep", deepest);
         }
     }
 
