@@ -8,6 +8,8 @@
 #
 # The last line of stdout is the path of the venv's python interpreter, so
 # callers can do:  PY=$(bash scripts/python-peers.sh | tail -n1)
+# Every BM25 peer (jieba + rank_bm25, jieba + bm25s, the dictionary-free CJK-bigram bm25s) on a
+# BEIR folder: "$PY" bench/peers/bm25_peer.py --beir DIR --stack all --json
 set -euo pipefail
 
 CACHE_DIR="${ZHIKU_CACHE_DIR:-$HOME/.cache/zhiku}"

@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """Python peer for zhiku's BM25 benchmark.
 
-Builds a BM25 index over a BEIR-layout data set with one of three
-"stacks" (jieba tokenizer + a Python BM25 library), runs every query one at a
+Builds a BM25 index over a BEIR-layout data set with one of the "stacks"
+(a tokenizer + a Python BM25 library), runs every query one at a
 time, and reports timings, peak memory and retrieval quality so the numbers
 can be set beside zhiku's own.
 
-    python bm25_peer.py --beir DIR --stack jieba_bm25s [--repeat-corpus N] [--json]
+    python bm25_peer.py --beir DIR --stack jieba_bm25s [--repeat-corpus N] [--half even] [--json]
+    python bm25_peer.py --beir DIR --stack all --json   # every stack, one JSON line each
 
 Stacks:
   jieba_bm25s           jieba.lcut + bm25s.BM25 (defaults: lucene, k1=1.5, b=0.75)
   jieba_rank_bm25       jieba.lcut + rank_bm25.BM25Okapi (defaults: k1=1.5, b=0.75)
   jieba_stop_rank_bm25  as above, also dropping a small Chinese stop list
+  cjk_bigram_bm25s      no dictionary: overlapping CJK character bigrams (a lone CJK
+                        character as itself), lower-cased letter/digit runs for other
+                        scripts, + bm25s.BM25 (the usual script-neutral baseline)
+  cjk_unibigram_bm25s   as above, also every CJK character as a unigram
+
+Quality: hit@1, hit@5, hit@10, MRR@10 and nDCG@10 over the judged queries;
+--half even|odd keeps the queries of even or odd position in queries.jsonl.
 
 Install the dependencies with scripts/python-peers.sh.
 """
@@ -29,7 +37,14 @@ from pathlib import Path
 
 import numpy as np
 
-STACKS = ("jieba_bm25s", "jieba_rank_bm25", "jieba_stop_rank_bm25")
+STACKS = (
+    "jieba_bm25s",
+    "jieba_rank_bm25",
+    "jieba_stop_rank_bm25",
+    "cjk_bigram_bm25s",
+    "cjk_unibigram_bm25s",
+)
+DICTIONARY_FREE = ("cjk_bigram_bm25s", "cjk_unibigram_bm25s")
 TOP_K = 10
 SEED = 20240607  # fixed so --repeat-corpus perturbations are reproducible
 
@@ -126,6 +141,57 @@ def make_tokenizer(jieba, use_stop_words, keep_punct=False):
     return tokenize
 
 
+def is_cjk(ch):
+    """Han ideographs (with extensions and compatibility forms), kana and hangul."""
+    cp = ord(ch)
+    return (
+        0x3400 <= cp <= 0x4DBF or 0x4E00 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF
+        or 0x20000 <= cp <= 0x3FFFF or 0x3040 <= cp <= 0x30FF or 0xAC00 <= cp <= 0xD7AF
+    )
+
+
+def make_cjk_tokenizer(with_unigrams):
+    """Dictionary-free: CJK runs become overlapping bigrams (and unigrams when asked; a run
+    of one character is always kept as itself), other letters and digits become lower-cased
+    words, everything else separates."""
+
+    def tokenize(text):
+        out, word, run = [], [], []
+
+        def flush_word():
+            if word:
+                out.append("".join(word))
+                word.clear()
+
+        def flush_run():
+            if len(run) == 1:
+                out.append(run[0])
+            else:
+                for i in range(len(run) - 1):
+                    if with_unigrams:
+                        out.append(run[i])
+                    out.append(run[i] + run[i + 1])
+                if with_unigrams and run:
+                    out.append(run[-1])
+            run.clear()
+
+        for ch in text:
+            if is_cjk(ch):
+                flush_word()
+                run.append(ch)
+            elif ch.isalnum():
+                flush_run()
+                word.append(ch.lower())
+            else:
+                flush_word()
+                flush_run()
+        flush_word()
+        flush_run()
+        return out
+
+    return tokenize
+
+
 # --------------------------------------------------------------------------
 # Retrievers: each exposes build(list_of_token_lists) and top10(tokens) ->
 # document indices, best first.
@@ -204,19 +270,28 @@ def run(args):
     doc_ids, doc_texts, queries, qrels = load_beir(args.beir)
     doc_ids, doc_texts = repeat_corpus(doc_ids, doc_texts, args.repeat_corpus)
 
-    import jieba
+    if args.half:
+        parity = 0 if args.half == "even" else 1
+        queries = [q for i, q in enumerate(queries) if i % 2 == parity]
 
-    jieba.setLogLevel(logging.WARNING)
-    t0 = time.perf_counter()
-    jieba.initialize()
-    dict_load_s = time.perf_counter() - t0
+    if args.stack in DICTIONARY_FREE:
+        dict_load_s = 0.0
+        tokenize = make_cjk_tokenizer(with_unigrams=args.stack == "cjk_unibigram_bm25s")
+    else:
+        import jieba
 
-    tokenize = make_tokenizer(
-        jieba,
-        use_stop_words=args.stack == "jieba_stop_rank_bm25",
-        keep_punct=args.keep_punct,
-    )
-    retriever = Bm25sRetriever() if args.stack == "jieba_bm25s" else RankBm25Retriever()
+        jieba.setLogLevel(logging.WARNING)
+        t0 = time.perf_counter()
+        jieba.initialize()
+        dict_load_s = time.perf_counter() - t0
+
+        tokenize = make_tokenizer(
+            jieba,
+            use_stop_words=args.stack == "jieba_stop_rank_bm25",
+            keep_punct=args.keep_punct,
+        )
+    uses_bm25s = args.stack.endswith("_bm25s")
+    retriever = Bm25sRetriever() if uses_bm25s else RankBm25Retriever()
 
     # Build = tokenizing every document + building the index.
     t0 = time.perf_counter()
@@ -246,6 +321,7 @@ def run(args):
     lat = np.asarray(latencies_ms) if latencies_ms else np.zeros(1)
     result = {
         "stack": args.stack,
+        "half": args.half or "all",
         "docs": len(doc_ids),
         "queries": len(queries),
         "dict_load_s": round(dict_load_s, 4),
@@ -268,21 +344,26 @@ def print_table(result):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--beir", required=True, help="BEIR-layout data set folder")
-    ap.add_argument("--stack", required=True, choices=STACKS)
+    ap.add_argument("--stack", required=True, choices=STACKS + ("all",),
+                    help="one stack, or all of them one after the other (one result each)")
     ap.add_argument("--repeat-corpus", type=int, default=1, metavar="N",
                     help="repeat each passage N times (perturbed copies) to grow the corpus")
     ap.add_argument("--keep-punct", action="store_true",
                     help="keep punctuation tokens (drop only whitespace ones)")
+    ap.add_argument("--half", choices=("even", "odd"),
+                    help="keep only the queries of even (0, 2, ...) or odd position")
     ap.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     args = ap.parse_args(argv)
     if args.repeat_corpus < 1:
         ap.error("--repeat-corpus must be >= 1")
 
-    result = run(args)
-    if args.json:
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        print_table(result)
+    for stack in STACKS if args.stack == "all" else (args.stack,):
+        result = run(argparse.Namespace(**{**vars(args), "stack": stack}))
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False), flush=True)
+        else:
+            print_table(result)
+            print()
     return 0
 
 
