@@ -1,10 +1,12 @@
 """Drives zhiku's MCP server with the official Python client (PyPI `mcp`).
 
-    python client.py stdio ZHIKU_BIN KB_DIR QUESTION QUERY
-    python client.py http URL TOKEN QUESTION QUERY
+    python client.py stdio ZHIKU_BIN KB_DIR QUESTION QUERY [FOREIGN_DOC]
+    python client.py http URL TOKEN QUESTION QUERY [FOREIGN_DOC]
 
-Lists the tools and resources, calls search_knowledge and ask_knowledge, reads one document
-resource, checks that a bad argument is refused, and prints one JSON object.
+Lists the tools and resources, calls search_knowledge and ask_knowledge, follows the first hit
+to its section with read_document, reads one document resource, checks that a bad argument is
+refused and that FOREIGN_DOC (a document of another scope) reads as missing, and prints one
+JSON object.
 """
 
 import asyncio
@@ -24,11 +26,26 @@ def structured(result):
     return json.loads(result.content[0].text)
 
 
-async def exercise(session, question, query):
+async def refusal(call):
+    try:
+        await call
+        return None
+    except MCPError as e:
+        return str(e)
+
+
+async def exercise(session, question, query, foreign):
     init = await session.initialize()
     tools = await session.list_tools()
     search = await session.call_tool("search_knowledge", {"query": query, "k": 5})
     ask = await session.call_tool("ask_knowledge", {"question": question})
+    hit = structured(search)["hits"][0]
+    section = await session.call_tool(
+        "read_document", {"id": hit["doc_id"], "section": hit["section"]}
+    )
+    whole = await session.call_tool("read_document", {"id": hit["doc_id"]})
+    missing_read = await refusal(session.call_tool("read_document", {"id": "no-such-document"}))
+    foreign_read = await refusal(session.call_tool("read_document", {"id": foreign}))
     resources = await session.list_resources()
     first = resources.resources[0]
     read = await session.read_resource(str(first.uri))
@@ -55,24 +72,30 @@ async def exercise(session, question, query):
         "read_text": read.contents[0].text,
         "refused_empty_query": refused,
         "missing_resource": missing,
+        "hit": hit,
+        "read_section": structured(section),
+        "read_whole": structured(whole),
+        "missing_read": missing_read,
+        "foreign_read": foreign_read,
     }
 
 
 async def main():
     mode = sys.argv[1]
+    foreign = sys.argv[6] if len(sys.argv) > 6 else "no-such-document-either"
     if mode == "stdio":
-        _, _, binary, kb, question, query = sys.argv
+        binary, kb, question, query = sys.argv[2:6]
         params = StdioServerParameters(command=binary, args=["--kb", kb, "mcp"])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
-                out = await exercise(session, question, query)
+                out = await exercise(session, question, query, foreign)
     elif mode == "http":
-        _, _, url, token, question, query = sys.argv
+        url, token, question, query = sys.argv[2:6]
         client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with client:
             async with streamable_http_client(url, http_client=client) as (read, write):
                 async with ClientSession(read, write) as session:
-                    out = await exercise(session, question, query)
+                    out = await exercise(session, question, query, foreign)
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(json.dumps(out, ensure_ascii=False))

@@ -1110,3 +1110,127 @@ fn recorded_traces_read_back_typed_and_serve_what_they_served() {
         }
     }
 }
+
+/// The documents of a corpus as the index cut them: the port a context policy reads around the
+/// evidence through.
+struct CorpusChunks(Vec<Document>, ChunkingPolicy);
+
+impl zhiku_domain::ports::DocumentChunks for CorpusChunks {
+    fn chunks(
+        &self,
+        doc: &DocId,
+        revision: &Revision,
+    ) -> Result<Option<Vec<zhiku_domain::Chunk>>, zhiku_domain::ports::SourceError> {
+        Ok(self
+            .0
+            .iter()
+            .find(|d| d.id() == doc && d.revision() == revision)
+            .map(|d| zhiku_domain::chunker::chunk_document(d, &self.1)))
+    }
+}
+
+fn guide() -> Document {
+    doc(
+        "guide",
+        "public",
+        "安装指南",
+        "# 安装指南\n\n## 准备\n\n安装之前先确认磁盘空间足够。需要两 GB 的空闲空间和一个终端。\n\n准备好之后打开终端，进入要放知识库的目录。\n\n## 安装步骤\n\n第一步下载安装包。第二步解压到任意目录。\n\n第三步运行 zhiku index 建立索引，索引完成后就可以提问。\n\n## 卸载\n\n删除安装目录和 .zhiku 文件夹即可卸载。",
+    )
+}
+
+#[test]
+fn a_section_or_neighbours_context_is_sent_as_citable_chunks_of_this_round() {
+    use zhiku_domain::rules::expand::ContextPolicy;
+    let mut docs = corpus();
+    docs.push(guide());
+    let kb = Kb::new(docs.clone());
+    let chunks = CorpusChunks(docs, ChunkingPolicy::with_sizes(120, 16).unwrap());
+    let retriever = kb.retriever();
+    let guide_chunks = kb.chunks_of("guide");
+    assert!(guide_chunks.len() >= 4, "{guide_chunks:?}");
+    let question = "安装步骤的第三步是什么？";
+    for context in [ContextPolicy::Section, ContextPolicy::Neighbours] {
+        let policy = AnswerPolicy {
+            context,
+            k: 2,
+            budget: RetrievalBudget::new(6, 2000).unwrap(),
+            ..AnswerPolicy::default()
+        };
+        let ask = |generator: &dyn Generator| {
+            let sink = MemoryTraceSink::new();
+            Answerer::new(&retriever, generator, &sink, &FrozenClock, policy)
+                .with_document_chunks(&chunks)
+                .ask(question, &public(), "t-ctx")
+                .unwrap()
+        };
+        // A generator that cites every block it was given.
+        let cite_all = Scripted::new(&["第三步运行 zhiku index[1][2][3]。"]);
+        let frame = ask(&cite_all);
+        let seen = cite_all.seen.lock().unwrap()[0].sources.clone();
+        assert!(seen.len() > 1, "{context:?}: {seen:?}");
+        // More than the evidence reached the context: blocks brought in around it.
+        assert!(frame.evidence.iter().any(|e| e.around), "{context:?}");
+        // Every block is a real chunk of the index, numbered and citable on its own.
+        for (i, block) in seen.iter().enumerate() {
+            assert_eq!(block.marker as usize, i + 1);
+            assert_eq!(block.chunk_id, frame.evidence[i].chunk_id);
+            let doc = block.chunk_id.doc_part();
+            assert!(kb.chunks_of(doc).contains(&block.chunk_id), "{context:?}");
+        }
+        assert_eq!(frame.status, AnswerStatus::Answered, "{context:?}");
+        let round: Vec<&ChunkId> = frame.evidence.iter().map(|e| &e.chunk_id).collect();
+        for c in &frame.citations {
+            assert!(round.contains(&&c.chunk_id), "{context:?}");
+        }
+        // Within the budget, whole chunks.
+        let chars: usize = seen.iter().map(|b| b.text.chars().count()).sum();
+        assert!(
+            seen.len() <= 6 && chars <= 2000 + 6 * 8,
+            "{context:?} {chars}"
+        );
+        // A marker past the blocks is still refused: the invariant holds for the wider context.
+        let past = format!("第三步运行 zhiku index[{}]。", seen.len() + 1);
+        let frame = ask(&Scripted::new(&[past.as_str()]));
+        assert_eq!(frame.status, AnswerStatus::Blocked, "{context:?}");
+        // The extractive generator answers from the wider context under the same rules.
+        let frame = ask(&ExtractiveGenerator::default());
+        assert_eq!(frame.status, AnswerStatus::Answered, "{context:?}");
+        assert!(frame.citations.iter().all(|c| round.contains(&&c.chunk_id)));
+    }
+    // The section policy sends the section of the best hit in document order.
+    let policy = AnswerPolicy {
+        context: ContextPolicy::Section,
+        k: 2,
+        budget: RetrievalBudget::new(6, 2000).unwrap(),
+        ..AnswerPolicy::default()
+    };
+    let sink = MemoryTraceSink::new();
+    let frame = Answerer::new(
+        &retriever,
+        &ExtractiveGenerator::default(),
+        &sink,
+        &FrozenClock,
+        policy,
+    )
+    .with_document_chunks(&chunks)
+    .ask(question, &public(), "t-sec")
+    .unwrap();
+    let guide_blocks: Vec<&ChunkId> = frame
+        .evidence
+        .iter()
+        .map(|e| &e.chunk_id)
+        .filter(|id| id.doc_part() == "guide")
+        .collect();
+    let mut in_order = guide_blocks.clone();
+    in_order.sort_by_key(|id| guide_chunks.iter().position(|c| c == *id));
+    assert_eq!(guide_blocks, in_order);
+    // Without the port the policy falls back to the evidence chunks alone.
+    let (plain, _) = ask_with(
+        &retriever,
+        &ExtractiveGenerator::default(),
+        policy,
+        question,
+        &public(),
+    );
+    assert!(plain.evidence.iter().all(|e| !e.around));
+}

@@ -48,6 +48,11 @@ fn run(cli: Cli) -> Result<Exit> {
         } => cli::index::run(&ctx, dir, beir, rebuild, json, watch),
         Command::Search { query, q } => cli::search::run(&ctx, &query, &q),
         Command::Ask { question, q, trace } => cli::ask::run(&ctx, &question, &q, trace),
+        Command::Read {
+            target,
+            json,
+            no_refresh,
+        } => cli::read::run(&ctx, &target, json, no_refresh),
         Command::Eval {
             beir,
             golden,
@@ -56,6 +61,7 @@ fn run(cli: Cli) -> Result<Exit> {
             per_query,
             answers,
             embedder,
+            context,
         } => cli::eval::run(
             &ctx,
             beir,
@@ -64,6 +70,7 @@ fn run(cli: Cli) -> Result<Exit> {
             json,
             (per_query, answers),
             &embedder,
+            context,
         ),
         Command::Serve {
             bind,

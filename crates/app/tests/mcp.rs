@@ -58,7 +58,7 @@ fn check(r: &Value, own: &str, foreign: &str) {
     assert_eq!(r["server"], "zhiku");
     assert_eq!(
         r["tools"],
-        serde_json::json!(["ask_knowledge", "search_knowledge"])
+        serde_json::json!(["ask_knowledge", "read_document", "search_knowledge"])
     );
     assert!(r["tool_schemas"]["search_knowledge"]["properties"]["query"].is_object());
     assert!(r["tool_schemas"]["ask_knowledge"]["properties"]["question"].is_object());
@@ -86,6 +86,36 @@ fn check(r: &Value, own: &str, foreign: &str) {
     assert!(r["read_text"].as_str().unwrap().len() > 10);
     assert!(r["refused_empty_query"].as_str().unwrap().contains("empty"));
     assert!(r["missing_resource"].is_string());
+    // A hit leads to its section: the section holds the hit's chunk, at the document's revision.
+    let (hit, section) = (&r["hit"], &r["read_section"]);
+    assert_eq!(section["doc_id"], hit["doc_id"]);
+    assert_eq!(section["section"], hit["section"]);
+    assert!(
+        section["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["chunk_id"] == hit["chunk_id"]),
+        "{section}"
+    );
+    assert!(
+        section["text"]
+            .as_str()
+            .unwrap()
+            .contains(hit["content"].as_str().unwrap().trim())
+    );
+    assert_eq!(r["read_whole"]["revision"], section["revision"]);
+    assert!(r["read_whole"]["chars"].as_u64() >= section["chars"].as_u64());
+    // Another scope's document reads exactly as a missing one.
+    let (missing, foreign_read) = (
+        r["missing_read"].as_str().unwrap(),
+        r["foreign_read"].as_str().unwrap(),
+    );
+    assert!(missing.contains("no document"), "{missing}");
+    assert_eq!(
+        foreign_read.replace(foreign, "X"),
+        missing.replace("no-such-document", "X")
+    );
 }
 
 #[test]
@@ -113,6 +143,7 @@ fn the_python_client_uses_both_tools_and_the_resources_over_stdio() {
         kb.to_str().unwrap(),
         "alpha 客户的退货期限是多少天？",
         "退货期限",
+        "beta-returns",
     ]) else {
         return;
     };
@@ -137,6 +168,7 @@ fn the_python_client_uses_streamable_http_with_the_tokens_scopes() {
         "tok-b",
         "beta 客户的退货期限是多少天？",
         "退货期限",
+        "alpha-returns",
     ]) else {
         return;
     };
@@ -148,6 +180,7 @@ fn the_python_client_uses_streamable_http_with_the_tokens_scopes() {
         "tok-a",
         "alpha 客户的退货期限是多少天？",
         "退货期限",
+        "beta-returns",
     ])
     .unwrap();
     check(&a, "alpha-returns", "beta-returns");

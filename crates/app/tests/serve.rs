@@ -702,6 +702,7 @@ fn the_openapi_document_lists_every_route() {
         "/v1/documents",
         "/v1/documents:batch",
         "/v1/documents/{id}",
+        "/v1/documents/{id}/sections/{section}",
         "/v1/status",
         "/v1/traces/{id}",
         "/v1/openapi.json",
@@ -795,4 +796,64 @@ fn a_cited_pdf_is_served_to_open_at_its_page_and_only_within_scope() {
             .starts_with("attachment;")
     );
     assert_eq!(header("content-security-policy"), Some("sandbox"));
+}
+
+#[test]
+fn a_hit_leads_to_its_section_and_another_scope_reads_as_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let hits = search(&s, "tok-b", "退货期限");
+    let hit = &hits["hits"][0];
+    assert_eq!(hit["doc_id"], "beta-returns");
+    let section = hit["section"].as_str().unwrap();
+    let url = format!("/v1/documents/beta-returns/sections/{section}");
+    let read = call("GET", &s.url(&url), Some("tok-b"), None);
+    assert_eq!(read.status, 200, "{}", read.text);
+    assert_eq!(read.body["section"], section);
+    assert_eq!(read.body["heading_path"], json!(["退货政策"]));
+    assert!(read.body["text"].as_str().unwrap().contains("七天"));
+    assert!(
+        read.body["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["chunk_id"] == hit["chunk_id"] && c["section"] == section)
+    );
+    let whole = call(
+        "GET",
+        &s.url("/v1/documents/beta-returns"),
+        Some("tok-b"),
+        None,
+    );
+    assert_eq!(read.body["revision"], whole.body["revision"]);
+    // The same section through another scope's token: exactly an unknown document's answer.
+    let foreign = call("GET", &s.url(&url), Some("tok-a"), None);
+    let unknown = call(
+        "GET",
+        &s.url(&format!("/v1/documents/no-such-doc/sections/{section}")),
+        Some("tok-a"),
+        None,
+    );
+    assert_eq!((foreign.status, unknown.status), (404, 404));
+    assert_eq!(
+        foreign.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("beta-returns", "X"),
+        unknown.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("no-such-doc", "X")
+    );
+    assert!(!foreign.text.contains("蓝鲸"));
+    // A section the document does not have (a renamed heading's old ID) is not found.
+    let gone = call(
+        "GET",
+        &s.url("/v1/documents/beta-returns/sections/0000000000000000"),
+        Some("tok-b"),
+        None,
+    );
+    assert_eq!(gone.status, 404, "{}", gone.text);
+    assert!(gone.text.contains("has no section"), "{}", gone.text);
 }

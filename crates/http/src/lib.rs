@@ -103,6 +103,7 @@ impl From<KbError> for ApiError {
             KbError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             KbError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             KbError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            KbError::TooLarge(_) => (StatusCode::UNPROCESSABLE_ENTITY, "too_large"),
             KbError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             KbError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
@@ -501,14 +502,37 @@ async fn list_documents(
     ))
 }
 
+/// `GET /v1/documents/{id}` (a document with its chunks) and
+/// `GET /v1/documents/{id}/sections/{section}` (a section with its subsections, in reading
+/// order). A document ID may hold `/`, so both share one wildcard route: a path ending in
+/// `/sections/` and a section ID (16 lower-case hex digits) is a section read.
 async fn get_document(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<Json<DocumentView>> {
+) -> ApiResult<Response> {
     let kb = state.kb.clone();
+    if let Some((doc, section)) = section_path(&id) {
+        let (doc, section) = (doc.to_string(), section.to_string());
+        let read = run(&state, move || {
+            kb.read_document(&caller, &doc, Some(&section))
+        })
+        .await?;
+        return Ok(Json(read).into_response());
+    }
     let doc = run(&state, move || kb.document(&caller, &id)).await?;
-    Ok(Json(doc))
+    Ok(Json::<DocumentView>(doc).into_response())
+}
+
+/// `{id}/sections/{section}` split into the document ID and the section, when the tail has the
+/// shape of a section ID.
+fn section_path(path: &str) -> Option<(&str, &str)> {
+    let (doc, section) = path.rsplit_once("/sections/")?;
+    let hex = section.len() == 16
+        && section
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (hex && !doc.is_empty()).then_some((doc, section))
 }
 
 /// `GET /v1/originals/{id}`: the file a document was read from, for a caller who may see it.

@@ -1,5 +1,6 @@
-//! The Model Context Protocol server: tools `search_knowledge` and `ask_knowledge`, and the
-//! knowledge base's documents as resources (`zhiku://documents/{id}`).
+//! The Model Context Protocol server: tools `search_knowledge`, `ask_knowledge` and
+//! `read_document` (a document or one section of it, to follow a hit or a citation to its
+//! section), and the knowledge base's documents as resources (`zhiku://documents/{id}`).
 //!
 //! `zhiku mcp` serves it over stdio for the local user (the configuration's trusted scopes);
 //! `zhiku serve` also mounts it at `/mcp` over streamable HTTP, where the bearer token of each
@@ -53,6 +54,16 @@ pub struct AskArgs {
     pub k: Option<usize>,
 }
 
+/// `read_document` arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ReadArgs {
+    /// The document ID (a hit's or a citation's doc_id).
+    pub id: String,
+    /// A section ID (a hit's or a citation's section): that section with its subsections; the
+    /// whole document when left out.
+    pub section: Option<String>,
+}
+
 /// The MCP handler over one knowledge base.
 #[derive(Debug, Clone)]
 pub struct ZhikuMcp {
@@ -66,7 +77,7 @@ pub struct ZhikuMcp {
 
 fn to_error(e: KbError) -> ErrorData {
     match e {
-        KbError::Invalid(m) => ErrorData::invalid_params(m, None),
+        KbError::Invalid(m) | KbError::TooLarge(m) => ErrorData::invalid_params(m, None),
         KbError::NotFound(m) => ErrorData::resource_not_found(m, None),
         other => ErrorData::internal_error(other.public_message(), None),
     }
@@ -195,6 +206,22 @@ impl ZhikuMcp {
             .await?;
         Ok(CallToolResult::structured(json!(frame)))
     }
+
+    #[tool(
+        description = "Read a document of the knowledge base in order: the whole document, or with `section` (the section ID a search hit or a citation carries) that section with its subsections. Returns the text, the document's revision, the section's headings, its outline and its chunks (the chunk IDs citations name). A read longer than 200,000 characters is refused with its size: read a section instead."
+    )]
+    async fn read_document(
+        &self,
+        Parameters(args): Parameters<ReadArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let kb = self.kb.clone();
+        let read = self
+            .blocking(move || kb.read_document(&caller, &args.id, args.section.as_deref()))
+            .await?;
+        Ok(CallToolResult::structured(json!(read)))
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -208,7 +235,7 @@ impl ServerHandler for ZhikuMcp {
         )
         .with_server_info(Implementation::new("zhiku", env!("CARGO_PKG_VERSION")))
         .with_instructions(
-            "zhiku knowledge base: search_knowledge finds cited evidence, ask_knowledge answers with validated citations; documents are resources under zhiku://documents/.",
+            "zhiku knowledge base: search_knowledge finds cited evidence, ask_knowledge answers with validated citations, read_document reads a hit's or a citation's section (or a whole document) in order; documents are resources under zhiku://documents/.",
         )
     }
 

@@ -18,6 +18,9 @@ pub enum KbError {
     /// The request conflicts with what is stored.
     #[error("{0}")]
     Conflict(String),
+    /// What was asked for is larger than a response may carry (the message names both sizes).
+    #[error("{0}")]
+    TooLarge(String),
     /// A backend (vector server, generator) or every retrieval route is unavailable now.
     #[error("{0}")]
     Unavailable(String),
@@ -56,6 +59,7 @@ impl KbError {
             KbError::Forbidden(m) => KbError::Forbidden(scrub(m)),
             KbError::NotFound(m) => KbError::NotFound(scrub(m)),
             KbError::Conflict(m) => KbError::Conflict(scrub(m)),
+            KbError::TooLarge(m) => KbError::TooLarge(scrub(m)),
             KbError::Unavailable(m) => KbError::Unavailable(scrub(m)),
             KbError::Internal(e) => KbError::Internal(anyhow::anyhow!(scrub(format!("{e:#}")))),
         }

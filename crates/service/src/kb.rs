@@ -22,18 +22,24 @@ use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
     DocumentStore, Generator, Origin, PutRequest, Staged, StoredTraceEvent, TraceSink, TraceStore,
 };
+use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
-    AnswerFrame, Answerer, Catalog, CatalogEntry, IndexReport, RetrievalRequest, SyncMode,
+    AnswerFrame, Answerer, Catalog, CatalogEntry, DocumentReader, IndexReport, RetrievalRequest,
+    SyncMode,
 };
-use zhiku_domain::{DocId, Document, Scope};
+use zhiku_domain::{DocId, Document, Scope, SectionId};
 
 use crate::ids::check_new_id;
 use crate::refresh::{index_loaded, refresh};
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
-    QueryLimits, Refreshed, SearchQuery, SearchResult, Status, Store, Tee, WithRequestId,
-    filter_for,
+    QueryLimits, Refreshed, SearchQuery, SearchResult, SectionView, Status, Store, Tee,
+    WithRequestId, filter_for,
 };
+
+/// The most characters one read (a document or a section) returns: a larger one is refused
+/// with its size, and its sections can be read one by one.
+pub const MAX_READ_CHARS: usize = 200_000;
 
 struct Inner {
     store: Store,
@@ -206,13 +212,20 @@ impl KnowledgeBase {
             }
             None => &tee,
         };
-        let answerer = Answerer::new(
+        let reader = self
+            .documents
+            .as_deref()
+            .map(|d| DocumentReader::new(d, store.source_paths(), store.settings.policy));
+        let mut answerer = Answerer::new(
             &retriever,
             self.generator.as_ref(),
             sink,
             &self.clock,
             policy,
         );
+        if let Some(reader) = &reader {
+            answerer = answerer.with_document_chunks(reader);
+        }
         let result = answerer.ask(&q.query, &filter, trace_id);
         // A run that ended early (no `answer` event) is written too.
         self.traces.finish(trace_id);
@@ -324,15 +337,53 @@ impl KnowledgeBase {
             text: doc.content().to_string(),
             chunks: chunk_document(&doc, &inner.store.settings.policy)
                 .iter()
-                .map(|c| ChunkView {
-                    chunk_id: c.chunk_id().to_string(),
-                    heading_path: c.heading_path().to_vec(),
-                    pages: c.pages(),
-                    start: c.start(),
-                    end: c.end(),
-                    content: c.content().to_string(),
-                })
+                .map(ChunkView::of)
                 .collect(),
+        })
+    }
+
+    /// Document `id` whole, or its section `section` with the subsections under it, in reading
+    /// order, as it is now in the source, at most [`MAX_READ_CHARS`] characters. What the caller
+    /// may not see is not found, exactly as for [`Self::document`].
+    pub fn read_document(
+        &self,
+        caller: &Caller,
+        id: &str,
+        section: Option<&str>,
+    ) -> Result<SectionView, KbError> {
+        let inner = self.read();
+        let (doc, _) = self.visible_document(&inner, caller, id)?;
+        let section = section
+            .map(|s| {
+                SectionId::parse(s)
+                    .map_err(|_| KbError::NotFound(format!("document {id:?} has no section {s:?}")))
+            })
+            .transpose()?;
+        let documents = self.documents.as_deref().ok_or_else(|| no_document(id))?;
+        let reader = DocumentReader::new(
+            documents,
+            inner.store.source_paths(),
+            inner.store.settings.policy,
+        );
+        let reading = reader
+            .read(&doc, section.as_ref(), MAX_READ_CHARS)
+            .map_err(|e| match e {
+                ReadError::NoSuchSection { .. } => KbError::NotFound(e.to_string()),
+                ReadError::TooLarge { .. } => KbError::TooLarge(e.to_string()),
+            })?;
+        let a = doc.attributes();
+        Ok(SectionView {
+            doc_id: reading.doc_id.to_string(),
+            title: a.title.to_string(),
+            source: a.source.to_string(),
+            scope: a.scope.to_string(),
+            revision: reading.revision.to_string(),
+            section: reading.section.to_string(),
+            heading_path: reading.heading_path,
+            chars: reading.text.chars().count(),
+            text: reading.text,
+            outline: reading.outline,
+            chunks: reading.chunks.iter().map(ChunkView::of).collect(),
         })
     }
 

@@ -26,11 +26,11 @@ mod views;
 pub use caller::Caller;
 pub use clock::{MonotonicClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
-pub use kb::{KnowledgeBase, SharedKb};
+pub use kb::{KnowledgeBase, MAX_READ_CHARS, SharedKb};
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
 pub use store::{Dense, Settings, Store};
 pub use trace::{Tee, WithRequestId};
 pub use views::{
-    ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, Status,
+    ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView, Status,
 };

@@ -9,6 +9,7 @@ use zhiku_domain::ports::{
     SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
 use zhiku_domain::{ChunkingPolicy, Scope};
 
@@ -34,6 +35,8 @@ pub struct Settings {
     pub context: RetrievalBudget,
     /// Generation attempts before an answer run ends `blocked`.
     pub ask_attempts: u32,
+    /// What of the documents around the evidence an answer's context holds.
+    pub answer_context: ContextPolicy,
     /// Documents per step of a refresh: chunked, embedded, written to both indexes and
     /// recorded in the catalog together, so memory stays bounded and a killed build keeps the
     /// steps it finished.
@@ -49,6 +52,7 @@ impl Settings {
             mode,
             k,
             budget: self.context,
+            context: self.answer_context,
             max_attempts: self.ask_attempts,
         }
     }

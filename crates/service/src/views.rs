@@ -56,6 +56,8 @@ pub struct Hit {
     pub source: String,
     /// Headings above the chunk.
     pub heading_path: Vec<String>,
+    /// The section the chunk sits in, to read it whole (`GET /v1/documents/{id}/sections/{section}`).
+    pub section: String,
     /// The pages of the document the chunk lies on (a PDF's), as `[first, last]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages: Option<zhiku_domain::PageSpan>,
@@ -81,6 +83,7 @@ impl Hit {
                 title: e.chunk.doc().title.to_string(),
                 source: e.chunk.doc().source.to_string(),
                 heading_path: e.chunk.heading_path().to_vec(),
+                section: e.chunk.section().to_string(),
                 pages: e.chunk.pages(),
                 score: e.score,
                 routes: e.routes.clone(),
@@ -151,6 +154,8 @@ pub struct ChunkView {
     pub chunk_id: String,
     /// Headings above it.
     pub heading_path: Vec<String>,
+    /// The section it sits in.
+    pub section: String,
     /// The pages of the document it lies on (a PDF's), as `[first, last]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages: Option<zhiku_domain::PageSpan>,
@@ -160,6 +165,48 @@ pub struct ChunkView {
     pub end: usize,
     /// Its text, exactly as indexed.
     pub content: String,
+}
+
+impl ChunkView {
+    /// The view of `c`.
+    pub fn of(c: &zhiku_domain::Chunk) -> Self {
+        Self {
+            chunk_id: c.chunk_id().to_string(),
+            heading_path: c.heading_path().to_vec(),
+            section: c.section().to_string(),
+            pages: c.pages(),
+            start: c.start(),
+            end: c.end(),
+            content: c.content().to_string(),
+        }
+    }
+}
+
+/// A document, or one section of it with its subsections, read in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct SectionView {
+    /// The document's ID.
+    pub doc_id: String,
+    /// Its title as it reads now.
+    pub title: String,
+    /// Its file relative to the knowledge-base root.
+    pub source: String,
+    /// The scope that decides who may read it.
+    pub scope: String,
+    /// The revision (content hash) the text was read at.
+    pub revision: String,
+    /// The section read; the whole document's when none was asked for.
+    pub section: String,
+    /// Its headings, outermost first (empty for the whole document).
+    pub heading_path: Vec<String>,
+    /// Its text, in reading order.
+    pub text: String,
+    /// Characters of `text`.
+    pub chars: usize,
+    /// The sections within it (itself first), in document order.
+    pub outline: Vec<zhiku_domain::rules::section::SectionEntry>,
+    /// Its chunks, in document order: what citations name.
+    pub chunks: Vec<ChunkView>,
 }
 
 /// A document as the caller may read it.

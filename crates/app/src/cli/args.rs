@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_http::logging::LogFormat;
 
@@ -120,6 +121,18 @@ pub(crate) enum Command {
         #[arg(long)]
         trace: bool,
     },
+    /// Read a document, or one section of it with its subsections, in order: `DOC` or
+    /// `DOC#SECTION` (the section ID a search hit or a citation carries).
+    Read {
+        /// The document ID, optionally followed by `#` and a section ID.
+        target: String,
+        /// Print the JSON view (text, revision, outline, chunks).
+        #[arg(long)]
+        json: bool,
+        /// Do not refresh the index first.
+        #[arg(long)]
+        no_refresh: bool,
+    },
     /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
     Eval {
         /// A BEIR directory (corpus, queries, qrels, optional spans), indexed in memory.
@@ -145,6 +158,10 @@ pub(crate) enum Command {
         /// configured model, ZHIKU_MODEL).
         #[arg(long, default_value = "none")]
         embedder: String,
+        /// Also measure the answers' context under this policy (chunks, section or
+        /// neighbours): span coverage, expected documents in the context, answer rate, size.
+        #[arg(long)]
+        context: Option<ContextPolicy>,
     },
     /// Serve the knowledge base over HTTP: the JSON API under /v1, the web page at /, and MCP
     /// (streamable HTTP) at /mcp.

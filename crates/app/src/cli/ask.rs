@@ -6,7 +6,7 @@ use zhiku_service::{MonotonicClock, Tee, new_trace_id};
 
 use super::chain::{Recorded, render_chain};
 use zhiku_app::wiring::{self, source_for};
-use zhiku_domain::usecases::{AnswerStatus, Answerer, RetrievalMode};
+use zhiku_domain::usecases::{AnswerStatus, Answerer, DocumentReader, RetrievalMode};
 
 use super::args::QueryArgs;
 use super::ctx::{Ctx, build_filter};
@@ -35,7 +35,13 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
     let file_sink = wiring::trace_log(&store);
     let memory = Recorded::default();
     let sink = Tee(vec![&file_sink, &memory]);
-    let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
+    let reader = DocumentReader::new(
+        documents.as_ref(),
+        store.source_paths(),
+        store.settings.policy,
+    );
+    let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
+        .with_document_chunks(&reader);
     let trace_id = new_trace_id();
     let frame = answerer.ask(question, &filter, &trace_id)?;
     if trace {

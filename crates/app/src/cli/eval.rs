@@ -1,6 +1,7 @@
 //! `zhiku eval`: retrieval quality on a BEIR directory (indexed in memory), or retrieval and
 //! answer quality on a golden set over the knowledge base.
 
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -9,9 +10,12 @@ use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_
 use zhiku_app::wiring::generator::generator_for;
 use zhiku_app::wiring::store::Purpose;
 use zhiku_app::wiring::{self, source_for};
-use zhiku_domain::Filter;
-use zhiku_domain::usecases::{Answerer, RetrievalMode};
-use zhiku_eval::beir::{load_beir, load_golden};
+use zhiku_domain::chunker::chunk_document;
+use zhiku_domain::ports::{DocumentChunks, NullTraceSink, SourceError};
+use zhiku_domain::rules::expand::ContextPolicy;
+use zhiku_domain::usecases::{AnswerPolicy, AnswerStatus, Answerer, DocumentReader, RetrievalMode};
+use zhiku_domain::{Chunk, ChunkingPolicy, DocId, Document, Filter, Revision};
+use zhiku_eval::beir::{EvalSet, load_beir, load_golden, passage_document};
 use zhiku_eval::runner::{AnswerResult, evaluate, evaluate_answers};
 use zhiku_service::{MonotonicClock, new_trace_id};
 
@@ -28,6 +32,7 @@ pub(crate) fn run(
     json: bool,
     (per_query, answers_file): (Option<PathBuf>, Option<PathBuf>),
     embedder: &str,
+    context: Option<ContextPolicy>,
 ) -> Result<Exit> {
     let mut out = match &per_query {
         Some(p) => Some(std::io::BufWriter::new(
@@ -67,7 +72,31 @@ pub(crate) fn run(
                 ctx.note("notice: no embedder (--embedder candle uses ZHIKU_MODEL); the dense route is unavailable");
             }
             let filter = Filter::for_scope(corpus_scope());
-            evaluate(&index.retriever(), &filter, mode, &set, &mut on_query)?
+            let retriever = index.retriever();
+            let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
+            if let Some(context) = context {
+                // The answers' context under the policy, over the same corpus.
+                let passages = CorpusChunks::new(&set, config.policy)?;
+                let generator = generator_for(&config)?;
+                let policy = AnswerPolicy {
+                    mode,
+                    k: config.k,
+                    budget: config.context,
+                    context,
+                    max_attempts: config.ask_attempts,
+                };
+                let clock = MonotonicClock::default();
+                let answerer = Answerer::new(
+                    &retriever,
+                    generator.as_ref(),
+                    &NullTraceSink,
+                    &clock,
+                    policy,
+                )
+                .with_document_chunks(&passages);
+                context_figures(&answerer, &filter, &set, context, json)?;
+            }
+            summary
         }
         (None, Some(path)) => {
             let set = load_golden(&path)?;
@@ -83,9 +112,21 @@ pub(crate) fn run(
             let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config)?;
-            let policy = store.settings.answer_policy(mode, store.config.k);
+            let mut policy = store.settings.answer_policy(mode, store.config.k);
+            if let Some(context) = context {
+                policy.context = context;
+            }
             let sink = wiring::trace_log(&store);
-            let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy);
+            let reader = DocumentReader::new(
+                documents.as_ref(),
+                store.source_paths(),
+                store.config.policy,
+            );
+            let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
+                .with_document_chunks(&reader);
+            if context.is_some() {
+                context_figures(&answerer, &filter, &set, policy.context, json)?;
+            }
             let mut answers_out = match &answers_file {
                 Some(p) => Some(std::io::BufWriter::new(
                     std::fs::File::create(p)
@@ -117,4 +158,112 @@ pub(crate) fn run(
     }
     render::eval(&summary, answer_summary.as_ref(), json, warnings);
     Ok(Exit::Success)
+}
+
+/// A BEIR corpus's passages as documents, chunked with the index's policy.
+struct CorpusChunks {
+    docs: BTreeMap<DocId, Document>,
+    policy: ChunkingPolicy,
+}
+
+impl CorpusChunks {
+    fn new(set: &EvalSet, policy: ChunkingPolicy) -> Result<Self> {
+        let scope = corpus_scope();
+        let mut docs = BTreeMap::new();
+        for p in &set.corpus {
+            let d = passage_document(p, &scope)?;
+            docs.insert(d.id().clone(), d);
+        }
+        Ok(Self { docs, policy })
+    }
+}
+
+impl DocumentChunks for CorpusChunks {
+    fn chunks(&self, doc: &DocId, revision: &Revision) -> Result<Option<Vec<Chunk>>, SourceError> {
+        Ok(self
+            .docs
+            .get(doc)
+            .filter(|d| d.revision() == revision)
+            .map(|d| chunk_document(d, &self.policy)))
+    }
+}
+
+/// Asks every answerable case and measures the context the policy sent: the share of cases
+/// whose gold answer span lies wholly in the context (when the set has spans), the share whose
+/// context holds an expected document, the share answered, and the context's mean size.
+fn context_figures(
+    answerer: &Answerer<'_>,
+    filter: &Filter,
+    set: &EvalSet,
+    context: ContextPolicy,
+    json: bool,
+) -> Result<()> {
+    let (mut cases, mut with_spans, mut spans_in, mut docs_in, mut answered) = (0, 0, 0, 0, 0);
+    let (mut chars, mut blocks) = (0usize, 0usize);
+    for case in &set.queries {
+        if case.no_answer || case.text.trim().is_empty() || case.relevant.is_empty() {
+            continue;
+        }
+        let frame = answerer.ask(&case.text, filter, &new_trace_id())?;
+        cases += 1;
+        answered += usize::from(frame.status == AnswerStatus::Answered);
+        chars += frame
+            .evidence
+            .iter()
+            .map(|e| e.end - e.start)
+            .sum::<usize>();
+        blocks += frame.evidence.len();
+        let docs: HashSet<&str> = frame.evidence.iter().map(|e| e.doc_id.as_str()).collect();
+        docs_in += usize::from(case.relevant.iter().any(|d| docs.contains(d.as_str())));
+        if !case.spans.is_empty() {
+            with_spans += 1;
+            // Every character of a gold span lies in a block of its document.
+            let covered = case.spans.iter().any(|g| {
+                (g.start..g.end).all(|at| {
+                    frame
+                        .evidence
+                        .iter()
+                        .any(|e| e.doc_id.as_str() == g.doc_id && e.start <= at && at < e.end)
+                })
+            });
+            spans_in += usize::from(covered);
+        }
+    }
+    let share = |a: usize, b: usize| {
+        if b == 0 {
+            serde_json::Value::Null
+        } else {
+            ((a as f64 / b as f64 * 10_000.0).round() / 10_000.0).into()
+        }
+    };
+    let mean = |a: usize| {
+        if cases == 0 {
+            0.0
+        } else {
+            a as f64 / cases as f64
+        }
+    };
+    let figures = serde_json::json!({
+        "context": context.code(),
+        "cases": cases,
+        "span_coverage": share(spans_in, with_spans),
+        "doc_coverage": share(docs_in, cases),
+        "answered_rate": share(answered, cases),
+        "context_chars_mean": (mean(chars) * 10.0).round() / 10.0,
+        "blocks_mean": (mean(blocks) * 100.0).round() / 100.0,
+    });
+    if json {
+        println!("{figures}");
+    } else {
+        println!(
+            "context {}: {cases} cases · span coverage {} · expected document in context {} · answered {} · {:.0} characters in {:.2} blocks on average",
+            context.code(),
+            figures["span_coverage"],
+            figures["doc_coverage"],
+            figures["answered_rate"],
+            mean(chars),
+            mean(blocks)
+        );
+    }
+    Ok(())
 }

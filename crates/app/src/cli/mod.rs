@@ -26,6 +26,7 @@ pub(crate) mod exit;
 pub(crate) mod index;
 pub(crate) mod mcp;
 pub(crate) mod open;
+pub(crate) mod read;
 pub(crate) mod render;
 pub(crate) mod search;
 pub(crate) mod serve;

@@ -26,6 +26,7 @@ use toml::Table;
 use zhiku_adapters_qdrant::QdrantConfig;
 use zhiku_adapters_usearch::AnnSettings;
 use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::{ServeSettings, ServeTable};
 
@@ -138,6 +139,9 @@ pub struct Config {
     pub ask_attempts: u32,
     /// What an answer's context may hold (`context_chunks`, `context_chars`).
     pub context: RetrievalBudget,
+    /// What of the documents around the evidence that context holds (`answer_context`:
+    /// `chunks`, `section` or `neighbours`).
+    pub answer_context: ContextPolicy,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
     /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
@@ -179,10 +183,11 @@ struct Keys {
     ask_attempts: Option<u32>,
     context_chunks: Option<usize>,
     context_chars: Option<usize>,
+    answer_context: Option<ContextPolicy>,
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 27] = [
+const KEYS: [&str; 28] = [
     "vectors",
     "embedder",
     "lexical",
@@ -210,6 +215,7 @@ const KEYS: [&str; 27] = [
     "ask_attempts",
     "context_chunks",
     "context_chars",
+    "answer_context",
 ];
 
 /// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
@@ -229,7 +235,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 27] = [
+const ENV: [EnvKey; 28] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -261,6 +267,7 @@ const ENV: [EnvKey; 27] = [
     var("ask_attempts", "ZHIKU_ASK_ATTEMPTS"),
     var("context_chunks", "ZHIKU_CONTEXT_CHUNKS"),
     var("context_chars", "ZHIKU_CONTEXT_CHARS"),
+    var("answer_context", "ZHIKU_ANSWER_CONTEXT"),
 ];
 
 /// The variables of `[qdrant]`.
@@ -362,6 +369,7 @@ llm_max_tokens = 512
 ask_attempts = 3
 context_chunks = 6
 context_chars = 4000
+answer_context = "chunks"
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
@@ -519,6 +527,9 @@ impl Config {
             .map_err(|_| {
                 anyhow::anyhow!("ask_attempts, context_chunks and context_chars must be at least 1")
             })?,
+            answer_context: keys
+                .answer_context
+                .ok_or_else(|| required("answer_context"))?,
             qdrant,
             ann,
             serve,
@@ -549,6 +560,7 @@ impl Config {
             candidates: self.candidates,
             context: self.context,
             ask_attempts: self.ask_attempts,
+            answer_context: self.answer_context,
             index_batch: self.index_batch,
             limits: self.serve.query_limits(),
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::document::DocAttributes;
+use super::section::SectionId;
 use super::values::{DocId, InvalidValue, sha256_hex};
 
 /// `"{doc_id}:{start}:{first 16 hex of sha256(content)}"`.
@@ -109,6 +110,7 @@ pub struct Chunk {
     start: usize,
     end: usize,
     heading_path: Vec<String>,
+    section: SectionId,
     ordinal: u32,
     pages: Option<PageSpan>,
     doc: Arc<DocAttributes>,
@@ -184,6 +186,10 @@ pub struct ChunkRecord {
     pub end: usize,
     /// See [`Chunk::heading_path`].
     pub heading_path: Vec<String>,
+    /// See [`Chunk::section`]; a record written before sections had IDs lacks it, and it is
+    /// derived from the heading path on reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<SectionId>,
     /// See [`Chunk::ordinal`].
     pub ordinal: u32,
     /// See [`Chunk::pages`]; absent for a document without pages.
@@ -207,6 +213,7 @@ impl Chunk {
         let sha256 = sha256_hex(&content);
         let end = start + content.chars().count();
         let chunk_id = ChunkId::derive(&doc_id, start, &sha256);
+        let section = SectionId::derive(&doc_id, &heading_path);
         Self {
             chunk_id,
             doc_id,
@@ -215,6 +222,7 @@ impl Chunk {
             start,
             end,
             heading_path,
+            section,
             ordinal,
             pages: None,
             doc,
@@ -262,6 +270,13 @@ impl Chunk {
                 "chunk id does not match doc id, start and content hash",
             ));
         }
+        if record.section.is_some_and(|s| s != chunk.section) {
+            return Err(InvalidValue::new(
+                "chunk",
+                record.chunk_id.as_str(),
+                "section id does not match doc id and heading path",
+            ));
+        }
         Ok(chunk)
     }
 
@@ -275,6 +290,7 @@ impl Chunk {
             start: self.start,
             end: self.end,
             heading_path: self.heading_path.clone(),
+            section: Some(self.section.clone()),
             ordinal: self.ordinal,
             pages: self.pages,
             doc: (*self.doc).clone(),
@@ -318,6 +334,11 @@ impl Chunk {
     /// The Markdown headings above the chunk, outermost first.
     pub fn heading_path(&self) -> &[String] {
         &self.heading_path
+    }
+    /// The section the chunk sits in: the ID of its document and heading path (the same for
+    /// every chunk under those headings; the empty path's section is the whole document).
+    pub fn section(&self) -> &SectionId {
+        &self.section
     }
     /// Position among the document's chunks, from 0.
     pub fn ordinal(&self) -> u32 {
@@ -412,5 +433,33 @@ mod tests {
         assert_eq!(back, chunk);
         let tampered = json.replace("\"content\":\"hello\"", "\"content\":\"hellO\"");
         assert!(serde_json::from_str::<Chunk>(&tampered).is_err());
+    }
+
+    #[test]
+    fn a_record_without_a_section_reads_with_the_section_of_its_heading_path() {
+        let d = Document::builder(
+            DocId::new("d").unwrap(),
+            Source::new("d").unwrap(),
+            "# A\n\nx",
+        )
+        .build();
+        let chunk = Chunk::new(
+            d.id().clone(),
+            0,
+            "# A\n\nx".into(),
+            vec!["A".into()],
+            0,
+            d.attributes().clone(),
+        );
+        let mut value = serde_json::to_value(&chunk).unwrap();
+        assert_eq!(value["section"], chunk.section().as_str());
+        // A store written before section IDs: the field is absent.
+        value.as_object_mut().unwrap().remove("section");
+        let old: Chunk = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(old.section(), chunk.section());
+        assert_eq!(old.chunk_id(), chunk.chunk_id());
+        // A section that does not belong to the heading path is refused.
+        value["section"] = SectionId::derive(d.id(), &["B"]).as_str().into();
+        assert!(serde_json::from_value::<Chunk>(value).is_err());
     }
 }

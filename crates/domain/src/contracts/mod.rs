@@ -4,6 +4,7 @@ mod chunk;
 mod document;
 mod filter;
 mod policy;
+mod section;
 mod space;
 mod values;
 
@@ -13,5 +14,6 @@ pub use document::{
 };
 pub use filter::Filter;
 pub use policy::{CHUNKER_VERSION, ChunkingPolicy};
+pub use section::{SectionId, normalise_heading};
 pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
 pub use values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, is_cjk, sha256_hex};

@@ -33,7 +33,7 @@ pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
 };
-pub use source::{SourcePaths, SourceRecord, SourceStore};
+pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};
 pub use trace::{
     AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
     GenerationStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, RejectionStep,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::contracts::{DocId, Revision, Scope};
+use crate::contracts::{Chunk, DocId, Revision, Scope};
 
 use super::errors::SourceError;
 
@@ -48,4 +48,17 @@ impl SourcePaths for BTreeMap<DocId, String> {
     fn path_of(&self, doc: &DocId) -> Result<Option<String>, SourceError> {
         Ok(self.get(doc).cloned())
     }
+}
+
+/// A document's chunks as the index holds them: for reading a section of it, and for an answer's
+/// context around its evidence.
+///
+/// # Contract
+///
+/// [`chunks`](Self::chunks) returns every chunk of `doc`, in order, exactly as indexing cut it
+/// (same IDs), when the source holds `revision` of it now; `Ok(None)` when it holds another
+/// revision or none. An error only when the source cannot be read.
+pub trait DocumentChunks: Send + Sync {
+    /// The chunks of `doc` at `revision`.
+    fn chunks(&self, doc: &DocId, revision: &Revision) -> Result<Option<Vec<Chunk>>, SourceError>;
 }

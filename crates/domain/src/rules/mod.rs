@@ -4,7 +4,9 @@
 pub mod budget;
 pub mod citation;
 pub mod context;
+pub mod expand;
 pub mod fusion;
 pub mod grading;
 pub mod revision;
+pub mod section;
 pub mod text;

@@ -5,16 +5,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::contracts::{ChunkId, DocId, Filter, PageSpan};
+use crate::contracts::{Chunk, ChunkId, DocId, Filter, PageSpan, SectionId};
 use crate::ports::{
-    AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DroppedChunk, FusedEntry, FusionStep,
-    GenerateError, GenerationStep, Generator, PhaseTime, QueryStep, RankedHit, RejectionStep,
-    RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, SourceBlock, SourceError, Stage,
-    TraceEvent, TraceSink, ValidationStep, elapsed_ms,
+    AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DocumentChunks, DroppedChunk,
+    FusedEntry, FusionStep, GenerateError, GenerationStep, Generator, PhaseTime, QueryStep,
+    RankedHit, RejectionStep, RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, SourceBlock,
+    SourceError, Stage, TraceEvent, TraceSink, ValidationStep, elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
 use crate::rules::citation::{self, CitationViolation};
 use crate::rules::context::{self, build_request, feedback_for};
+use crate::rules::expand::{ContextPolicy, expand};
 use crate::rules::fusion::Route;
 use crate::rules::revision::DropReason;
 use crate::rules::text;
@@ -33,6 +34,10 @@ pub struct AnswerPolicy {
     pub k: usize,
     /// What of the evidence reaches the context (whole chunks only).
     pub budget: RetrievalBudget,
+    /// Whether the context is the evidence chunks alone, the section they concentrate in, or
+    /// the chunks with their neighbours (always as whole chunks within `budget`; without a
+    /// [`DocumentChunks`] port, the chunks alone).
+    pub context: ContextPolicy,
     /// Generation attempts before the run ends `blocked` (at least 1).
     pub max_attempts: u32,
 }
@@ -43,6 +48,7 @@ impl Default for AnswerPolicy {
             mode: RetrievalMode::Hybrid,
             k: 8,
             budget: RetrievalBudget::new(6, 4000).expect("valid default budget"),
+            context: ContextPolicy::Chunks,
             max_attempts: 3,
         }
     }
@@ -90,6 +96,9 @@ pub struct Citation {
     pub source: String,
     /// The headings above the cited chunk, outermost first.
     pub heading_path: Vec<String>,
+    /// The section the cited chunk sits in (its document and heading path): read it whole with
+    /// `zhiku read DOC#SECTION` or `GET /v1/documents/{id}/sections/{section}`.
+    pub section: SectionId,
     /// The pages of the document the cited chunk lies on (a PDF's), as `[first, last]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages: Option<PageSpan>,
@@ -118,6 +127,16 @@ pub struct EvidenceSummary {
     pub title: String,
     /// Where the document came from.
     pub source: String,
+    /// The section the chunk sits in.
+    pub section: SectionId,
+    /// Offset of the chunk's first character in its document's text.
+    pub start: usize,
+    /// Offset after its last character.
+    pub end: usize,
+    /// True for a chunk the context policy brought in around the evidence (of its section, or
+    /// a neighbour), which no route ranked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub around: bool,
 }
 
 /// The result of one run.
@@ -169,6 +188,7 @@ pub struct Answerer<'a> {
     trace: &'a dyn TraceSink,
     clock: &'a dyn Clock,
     policy: AnswerPolicy,
+    chunks: Option<&'a dyn DocumentChunks>,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -227,7 +247,81 @@ impl<'a> Answerer<'a> {
             trace,
             clock,
             policy,
+            chunks: None,
         }
+    }
+
+    /// The same answerer, reading the documents of the evidence from `chunks` when its
+    /// context policy sends more than the evidence chunks.
+    pub fn with_document_chunks(mut self, chunks: &'a dyn DocumentChunks) -> Self {
+        self.chunks = Some(chunks);
+        self
+    }
+
+    fn expands(&self) -> bool {
+        self.chunks.is_some() && self.policy.context != ContextPolicy::Chunks
+    }
+
+    /// The retrieval with its evidence replaced by the context's blocks under the policy: the
+    /// evidence chunks and, around them, other chunks of their documents (read at the revision
+    /// and in the scope the evidence was checked at), within the budget.
+    fn shape_context(&self, mut retrieval: Retrieval) -> Retrieval {
+        let Some(source) = self.chunks.filter(|_| self.expands()) else {
+            return retrieval;
+        };
+        let wanted = match self.policy.context {
+            ContextPolicy::Section => 1,
+            _ => retrieval.evidence.len(),
+        };
+        let mut docs: BTreeMap<DocId, Vec<Chunk>> = BTreeMap::new();
+        for e in retrieval.evidence.iter().take(wanted) {
+            let doc = e.chunk.doc();
+            if docs.contains_key(e.chunk.doc_id()) {
+                continue;
+            }
+            // A document that cannot be read now, or reads otherwise than it was checked,
+            // gives its evidence alone.
+            if let Ok(Some(chunks)) = source.chunks(e.chunk.doc_id(), &doc.revision)
+                && chunks.iter().all(|c| c.doc().scope == doc.scope)
+            {
+                docs.insert(e.chunk.doc_id().clone(), chunks);
+            }
+        }
+        let evidence: Vec<Chunk> = retrieval.evidence.iter().map(|e| e.chunk.clone()).collect();
+        let blocks = expand(
+            self.policy.context,
+            &evidence,
+            &|d: &DocId| docs.get(d).map(Vec::as_slice),
+            self.policy.budget,
+        );
+        let kept: BTreeSet<ChunkId> = blocks.iter().map(|b| b.chunk.chunk_id().clone()).collect();
+        let shaped: Vec<Evidence> = blocks
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| match b.evidence {
+                Some(j) => Evidence {
+                    rank: i + 1,
+                    ..retrieval.evidence[j].clone()
+                },
+                None => Evidence {
+                    chunk_id: b.chunk.chunk_id().clone(),
+                    chunk: b.chunk,
+                    rank: i + 1,
+                    score: 0.0,
+                    routes: Vec::new(),
+                },
+            })
+            .collect();
+        retrieval.budget_dropped.extend(
+            retrieval
+                .evidence
+                .iter()
+                .filter(|e| !kept.contains(&e.chunk_id))
+                .map(|e| e.chunk_id.clone()),
+        );
+        retrieval.truncated = !retrieval.budget_dropped.is_empty();
+        retrieval.evidence = shaped;
+        retrieval
     }
 
     /// Answers `question` within `filter` (from the caller's identity: nothing in the question
@@ -267,7 +361,8 @@ impl<'a> Answerer<'a> {
             filter,
             mode: self.policy.mode,
             k: self.policy.k,
-            budget: Some(self.policy.budget),
+            // A context policy that reads around the evidence applies the budget itself.
+            budget: (!self.expands()).then_some(self.policy.budget),
         };
         let retrieval = match self.retriever.retrieve(&request) {
             Ok(r) => r,
@@ -301,6 +396,7 @@ impl<'a> Answerer<'a> {
             Err(RetrieveError::Source(e)) => return Err(AskError::Source(e)),
             Err(RetrieveError::InvalidInput(m)) => return Err(AskError::InvalidInput(m)),
         };
+        let retrieval = self.shape_context(retrieval);
         run.lap("retrieval");
         self.record_retrieval(&run, &retrieval);
 
@@ -671,6 +767,10 @@ fn summarise(e: &Evidence) -> EvidenceSummary {
         doc_id: e.chunk.doc_id().clone(),
         title: e.chunk.doc().title.to_string(),
         source: e.chunk.doc().source.to_string(),
+        section: e.chunk.section().clone(),
+        start: e.chunk.start(),
+        end: e.chunk.end(),
+        around: e.routes.is_empty(),
     }
 }
 
@@ -721,6 +821,7 @@ fn citations_for(answer: &str, cited: &[(u32, ChunkId)], evidence: &[Evidence]) 
                 title: doc.title.to_string(),
                 source: doc.source.to_string(),
                 heading_path: e.chunk.heading_path().to_vec(),
+                section: e.chunk.section().clone(),
                 pages: e.chunk.pages(),
                 revision: doc.revision.to_string(),
                 quote: best_quote(e.chunk.content(), &citing_text(answer, *marker)),

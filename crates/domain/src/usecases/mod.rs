@@ -5,6 +5,7 @@ mod answerer;
 mod catalog;
 mod consistency;
 mod indexer;
+mod reader;
 mod retriever;
 
 pub use answerer::{
@@ -13,6 +14,7 @@ pub use answerer::{
 pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
+pub use reader::DocumentReader;
 pub use retriever::{
     Dropped, Evidence, Retrieval, RetrievalMode, RetrievalRequest, RetrieveError, Retriever,
     RouteHit, RouteReport, RouteStatus, StageTiming,
