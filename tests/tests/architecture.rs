@@ -100,12 +100,13 @@ fn dependency_tree(package: &str) -> Vec<String> {
 }
 
 /// The workspace's adapter crates.
-const ADAPTERS: [&str; 9] = [
+const ADAPTERS: [&str; 10] = [
     "zhiku-adapters-memory",
     "zhiku-adapters-tantivy",
     "zhiku-adapters-candle",
     "zhiku-adapters-qdrant",
     "zhiku-adapters-generate",
+    "zhiku-adapters-rerank",
     "zhiku-adapters-fs",
     "zhiku-adapters-sqlite",
     "zhiku-adapters-usearch",

@@ -770,3 +770,148 @@ mod consistency {
         }
     }
 }
+
+/// A reranker that prefers what the fused ranking put last, or fails, or miscounts.
+struct Backwards {
+    fail: bool,
+    short: bool,
+}
+
+impl zhiku_domain::ports::Reranker for Backwards {
+    fn name(&self) -> &str {
+        "backwards"
+    }
+
+    fn rerank(
+        &self,
+        _query: &str,
+        candidates: &[zhiku_domain::ports::RerankCandidate<'_>],
+    ) -> Result<Vec<f64>, zhiku_domain::ports::RerankError> {
+        if self.fail {
+            return Err(zhiku_domain::ports::RerankError::Unavailable {
+                adapter: "backwards",
+                message: "down for the test".into(),
+            });
+        }
+        let n = candidates.len() - usize::from(self.short);
+        Ok(candidates
+            .iter()
+            .take(n)
+            .map(|c| c.fused_rank as f64)
+            .collect())
+    }
+}
+
+#[test]
+fn a_reranker_reorders_the_checked_top_and_can_lift_from_below_k() {
+    let mut kb = Kb::new();
+    let docs: Vec<Document> = (0..8)
+        .map(|i| {
+            doc(
+                &format!("d{i}"),
+                "s",
+                &format!("融合 排序 第{i}篇 {}", "融合 ".repeat(8 - i)),
+            )
+        })
+        .collect();
+    kb.index(docs, SyncMode::Full);
+    let f = scope("s");
+    let mut req = request("融合", &f, RetrievalMode::Lexical);
+    req.k = 3;
+    let plain = kb.retriever().retrieve(&req).unwrap();
+    assert!(plain.rerank.is_none());
+    let fused: Vec<String> = plain
+        .evidence
+        .iter()
+        .map(|e| e.chunk_id.to_string())
+        .collect();
+
+    let backwards = Backwards {
+        fail: false,
+        short: false,
+    };
+    let got = kb
+        .retriever()
+        .with_reranker(&backwards, 6)
+        .retrieve(&req)
+        .unwrap();
+    let report = got.rerank.as_ref().unwrap();
+    assert_eq!(report.reranker, "backwards");
+    assert_eq!(report.status, RouteStatus::Ran { hits: 6 });
+    assert_eq!(got.evidence.len(), 3, "k still bounds the evidence");
+    // The sixth fused candidate is now first: reranking saw below k.
+    assert_eq!(report.scores[0].fused_rank, 6);
+    assert_eq!(got.evidence[0].chunk_id, report.scores[0].chunk_id);
+    assert!(!fused.contains(&got.evidence[0].chunk_id.to_string()));
+    let ranks: Vec<usize> = got.evidence.iter().map(|e| e.rank).collect();
+    assert_eq!(ranks, vec![1, 2, 3]);
+    assert!(got.timings.iter().any(|t| t.stage == "rerank"));
+
+    // A failing or miscounting reranker keeps the fused order and says why.
+    for broken in [
+        Backwards {
+            fail: true,
+            short: false,
+        },
+        Backwards {
+            fail: false,
+            short: true,
+        },
+    ] {
+        let got = kb
+            .retriever()
+            .with_reranker(&broken, 6)
+            .retrieve(&req)
+            .unwrap();
+        let ids: Vec<String> = got
+            .evidence
+            .iter()
+            .map(|e| e.chunk_id.to_string())
+            .collect();
+        assert_eq!(ids, fused);
+        assert!(matches!(
+            got.rerank.unwrap().status,
+            RouteStatus::Unavailable { .. }
+        ));
+    }
+}
+
+#[test]
+fn the_locale_boost_prefers_the_questions_language_without_filtering() {
+    let mut kb = Kb::new();
+    kb.index(
+        vec![
+            doc(
+                "zh",
+                "s",
+                "BM25 BM25 BM25 是一种排序函数，按词频和文档长度打分。",
+            ),
+            doc(
+                "en",
+                "s",
+                "BM25 is a ranking function over term frequencies.",
+            ),
+        ],
+        SyncMode::Full,
+    );
+    let f = scope("s");
+    let docs = |boost: f64, query: &str| -> Vec<String> {
+        kb.retriever()
+            .with_locale_boost(boost)
+            .retrieve(&request(query, &f, RetrievalMode::Lexical))
+            .unwrap()
+            .evidence
+            .iter()
+            .map(|e| e.chunk.doc_id().to_string())
+            .collect()
+    };
+    let plain = docs(0.0, "what is BM25");
+    assert_eq!(plain.len(), 2);
+    assert_eq!(
+        docs(1.0, "what is BM25"),
+        vec!["en", "zh"],
+        "English first for an English question"
+    );
+    assert_eq!(docs(1.0, "BM25 是什么排序函数"), vec!["zh", "en"]);
+    assert_eq!(docs(1.0, "what is BM25").len(), 2, "a boost, not a filter");
+}

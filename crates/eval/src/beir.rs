@@ -69,6 +69,17 @@ fn jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
 /// `spans.jsonl` (`query_id`, `doc_id`, `start`, `end` in characters). Queries without a
 /// relevance judgement are left out.
 pub fn load_beir(dir: &Path) -> Result<EvalSet> {
+    let corpus: Vec<Passage> = jsonl(&dir.join("corpus.jsonl"))?;
+    Ok(EvalSet {
+        corpus,
+        queries: load_beir_queries(dir)?,
+    })
+}
+
+/// Loads the judged queries of a BEIR directory (`queries.jsonl`, `qrels/test.tsv`, optional
+/// `spans.jsonl`) without its corpus: a second question set over the same passages, such as
+/// `evals/cmrc-paraphrased/`.
+pub fn load_beir_queries(dir: &Path) -> Result<Vec<EvalQuery>> {
     #[derive(Deserialize)]
     struct Query {
         #[serde(rename = "_id")]
@@ -82,7 +93,6 @@ pub fn load_beir(dir: &Path) -> Result<EvalSet> {
         start: usize,
         end: usize,
     }
-    let corpus: Vec<Passage> = jsonl(&dir.join("corpus.jsonl"))?;
     let queries: Vec<Query> = jsonl(&dir.join("queries.jsonl"))?;
     let qrels_path = dir.join("qrels/test.tsv");
     let qrels_text = std::fs::read_to_string(&qrels_path)
@@ -136,7 +146,7 @@ pub fn load_beir(dir: &Path) -> Result<EvalSet> {
             })
         })
         .collect();
-    Ok(EvalSet { corpus, queries })
+    Ok(queries)
 }
 
 /// Loads a golden set in zhiku's format, one JSON object per line:

@@ -6,6 +6,7 @@ pub mod embedder;
 pub mod fixtures;
 pub mod lexical;
 pub mod records;
+pub mod rerank;
 pub mod trace;
 pub mod vector;
 
@@ -296,5 +297,24 @@ macro_rules! embedder_contract {
                 ),
             }
         }
+    };
+}
+
+/// The reranker contract: `$make(())` returns `Option<Box<dyn Reranker>>` (`None` skips loudly).
+#[macro_export]
+macro_rules! reranker_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            rerank,
+            $make,
+            (),
+            [
+                one_finite_score_per_candidate,
+                reranking_is_deterministic,
+                no_candidates_give_no_scores,
+                the_answer_outscores_off_topic_candidates,
+                scores_follow_their_candidates,
+            ]
+        );
     };
 }

@@ -87,9 +87,15 @@ pub(crate) fn render_chain(events: &[TraceEvent]) -> String {
                 }
                 s
             }
-            Stage::Fusion(f) => format!(
-                "fusion: reciprocal rank fusion k={} → {} fused",
+            Stage::Fusion(f) if f.method.starts_with("reciprocal_rank_fusion") => format!(
+                "fusion: {} k={} → {} fused",
+                f.method.replace('_', " "),
                 js(f.k),
+                f.fused.len()
+            ),
+            Stage::Fusion(f) => format!(
+                "fusion: {} → {} fused",
+                f.method.replace('_', " "),
                 f.fused.len()
             ),
             Stage::RevisionCheck(r) => {
@@ -107,6 +113,25 @@ pub(crate) fn render_chain(events: &[TraceEvent]) -> String {
                 }
                 s
             }
+            Stage::Rerank(r) => match &r.reason {
+                Some(why) => format!(
+                    "rerank: {} unavailable, fused order kept ({why})",
+                    r.reranker
+                ),
+                None => {
+                    let lifted = r
+                        .scored
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, e)| e.fused_rank > i + 1)
+                        .count();
+                    format!(
+                        "rerank: {} scored {} candidates, {lifted} moved up",
+                        r.reranker,
+                        r.scored.len()
+                    )
+                }
+            },
             Stage::Budget(b) => format!(
                 "budget: {} chunks / {} chars kept of max {} / {}{}",
                 b.kept,

@@ -200,6 +200,44 @@ impl GenerateError {
     }
 }
 
+/// Errors of [`Reranker`](super::Reranker).
+#[derive(Debug, thiserror::Error)]
+pub enum RerankError {
+    /// The model cannot be loaded or its server reached, or it timed out. Temporary.
+    #[error("reranker {adapter} is unavailable: {message}")]
+    Unavailable {
+        /// Adapter name.
+        adapter: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// The request was refused as malformed. Permanent.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// Any other failure, including an answer that does not score every candidate.
+    #[error("reranker {adapter} failed: {source}")]
+    Backend {
+        /// Adapter name.
+        adapter: &'static str,
+        /// The adapter's own error.
+        #[source]
+        source: BoxError,
+        /// Whether a retry may succeed.
+        temporary: bool,
+    },
+}
+
+impl RerankError {
+    /// True when retrying later may succeed.
+    pub fn is_temporary(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Backend { temporary, .. } => *temporary,
+            Self::InvalidInput(_) => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

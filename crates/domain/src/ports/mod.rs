@@ -15,6 +15,7 @@ mod embedder;
 mod errors;
 mod generator;
 mod index;
+mod rerank;
 mod source;
 mod trace;
 
@@ -27,16 +28,17 @@ pub use documents::{
     PreparedPut, PutRequest, SkippedFile, Staged,
 };
 pub use embedder::Embedder;
-pub use errors::{BoxError, EmbedError, GenerateError, IndexError, SourceError};
+pub use errors::{BoxError, EmbedError, GenerateError, IndexError, RerankError, SourceError};
 pub use generator::{GenerationRequest, Generator, SourceBlock};
 pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
 };
+pub use rerank::{RerankCandidate, Reranker};
 pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};
 pub use trace::{
     AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
-    GenerationStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, RejectionStep,
-    RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, Stage, StoredTraceEvent, TraceEvent,
-    TraceSink, TraceStore, ValidationStep,
+    GenerationStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, RejectionStep, RerankScore,
+    RerankStep, RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, Stage, StoredTraceEvent,
+    TraceEvent, TraceSink, TraceStore, ValidationStep,
 };

@@ -72,6 +72,9 @@ pub enum Stage {
     /// `revision_check`: candidates checked against the source, the stale ones dropped.
     #[serde(rename = "revision_check")]
     RevisionCheck(RevisionCheckStep),
+    /// `rerank`: the checked candidates' top reordered by a reranker, or why it was not.
+    #[serde(rename = "rerank")]
+    Rerank(RerankStep),
     /// `budget`: what of the evidence fits the context.
     #[serde(rename = "budget")]
     Budget(BudgetStep),
@@ -111,6 +114,7 @@ impl Stage {
             Self::Route(_) => "retrieval.route",
             Self::Fusion(_) => "fusion",
             Self::RevisionCheck(_) => "revision_check",
+            Self::Rerank(_) => "rerank",
             Self::Budget(_) => "budget",
             Self::Context(_) => "context",
             Self::Generation(_) => "generation",
@@ -206,9 +210,10 @@ pub struct FusionStep {
     /// Every candidate that survived the revision check, in fused order, then those the budget
     /// left out.
     pub fused: Vec<FusedEntry>,
-    /// The reciprocal-rank-fusion constant.
+    /// The reciprocal-rank-fusion constant (unused by a convex combination).
     pub k: f64,
-    /// The fusion method (`reciprocal_rank_fusion`).
+    /// The fusion method (`reciprocal_rank_fusion`, `convex_min_max`, `convex_z_score`, with
+    /// `+confidence` when route weights followed route confidence).
     pub method: String,
     /// Time fusion took.
     pub ms: f64,
@@ -248,6 +253,35 @@ pub struct RouteScore {
     pub route: Route,
     /// The route's own score.
     pub score: f64,
+}
+
+/// `rerank`: what the reranker did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerankStep {
+    /// The reranker's name.
+    pub reranker: String,
+    /// `ran`, or `unavailable` (the fused order was kept).
+    pub status: String,
+    /// Why it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The scored candidates in their new order.
+    pub scored: Vec<RerankScore>,
+    /// Time reranking took.
+    pub ms: f64,
+}
+
+/// One candidate's reranker score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerankScore {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// The reranker's score.
+    pub score: f64,
+    /// Its 1-based rank after fusion.
+    pub fused_rank: usize,
 }
 
 /// `revision_check`: candidates checked against the source.

@@ -4,13 +4,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::contracts::{Chunk, ChunkId, DocId, EmbeddingSpace, Filter};
+use crate::contracts::{Chunk, ChunkId, DocId, EmbeddingSpace, Filter, Locale};
 use crate::ports::{
-    Clock, Embedder, FrozenClock, LexicalIndex, ScoredChunk, SourceError, SourceRecord,
-    SourceStore, VectorIndex, elapsed_ms,
+    Clock, Embedder, FrozenClock, LexicalIndex, RerankCandidate, RerankError, Reranker,
+    ScoredChunk, SourceError, SourceRecord, SourceStore, VectorIndex, elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
-use crate::rules::fusion::{FusionConfig, Route, reciprocal_rank_fusion};
+use crate::rules::fusion::{FusionConfig, Route, RouteList, fuse};
 use crate::rules::revision::{self, DropReason};
 
 /// Which routes a retrieval uses.
@@ -140,9 +140,36 @@ pub struct Retrieval {
     pub routes: Vec<RouteReport>,
     /// Candidates per route before fusion.
     pub candidates: BTreeMap<Route, Vec<(ChunkId, f32)>>,
+    /// What the reranker did, when one is configured.
+    pub rerank: Option<RerankReport>,
     /// How long each stage took, in order: `retrieval.dense`, `retrieval.lexical`, `fusion`,
-    /// `revision_check`, `budget` (zero without a clock).
+    /// `revision_check`, `rerank` (with a reranker), `budget` (zero without a clock).
     pub timings: Vec<StageTiming>,
+}
+
+/// How the reranking of a retrieval fared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerankReport {
+    /// The reranker ([`Reranker::name`]).
+    pub reranker: String,
+    /// `ran` with the number of candidates scored, or `unavailable` with the reason (the
+    /// fused order was kept).
+    #[serde(flatten)]
+    pub status: RouteStatus,
+    /// The reranker's score of each candidate it scored, in the new order, with the fused rank
+    /// the candidate had.
+    pub scores: Vec<RerankedEntry>,
+}
+
+/// One candidate's reranking.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerankedEntry {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// The reranker's score.
+    pub score: f64,
+    /// 1-based rank after fusion, before reranking.
+    pub fused_rank: usize,
 }
 
 /// The duration of one stage.
@@ -197,12 +224,15 @@ fn describe(routes: &[RouteReport]) -> String {
         .join("; ")
 }
 
-/// Runs dense and lexical routes with the same trusted filter, fuses them with reciprocal rank
-/// fusion, drops hits the source no longer backs, and applies the budget.
+/// Runs dense and lexical routes with the same trusted filter, fuses the lists ([`fuse`]: the
+/// dense floor, then the method), drops hits the source no longer backs, and applies the
+/// budget.
 pub struct Retriever<'a> {
     dense: Option<(&'a dyn Embedder, &'a dyn VectorIndex)>,
     dense_missing: Option<String>,
     lexical: Option<&'a dyn LexicalIndex>,
+    reranker: Option<(&'a dyn Reranker, usize)>,
+    locale_boost: f64,
     source: &'a dyn SourceStore,
     fusion: FusionConfig,
     candidates: usize,
@@ -214,6 +244,10 @@ impl std::fmt::Debug for Retriever<'_> {
         f.debug_struct("Retriever")
             .field("dense", &self.dense.is_some())
             .field("lexical", &self.lexical.is_some())
+            .field(
+                "reranker",
+                &self.reranker.map(|(r, depth)| (r.name(), depth)),
+            )
             .field("fusion", &self.fusion)
             .field("candidates", &self.candidates)
             .finish()
@@ -227,6 +261,8 @@ impl<'a> Retriever<'a> {
             dense: None,
             dense_missing: Some("no embedder is configured".into()),
             lexical: None,
+            reranker: None,
+            locale_boost: 0.0,
             source,
             fusion: FusionConfig::default(),
             candidates: 50,
@@ -267,6 +303,31 @@ impl<'a> Retriever<'a> {
     /// Adds the lexical route.
     pub fn with_lexical(mut self, lexical: &'a dyn LexicalIndex) -> Self {
         self.lexical = Some(lexical);
+        self
+    }
+
+    /// Reranks the top `depth` checked candidates with `reranker` before the budget (and before
+    /// the top `k` is kept, so a reranker can lift a candidate from below `k`).
+    pub fn with_reranker(mut self, reranker: &'a dyn Reranker, depth: usize) -> Self {
+        self.reranker = Some((reranker, depth.max(1)));
+        self
+    }
+
+    /// The reranker's name, when one is configured.
+    pub fn reranker_name(&self) -> Option<&str> {
+        self.reranker.map(|(r, _)| r.name())
+    }
+
+    /// Prefers evidence in the question's language: after fusion, a candidate whose document's
+    /// language is the one detected in the question ([`Locale::detect`]) gains `boost` times the
+    /// spread of the fused scores (0 = off; a boost, never a filter — a locale filter is the
+    /// caller's [`Filter`]).
+    pub fn with_locale_boost(mut self, boost: f64) -> Self {
+        self.locale_boost = if boost.is_finite() {
+            boost.max(0.0)
+        } else {
+            0.0
+        };
         self
     }
 
@@ -324,7 +385,7 @@ impl<'a> Retriever<'a> {
         }
         let per_route = self.candidates.max(request.k);
         let mut routes = Vec::new();
-        let mut lists: Vec<(Route, Vec<ChunkId>)> = Vec::new();
+        let mut lists: Vec<RouteList> = Vec::new();
         let mut candidates: BTreeMap<Route, Vec<(ChunkId, f32)>> = BTreeMap::new();
         let mut chunks: HashMap<ChunkId, Chunk> = HashMap::new();
         let mut route_hits: HashMap<ChunkId, Vec<RouteHit>> = HashMap::new();
@@ -371,7 +432,7 @@ impl<'a> Retriever<'a> {
                             .or_default()
                             .push((id.clone(), hit.score));
                         chunks.entry(id.clone()).or_insert(hit.chunk);
-                        ids.push(id);
+                        ids.push((id, hit.score));
                     }
                     lists.push((route, ids));
                 }
@@ -385,13 +446,20 @@ impl<'a> Retriever<'a> {
             return Err(RetrieveError::CannotRetrieve { routes });
         }
 
-        let fused = reciprocal_rank_fusion(&lists, &self.fusion);
+        let mut fused = fuse(&lists, &self.fusion);
+        if self.locale_boost > 0.0 {
+            prefer_locale(&mut fused, &chunks, request.query, self.locale_boost);
+        }
         mark("fusion", &mut timings);
         let mut sources: HashMap<DocId, Option<SourceRecord>> = HashMap::new();
         let mut evidence = Vec::new();
         let mut dropped = Vec::new();
+        let wanted = match self.reranker {
+            Some((_, depth)) => request.k.max(depth),
+            None => request.k,
+        };
         for item in fused {
-            if evidence.len() == request.k {
+            if evidence.len() == wanted {
                 break;
             }
             let Some(chunk) = chunks.remove(&item.chunk_id) else {
@@ -423,6 +491,15 @@ impl<'a> Retriever<'a> {
         }
 
         mark("revision_check", &mut timings);
+        let rerank = self.reranker.map(|(reranker, depth)| {
+            let report = rerank(reranker, depth, request.query, &mut evidence);
+            evidence.truncate(request.k);
+            for (i, e) in evidence.iter_mut().enumerate() {
+                e.rank = i + 1;
+            }
+            mark("rerank", &mut timings);
+            report
+        });
         let (evidence, budget_dropped, truncated) = match request.budget {
             Some(budget) => {
                 let out = budget.apply(evidence, |e| e.chunk.char_len());
@@ -443,7 +520,99 @@ impl<'a> Retriever<'a> {
             truncated,
             routes,
             candidates,
+            rerank,
             timings,
         })
+    }
+}
+
+/// Lifts the fused candidates in the question's language by `boost` × the fused scores' spread
+/// and re-sorts (ties by chunk ID, as fusion does).
+fn prefer_locale(
+    fused: &mut [crate::rules::fusion::Fused],
+    chunks: &HashMap<ChunkId, Chunk>,
+    query: &str,
+    boost: f64,
+) {
+    let language = Locale::detect(query);
+    let (lo, hi) = fused
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), f| {
+            (lo.min(f.score), hi.max(f.score))
+        });
+    let spread = if hi > lo { hi - lo } else { hi.abs().max(1e-9) };
+    for f in fused.iter_mut() {
+        if chunks
+            .get(&f.chunk_id)
+            .is_some_and(|c| c.doc().locale.language() == language.language())
+        {
+            f.score += boost * spread;
+        }
+    }
+    fused.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.chunk_id.cmp(&b.chunk_id))
+    });
+}
+
+/// Reorders the top `depth` of `evidence` by `reranker`'s scores (ties by fused rank); keeps the
+/// fused order, and says why, when the reranker fails or breaks its contract.
+fn rerank(
+    reranker: &dyn Reranker,
+    depth: usize,
+    query: &str,
+    evidence: &mut [Evidence],
+) -> RerankReport {
+    let top = depth.min(evidence.len());
+    let candidates: Vec<RerankCandidate<'_>> = evidence[..top]
+        .iter()
+        .map(|e| RerankCandidate {
+            chunk: &e.chunk,
+            fused_rank: e.rank,
+            fused_score: e.score,
+        })
+        .collect();
+    let scored = reranker.rerank(query, &candidates).and_then(|scores| {
+        if scores.len() != top || scores.iter().any(|s| !s.is_finite()) {
+            Err(RerankError::InvalidInput(format!(
+                "the reranker returned {} scores ({} finite) for {top} candidates",
+                scores.len(),
+                scores.iter().filter(|s| s.is_finite()).count()
+            )))
+        } else {
+            Ok(scores)
+        }
+    });
+    let name = reranker.name().to_string();
+    match scored {
+        Ok(scores) => {
+            let mut order: Vec<(f64, usize)> = scores.into_iter().zip(0..top).collect();
+            order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut head: Vec<Option<Evidence>> =
+                evidence[..top].iter().cloned().map(Some).collect();
+            let mut entries = Vec::with_capacity(top);
+            for (slot, (score, i)) in order.into_iter().enumerate() {
+                let e = head[i].take().expect("each candidate once");
+                entries.push(RerankedEntry {
+                    chunk_id: e.chunk_id.clone(),
+                    score,
+                    fused_rank: e.rank,
+                });
+                evidence[slot] = e;
+            }
+            RerankReport {
+                reranker: name,
+                status: RouteStatus::Ran { hits: top },
+                scores: entries,
+            }
+        }
+        Err(e) => RerankReport {
+            reranker: name,
+            status: RouteStatus::Unavailable {
+                reason: e.to_string(),
+            },
+            scores: Vec::new(),
+        },
     }
 }

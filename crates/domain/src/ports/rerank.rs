@@ -1,0 +1,43 @@
+//! The reranker port.
+
+use crate::contracts::Chunk;
+
+use super::errors::RerankError;
+
+/// One candidate of a reranking: a retrieved chunk that survived the revision check.
+#[derive(Debug, Clone, Copy)]
+pub struct RerankCandidate<'a> {
+    /// The chunk, with its document's attributes (title, locale, metadata).
+    pub chunk: &'a Chunk,
+    /// 1-based rank after fusion.
+    pub fused_rank: usize,
+    /// The fused score (comparable within one retrieval only).
+    pub fused_score: f64,
+}
+
+/// Scores the top of a fused ranking against the question, between fusion and the budget.
+///
+/// # Contract
+///
+/// - [`rerank`](Self::rerank) MUST return exactly one finite score per candidate, in input
+///   order; higher means more relevant. The caller orders by score, ties by fused rank.
+/// - A reranker never adds or removes candidates: one that wants a candidate gone (a
+///   near-duplicate of a better one) gives it a lower score.
+/// - Reranking MUST be deterministic: the same question and candidates give the same scores.
+/// - Scores MUST NOT depend on the candidates' order of presentation beyond what the reranker
+///   declares it uses (the fused rank is given explicitly for rerankers that keep a prior).
+/// - An empty list returns an empty list without calling out.
+/// - When the model cannot be loaded or reached, it MUST fail fast with
+///   [`RerankError::Unavailable`], never hang: the retriever then keeps the fused order and
+///   says so.
+pub trait Reranker: Send + Sync {
+    /// What scores: adapter and model, e.g. `rules-v1`, `cross-encoder:bge-reranker-base`.
+    fn name(&self) -> &str;
+
+    /// Scores `candidates` for `query`.
+    fn rerank(
+        &self,
+        query: &str,
+        candidates: &[RerankCandidate<'_>],
+    ) -> Result<Vec<f64>, RerankError>;
+}
