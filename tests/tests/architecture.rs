@@ -100,12 +100,13 @@ fn dependency_tree(package: &str) -> Vec<String> {
 }
 
 /// The workspace's adapter crates.
-const ADAPTERS: [&str; 10] = [
+const ADAPTERS: [&str; 11] = [
     "zhiku-adapters-memory",
     "zhiku-adapters-tantivy",
     "zhiku-adapters-candle",
     "zhiku-adapters-qdrant",
     "zhiku-adapters-generate",
+    "zhiku-adapters-openai",
     "zhiku-adapters-rerank",
     "zhiku-adapters-fs",
     "zhiku-adapters-sqlite",

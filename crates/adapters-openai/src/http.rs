@@ -1,0 +1,218 @@
+//! The HTTP side: one JSON request with a deadline, retried with backoff while the failure is
+//! temporary, and every failure turned into an [`EmbedError`].
+
+use std::time::Duration;
+
+use serde_json::Value;
+use zhiku_domain::ports::EmbedError;
+
+use crate::ADAPTER;
+
+/// The longest wait between two attempts, whatever the server's `Retry-After` asks for: a caller
+/// waiting on a query must not hang.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
+
+/// How often and how patiently a request is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0: none).
+    pub retries: u32,
+    /// The first wait; each further wait doubles, up to [`MAX_RETRY_WAIT`].
+    pub backoff: Duration,
+}
+
+/// One failed attempt, before it is known whether it is retried.
+enum Failure {
+    /// Temporary: not connected, timed out, 408, 429 or 5xx. `wait` is the server's
+    /// `Retry-After`, when it gave one.
+    Temporary {
+        message: String,
+        unreachable: bool,
+        wait: Option<Duration>,
+    },
+    /// Retrying cannot help.
+    Permanent(EmbedError),
+}
+
+#[derive(Clone)]
+pub(crate) struct Client {
+    agent: ureq::Agent,
+    api_key: Option<String>,
+    policy: RetryPolicy,
+}
+
+/// Never shows the API key.
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    pub(crate) fn new(timeout: Duration, api_key: Option<String>, policy: RetryPolicy) -> Self {
+        // Connecting gets a fifth of the deadline, at most 5 s: a host that does not answer is
+        // reported quickly, not after every retry's full timeout.
+        let connect = (timeout / 5).min(Duration::from_secs(5));
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(connect)
+            .timeout(timeout)
+            .build();
+        Self {
+            agent,
+            api_key,
+            policy,
+        }
+    }
+
+    /// GETs `url` once (no retries): for discovery, where a failure only means "unknown".
+    pub(crate) fn get_once(&self, url: &str) -> Result<Value, String> {
+        let mut call = self.agent.get(url);
+        if let Some(key) = &self.api_key {
+            call = call.set("Authorization", &format!("Bearer {key}"));
+        }
+        let response = call.call().map_err(|e| e.to_string())?;
+        response.into_json().map_err(|e| e.to_string())
+    }
+
+    /// POSTs `body` to `url`, retrying temporary failures.
+    pub(crate) fn post(&self, url: &str, body: &Value) -> Result<Value, EmbedError> {
+        let mut attempt = 0u32;
+        loop {
+            match self.attempt(url, body) {
+                Ok(value) => return Ok(value),
+                Err(Failure::Permanent(e)) => return Err(e),
+                Err(Failure::Temporary {
+                    message,
+                    unreachable,
+                    wait,
+                }) => {
+                    if attempt >= self.policy.retries {
+                        let tries = attempt + 1;
+                        let message = format!(
+                            "{message} (after {tries} attempt{})",
+                            if tries == 1 { "" } else { "s" }
+                        );
+                        return Err(if unreachable {
+                            EmbedError::Unavailable {
+                                adapter: ADAPTER,
+                                message,
+                            }
+                        } else {
+                            EmbedError::Backend {
+                                adapter: ADAPTER,
+                                source: message.into(),
+                                temporary: true,
+                            }
+                        });
+                    }
+                    let backoff = self.policy.backoff.saturating_mul(1u32 << attempt.min(16));
+                    std::thread::sleep(wait.unwrap_or(backoff).min(MAX_RETRY_WAIT));
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    fn attempt(&self, url: &str, body: &Value) -> Result<Value, Failure> {
+        let mut call = self.agent.post(url).set("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            call = call.set("Authorization", &format!("Bearer {key}"));
+        }
+        match call.send_json(body) {
+            Ok(response) => response.into_json::<Value>().map_err(|e| {
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::UnexpectedEof
+                ) {
+                    Failure::Temporary {
+                        message: format!("{url}: reading the reply failed: {e}"),
+                        unreachable: true,
+                        wait: None,
+                    }
+                } else {
+                    Failure::Permanent(EmbedError::Backend {
+                        adapter: ADAPTER,
+                        source: format!("{url} sent a reply that is not JSON: {e}").into(),
+                        temporary: false,
+                    })
+                }
+            }),
+            Err(ureq::Error::Status(code, response)) => {
+                let wait = response.header("Retry-After").and_then(retry_after);
+                let detail: String = response
+                    .into_string()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(300)
+                    .collect();
+                let message = format!("{url} answered HTTP {code}: {}", detail.trim());
+                Err(match code {
+                    408 | 429 | 500..=599 => Failure::Temporary {
+                        message,
+                        unreachable: false,
+                        wait,
+                    },
+                    401 | 403 => Failure::Permanent(EmbedError::Backend {
+                        adapter: ADAPTER,
+                        source: format!(
+                            "{message} (check the API key: the variable named by embed_api_key_env)"
+                        )
+                        .into(),
+                        temporary: false,
+                    }),
+                    404 => Failure::Permanent(EmbedError::Backend {
+                        adapter: ADAPTER,
+                        source: format!(
+                            "{message} (is the URL the API base up to /v1, and the model served?)"
+                        )
+                        .into(),
+                        temporary: false,
+                    }),
+                    413 => Failure::Permanent(EmbedError::InvalidInput(format!(
+                        "{message} (the request is too large: lower embed_batch)"
+                    ))),
+                    _ => Failure::Permanent(EmbedError::InvalidInput(message)),
+                })
+            }
+            Err(ureq::Error::Transport(t)) => match t.kind() {
+                ureq::ErrorKind::InvalidUrl
+                | ureq::ErrorKind::UnknownScheme
+                | ureq::ErrorKind::InsecureRequestHttpsOnly
+                | ureq::ErrorKind::InvalidProxyUrl => {
+                    Err(Failure::Permanent(EmbedError::Unavailable {
+                        adapter: ADAPTER,
+                        message: format!("{url} cannot be requested: {t}"),
+                    }))
+                }
+                // ureq's message names the URL already.
+                _ => Err(Failure::Temporary {
+                    message: t.to_string(),
+                    unreachable: true,
+                    wait: None,
+                }),
+            },
+        }
+    }
+}
+
+/// A `Retry-After` value in whole seconds (the HTTP-date form is not honoured: backoff applies).
+fn retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_only() {
+        assert_eq!(retry_after(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+}
