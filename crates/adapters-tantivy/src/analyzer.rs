@@ -1,6 +1,13 @@
-//! The text analyzer: jieba segmentation for CJK, lower-cased words for Latin text, punctuation
-//! and whitespace dropped, a small stop-word list for Chinese function words.
+//! The text analyzer: Traditional Chinese folded into Simplified, then jieba segmentation for
+//! CJK, lower-cased words for Latin text, punctuation and whitespace dropped, a small stop-word
+//! list for Chinese function words.
+//!
+//! jieba's dictionary is Simplified: on Traditional text it falls back to short pieces and the
+//! BM25 terms of a Traditional question and a Simplified passage never meet. So every text is
+//! first converted with OpenCC's Traditional→Simplified tables (`script::to_simplified`), at
+//! index and at query time alike, and segmented in its Simplified form.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
@@ -9,7 +16,7 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// The analyzer's identity, recorded with every index. Change it whenever tokens can change
 /// for the same text: tokenizer, segmentation mode, dictionary, stop words or normalisation.
-pub const ANALYZER_IDENTITY: &str = "zhiku-jieba/1 (jieba-rs 0.11 default dictionary, search mode, no HMM; lower-case; stop-words zh-v1)";
+pub const ANALYZER_IDENTITY: &str = "zhiku-jieba/2 (Traditional folded to Simplified: OpenCC t2s, ferrous-opencc 0.4; jieba-rs 0.11 default dictionary, search mode, no HMM; lower-case; stop-words zh-v1)";
 
 /// The name the analyzer is registered under in the tantivy schema.
 pub const TOKENIZER_NAME: &str = "zhiku_jieba";
@@ -87,10 +94,22 @@ pub fn jieba() -> Arc<Jieba> {
     JIEBA.get_or_init(|| Arc::new(Jieba::new())).clone()
 }
 
-/// Analyses `text` into index terms with their byte offsets.
+/// Analyses `text` into index terms with their byte offsets in `text`.
+///
+/// The text is segmented in its Simplified form ([`crate::script::to_simplified`]); a
+/// converted text of as many characters maps back character by character, so the offsets are
+/// exact. Where a phrase conversion changed the length (rare: t2s converts character for
+/// character except for a few phrases), a token's offsets are those of the same character
+/// positions in `text`, clamped to its end: still within the text and in order, which is all
+/// the index needs (it records no offsets or positions).
 pub fn analyze(jieba: &Jieba, text: &str) -> Vec<(String, usize, usize)> {
+    let simplified = crate::script::to_simplified(text);
+    let back = match &simplified {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(converted) => Some(OffsetMap::new(text, converted)),
+    };
     let mut out = Vec::new();
-    for token in jieba.cut_for_search(text, false) {
+    for token in jieba.cut_for_search(&simplified, false) {
         let word = token.word;
         if !word.chars().any(char::is_alphanumeric) {
             continue;
@@ -99,9 +118,39 @@ pub fn analyze(jieba: &Jieba, text: &str) -> Vec<(String, usize, usize)> {
         if stop_words().contains(term.as_str()) {
             continue;
         }
-        out.push((term, token.byte_start, token.byte_start + word.len()));
+        let (from, to) = (token.byte_start, token.byte_start + word.len());
+        out.push(match &back {
+            None => (term, from, to),
+            Some(map) => (term, map.original(from), map.original(to)),
+        });
     }
     out
+}
+
+/// Byte offsets of a converted text mapped back to the original, by character position.
+struct OffsetMap {
+    /// Byte offset in the converted text of each character, ascending.
+    converted: Vec<usize>,
+    /// Byte offset in the original text of each character, and its length at the end.
+    original: Vec<usize>,
+}
+
+impl OffsetMap {
+    fn new(original: &str, converted: &str) -> Self {
+        let mut starts: Vec<usize> = original.char_indices().map(|(i, _)| i).collect();
+        starts.push(original.len());
+        Self {
+            converted: converted.char_indices().map(|(i, _)| i).collect(),
+            original: starts,
+        }
+    }
+
+    /// The original byte offset of the character that starts at converted byte `at` (or of
+    /// the end, for the end).
+    fn original(&self, at: usize) -> usize {
+        let position = self.converted.partition_point(|&b| b < at);
+        self.original[position.min(self.original.len() - 1)]
+    }
 }
 
 /// The terms of `text`, as the index sees them.
@@ -194,6 +243,74 @@ mod tests {
     #[test]
     fn punctuation_and_whitespace_give_no_terms() {
         assert!(terms("，。！？ ... \r\n\t").is_empty());
+    }
+
+    #[test]
+    fn traditional_and_simplified_forms_give_the_same_terms() {
+        for (hant, hans) in [
+            (
+                "《戰國無雙3》是由光榮和ω-force開發的戰國無雙系列的正統第三續作。",
+                "《战国无双3》是由光荣和ω-force开发的战国无双系列的正统第三续作。",
+            ),
+            (
+                "這些資料庫的檢索結果會被重新排序嗎？",
+                "这些资料库的检索结果会被重新排序吗？",
+            ),
+            ("乾隆皇帝發布了頭髮的規定", "乾隆皇帝发布了头发的规定"),
+        ] {
+            assert_eq!(terms(hant), terms(hans), "{hant} / {hans}");
+        }
+    }
+
+    #[test]
+    fn mixed_script_text_is_folded_to_one_form() {
+        let t = terms("香港國際機場和北京首都国际机场");
+        assert!(t.contains(&"国际".to_string()), "{t:?}");
+        assert!(t.contains(&"机场".to_string()), "{t:?}");
+        assert!(
+            !t.iter().any(|w| w.contains('國') || w.contains('機')),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn non_cjk_text_is_untouched() {
+        let text = "Tokio 1.54 runs HTTP/2 on async Rust; naïve café 東京"; // kana-free
+        let t = terms(text);
+        for w in ["tokio", "54", "http", "async", "rust", "caf", "东京"] {
+            assert!(t.contains(&w.to_string()), "{w}: {t:?}");
+        }
+        for latin in ["BM25 over chunk content, title weighted", "naïve café, Ærø"] {
+            assert!(matches!(
+                crate::script::to_simplified(latin),
+                Cow::Borrowed(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn offsets_stay_within_the_original_text() {
+        for text in [
+            "記憶體與軟體的資訊",
+            "計程車 taxi 出租車",
+            "中华人民共和国",
+            "a",
+        ] {
+            for (term, from, to) in analyze(&jieba(), text) {
+                assert!(
+                    from <= to && to <= text.len(),
+                    "{term} {from}..{to} in {text}"
+                );
+                assert!(text.is_char_boundary(from) && text.is_char_boundary(to));
+            }
+        }
+        // A character-for-character conversion maps back exactly.
+        let text = "開發者們";
+        let spans: Vec<&str> = analyze(&jieba(), text)
+            .into_iter()
+            .map(|(_, from, to)| &text[from..to])
+            .collect();
+        assert!(spans.contains(&"開發"), "{spans:?}");
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //!   is too.
 
 mod analyzer;
+mod script;
 mod top;
 
 use std::collections::{HashMap, HashSet};
