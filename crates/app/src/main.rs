@@ -69,8 +69,7 @@ fn run(cli: Cli) -> Result<Exit> {
             mode.into(),
             json,
             (per_query, answers),
-            &embedder,
-            context,
+            (&embedder, context),
         ),
         Command::Serve {
             bind,

@@ -31,8 +31,7 @@ pub(crate) fn run(
     mode: RetrievalMode,
     json: bool,
     (per_query, answers_file): (Option<PathBuf>, Option<PathBuf>),
-    embedder: &str,
-    context: Option<ContextPolicy>,
+    (embedder, context): (&str, Option<ContextPolicy>),
 ) -> Result<Exit> {
     let mut out = match &per_query {
         Some(p) => Some(std::io::BufWriter::new(
