@@ -98,7 +98,7 @@ impl RuleConfig {
 }
 
 /// Reranks by rules; see the crate documentation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RuleReranker {
     config: RuleConfig,
 }
@@ -108,14 +108,6 @@ impl RuleReranker {
     pub fn new(config: RuleConfig) -> Result<Self, String> {
         config.validate()?;
         Ok(Self { config })
-    }
-}
-
-impl Default for RuleReranker {
-    fn default() -> Self {
-        Self {
-            config: RuleConfig::default(),
-        }
     }
 }
 
@@ -146,7 +138,9 @@ fn metadata_matches(value: &serde_json::Value, wanted: &str) -> bool {
         serde_json::Value::String(s) => s == wanted,
         serde_json::Value::Array(items) => items.iter().any(|v| metadata_matches(v, wanted)),
         serde_json::Value::Null | serde_json::Value::Object(_) => false,
-        other => other.to_string() == wanted,
+        other => wanted
+            .parse::<serde_json::Value>()
+            .is_ok_and(|w| &w == other),
     }
 }
 

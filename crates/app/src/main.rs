@@ -69,7 +69,7 @@ fn run(cli: Cli) -> Result<Exit> {
             mode.into(),
             json,
             (per_query, answers),
-            (&embedder, context),
+            (embedder.as_deref(), context),
         ),
         Command::Serve {
             bind,

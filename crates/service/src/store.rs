@@ -6,10 +6,11 @@ use anyhow::Result;
 use zhiku_domain::DocId;
 use zhiku_domain::ports::{
     CatalogCounts, CatalogError, CatalogStore, Changed, Embedder, Generations, LexicalIndex,
-    SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex,
+    Reranker, SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::expand::ContextPolicy;
+use zhiku_domain::rules::fusion::FusionConfig;
 use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
 use zhiku_domain::{ChunkingPolicy, Scope};
 
@@ -31,6 +32,12 @@ pub struct Settings {
     pub k: usize,
     /// Candidates each route returns before fusion.
     pub candidates: usize,
+    /// How the routes are fused.
+    pub fusion: FusionConfig,
+    /// How much evidence in the question's language is preferred (0: not at all).
+    pub locale_boost: f64,
+    /// Candidates the reranker scores, when there is one.
+    pub rerank_depth: usize,
     /// What an answer's context may hold.
     pub context: RetrievalBudget,
     /// Generation attempts before an answer run ends `blocked`.
@@ -72,6 +79,8 @@ pub struct Store {
     pub dense: Option<Dense>,
     /// Why the dense route is missing, when it is.
     pub dense_notice: Option<String>,
+    /// The reranker between fusion and the budget, when one is configured.
+    pub reranker: Option<Box<dyn Reranker>>,
     /// The adapters the composition root picked and why (`port`, `choice`), for `status`.
     pub picked: Vec<(String, String)>,
     /// The catalog as last saved; only its header when opened to answer queries (see
@@ -112,6 +121,7 @@ impl Store {
             lexical,
             dense,
             dense_notice,
+            reranker: None,
             picked,
             recorded,
             catalog_store,
@@ -119,6 +129,12 @@ impl Store {
             header_only: None,
             _held: None,
         }
+    }
+
+    /// The same store, reranking with `reranker` (its depth is [`Settings::rerank_depth`]).
+    pub fn with_reranker(mut self, reranker: Box<dyn Reranker>) -> Self {
+        self.reranker = Some(reranker);
+        self
     }
 
     /// The same read-only store, marked as holding only the catalog's header (its document
@@ -231,9 +247,14 @@ impl Store {
 
     /// A retriever over this store's routes, checking hits against `source`.
     pub fn retriever<'a>(&'a self, source: &'a dyn SourceStore) -> Retriever<'a> {
-        let r = Retriever::new(source)
+        let mut r = Retriever::new(source)
             .with_lexical(self.lexical.as_ref())
-            .with_candidates(self.settings.candidates);
+            .with_candidates(self.settings.candidates)
+            .with_fusion(self.settings.fusion.clone())
+            .with_locale_boost(self.settings.locale_boost);
+        if let Some(reranker) = &self.reranker {
+            r = r.with_reranker(reranker.as_ref(), self.settings.rerank_depth);
+        }
         match &self.dense {
             Some((embedder, vectors)) => r.with_dense(embedder.as_ref(), vectors.as_ref()),
             None => r.without_dense(

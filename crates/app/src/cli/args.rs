@@ -76,6 +76,11 @@ pub(crate) struct QueryArgs {
     /// Metadata equality filter, key=value (repeatable).
     #[arg(long = "filter")]
     pub(crate) filters: Vec<String>,
+    /// Only evidence in this locale (a prefix of the documents' tags: `zh` matches `zh-CN`
+    /// and `zh-TW`). Without it, evidence in the question's language is preferred, not
+    /// required (`locale_boost`).
+    #[arg(long)]
+    pub(crate) locale: Option<String>,
     /// Print JSON (for `ask`, the answer frame).
     #[arg(long)]
     pub(crate) json: bool,
@@ -154,10 +159,12 @@ pub(crate) enum Command {
         /// JSONL.
         #[arg(long)]
         answers: Option<PathBuf>,
-        /// BEIR only: the dense route's embedder: none, hashing (the test double) or candle (the
-        /// configured model, ZHIKU_MODEL).
-        #[arg(long, default_value = "none")]
-        embedder: String,
+        /// BEIR only: the dense route's embedder: none, hashing (the test double), candle (the
+        /// configured model, ZHIKU_MODEL) or openai (the configured embeddings server,
+        /// ZHIKU_EMBED_URL). Default: openai when the configuration picks it (`embedder =
+        /// "openai"`, ZHIKU_EMBEDDER=openai: a server is a deliberate choice), else none.
+        #[arg(long)]
+        embedder: Option<String>,
         /// Also measure the answers' context under this policy (chunks, section or
         /// neighbours): span coverage, expected documents in the context, answer rate, size.
         #[arg(long)]

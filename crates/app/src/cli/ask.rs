@@ -23,7 +23,7 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
     {
         ctx.note(&format!("notice: {notice}"));
     }
-    let filter = build_filter(&store, &q.scopes, &q.filters)?;
+    let filter = build_filter(&store, &q.scopes, &q.filters, q.locale.as_deref())?;
     let documents = source_for(&store)?;
     let source = documents.source_store(store.source_paths());
     let clock = MonotonicClock::default();

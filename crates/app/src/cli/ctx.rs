@@ -139,7 +139,12 @@ pub(crate) fn origin_for(
 }
 
 /// The filter of a query: the given scopes (default: the trusted ones) and key=value metadata.
-pub(crate) fn build_filter(store: &Store, scopes: &[String], filters: &[String]) -> Result<Filter> {
+pub(crate) fn build_filter(
+    store: &Store,
+    scopes: &[String],
+    filters: &[String],
+    locale: Option<&str>,
+) -> Result<Filter> {
     let scopes: Vec<Scope> = if scopes.is_empty() {
         store.config.scopes.clone()
     } else {
@@ -155,7 +160,7 @@ pub(crate) fn build_filter(store: &Store, scopes: &[String], filters: &[String])
         };
         metadata.push((k.to_string(), v.to_string()));
     }
-    zhiku_service::filter_for(scopes, &metadata, None)
+    zhiku_service::filter_for(scopes, &metadata, locale)
 }
 
 /// What a reader does when the store cannot be written now: another process holds its lock, or

@@ -6,9 +6,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use zhiku_app::config::EmbedderKind;
 use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_scope};
+use zhiku_app::wiring::embed_server::openai_embedder_config;
 use zhiku_app::wiring::generator::generator_for;
-use zhiku_app::wiring::store::Purpose;
+use zhiku_app::wiring::store::{Purpose, reranker_for};
 use zhiku_app::wiring::{self, source_for};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{DocumentChunks, NullTraceSink, SourceError};
@@ -31,7 +33,7 @@ pub(crate) fn run(
     mode: RetrievalMode,
     json: bool,
     (per_query, answers_file): (Option<PathBuf>, Option<PathBuf>),
-    (embedder, context): (&str, Option<ContextPolicy>),
+    (embedder, context): (Option<&str>, Option<ContextPolicy>),
 ) -> Result<Exit> {
     let mut out = match &per_query {
         Some(p) => Some(std::io::BufWriter::new(
@@ -54,11 +56,16 @@ pub(crate) fn run(
         (Some(dir), _) => {
             let set = load_beir(&dir).with_context(|| format!("loading {}", dir.display()))?;
             let config = ctx.config(None)?;
+            let embedder = embedder.unwrap_or(match config.embedder {
+                EmbedderKind::Openai => "openai",
+                _ => "none",
+            });
             let dense = match embedder {
                 "none" => DenseChoice::None,
                 "hashing" => DenseChoice::Hashing,
                 "candle" => DenseChoice::Candle(config.model.clone()),
-                other => bail!("--embedder {other:?}: use none, hashing or candle"),
+                "openai" => DenseChoice::OpenAi(openai_embedder_config(&config)?),
+                other => bail!("--embedder {other:?}: use none, hashing, candle or openai"),
             };
             let index = build_default_corpus_index(&set.corpus, config.policy, dense)?;
             ctx.note(&format!(
@@ -71,7 +78,16 @@ pub(crate) fn run(
                 ctx.note("notice: no embedder (--embedder candle uses ZHIKU_MODEL); the dense route is unavailable");
             }
             let filter = Filter::for_scope(corpus_scope());
-            let retriever = index.retriever();
+            // The configured fusion, locale preference and reranker, as a store would use them.
+            let reranker = reranker_for(&config);
+            let mut retriever = index
+                .retriever()
+                .with_candidates(config.candidates)
+                .with_fusion(config.fusion.clone())
+                .with_locale_boost(config.locale_boost);
+            if let Some(r) = &reranker {
+                retriever = retriever.with_reranker(r.as_ref(), config.rerank_depth);
+            }
             let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
             if let Some(context) = context {
                 // The answers' context under the policy, over the same corpus.
@@ -105,7 +121,7 @@ pub(crate) fn run(
             refresh(ctx, &mut store, origin)?;
             let documents = source_for(&store)?;
             let source = documents.source_store(store.source_paths());
-            let filter = build_filter(&store, &[], &[])?;
+            let filter = build_filter(&store, &[], &[], None)?;
             let clock = MonotonicClock::default();
             let retriever = store.retriever(source.as_ref()).with_clock(&clock);
             let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;

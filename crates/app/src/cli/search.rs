@@ -20,7 +20,7 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
     {
         ctx.note(&format!("notice: {notice}"));
     }
-    let filter = build_filter(&store, scopes, filters)?;
+    let filter = build_filter(&store, scopes, filters, q.locale.as_deref())?;
     let documents = source_for(&store)?;
     let source = documents.source_store(store.source_paths());
     let retriever = store.retriever(source.as_ref());

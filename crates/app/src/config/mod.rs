@@ -27,6 +27,7 @@ use zhiku_adapters_qdrant::QdrantConfig;
 use zhiku_adapters_usearch::AnnSettings;
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::expand::ContextPolicy;
+use zhiku_domain::rules::fusion::{FusionConfig, FusionMethod, Normalisation, Route};
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::{ServeSettings, ServeTable};
 
@@ -57,6 +58,138 @@ pub enum EmbedderKind {
     Hashing,
     /// A BERT-family model run by candle.
     Candle,
+    /// An OpenAI-compatible `/v1/embeddings` server (`embed_url`, `embed_model`, ...: see
+    /// [`EmbedServer`]).
+    Openai,
+}
+
+/// The OpenAI-compatible embeddings server of `embedder = "openai"`: the `embed_*` keys (or the
+/// `[embedder]` table's keys without the prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedServer {
+    /// The API base, up to `/v1`.
+    pub url: String,
+    /// The model name sent; empty: the one model the server lists.
+    pub model: String,
+    /// The environment variable holding the API key (the key itself never sits in a file).
+    pub api_key_env: String,
+    /// Deadline of one request in milliseconds.
+    pub timeout_ms: u64,
+    /// Retries of a temporary failure (connection, 429, 5xx) with backoff.
+    pub retries: u32,
+    /// How queries and passages are presented: `auto` (by model name and server), `input_type`,
+    /// `e5`, `bge-zh`, `bge-en`, `none`, or `prefix` (`query_prefix`/`document_prefix`).
+    pub input: String,
+    /// Before each query when `input = "prefix"`.
+    pub query_prefix: String,
+    /// Before each passage when `input = "prefix"`.
+    pub document_prefix: String,
+    /// The declared model revision, part of the embedding space's identity.
+    pub revision: String,
+    /// L2-normalise the server's vectors (and declare the space L2).
+    pub normalize: bool,
+    /// The model's maximum input in tokens, for the truncation estimate; 0: not detected.
+    pub max_tokens: usize,
+}
+
+/// The values `embed_input` takes.
+pub const EMBED_INPUTS: [&str; 7] = [
+    "auto",
+    "input_type",
+    "e5",
+    "bge-zh",
+    "bge-en",
+    "none",
+    "prefix",
+];
+
+/// The keys of the `[embedder]` table form and the flat keys they stand for.
+const EMBEDDER_TABLE: [(&str, &str); 13] = [
+    ("kind", "embedder"),
+    ("batch", "embed_batch"),
+    ("url", "embed_url"),
+    ("model", "embed_model"),
+    ("api_key_env", "embed_api_key_env"),
+    ("timeout_ms", "embed_timeout_ms"),
+    ("retries", "embed_retries"),
+    ("input", "embed_input"),
+    ("query_prefix", "embed_query_prefix"),
+    ("document_prefix", "embed_document_prefix"),
+    ("revision", "embed_revision"),
+    ("normalize", "embed_normalize"),
+    ("max_tokens", "embed_max_tokens"),
+];
+
+/// Rewrites an `[embedder]` table (`kind = "openai"`, `url = ...`) of `table` into the flat
+/// keys it stands for. Returns whether there was one.
+fn flatten_embedder_table(table: &mut Table, place: &str) -> Result<bool> {
+    let Some(toml::Value::Table(inner)) = table.get("embedder").cloned() else {
+        return Ok(false);
+    };
+    table.remove("embedder");
+    for (key, value) in inner {
+        let Some((_, flat)) = EMBEDDER_TABLE.iter().find(|(k, _)| *k == key) else {
+            let known: Vec<&str> = EMBEDDER_TABLE.iter().map(|(k, _)| *k).collect();
+            bail!(
+                "unknown key {key:?} in {place}[embedder] (known: {})",
+                known.join(", ")
+            );
+        };
+        if table.contains_key(*flat) {
+            bail!("{place}[embedder] {key} and the key {flat} both set the same value: keep one");
+        }
+        table.insert((*flat).to_string(), value);
+    }
+    Ok(true)
+}
+
+/// Which reranker reorders the fused candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RerankerKind {
+    /// No reranking: the fused order.
+    None,
+    /// The rule reranker (no model): question-term coverage with rarity weights, title and
+    /// heading match, the fused rank, near-duplicate suppression.
+    Rules,
+}
+
+/// The fusion keys as one [`FusionConfig`], checked.
+fn fusion_config(keys: &Keys) -> Result<FusionConfig> {
+    let missing = |what: &str| anyhow::anyhow!("the built-in default of {what} is missing");
+    let mut weights = std::collections::BTreeMap::new();
+    weights.insert(
+        Route::Dense,
+        keys.fusion_dense_weight
+            .ok_or_else(|| missing("fusion_dense_weight"))?,
+    );
+    weights.insert(
+        Route::Lexical,
+        keys.fusion_lexical_weight
+            .ok_or_else(|| missing("fusion_lexical_weight"))?,
+    );
+    let floor = keys.dense_floor.ok_or_else(|| missing("dense_floor"))?;
+    let min = keys
+        .dense_min_score
+        .ok_or_else(|| missing("dense_min_score"))?;
+    let config = FusionConfig {
+        method: keys.fusion.ok_or_else(|| missing("fusion"))?,
+        k: keys.fusion_k.ok_or_else(|| missing("fusion_k"))?,
+        weights,
+        normalisation: keys
+            .fusion_normalisation
+            .ok_or_else(|| missing("fusion_normalisation"))?,
+        confidence: keys
+            .fusion_confidence
+            .ok_or_else(|| missing("fusion_confidence"))?,
+        // 0 is no floor; a minimum similarity of -1 lets every cosine through.
+        dense_floor: (floor > 0.0).then_some(floor),
+        dense_min_score: (min > -1.0).then_some(min),
+    };
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid fusion settings: {e}"))?;
+    Ok(config)
 }
 
 /// Where the lexical index lives.
@@ -119,8 +252,10 @@ pub struct Config {
     pub k: usize,
     /// Candidates each route returns before fusion.
     pub candidates: usize,
-    /// Texts per embedder forward pass.
+    /// Texts per embedder forward pass (per request for `embedder = "openai"`).
     pub embed_batch: usize,
+    /// The embeddings server of `embedder = "openai"`.
+    pub embed_server: EmbedServer,
     /// Documents per step of `index` (chunked, embedded, committed and recorded together).
     pub index_batch: usize,
     /// What writes answers.
@@ -142,6 +277,16 @@ pub struct Config {
     /// What of the documents around the evidence that context holds (`answer_context`:
     /// `chunks`, `section` or `neighbours`).
     pub answer_context: ContextPolicy,
+    /// How the routes are fused (`fusion`, `fusion_k`, `fusion_dense_weight`,
+    /// `fusion_lexical_weight`, `fusion_normalisation`, `fusion_confidence`, `dense_floor`,
+    /// `dense_min_score`).
+    pub fusion: FusionConfig,
+    /// How much evidence in the question's language is preferred (`locale_boost`, 0: off).
+    pub locale_boost: f64,
+    /// The reranker between fusion and the budget (`reranker`).
+    pub reranker: RerankerKind,
+    /// Candidates the reranker scores (`rerank_depth`).
+    pub rerank_depth: usize,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
     /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
@@ -173,6 +318,17 @@ struct Keys {
     k: Option<usize>,
     candidates: Option<usize>,
     embed_batch: Option<usize>,
+    embed_url: Option<String>,
+    embed_model: Option<String>,
+    embed_api_key_env: Option<String>,
+    embed_timeout_ms: Option<u64>,
+    embed_retries: Option<u32>,
+    embed_input: Option<String>,
+    embed_query_prefix: Option<String>,
+    embed_document_prefix: Option<String>,
+    embed_revision: Option<String>,
+    embed_normalize: Option<bool>,
+    embed_max_tokens: Option<usize>,
     index_batch: Option<usize>,
     generator: Option<GeneratorKind>,
     llm_url: Option<String>,
@@ -184,10 +340,21 @@ struct Keys {
     context_chunks: Option<usize>,
     context_chars: Option<usize>,
     answer_context: Option<ContextPolicy>,
+    fusion: Option<FusionMethod>,
+    fusion_k: Option<f64>,
+    fusion_dense_weight: Option<f64>,
+    fusion_lexical_weight: Option<f64>,
+    fusion_normalisation: Option<Normalisation>,
+    fusion_confidence: Option<bool>,
+    dense_floor: Option<f64>,
+    dense_min_score: Option<f64>,
+    locale_boost: Option<f64>,
+    reranker: Option<RerankerKind>,
+    rerank_depth: Option<usize>,
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 28] = [
+const KEYS: [&str; 50] = [
     "vectors",
     "embedder",
     "lexical",
@@ -205,6 +372,17 @@ const KEYS: [&str; 28] = [
     "k",
     "candidates",
     "embed_batch",
+    "embed_url",
+    "embed_model",
+    "embed_api_key_env",
+    "embed_timeout_ms",
+    "embed_retries",
+    "embed_input",
+    "embed_query_prefix",
+    "embed_document_prefix",
+    "embed_revision",
+    "embed_normalize",
+    "embed_max_tokens",
     "index_batch",
     "generator",
     "llm_url",
@@ -216,6 +394,17 @@ const KEYS: [&str; 28] = [
     "context_chunks",
     "context_chars",
     "answer_context",
+    "fusion",
+    "fusion_k",
+    "fusion_dense_weight",
+    "fusion_lexical_weight",
+    "fusion_normalisation",
+    "fusion_confidence",
+    "dense_floor",
+    "dense_min_score",
+    "locale_boost",
+    "reranker",
+    "rerank_depth",
 ];
 
 /// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
@@ -235,7 +424,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 28] = [
+const ENV: [EnvKey; 50] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -257,6 +446,17 @@ const ENV: [EnvKey; 28] = [
     var("k", "ZHIKU_K"),
     var("candidates", "ZHIKU_CANDIDATES"),
     var("embed_batch", "ZHIKU_EMBED_BATCH"),
+    var("embed_url", "ZHIKU_EMBED_URL"),
+    var("embed_model", "ZHIKU_EMBED_MODEL"),
+    var("embed_api_key_env", "ZHIKU_EMBED_API_KEY_ENV"),
+    var("embed_timeout_ms", "ZHIKU_EMBED_TIMEOUT_MS"),
+    var("embed_retries", "ZHIKU_EMBED_RETRIES"),
+    var("embed_input", "ZHIKU_EMBED_INPUT"),
+    var("embed_query_prefix", "ZHIKU_EMBED_QUERY_PREFIX"),
+    var("embed_document_prefix", "ZHIKU_EMBED_DOCUMENT_PREFIX"),
+    var("embed_revision", "ZHIKU_EMBED_REVISION"),
+    var("embed_normalize", "ZHIKU_EMBED_NORMALIZE"),
+    var("embed_max_tokens", "ZHIKU_EMBED_MAX_TOKENS"),
     var("index_batch", "ZHIKU_INDEX_BATCH"),
     var("generator", "ZHIKU_GENERATOR"),
     var("llm_url", "ZHIKU_LLM_URL"),
@@ -268,6 +468,17 @@ const ENV: [EnvKey; 28] = [
     var("context_chunks", "ZHIKU_CONTEXT_CHUNKS"),
     var("context_chars", "ZHIKU_CONTEXT_CHARS"),
     var("answer_context", "ZHIKU_ANSWER_CONTEXT"),
+    var("fusion", "ZHIKU_FUSION"),
+    var("fusion_k", "ZHIKU_FUSION_K"),
+    var("fusion_dense_weight", "ZHIKU_FUSION_DENSE_WEIGHT"),
+    var("fusion_lexical_weight", "ZHIKU_FUSION_LEXICAL_WEIGHT"),
+    var("fusion_normalisation", "ZHIKU_FUSION_NORMALISATION"),
+    var("fusion_confidence", "ZHIKU_FUSION_CONFIDENCE"),
+    var("dense_floor", "ZHIKU_DENSE_FLOOR"),
+    var("dense_min_score", "ZHIKU_DENSE_MIN_SCORE"),
+    var("locale_boost", "ZHIKU_LOCALE_BOOST"),
+    var("reranker", "ZHIKU_RERANKER"),
+    var("rerank_depth", "ZHIKU_RERANK_DEPTH"),
 ];
 
 /// The variables of `[qdrant]`.
@@ -359,6 +570,17 @@ follow_links_inside = false
 k = 8
 candidates = 50
 embed_batch = 32
+embed_url = "http://127.0.0.1:8089/v1"
+embed_model = ""
+embed_api_key_env = "ZHIKU_EMBED_API_KEY"
+embed_timeout_ms = 120000
+embed_retries = 3
+embed_input = "auto"
+embed_query_prefix = ""
+embed_document_prefix = ""
+embed_revision = "unversioned"
+embed_normalize = true
+embed_max_tokens = 0
 index_batch = 4096
 generator = "extractive"
 llm_url = "http://127.0.0.1:8088/v1"
@@ -370,6 +592,17 @@ ask_attempts = 3
 context_chunks = 6
 context_chars = 4000
 answer_context = "chunks"
+fusion = "rrf"
+fusion_k = 60.0
+fusion_dense_weight = 1.0
+fusion_lexical_weight = 1.0
+fusion_normalisation = "min_max"
+fusion_confidence = false
+dense_floor = 0.0
+dense_min_score = -1.0
+locale_boost = 0.1
+reranker = "none"
+rerank_depth = 20
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
@@ -394,8 +627,25 @@ impl Config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read config {}", path.display()))?;
-                let checked: File = toml::from_str(&text)
-                    .with_context(|| format!("invalid config {}", path.display()))?;
+                let invalid = || format!("invalid config {}", path.display());
+                let mut raw: Table = toml::from_str(&text).with_context(invalid)?;
+                // `[embedder]` as a table is the flat `embed_*` keys written another way.
+                let mut tables = flatten_embedder_table(&mut raw, "").with_context(invalid)?;
+                if let Some(toml::Value::Table(profiles)) = raw.get_mut("profiles") {
+                    for (name, p) in profiles.iter_mut() {
+                        if let toml::Value::Table(p) = p {
+                            tables |= flatten_embedder_table(p, &format!("[profiles.{name}] "))
+                                .with_context(invalid)?;
+                        }
+                    }
+                }
+                let checked: File = if tables {
+                    toml::Value::Table(raw.clone())
+                        .try_into()
+                        .with_context(invalid)?
+                } else {
+                    toml::from_str(&text).with_context(invalid)?
+                };
                 if let Some(q) = &checked.qdrant {
                     q.check()
                         .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
@@ -404,7 +654,7 @@ impl Config {
                     a.check()
                         .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
                 }
-                toml::from_str(&text)?
+                raw
             }
             None => Table::new(),
         };
@@ -455,6 +705,7 @@ impl Config {
         let serve = ServeSettings::from_table(r.resolve(Some("serve"), &[])?)?;
         // Every key is present: the defaults layer holds them all.
         let required = |what: &str| anyhow::anyhow!("the built-in default of {what} is missing");
+        let fusion = fusion_config(&keys)?;
         let scopes = keys.scopes.ok_or_else(|| required("scopes"))?;
         if scopes.is_empty() {
             bail!("no scopes configured: set `scopes` in zhiku.toml or ZHIKU_SCOPES");
@@ -501,6 +752,41 @@ impl Config {
             k: keys.k.ok_or_else(|| required("k"))?,
             candidates: keys.candidates.ok_or_else(|| required("candidates"))?,
             embed_batch: keys.embed_batch.ok_or_else(|| required("embed_batch"))?,
+            embed_server: EmbedServer {
+                url: keys.embed_url.ok_or_else(|| required("embed_url"))?,
+                model: keys.embed_model.ok_or_else(|| required("embed_model"))?,
+                api_key_env: keys
+                    .embed_api_key_env
+                    .ok_or_else(|| required("embed_api_key_env"))?,
+                timeout_ms: keys
+                    .embed_timeout_ms
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| required("embed_timeout_ms (at least 1)"))?,
+                retries: keys
+                    .embed_retries
+                    .ok_or_else(|| required("embed_retries"))?,
+                input: keys
+                    .embed_input
+                    .filter(|i| EMBED_INPUTS.contains(&i.as_str()))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("embed_input must be one of {}", EMBED_INPUTS.join(", "))
+                    })?,
+                query_prefix: keys
+                    .embed_query_prefix
+                    .ok_or_else(|| required("embed_query_prefix"))?,
+                document_prefix: keys
+                    .embed_document_prefix
+                    .ok_or_else(|| required("embed_document_prefix"))?,
+                revision: keys
+                    .embed_revision
+                    .ok_or_else(|| required("embed_revision"))?,
+                normalize: keys
+                    .embed_normalize
+                    .ok_or_else(|| required("embed_normalize"))?,
+                max_tokens: keys
+                    .embed_max_tokens
+                    .ok_or_else(|| required("embed_max_tokens"))?,
+            },
             index_batch: keys
                 .index_batch
                 .filter(|n| *n > 0)
@@ -530,6 +816,16 @@ impl Config {
             answer_context: keys
                 .answer_context
                 .ok_or_else(|| required("answer_context"))?,
+            fusion,
+            locale_boost: match keys.locale_boost.ok_or_else(|| required("locale_boost"))? {
+                b if b.is_finite() && b >= 0.0 => b,
+                b => bail!("locale_boost must be a number ≥ 0, not {b}"),
+            },
+            reranker: keys.reranker.ok_or_else(|| required("reranker"))?,
+            rerank_depth: match keys.rerank_depth.ok_or_else(|| required("rerank_depth"))? {
+                0 => bail!("rerank_depth must be at least 1"),
+                n => n,
+            },
             qdrant,
             ann,
             serve,
@@ -561,6 +857,9 @@ impl Config {
             context: self.context,
             ask_attempts: self.ask_attempts,
             answer_context: self.answer_context,
+            fusion: self.fusion.clone(),
+            locale_boost: self.locale_boost,
+            rerank_depth: self.rerank_depth,
             index_batch: self.index_batch,
             limits: self.serve.query_limits(),
         }
@@ -668,6 +967,99 @@ mod tests {
         }
         std::fs::write(&path, "[qdrant]\nnope = 1\n").unwrap();
         assert!(Config::resolve(Some(&path), None, &no_env).is_err());
+    }
+
+    #[test]
+    fn fusion_and_reranking_are_configured_and_checked() {
+        let c = Config::resolve(None, None, &no_env).unwrap();
+        assert_eq!(
+            c.fusion.method_name(),
+            FusionConfig::default().method_name()
+        );
+        assert_eq!(c.reranker, RerankerKind::None);
+        assert_eq!(c.fusion.dense_floor, None);
+        assert_eq!(c.fusion.dense_min_score, None);
+        let env = |k: &str| match k {
+            "ZHIKU_FUSION" => Some("convex".to_string()),
+            "ZHIKU_FUSION_NORMALISATION" => Some("z_score".to_string()),
+            "ZHIKU_FUSION_DENSE_WEIGHT" => Some("0.3".to_string()),
+            "ZHIKU_DENSE_FLOOR" => Some("0.9".to_string()),
+            "ZHIKU_DENSE_MIN_SCORE" => Some("0.5".to_string()),
+            "ZHIKU_RERANKER" => Some("rules".to_string()),
+            "ZHIKU_RERANK_DEPTH" => Some("30".to_string()),
+            _ => None,
+        };
+        let c = Config::resolve(None, None, &env).unwrap();
+        assert_eq!(c.fusion.method_name(), "convex_z_score");
+        assert_eq!(c.fusion.weight(Route::Dense), 0.3);
+        assert_eq!(c.fusion.dense_floor, Some(0.9));
+        assert_eq!(c.fusion.dense_min_score, Some(0.5));
+        assert_eq!((c.reranker, c.rerank_depth), (RerankerKind::Rules, 30));
+        assert_eq!(c.service_settings().fusion, c.fusion);
+        for (key, bad) in [
+            ("ZHIKU_DENSE_FLOOR", "1.5"),
+            ("ZHIKU_FUSION_DENSE_WEIGHT", "-1"),
+            ("ZHIKU_RERANK_DEPTH", "0"),
+            ("ZHIKU_LOCALE_BOOST", "-0.1"),
+            ("ZHIKU_FUSION", "average"),
+        ] {
+            let env = |k: &str| (k == key).then(|| bad.to_string());
+            assert!(Config::resolve(None, None, &env).is_err(), "{key}={bad}");
+        }
+    }
+
+    #[test]
+    fn the_embeddings_server_is_configured_flat_or_as_a_table() {
+        let env = |k: &str| match k {
+            "ZHIKU_EMBEDDER" => Some("openai".to_string()),
+            "ZHIKU_EMBED_URL" => Some("http://e:1/v1".to_string()),
+            "ZHIKU_EMBED_INPUT" => Some("bge-zh".to_string()),
+            _ => None,
+        };
+        let c = Config::resolve(None, None, &env).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Openai);
+        assert_eq!(c.embed_server.url, "http://e:1/v1");
+        assert_eq!(c.embed_server.input, "bge-zh");
+        assert_eq!(c.embed_server.api_key_env, "ZHIKU_EMBED_API_KEY");
+        assert!(c.embed_server.normalize);
+        let bad = |k: &str| (k == "ZHIKU_EMBED_INPUT").then(|| "fancy".to_string());
+        assert!(Config::resolve(None, None, &bad).is_err());
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zhiku.toml");
+        std::fs::write(
+            &path,
+            "[embedder]\nkind = \"openai\"\nurl = \"http://t:2/v1\"\nmodel = \"bge-m3\"\nbatch = 8\nrevision = \"r7\"\n\n[profiles.lex.embedder]\nkind = \"none\"\n",
+        )
+        .unwrap();
+        let c = Config::resolve(Some(&path), None, &no_env).unwrap();
+        assert_eq!(c.embedder, EmbedderKind::Openai);
+        assert_eq!(
+            (c.embed_server.url.as_str(), c.embed_server.model.as_str()),
+            ("http://t:2/v1", "bge-m3")
+        );
+        assert_eq!((c.embed_batch, c.embed_server.revision.as_str()), (8, "r7"));
+        assert!(
+            c.origins
+                .iter()
+                .any(|(k, o)| k == "embed_url" && o == "zhiku.toml")
+        );
+        let lex = Config::resolve(Some(&path), Some("lex"), &no_env).unwrap();
+        assert_eq!(lex.embedder, EmbedderKind::None);
+        // The variable still wins over the table.
+        let env = |k: &str| (k == "ZHIKU_EMBED_URL").then(|| "http://v:3/v1".to_string());
+        let c = Config::resolve(Some(&path), None, &env).unwrap();
+        assert_eq!(c.embed_server.url, "http://v:3/v1");
+        for text in [
+            "[embedder]\nkind = \"openai\"\nurl_typo = \"x\"\n",
+            "embed_url = \"http://a/v1\"\n[embedder]\nurl = \"http://b/v1\"\n",
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert!(
+                Config::resolve(Some(&path), None, &no_env).is_err(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

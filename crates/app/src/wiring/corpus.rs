@@ -5,6 +5,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{HashingEmbedder, MemorySourceStore, MemoryVectorIndex};
+use zhiku_adapters_openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::Embedder;
 use zhiku_domain::usecases::{Catalog, IndexReport, Indexer, Retriever, SyncMode};
@@ -50,6 +51,8 @@ pub enum DenseChoice {
     Hashing,
     /// A BERT-family model run by candle: a folder or a hub id.
     Candle(String),
+    /// An OpenAI-compatible embeddings server.
+    OpenAi(OpenAiEmbedderConfig),
 }
 
 /// [`build_corpus_index`] with the lexical analyzer every store uses.
@@ -88,6 +91,13 @@ pub fn build_corpus_index(
         DenseChoice::Candle(model) => {
             let embedder =
                 CandleEmbedder::load(&ModelSource::parse(&model), &EmbedderOptions::default())?;
+            let vectors = MemoryVectorIndex::new(embedder.space().clone());
+            Some((Box::new(embedder), vectors))
+        }
+        DenseChoice::OpenAi(config) => {
+            let url = config.base_url.clone();
+            let embedder = OpenAiEmbedder::connect(config)
+                .with_context(|| format!("the embeddings server at {url}"))?;
             let vectors = MemoryVectorIndex::new(embedder.space().clone());
             Some((Box::new(embedder), vectors))
         }

@@ -3,6 +3,7 @@
 //! document store, generator, trace log) and hands them to the service.
 
 pub mod corpus;
+pub mod embed_server;
 pub mod generator;
 pub mod qdrant;
 pub mod store;

@@ -58,6 +58,7 @@ use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_fs::manifest::ManifestFile;
 use zhiku_adapters_fs::vector_file;
 use zhiku_adapters_memory::{HashingEmbedder, MemoryCatalogStore, MemoryVectorIndex};
+use zhiku_adapters_openai::OpenAiEmbedder;
 use zhiku_adapters_sqlite::SqliteCatalog;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_adapters_usearch::{AnnVectorIndex, RecordFile};
@@ -70,7 +71,7 @@ use zhiku_domain::{ChunkId, DocId};
 use zhiku_service::Dense;
 
 pub use super::qdrant::VectorsUnavailable;
-use crate::config::{Config, EmbedderKind, LexicalKind, VectorsKind};
+use crate::config::{Config, EmbedderKind, LexicalKind, RerankerKind, VectorsKind};
 pub use zhiku_adapters_fs::atomic::write_atomically;
 pub use zhiku_adapters_fs::lock::{LOCK_FILE, StoreLock, StoreLocked};
 pub use zhiku_adapters_sqlite::CATALOG_FILE;
@@ -255,6 +256,23 @@ pub fn resolve_embedder(config: &Config) -> (Option<Box<dyn Embedder>>, String) 
                     None,
                     format!(
                         "embedder unavailable, retrieval is lexical only: {e} (set ZHIKU_MODEL to a model folder or hub id)"
+                    ),
+                ),
+            }
+        }
+        EmbedderKind::Openai => {
+            let connected = super::embed_server::openai_embedder_config(config)
+                .map_err(|e| e.to_string())
+                .and_then(|c| OpenAiEmbedder::connect(c).map_err(|e| e.to_string()));
+            match connected {
+                Ok(e) => {
+                    let why = e.describe();
+                    (Some(Box::new(e)), why)
+                }
+                Err(e) => (
+                    None,
+                    format!(
+                        "embedder unavailable, retrieval is lexical only: {e} (embed_url / ZHIKU_EMBED_URL names the server)"
                     ),
                 ),
             }
@@ -689,6 +707,13 @@ impl Store {
             catalog_store,
             read_only,
         );
+        if let Some(reranker) = reranker_for(&config) {
+            core.picked.push((
+                "reranker".into(),
+                format!("{} (top {})", reranker.name(), config.rerank_depth),
+            ));
+            core = core.with_reranker(reranker);
+        }
         let holds_lock = lock.is_some();
         if let Some(lock) = lock {
             core = core.holding(lock);
@@ -867,5 +892,13 @@ impl Problems {
             && self.lexical_orphans.is_empty()
             && self.vector_orphans.is_empty()
             && self.docs_missing_chunks.is_empty()
+    }
+}
+
+/// The reranker `config` asks for, if any.
+pub fn reranker_for(config: &Config) -> Option<Box<dyn zhiku_domain::ports::Reranker>> {
+    match config.reranker {
+        RerankerKind::None => None,
+        RerankerKind::Rules => Some(Box::new(zhiku_adapters_rerank::RuleReranker::default())),
     }
 }

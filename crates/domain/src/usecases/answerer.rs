@@ -9,8 +9,8 @@ use crate::contracts::{Chunk, ChunkId, DocId, Filter, PageSpan, SectionId};
 use crate::ports::{
     AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DocumentChunks, DroppedChunk,
     FusedEntry, FusionStep, GenerateError, GenerationStep, Generator, PhaseTime, QueryStep,
-    RankedHit, RejectionStep, RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, SourceBlock,
-    SourceError, Stage, TraceEvent, TraceSink, ValidationStep, elapsed_ms,
+    RankedHit, RejectionStep, RerankScore, RerankStep, RevisionCheckStep, RouteOutcome, RouteScore,
+    RouteStep, SourceBlock, SourceError, Stage, TraceEvent, TraceSink, ValidationStep, elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
 use crate::rules::citation::{self, CitationViolation};
@@ -630,7 +630,7 @@ impl<'a> Answerer<'a> {
                 )
                 .collect(),
             k: fusion.k,
-            method: "reciprocal_rank_fusion".to_string(),
+            method: fusion.method_name(),
             ms: ms("fusion"),
             weights: fusion.weights.clone(),
         }));
@@ -657,6 +657,32 @@ impl<'a> Answerer<'a> {
             kept: retrieval.evidence.len() + retrieval.budget_dropped.len(),
             ms: ms("revision_check"),
         }));
+        if let Some(rerank) = &retrieval.rerank {
+            let reason = match &rerank.status {
+                RouteStatus::Unavailable { reason } => Some(reason.clone()),
+                _ => None,
+            };
+            run.emit(Stage::Rerank(RerankStep {
+                reranker: rerank.reranker.clone(),
+                status: if reason.is_some() {
+                    "unavailable"
+                } else {
+                    "ran"
+                }
+                .to_string(),
+                reason,
+                scored: rerank
+                    .scores
+                    .iter()
+                    .map(|e| RerankScore {
+                        chunk_id: e.chunk_id.clone(),
+                        score: e.score,
+                        fused_rank: e.fused_rank,
+                    })
+                    .collect(),
+                ms: ms("rerank"),
+            }));
+        }
         let budget = self.policy.budget;
         run.emit(Stage::Budget(BudgetStep {
             chars_used: retrieval.evidence.iter().map(|e| e.chunk.char_len()).sum(),

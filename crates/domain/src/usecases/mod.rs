@@ -13,8 +13,8 @@ pub use answerer::{
 };
 pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
-pub use reader::DocumentReader;
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
+pub use reader::DocumentReader;
 pub use retriever::{
     Dropped, Evidence, RerankReport, RerankedEntry, Retrieval, RetrievalMode, RetrievalRequest,
     RetrieveError, Retriever, RouteHit, RouteReport, RouteStatus, StageTiming,

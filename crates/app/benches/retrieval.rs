@@ -1,0 +1,352 @@
+//! Retrieval quality of every fusion option, on CMRC 2018 dev, with a held-out half.
+//!
+//! ```text
+//! ZHIKU_MODEL=~/.cache/zhiku/models/all-MiniLM-L6-v2 cargo bench -p zhiku --bench retrieval
+//! cargo bench -p zhiku --bench retrieval -- --embedder openai       # ZHIKU_EMBED_URL, …
+//! cargo bench -p zhiku --bench retrieval -- --queries evals/cmrc-paraphrased
+//! cargo bench -p zhiku --bench retrieval -- --cache /tmp/routes-minilm.json   # reuse the routes
+//! ```
+//!
+//! The corpus is indexed once (tantivy + the chosen embedder, in memory) and each question is
+//! searched once per route (top 50 with the routes' own scores). Every fusion option is then
+//! applied to those lists with the domain's own [`fuse`] — the function the retriever calls —
+//! so the options are compared on identical candidates. Questions are split by position:
+//! even positions tune (the option with the best nDCG@10 there is picked), odd positions are
+//! held out and give the figures to report. The `--cache` file keeps the route lists, so a
+//! sweep can be rerun without embedding again.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use zhiku_app::config::Config;
+use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_scope};
+use zhiku_app::wiring::embed_server::openai_embedder_config;
+use zhiku_domain::rules::fusion::{
+    FusionConfig, FusionMethod, Normalisation, Route, RouteList, fuse,
+};
+use zhiku_domain::rules::grading::{ChunkLocation, GoldSpan, MetricTotals};
+use zhiku_domain::usecases::{RetrievalMode, RetrievalRequest};
+use zhiku_domain::{ChunkId, Filter};
+use zhiku_eval::beir::{EvalQuery, load_beir, load_beir_queries};
+
+const PER_ROUTE: usize = 50;
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// One question's route lists.
+#[derive(Serialize, Deserialize)]
+struct Routes {
+    id: String,
+    dense: Vec<(ChunkId, f32)>,
+    lexical: Vec<(ChunkId, f32)>,
+    dense_ms: f64,
+    lexical_ms: f64,
+}
+
+/// What is searched once and reused by every option.
+#[derive(Serialize, Deserialize)]
+struct Searched {
+    embedder: String,
+    queries_from: String,
+    /// chunk → (document, start, end)
+    chunks: HashMap<ChunkId, (String, usize, usize)>,
+    routes: Vec<Routes>,
+}
+
+fn search_all(beir: &std::path::Path, queries: &[EvalQuery], embedder: &str) -> Result<Searched> {
+    let set = load_beir(beir).with_context(|| format!("loading {}", beir.display()))?;
+    let config =
+        Config::resolve(None, None, &|k| std::env::var(k).ok()).context("configuration")?;
+    let dense = match embedder {
+        "candle" => DenseChoice::Candle(config.model.clone()),
+        "hashing" => DenseChoice::Hashing,
+        "openai" => DenseChoice::OpenAi(openai_embedder_config(&config)?),
+        other => bail!("--embedder {other}: candle, openai or hashing"),
+    };
+    let started = Instant::now();
+    let index = build_default_corpus_index(&set.corpus, config.policy, dense)?;
+    eprintln!(
+        "indexed {} passages into {} chunks in {:.1} s",
+        set.corpus.len(),
+        index.catalog.chunk_count(),
+        started.elapsed().as_secs_f64()
+    );
+    let retriever = index.retriever();
+    let filter = Filter::for_scope(corpus_scope());
+    let mut chunks = HashMap::new();
+    let mut routes = Vec::new();
+    for (n, q) in queries.iter().enumerate() {
+        let mut lists: BTreeMap<Route, (Vec<(ChunkId, f32)>, f64)> = BTreeMap::new();
+        for (route, mode) in [
+            (Route::Dense, RetrievalMode::Dense),
+            (Route::Lexical, RetrievalMode::Lexical),
+        ] {
+            let t = Instant::now();
+            let r = retriever.retrieve(&RetrievalRequest {
+                query: &q.text,
+                filter: &filter,
+                mode,
+                k: PER_ROUTE,
+                budget: None,
+            });
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let list = match r {
+                Ok(r) => {
+                    for e in &r.evidence {
+                        chunks.entry(e.chunk_id.clone()).or_insert_with(|| {
+                            (e.chunk.doc_id().to_string(), e.chunk.start(), e.chunk.end())
+                        });
+                    }
+                    r.candidates.get(&route).cloned().unwrap_or_default()
+                }
+                Err(_) => Vec::new(),
+            };
+            lists.insert(route, (list, ms));
+        }
+        let (dense, dense_ms) = lists.remove(&Route::Dense).unwrap_or_default();
+        let (lexical, lexical_ms) = lists.remove(&Route::Lexical).unwrap_or_default();
+        routes.push(Routes {
+            id: q.id.clone(),
+            dense,
+            lexical,
+            dense_ms,
+            lexical_ms,
+        });
+        if (n + 1) % 500 == 0 {
+            eprintln!("searched {} of {}", n + 1, queries.len());
+        }
+    }
+    Ok(Searched {
+        embedder: embedder.to_string(),
+        queries_from: String::new(),
+        chunks,
+        routes,
+    })
+}
+
+/// Metrics of one ranking method over some questions.
+#[derive(Default, Clone)]
+struct Scores {
+    totals: MetricTotals,
+}
+
+impl Scores {
+    fn add(
+        &mut self,
+        ranked: &[ChunkId],
+        chunks: &HashMap<ChunkId, (String, usize, usize)>,
+        q: &EvalQuery,
+    ) {
+        let mut seen = HashSet::new();
+        let locations: Vec<ChunkLocation> = ranked
+            .iter()
+            .filter_map(|id| chunks.get(id))
+            .map(|(doc, start, end)| ChunkLocation {
+                doc_id: doc.clone(),
+                start: *start,
+                end: *end,
+            })
+            .collect();
+        let docs: Vec<String> = locations
+            .iter()
+            .map(|l| l.doc_id.clone())
+            .filter(|d| seen.insert(d.clone()))
+            .collect();
+        self.totals.add(&docs, &q.relevant);
+        if !q.spans.is_empty() {
+            let spans: Vec<GoldSpan> = q.spans.clone();
+            self.totals.add_spans(&locations, &spans);
+        }
+    }
+
+    fn row(&self) -> [f64; 5] {
+        let t = &self.totals;
+        [
+            t.mean(t.hit1),
+            t.mean(t.hit5),
+            t.mean(t.mrr10),
+            t.mean(t.ndcg10),
+            t.span_hit5_mean().unwrap_or(f64::NAN),
+        ]
+    }
+}
+
+/// The options measured: single routes, then every fusion variant.
+fn options() -> Vec<(String, Option<FusionConfig>, Option<Route>)> {
+    let mut out: Vec<(String, Option<FusionConfig>, Option<Route>)> = vec![
+        ("lexical only".into(), None, Some(Route::Lexical)),
+        ("dense only".into(), None, Some(Route::Dense)),
+    ];
+    let weights = [1.0, 0.5, 0.3, 0.2, 0.1];
+    for k in [60.0, 20.0, 5.0] {
+        for w in weights {
+            for confidence in [false, true] {
+                let config = FusionConfig {
+                    k,
+                    confidence,
+                    ..FusionConfig::rrf()
+                }
+                .with_weight(Route::Dense, w);
+                out.push((
+                    format!(
+                        "rrf k={k} dense w={w}{}",
+                        if confidence { " +conf" } else { "" }
+                    ),
+                    Some(config),
+                    None,
+                ));
+            }
+        }
+    }
+    for normalisation in [Normalisation::MinMax, Normalisation::ZScore] {
+        for w in [1.0, 0.7, 0.5, 0.3, 0.2, 0.1] {
+            for confidence in [false, true] {
+                let config = FusionConfig {
+                    method: FusionMethod::Convex,
+                    normalisation,
+                    confidence,
+                    ..FusionConfig::default()
+                }
+                .with_weight(Route::Dense, w);
+                let name = config.method_name();
+                out.push((format!("{name} dense w={w}"), Some(config), None));
+            }
+        }
+    }
+    // Floors on top of the two families' best-known shapes.
+    let mut floors = Vec::new();
+    for (name, config, _) in &out {
+        if let Some(c) = config
+            && (name == "convex_min_max dense w=0.5" || name == "rrf k=60 dense w=1")
+        {
+            for floor in [0.95, 0.9, 0.8] {
+                floors.push((
+                    format!("{name} floor={floor}"),
+                    Some(FusionConfig {
+                        dense_floor: Some(floor),
+                        ..c.clone()
+                    }),
+                    None,
+                ));
+            }
+        }
+    }
+    out.extend(floors);
+    out
+}
+
+fn main() -> Result<()> {
+    let beir = arg("--beir")
+        .map(PathBuf::from)
+        .unwrap_or_else(common::default_cmrc);
+    let queries_dir = arg("--queries").map(PathBuf::from);
+    let embedder = arg("--embedder").unwrap_or_else(|| "candle".into());
+    let queries: Vec<EvalQuery> = match &queries_dir {
+        Some(dir) => load_beir_queries(dir)?,
+        None => load_beir(&beir)?.queries,
+    };
+    let cache = arg("--cache").map(PathBuf::from);
+    let searched: Searched = match cache.as_ref().filter(|p| p.exists()) {
+        Some(p) => {
+            eprintln!("route lists from {}", p.display());
+            serde_json::from_slice(&std::fs::read(p)?)?
+        }
+        None => {
+            let mut s = search_all(&beir, &queries, &embedder)?;
+            s.queries_from = queries_dir
+                .as_ref()
+                .map_or_else(|| beir.display().to_string(), |d| d.display().to_string());
+            if let Some(p) = &cache {
+                std::fs::write(p, serde_json::to_vec(&s)?)?;
+            }
+            s
+        }
+    };
+    let by_id: HashMap<&str, &EvalQuery> = queries.iter().map(|q| (q.id.as_str(), q)).collect();
+    println!(
+        "embedder {}, questions {} from {}; tune = even positions, held out = odd positions",
+        searched.embedder,
+        searched.routes.len(),
+        searched.queries_from
+    );
+    let mut rows: Vec<(String, Scores, Scores, f64)> = Vec::new();
+    for (name, config, single) in options() {
+        let (mut tune, mut held) = (Scores::default(), Scores::default());
+        let started = Instant::now();
+        for (i, r) in searched.routes.iter().enumerate() {
+            let Some(q) = by_id.get(r.id.as_str()) else {
+                continue;
+            };
+            let ranked: Vec<ChunkId> = match (&config, single) {
+                (_, Some(Route::Dense)) => r.dense.iter().map(|(id, _)| id.clone()).collect(),
+                (_, Some(Route::Lexical)) => r.lexical.iter().map(|(id, _)| id.clone()).collect(),
+                (Some(config), None) => {
+                    let lists: Vec<RouteList> = vec![
+                        (Route::Dense, r.dense.clone()),
+                        (Route::Lexical, r.lexical.clone()),
+                    ];
+                    fuse(&lists, config)
+                        .into_iter()
+                        .map(|f| f.chunk_id)
+                        .collect()
+                }
+                (None, None) => unreachable!(),
+            };
+            if i % 2 == 0 {
+                tune.add(&ranked, &searched.chunks, q);
+            } else {
+                held.add(&ranked, &searched.chunks, q);
+            }
+        }
+        let us_per_query =
+            started.elapsed().as_secs_f64() * 1e6 / searched.routes.len().max(1) as f64;
+        rows.push((name, tune, held, us_per_query));
+    }
+    println!(
+        "\n| option | tune hit@1 | tune nDCG@10 | held-out hit@1 | hit@5 | MRR@10 | nDCG@10 | span hit@5 | fusion µs/query |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, tune, held, us) in &rows {
+        let t = tune.row();
+        let h = held.row();
+        println!(
+            "| {name} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {us:.1} |",
+            t[0], t[3], h[0], h[1], h[2], h[3], h[4]
+        );
+    }
+    let best = rows
+        .iter()
+        .skip(2)
+        .max_by(|a, b| {
+            let (x, y) = (a.1.row(), b.1.row());
+            x[3].total_cmp(&y[3]).then(x[0].total_cmp(&y[0]))
+        })
+        .expect("options");
+    let h = best.2.row();
+    let (lex, dense) = (rows[0].2.row(), rows[1].2.row());
+    println!(
+        "\nbest on the tuning half: {} — held out hit@1 {:.4} nDCG@10 {:.4} (lexical {:.4} / {:.4}, dense {:.4} / {:.4})",
+        best.0, h[0], h[3], lex[0], lex[3], dense[0], dense[3]
+    );
+    let ms = |f: fn(&Routes) -> f64| {
+        let mut v: Vec<f64> = searched.routes.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        (common::percentile(&v, 50.0), common::percentile(&v, 99.0))
+    };
+    let (d50, d99) = ms(|r| r.dense_ms);
+    let (l50, l99) = ms(|r| r.lexical_ms);
+    println!(
+        "route latency (ms, p50/p99): dense {d50:.2}/{d99:.2} (query embedding included), lexical {l50:.2}/{l99:.2}"
+    );
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! The OpenAI-compatible embedder of `embedder = "openai"`, from the `embed_*` keys.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use zhiku_adapters_openai::{InputStyle, OpenAiEmbedderConfig, RetryPolicy};
+
+use crate::config::{Config, EmbedServer};
+
+/// The adapter's configuration from `config`'s `embed_*` keys, the API key read from the
+/// variable `embed_api_key_env` names (absent or empty: no key is sent).
+pub fn openai_embedder_config(config: &Config) -> Result<OpenAiEmbedderConfig> {
+    let s: &EmbedServer = &config.embed_server;
+    let input = match s.input.as_str() {
+        "auto" => None,
+        "prefix" => Some(InputStyle::Prefix {
+            query: s.query_prefix.clone(),
+            document: s.document_prefix.clone(),
+        }),
+        name => match InputStyle::preset(name) {
+            Some(style) => Some(style),
+            None => bail!("embed_input {name:?} is not a known input style"),
+        },
+    };
+    Ok(OpenAiEmbedderConfig {
+        base_url: s.url.clone(),
+        model: Some(s.model.trim().to_string()).filter(|m| !m.is_empty()),
+        api_key: std::env::var(&s.api_key_env).ok().filter(|k| !k.is_empty()),
+        input,
+        revision: s.revision.clone(),
+        max_batch: config.embed_batch,
+        timeout: Duration::from_millis(s.timeout_ms),
+        retry: RetryPolicy {
+            retries: s.retries,
+            backoff: Duration::from_millis(250),
+        },
+        normalize: s.normalize,
+        max_tokens: Some(s.max_tokens).filter(|n| *n > 0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keys_become_the_adapters_configuration() {
+        let env = |k: &str| match k {
+            "ZHIKU_EMBED_INPUT" => Some("prefix".to_string()),
+            "ZHIKU_EMBED_QUERY_PREFIX" => Some("Q: ".to_string()),
+            "ZHIKU_EMBED_MAX_TOKENS" => Some("512".to_string()),
+            "ZHIKU_EMBED_API_KEY_ENV" => Some("ZHIKU_TEST_SURELY_UNSET_KEY_VAR".to_string()),
+            _ => None,
+        };
+        let config = Config::resolve(None, None, &env).unwrap();
+        let c = openai_embedder_config(&config).unwrap();
+        assert_eq!(c.base_url, "http://127.0.0.1:8089/v1");
+        assert_eq!(c.model, None);
+        assert_eq!(c.api_key, None);
+        assert_eq!(
+            c.input,
+            Some(InputStyle::Prefix {
+                query: "Q: ".into(),
+                document: String::new()
+            })
+        );
+        assert_eq!((c.max_batch, c.max_tokens), (32, Some(512)));
+        assert_eq!(c.timeout, Duration::from_secs(120));
+    }
+}
