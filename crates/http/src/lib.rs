@@ -298,7 +298,9 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .route("/v1/documents:batch", post(put_documents))
         .route(
             "/v1/documents/{*id}",
-            get(get_document).delete(delete_document),
+            get(get_document)
+                .delete(delete_document)
+                .layer(middleware::from_fn(section_methods)),
         )
         .route("/v1/originals/{*id}", get(get_original))
         .route("/v1/status", get(status))
@@ -522,6 +524,29 @@ async fn get_document(
     }
     let doc = run(&state, move || kb.document(&caller, &id)).await?;
     Ok(Json::<DocumentView>(doc).into_response())
+}
+
+/// A section is read, never deleted: any other method than `GET`/`HEAD` on a section path is
+/// 405 with `Allow: GET,HEAD` (the shared wildcard route would otherwise advertise `DELETE`).
+async fn section_methods(request: Request, next: Next) -> Response {
+    let is_section = request
+        .uri()
+        .path()
+        .strip_prefix("/v1/documents/")
+        .and_then(section_path)
+        .is_some();
+    let readable = matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD
+    );
+    if is_section && !readable {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, HeaderValue::from_static("GET,HEAD"))],
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// `{id}/sections/{section}` split into the document ID and the section, when the tail has the
