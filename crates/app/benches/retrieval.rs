@@ -23,16 +23,19 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
+use zhiku_adapters_rerank::RuleReranker;
 use zhiku_app::config::Config;
 use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_scope};
 use zhiku_app::wiring::embed_server::openai_embedder_config;
+use zhiku_domain::chunker::chunk_document;
+use zhiku_domain::ports::{RerankCandidate, Reranker};
 use zhiku_domain::rules::fusion::{
     FusionConfig, FusionMethod, Normalisation, Route, RouteList, fuse,
 };
 use zhiku_domain::rules::grading::{ChunkLocation, GoldSpan, MetricTotals};
 use zhiku_domain::usecases::{RetrievalMode, RetrievalRequest};
 use zhiku_domain::{ChunkId, Filter};
-use zhiku_eval::beir::{EvalQuery, load_beir, load_beir_queries};
+use zhiku_eval::beir::{EvalQuery, load_beir, load_beir_queries, passage_document};
 
 const PER_ROUTE: usize = 50;
 
@@ -338,6 +341,7 @@ fn main() -> Result<()> {
         "\nbest on the tuning half: {} — held out hit@1 {:.4} nDCG@10 {:.4} (lexical {:.4} / {:.4}, dense {:.4} / {:.4})",
         best.0, h[0], h[3], lex[0], lex[3], dense[0], dense[3]
     );
+    rerankers(&beir, &searched, &by_id)?;
     let ms = |f: fn(&Routes) -> f64| {
         let mut v: Vec<f64> = searched.routes.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
@@ -348,5 +352,89 @@ fn main() -> Result<()> {
     println!(
         "route latency (ms, p50/p99): dense {d50:.2}/{d99:.2} (query embedding included), lexical {l50:.2}/{l99:.2}"
     );
+    Ok(())
+}
+
+/// Each reranker over the default fusion's top 20, on the held-out half: quality and the time
+/// it adds per question.
+fn rerankers(
+    beir: &std::path::Path,
+    searched: &Searched,
+    by_id: &HashMap<&str, &EvalQuery>,
+) -> Result<()> {
+    const DEPTH: usize = 20;
+    let set = load_beir(beir)?;
+    let config = Config::resolve(None, None, &|k| std::env::var(k).ok())?;
+    let mut chunks: HashMap<ChunkId, zhiku_domain::Chunk> = HashMap::new();
+    for p in &set.corpus {
+        let doc = passage_document(p, &corpus_scope())?;
+        for c in chunk_document(&doc, &config.policy) {
+            chunks.insert(c.chunk_id().clone(), c);
+        }
+    }
+    let fusion = config.fusion.clone();
+    let rules = RuleReranker::default();
+    let options: Vec<(&str, Option<&dyn Reranker>)> =
+        vec![("fused (no reranker)", None), ("rules-v1", Some(&rules))];
+    println!(
+        "\n| reranker over {} top {DEPTH} | hit@1 | hit@5 | MRR@10 | nDCG@10 | span hit@5 | added ms/query p50 | p99 |",
+        fusion.method_name()
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, reranker) in options {
+        let mut held = Scores::default();
+        let mut added = Vec::new();
+        for (i, r) in searched.routes.iter().enumerate() {
+            let Some(q) = by_id.get(r.id.as_str()).filter(|_| i % 2 == 1) else {
+                continue;
+            };
+            let lists: Vec<RouteList> = vec![
+                (Route::Dense, r.dense.clone()),
+                (Route::Lexical, r.lexical.clone()),
+            ];
+            let mut ranked: Vec<(ChunkId, f64)> = fuse(&lists, &fusion)
+                .into_iter()
+                .map(|f| (f.chunk_id, f.score))
+                .collect();
+            if let Some(reranker) = reranker {
+                let top = DEPTH.min(ranked.len());
+                let candidates: Vec<RerankCandidate<'_>> = ranked[..top]
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(n, (id, score))| {
+                        chunks.get(id).map(|chunk| RerankCandidate {
+                            chunk,
+                            fused_rank: n + 1,
+                            fused_score: *score,
+                        })
+                    })
+                    .collect();
+                let t = Instant::now();
+                let scores = reranker.rerank(&q.text, &candidates)?;
+                added.push(t.elapsed().as_secs_f64() * 1e3);
+                let mut order: Vec<usize> = (0..candidates.len()).collect();
+                order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+                let head: Vec<(ChunkId, f64)> = order
+                    .into_iter()
+                    .map(|n| (candidates[n].chunk.chunk_id().clone(), scores[n]))
+                    .collect();
+                ranked.splice(..top, head);
+            }
+            let ids: Vec<ChunkId> = ranked.into_iter().map(|(id, _)| id).collect();
+            held.add(&ids, &searched.chunks, q);
+        }
+        added.sort_by(f64::total_cmp);
+        let h = held.row();
+        println!(
+            "| {name} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {:.3} | {:.3} |",
+            h[0],
+            h[1],
+            h[2],
+            h[3],
+            h[4],
+            common::percentile(&added, 50.0),
+            common::percentile(&added, 99.0)
+        );
+    }
     Ok(())
 }

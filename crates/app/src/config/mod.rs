@@ -592,9 +592,9 @@ ask_attempts = 3
 context_chunks = 6
 context_chars = 4000
 answer_context = "chunks"
-fusion = "rrf"
+fusion = "convex"
 fusion_k = 60.0
-fusion_dense_weight = 1.0
+fusion_dense_weight = 0.2
 fusion_lexical_weight = 1.0
 fusion_normalisation = "min_max"
 fusion_confidence = false
@@ -972,10 +972,9 @@ mod tests {
     #[test]
     fn fusion_and_reranking_are_configured_and_checked() {
         let c = Config::resolve(None, None, &no_env).unwrap();
-        assert_eq!(
-            c.fusion.method_name(),
-            FusionConfig::default().method_name()
-        );
+        // Measured (README, "Fusion"): a convex combination, the dense route at 0.2.
+        assert_eq!(c.fusion.method_name(), "convex_min_max");
+        assert_eq!(c.fusion.weight(Route::Dense), 0.2);
         assert_eq!(c.reranker, RerankerKind::None);
         assert_eq!(c.fusion.dense_floor, None);
         assert_eq!(c.fusion.dense_min_score, None);
