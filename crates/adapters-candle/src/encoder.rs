@@ -66,6 +66,35 @@ pub(crate) struct BertConfig {
     pub(crate) layer_norm_eps: f64,
     #[serde(default = "default_position_embedding_type")]
     pub(crate) position_embedding_type: String,
+    /// `bert`, `roberta`, `xlm-roberta`, …: the RoBERTa family counts positions from
+    /// `pad_token_id + 1`.
+    #[serde(default = "default_model_type")]
+    pub(crate) model_type: String,
+    #[serde(default)]
+    pub(crate) pad_token_id: usize,
+}
+
+impl BertConfig {
+    /// The index of the first position: 0 for BERT, `pad_token_id + 1` for the RoBERTa family
+    /// (whose position table reserves the rows up to the padding index).
+    pub(crate) fn position_offset(&self) -> usize {
+        if self.is_roberta() {
+            self.pad_token_id + 1
+        } else {
+            0
+        }
+    }
+
+    /// RoBERTa and XLM-RoBERTa: BERT's encoder with offset positions and one token type.
+    pub(crate) fn is_roberta(&self) -> bool {
+        matches!(self.model_type.as_str(), "roberta" | "xlm-roberta")
+    }
+
+    /// The longest sequence the position table holds.
+    pub(crate) fn max_tokens(&self) -> usize {
+        self.max_position_embeddings
+            .saturating_sub(self.position_offset())
+    }
 }
 
 fn default_type_vocab_size() -> usize {
@@ -76,6 +105,9 @@ fn default_layer_norm_eps() -> f64 {
 }
 fn default_position_embedding_type() -> String {
     "absolute".into()
+}
+fn default_model_type() -> String {
+    "bert".into()
 }
 
 /// The feed-forward activation.
@@ -175,6 +207,8 @@ pub(crate) struct BertEncoder {
     heads: usize,
     activation: Activation,
     max_positions: usize,
+    /// Position of the first token (see [`BertConfig::position_offset`]).
+    position_offset: usize,
     type_vocab: usize,
 }
 
@@ -182,12 +216,14 @@ pub(crate) struct BertEncoder {
 const ROWS_PER_TASK: usize = 16;
 
 impl BertEncoder {
-    /// Loads the weights from `vb` (names with or without a `bert.` prefix).
+    /// Loads the weights from `vb` (names with or without a `bert.`, `roberta.` prefix).
     pub(crate) fn load(vb: VarBuilder<'_>, config: &BertConfig) -> Result<Self> {
-        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
-            vb.pp("bert")
-        } else {
-            vb
+        let vb = match ["bert", "roberta"]
+            .into_iter()
+            .find(|p| vb.contains_tensor(&format!("{p}.embeddings.word_embeddings.weight")))
+        {
+            Some(prefix) => vb.pp(prefix),
+            None => vb,
         };
         let h = config.hidden_size;
         if config.num_attention_heads == 0 || !h.is_multiple_of(config.num_attention_heads) {
@@ -239,6 +275,7 @@ impl BertEncoder {
             heads: config.num_attention_heads,
             activation: config.hidden_act,
             max_positions: config.max_position_embeddings,
+            position_offset: config.position_offset(),
             type_vocab: config.type_vocab_size,
         })
     }
@@ -302,18 +339,21 @@ impl BertEncoder {
         let h = self.hidden;
         let mut tokens = Vec::new();
         for (seq, ty) in ids.iter().zip(types) {
-            if seq.len() > self.max_positions {
+            if seq.len() + self.position_offset > self.max_positions {
                 candle_core::bail!(
                     "sequence of {} tokens exceeds the model's {} positions",
                     seq.len(),
-                    self.max_positions
+                    self.max_positions - self.position_offset
                 );
             }
             for (p, (&id, &t)) in seq.iter().zip(ty.iter()).enumerate() {
+                // One-type models (RoBERTa family) get type 0 for both halves of a pair, as
+                // their tokenizers' pair encodings may mark the second half 1.
+                let t = if self.type_vocab == 1 { 0 } else { t };
                 if id as usize * h >= self.word.len() || t as usize >= self.type_vocab {
                     candle_core::bail!("token id {id} or type {t} outside the vocabulary");
                 }
-                tokens.push((id as usize, p, t as usize));
+                tokens.push((id as usize, p + self.position_offset, t as usize));
             }
         }
         let mut x = vec![0f32; tokens.len() * h];

@@ -27,8 +27,10 @@ use tokenizers::{Encoding, Tokenizer, TruncationParams};
 use zhiku_domain::ports::{EmbedError, Embedder};
 use zhiku_domain::{Embedding, EmbeddingSpace, Normalization, Pooling};
 
+mod cross;
 mod encoder;
 
+pub use cross::{CrossEncoder, CrossEncoderOptions};
 use encoder::{BertConfig, BertEncoder};
 
 const ADAPTER: &str = "candle";
@@ -58,13 +60,15 @@ pub enum LoadError {
         /// What is wrong.
         reason: String,
     },
-    /// The model is not a BERT-family encoder.
-    #[error("{path} describes a {found} model; this embedder runs BERT-family encoders only")]
+    /// The model is not of an architecture this adapter runs.
+    #[error("{path} describes a {found} model; this adapter runs {wanted} only")]
     Architecture {
         /// The config file.
         path: PathBuf,
         /// The architecture found.
         found: String,
+        /// What it runs.
+        wanted: String,
     },
     /// The hub could not provide the model (offline, unreachable, unknown id).
     #[error("cannot fetch {model} from the model hub: {reason}")]
@@ -316,20 +320,27 @@ fn probe_endpoint() -> Result<(), String> {
     Err(format!("the hub {endpoint} does not answer"))
 }
 
-impl CandleEmbedder {
-    /// Loads a model from a folder or the hub.
-    pub fn load(source: &ModelSource, options: &EmbedderOptions) -> Result<Self, LoadError> {
+/// A model folder opened: its `config.json` read and parsed, its weights read and hashed.
+/// The embedder and the cross-encoder load through it, from a folder or the hub alike.
+pub(crate) struct Checkpoint {
+    files: ModelFiles,
+    config_path: PathBuf,
+    config_json: serde_json::Value,
+    config: BertConfig,
+    architectures: Vec<String>,
+    weights_path: PathBuf,
+    weights: Vec<u8>,
+    weights_hash: String,
+}
+
+impl Checkpoint {
+    pub(crate) fn open(source: &ModelSource) -> Result<Self, LoadError> {
         let files = resolve(source)?;
-        let dir = &files.dir;
-        let config_path = dir.join("config.json");
+        let config_path = files.dir.join("config.json");
         let config_json = read_json(&config_path)?.ok_or_else(|| LoadError::Missing {
             path: config_path.clone(),
             hint: "the model folder needs config.json".into(),
         })?;
-        let model_type = config_json
-            .get("model_type")
-            .and_then(|v| v.as_str())
-            .unwrap_or("bert");
         let architectures: Vec<String> = config_json
             .get("architectures")
             .and_then(|v| v.as_array())
@@ -339,47 +350,152 @@ impl CandleEmbedder {
                     .collect()
             })
             .unwrap_or_default();
-        let bert_like =
-            matches!(model_type, "bert") && architectures.iter().all(|a| a.starts_with("Bert"));
-        if !bert_like {
-            return Err(LoadError::Architecture {
-                path: config_path,
-                found: if architectures.is_empty() {
-                    model_type.to_string()
-                } else {
-                    format!("{model_type} ({})", architectures.join(", "))
-                },
-            });
-        }
         let config: BertConfig =
             serde_json::from_value(config_json.clone()).map_err(|e| LoadError::Invalid {
                 path: config_path.clone(),
                 reason: e.to_string(),
             })?;
-
-        let weights_path = dir.join("model.safetensors");
+        let weights_path = files.dir.join("model.safetensors");
         let weights = read(&weights_path)?;
-        let weights_hash = {
-            let digest = Sha256::digest(&weights);
-            digest
-                .iter()
-                .take(6)
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
-        let device = Device::Cpu;
-        let vb =
-            VarBuilder::from_buffered_safetensors(weights, DType::F32, &device).map_err(|e| {
-                LoadError::Invalid {
-                    path: weights_path.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-        let model = BertEncoder::load(vb, &config).map_err(|e| LoadError::Invalid {
-            path: weights_path.clone(),
-            reason: format!("weights do not fit config.json: {e}"),
-        })?;
+        let weights_hash = Sha256::digest(&weights)
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        Ok(Self {
+            files,
+            config_path,
+            config_json,
+            config,
+            architectures,
+            weights_path,
+            weights,
+            weights_hash,
+        })
+    }
 
+    /// `model_type (Arch1, Arch2)`, for errors.
+    pub(crate) fn describe_architecture(&self) -> String {
+        if self.architectures.is_empty() {
+            self.config.model_type.clone()
+        } else {
+            format!(
+                "{} ({})",
+                self.config.model_type,
+                self.architectures.join(", ")
+            )
+        }
+    }
+
+    pub(crate) fn architecture_error(&self, wanted: &str) -> LoadError {
+        LoadError::Architecture {
+            path: self.config_path.clone(),
+            found: self.describe_architecture(),
+            wanted: wanted.to_string(),
+        }
+    }
+
+    /// The weights as a variable builder (the file's bytes move into it).
+    pub(crate) fn var_builder(&mut self) -> Result<VarBuilder<'static>, LoadError> {
+        let weights = std::mem::take(&mut self.weights);
+        VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).map_err(|e| {
+            LoadError::Invalid {
+                path: self.weights_path.clone(),
+                reason: e.to_string(),
+            }
+        })
+    }
+
+    /// The encoder, from the weights.
+    pub(crate) fn encoder(&mut self) -> Result<(BertEncoder, VarBuilder<'static>), LoadError> {
+        let vb = self.var_builder()?;
+        let model = BertEncoder::load(vb.clone(), &self.config).map_err(|e| self.misfit(e))?;
+        Ok((model, vb))
+    }
+
+    /// Weights that do not fit `config.json`.
+    pub(crate) fn misfit(&self, e: impl std::fmt::Display) -> LoadError {
+        LoadError::Invalid {
+            path: self.weights_path.clone(),
+            reason: format!("weights do not fit config.json: {e}"),
+        }
+    }
+
+    /// `tokenizer.json`, truncating at `max_length` tokens (pairs: the longer side first), never
+    /// padding (batches are packed).
+    pub(crate) fn tokenizer(&self, max_length: usize) -> Result<Tokenizer, LoadError> {
+        let path = self.files.dir.join("tokenizer.json");
+        let invalid = |reason: String| LoadError::Invalid {
+            path: path.clone(),
+            reason,
+        };
+        let mut tokenizer =
+            Tokenizer::from_bytes(read(&path)?).map_err(|e| invalid(e.to_string()))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| invalid(e.to_string()))?;
+        // Some tokenizer.json files ask for padding.
+        tokenizer.with_padding(None);
+        Ok(tokenizer)
+    }
+
+    /// The hub commit, or a hash of the weights file.
+    pub(crate) fn revision(&self) -> String {
+        self.files
+            .revision
+            .clone()
+            .unwrap_or_else(|| format!("sha256-{}", self.weights_hash))
+    }
+
+    /// Labels of a sequence classifier: `num_labels`, else the size of `id2label`, else 2
+    /// (the default of Hugging Face configs).
+    pub(crate) fn labels(&self) -> usize {
+        let json = &self.config_json;
+        json.get("num_labels")
+            .and_then(|v| v.as_u64())
+            .map(|n| n as usize)
+            .or_else(|| {
+                json.get("id2label")
+                    .and_then(|m| m.as_object())
+                    .map(|m| m.len())
+            })
+            .unwrap_or(2)
+    }
+
+    /// A sequence classifier without its head.
+    pub(crate) fn head_missing(&self, e: impl std::fmt::Display) -> LoadError {
+        LoadError::Invalid {
+            path: self.weights_path.clone(),
+            reason: format!("no classification head (is this an embedding model?): {e}"),
+        }
+    }
+
+    /// The model id, safe inside a space or reranker name.
+    pub(crate) fn model_id(&self) -> String {
+        self.files.model_id.replace([' ', '@', ':'], "_")
+    }
+}
+
+impl CandleEmbedder {
+    /// Loads a model from a folder or the hub.
+    pub fn load(source: &ModelSource, options: &EmbedderOptions) -> Result<Self, LoadError> {
+        let mut checkpoint = Checkpoint::open(source)?;
+        let bert_like = checkpoint.config.model_type == "bert"
+            && checkpoint
+                .architectures
+                .iter()
+                .all(|a| a.starts_with("Bert"));
+        if !bert_like {
+            return Err(checkpoint.architecture_error("BERT-family encoders"));
+        }
+        let (model, _) = checkpoint.encoder()?;
+        let config = &checkpoint.config;
+        let files = &checkpoint.files;
+        let dir = &files.dir;
+        let config_path = checkpoint.config_path.clone();
         let is_bge = files.model_id.to_ascii_lowercase().contains("bge");
         let pooling_json = read_json(&dir.join("1_Pooling/config.json"))?;
         let pooling = match pooling_json {
@@ -424,29 +540,10 @@ impl CandleEmbedder {
             .unwrap_or(config.max_position_embeddings)
             .min(config.max_position_embeddings);
 
-        let tokenizer_path = dir.join("tokenizer.json");
-        let tokenizer_bytes = read(&tokenizer_path)?;
-        let mut tokenizer =
-            Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| LoadError::Invalid {
-                path: tokenizer_path.clone(),
-                reason: e.to_string(),
-            })?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: max_seq_length,
-                ..TruncationParams::default()
-            }))
-            .map_err(|e| LoadError::Invalid {
-                path: tokenizer_path.clone(),
-                reason: e.to_string(),
-            })?;
-        // Batches are packed, never padded (some tokenizer.json files ask for padding).
-        tokenizer.with_padding(None);
+        let tokenizer = checkpoint.tokenizer(max_seq_length)?;
 
-        let revision = files
-            .revision
-            .unwrap_or_else(|| format!("sha256-{weights_hash}"));
-        let model_id = files.model_id.replace([' ', '@', ':'], "_");
+        let revision = checkpoint.revision();
+        let model_id = checkpoint.model_id();
         let space = EmbeddingSpace::new(
             model_id,
             revision,

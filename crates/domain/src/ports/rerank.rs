@@ -15,6 +15,34 @@ pub struct RerankCandidate<'a> {
     pub fused_score: f64,
 }
 
+impl RerankCandidate<'_> {
+    /// What a model reads of the candidate: the document's title and the chunk's heading path
+    /// (`title > h1 > h2`, repeats dropped), a newline, then the chunk's text, at most
+    /// `max_chars` characters in all (cut on a character boundary).
+    pub fn passage(&self, max_chars: usize) -> String {
+        let mut head: Vec<&str> = Vec::new();
+        let title = self.chunk.doc().title.as_str().trim();
+        if !title.is_empty() {
+            head.push(title);
+        }
+        for heading in self.chunk.heading_path() {
+            let heading = heading.trim();
+            if !heading.is_empty() && head.last() != Some(&heading) {
+                head.push(heading);
+            }
+        }
+        let text = if head.is_empty() {
+            self.chunk.content().to_string()
+        } else {
+            format!("{}\n{}", head.join(" > "), self.chunk.content())
+        };
+        match text.char_indices().nth(max_chars) {
+            Some((cut, _)) => text[..cut].to_string(),
+            None => text,
+        }
+    }
+}
+
 /// Scores the top of a fused ranking against the question, between fusion and the budget.
 ///
 /// # Contract
