@@ -9,6 +9,7 @@
 //! Both implement the domain's [`Generator`](zhiku_domain::ports::Generator) port; citation
 //! validation happens in the domain, never here.
 
+mod chat;
 mod extractive;
 mod openai;
 

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zhiku_domain::ports::{GenerateError, GenerationRequest, Generator};
 
+use crate::chat::{ChatClient, ChatError};
+
 const ADAPTER: &str = "openai";
 
 /// Where and how to reach the server.
@@ -45,23 +47,14 @@ impl OpenAiConfig {
 #[derive(Debug, Clone)]
 pub struct OpenAiGenerator {
     config: OpenAiConfig,
-    agent: ureq::Agent,
-    endpoint: String,
+    client: ChatClient,
 }
 
 impl OpenAiGenerator {
     /// A generator for `config`. No request is made until the first answer.
     pub fn new(config: OpenAiConfig) -> Self {
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(config.timeout / 5)
-            .timeout(config.timeout)
-            .build();
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        Self {
-            config,
-            agent,
-            endpoint,
-        }
+        let client = ChatClient::new(&config);
+        Self { config, client }
     }
 
     fn body(&self, request: &GenerationRequest, stream: bool) -> Value {
@@ -76,54 +69,28 @@ impl OpenAiGenerator {
             "stream": stream,
         })
     }
+}
 
-    fn post(&self, body: &Value) -> Result<ureq::Response, GenerateError> {
-        let mut call = self
-            .agent
-            .post(&self.endpoint)
-            .set("Content-Type", "application/json");
-        if let Some(key) = &self.config.api_key {
-            call = call.set("Authorization", &format!("Bearer {key}"));
-        }
-        call.send_json(body).map_err(|e| self.map_error(e))
-    }
-
-    fn map_error(&self, error: ureq::Error) -> GenerateError {
+impl From<ChatError> for GenerateError {
+    fn from(error: ChatError) -> Self {
         match error {
-            ureq::Error::Status(code, response) => {
-                let detail = response
-                    .into_string()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(300)
-                    .collect::<String>();
-                let message = format!("{} answered HTTP {code}: {detail}", self.endpoint);
-                match code {
-                    408 | 429 | 500..=599 => GenerateError::Backend {
-                        adapter: ADAPTER,
-                        source: message.into(),
-                        temporary: true,
-                    },
-                    400 | 413 | 422 => GenerateError::InvalidInput(message),
-                    _ => GenerateError::Backend {
-                        adapter: ADAPTER,
-                        source: message.into(),
-                        temporary: false,
-                    },
-                }
-            }
-            ureq::Error::Transport(t) => GenerateError::Unavailable {
+            ChatError::Unavailable(message) => GenerateError::Unavailable {
                 adapter: ADAPTER,
-                message: format!("{}: {t}", self.endpoint),
+                message,
             },
-        }
-    }
-
-    fn malformed(&self, what: impl std::fmt::Display) -> GenerateError {
-        GenerateError::Backend {
-            adapter: ADAPTER,
-            source: format!("{} sent a malformed reply: {what}", self.endpoint).into(),
-            temporary: false,
+            ChatError::Status { code, message } if ChatError::status_is_invalid_input(code) => {
+                GenerateError::InvalidInput(message)
+            }
+            ChatError::Status { code, message } => GenerateError::Backend {
+                adapter: ADAPTER,
+                source: message.into(),
+                temporary: ChatError::status_is_temporary(code),
+            },
+            ChatError::Malformed(message) => GenerateError::Backend {
+                adapter: ADAPTER,
+                source: message.into(),
+                temporary: false,
+            },
         }
     }
 }
@@ -137,22 +104,7 @@ impl Generator for OpenAiGenerator {
     }
 
     fn generate(&self, request: &GenerationRequest) -> Result<String, GenerateError> {
-        let response = self.post(&self.body(request, false))?;
-        let value: Value = response.into_json().map_err(|e| {
-            if e.kind() == std::io::ErrorKind::TimedOut {
-                GenerateError::Unavailable {
-                    adapter: ADAPTER,
-                    message: format!("{}: timed out reading the reply", self.endpoint),
-                }
-            } else {
-                self.malformed(e)
-            }
-        })?;
-        value
-            .pointer("/choices/0/message/content")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| self.malformed("no choices[0].message.content"))
+        Ok(self.client.complete(&self.body(request, false), None)?)
     }
 
     fn generate_streaming(
@@ -161,22 +113,19 @@ impl Generator for OpenAiGenerator {
         on_delta: &mut dyn FnMut(&str),
     ) -> Result<String, GenerateError> {
         let deadline = Instant::now() + self.config.timeout;
-        let response = self.post(&self.body(request, true))?;
+        let response = self.client.post(&self.body(request, true), None)?;
         let reader = BufReader::new(response.into_reader());
         let mut text = String::new();
         for line in reader.lines() {
-            let line = line.map_err(|e| GenerateError::Unavailable {
-                adapter: ADAPTER,
-                message: format!("{}: stream broke: {e}", self.endpoint),
-            })?;
+            let line = line.map_err(|e| self.client.timed_out(format!("stream broke: {e}")))?;
             if Instant::now() > deadline {
-                return Err(GenerateError::Unavailable {
-                    adapter: ADAPTER,
-                    message: format!(
-                        "{}: no complete answer within {:?}",
-                        self.endpoint, self.config.timeout
-                    ),
-                });
+                return Err(self
+                    .client
+                    .timed_out(format!(
+                        "no complete answer within {:?}",
+                        self.config.timeout
+                    ))
+                    .into());
             }
             let Some(data) = line.strip_prefix("data:") else {
                 continue; // comments, event names, keep-alives and blank separators
@@ -185,7 +134,7 @@ impl Generator for OpenAiGenerator {
             if data == "[DONE]" {
                 return Ok(text);
             }
-            let event: Value = serde_json::from_str(data).map_err(|e| self.malformed(e))?;
+            let event: Value = serde_json::from_str(data).map_err(|e| self.client.malformed(e))?;
             if let Some(delta) = event
                 .pointer("/choices/0/delta/content")
                 .and_then(Value::as_str)
