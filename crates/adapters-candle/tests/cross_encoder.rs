@@ -69,12 +69,25 @@ fn minilm_dir() -> Option<PathBuf> {
 /// MiniLM turned into a `BertForSequenceClassification` folder: its encoder and pooler, plus a
 /// seeded `classifier` of `labels` rows.
 fn stand_in(to: &Path, labels: usize) -> Option<()> {
+    stand_in_as(to, labels, false)
+}
+
+/// The stand-in, as a BERT classifier or (`roberta`) declared an
+/// `XLMRobertaForSequenceClassification`: `roberta.` names, positions from `pad_token_id + 1 = 2`,
+/// one token type, the pooler as `classifier.dense` and the head as `classifier.out_proj`.
+fn stand_in_as(to: &Path, labels: usize, roberta: bool) -> Option<()> {
     let from = minilm_dir()?;
     std::fs::copy(from.join("tokenizer.json"), to.join("tokenizer.json")).unwrap();
     let mut config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(from.join("config.json")).unwrap()).unwrap();
     config["architectures"] = serde_json::json!(["BertForSequenceClassification"]);
     config["num_labels"] = serde_json::json!(labels);
+    if roberta {
+        config["architectures"] = serde_json::json!(["XLMRobertaForSequenceClassification"]);
+        config["model_type"] = serde_json::json!("xlm-roberta");
+        config["pad_token_id"] = serde_json::json!(1);
+        config["type_vocab_size"] = serde_json::json!(1);
+    }
     std::fs::write(to.join("config.json"), config.to_string()).unwrap();
     let mut tensors: HashMap<String, Tensor> =
         candle_core::safetensors::load(from.join("model.safetensors"), &Device::Cpu).unwrap();
@@ -88,14 +101,40 @@ fn stand_in(to: &Path, labels: usize) -> Option<()> {
             ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.2
         })
         .collect();
+    let head = if roberta {
+        "classifier.out_proj"
+    } else {
+        "classifier"
+    };
     tensors.insert(
-        "classifier.weight".into(),
+        format!("{head}.weight"),
         Tensor::from_vec(weights, (labels, 384), &Device::Cpu).unwrap(),
     );
     tensors.insert(
-        "classifier.bias".into(),
+        format!("{head}.bias"),
         Tensor::zeros(labels, candle_core::DType::F32, &Device::Cpu).unwrap(),
     );
+    if roberta {
+        let types = tensors["embeddings.token_type_embeddings.weight"].clone();
+        tensors.insert(
+            "embeddings.token_type_embeddings.weight".into(),
+            types.narrow(0, 0, 1).unwrap(),
+        );
+        for part in ["weight", "bias"] {
+            let pooler = tensors.remove(&format!("pooler.dense.{part}")).unwrap();
+            tensors.insert(format!("classifier.dense.{part}"), pooler);
+        }
+        tensors = tensors
+            .into_iter()
+            .map(|(k, v)| {
+                if k.starts_with("classifier.") {
+                    (k, v)
+                } else {
+                    (format!("roberta.{k}"), v)
+                }
+            })
+            .collect();
+    }
     candle_core::safetensors::save(&tensors, to.join("model.safetensors")).unwrap();
     Some(())
 }
@@ -278,12 +317,21 @@ fn an_embedding_model_is_refused_with_the_reason() {
 }
 
 /// The stand-in's logits match an independent NumPy float64 forward pass of the same weights
-/// and head (tests/fixtures/gen_cross_parity.py), truncated pairs included.
+/// and head (tests/fixtures/gen_cross_parity.py), truncated pairs included: as a BERT
+/// classifier and declared an XLM-RoBERTa one (offset positions, one token type).
 #[test]
 fn logits_match_the_numpy_reference() {
-    let Some(model) = stand_in_encoder() else {
+    let Some(bert) = stand_in_encoder() else {
         return;
     };
+    let dir = tempfile::tempdir().unwrap();
+    stand_in_as(dir.path(), 1, true).unwrap();
+    let roberta = CrossEncoder::load(
+        &ModelSource::Dir(dir.path().to_path_buf()),
+        &CrossEncoderOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(roberta.max_length(), 510);
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/parity-cross-minilm.json"
@@ -297,12 +345,14 @@ fn logits_match_the_numpy_reference() {
             case["query"].as_str().unwrap(),
             case["passage"].as_str().unwrap(),
         );
-        let want = case["score"].as_f64().unwrap();
-        let got = model.score(query, &[passage]).unwrap()[0];
-        assert!(
-            (got - want).abs() < 2e-4,
-            "{query} / {}: {got} vs NumPy {want}",
-            passage.chars().take(20).collect::<String>()
-        );
+        for (model, key) in [(bert, "score"), (&roberta, "roberta_score")] {
+            let want = case[key].as_f64().unwrap();
+            let got = model.score(query, &[passage]).unwrap()[0];
+            assert!(
+                (got - want).abs() < 2e-4,
+                "{key} {query} / {}: {got} vs NumPy {want}",
+                passage.chars().take(20).collect::<String>()
+            );
+        }
     }
 }
