@@ -5,7 +5,7 @@
 //! failures and timeouts are unavailable, 408/429/5xx temporary, 400/413/422 invalid input,
 //! other statuses permanent, an unreadable reply malformed.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -40,6 +40,7 @@ pub(crate) struct ChatClient {
     agent: ureq::Agent,
     endpoint: String,
     api_key: Option<String>,
+    timeout: Duration,
 }
 
 impl ChatClient {
@@ -54,7 +55,13 @@ impl ChatClient {
             agent,
             endpoint,
             api_key: config.api_key.clone(),
+            timeout: config.timeout,
         }
+    }
+
+    /// The whole-request deadline of the configuration.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Sends `body`; a reply with a success status is returned unread. With a `deadline`, the
@@ -73,7 +80,7 @@ impl ChatClient {
             if left.is_zero() {
                 return Err(self.timed_out("no time left before the deadline"));
             }
-            call = call.timeout(left);
+            call = call.timeout(left.min(self.timeout));
         }
         if let Some(key) = &self.api_key {
             call = call.set("Authorization", &format!("Bearer {key}"));

@@ -8,10 +8,16 @@
 //!
 //! Both implement the domain's [`Generator`](zhiku_domain::ports::Generator) port; citation
 //! validation happens in the domain, never here.
+//!
+//! - [`LlmReranker`] — a [`Reranker`](zhiku_domain::ports::Reranker) over the same kind of
+//!   chat server: the model orders the numbered candidates listwise (RankGPT style, sliding
+//!   windows); it shares the HTTP call with [`OpenAiGenerator`].
 
 mod chat;
 mod extractive;
 mod openai;
+mod rerank;
 
 pub use extractive::{ExtractiveConfig, ExtractiveGenerator};
 pub use openai::{OpenAiConfig, OpenAiGenerator};
+pub use rerank::{ListwiseOutcome, LlmRerankConfig, LlmReranker};
