@@ -1,12 +1,11 @@
 //! The HTTP side: one JSON request with a deadline, retried with backoff while the failure is
-//! temporary, and every failure turned into an [`EmbedError`].
+//! temporary, and every failure turned into an [`HttpError`] that each adapter maps onto its
+//! port's error ([`EmbedError`](zhiku_domain::ports::EmbedError) for the embedder,
+//! [`RerankError`](zhiku_domain::ports::RerankError) for the reranker).
 
 use std::time::Duration;
 
 use serde_json::Value;
-use zhiku_domain::ports::EmbedError;
-
-use crate::ADAPTER;
 
 /// The longest wait between two attempts, whatever the server's `Retry-After` asks for: a caller
 /// waiting on a query must not hang.
@@ -21,17 +20,50 @@ pub struct RetryPolicy {
     pub backoff: Duration,
 }
 
+/// What kind of failure a request ended in, after any retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HttpErrorKind {
+    /// Not connected, timed out, the connection dropped, or the URL cannot be requested.
+    Unreachable,
+    /// 408, 429 or 5xx, still so after the retries.
+    Temporary,
+    /// 400, 413, 422 and other 4xx but the ones below: the request was refused as malformed.
+    Refused,
+    /// 401, 403, 404, 405, 501, or a reply that is not JSON: retrying cannot help.
+    Permanent,
+}
+
+/// A failed request: its kind, the HTTP status when there was one, and what happened (naming
+/// the URL, and the setting to change when there is one).
+#[derive(Debug, Clone)]
+pub(crate) struct HttpError {
+    pub(crate) kind: HttpErrorKind,
+    pub(crate) status: Option<u16>,
+    pub(crate) message: String,
+}
+
+/// The settings a failure message points at, named as the configuration names them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hints {
+    /// The setting naming the API key's environment variable (401/403).
+    pub(crate) api_key: &'static str,
+    /// What to check when the server answers 404.
+    pub(crate) not_found: &'static str,
+    /// The setting that makes requests smaller (413).
+    pub(crate) batch: &'static str,
+}
+
 /// One failed attempt, before it is known whether it is retried.
 enum Failure {
     /// Temporary: not connected, timed out, 408, 429 or 5xx. `wait` is the server's
     /// `Retry-After`, when it gave one.
     Temporary {
         message: String,
-        unreachable: bool,
+        status: Option<u16>,
         wait: Option<Duration>,
     },
     /// Retrying cannot help.
-    Permanent(EmbedError),
+    Permanent(HttpError),
 }
 
 #[derive(Clone)]
@@ -39,6 +71,7 @@ pub(crate) struct Client {
     agent: ureq::Agent,
     api_key: Option<String>,
     policy: RetryPolicy,
+    hints: Hints,
 }
 
 /// Never shows the API key.
@@ -52,7 +85,12 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    pub(crate) fn new(timeout: Duration, api_key: Option<String>, policy: RetryPolicy) -> Self {
+    pub(crate) fn new(
+        timeout: Duration,
+        api_key: Option<String>,
+        policy: RetryPolicy,
+        hints: Hints,
+    ) -> Self {
         // Connecting gets a fifth of the deadline, at most 5 s: a host that does not answer is
         // reported quickly, not after every retry's full timeout.
         let connect = (timeout / 5).min(Duration::from_secs(5));
@@ -64,6 +102,7 @@ impl Client {
             agent,
             api_key,
             policy,
+            hints,
         }
     }
 
@@ -78,7 +117,7 @@ impl Client {
     }
 
     /// POSTs `body` to `url`, retrying temporary failures.
-    pub(crate) fn post(&self, url: &str, body: &Value) -> Result<Value, EmbedError> {
+    pub(crate) fn post(&self, url: &str, body: &Value) -> Result<Value, HttpError> {
         let mut attempt = 0u32;
         loop {
             match self.attempt(url, body) {
@@ -86,7 +125,7 @@ impl Client {
                 Err(Failure::Permanent(e)) => return Err(e),
                 Err(Failure::Temporary {
                     message,
-                    unreachable,
+                    status,
                     wait,
                 }) => {
                     if attempt >= self.policy.retries {
@@ -95,17 +134,14 @@ impl Client {
                             "{message} (after {tries} attempt{})",
                             if tries == 1 { "" } else { "s" }
                         );
-                        return Err(if unreachable {
-                            EmbedError::Unavailable {
-                                adapter: ADAPTER,
-                                message,
-                            }
-                        } else {
-                            EmbedError::Backend {
-                                adapter: ADAPTER,
-                                source: message.into(),
-                                temporary: true,
-                            }
+                        return Err(HttpError {
+                            kind: if status.is_some() {
+                                HttpErrorKind::Temporary
+                            } else {
+                                HttpErrorKind::Unreachable
+                            },
+                            status,
+                            message,
                         });
                     }
                     let backoff = self.policy.backoff.saturating_mul(1u32 << attempt.min(16));
@@ -132,14 +168,14 @@ impl Client {
                 ) {
                     Failure::Temporary {
                         message: format!("{url}: reading the reply failed: {e}"),
-                        unreachable: true,
+                        status: None,
                         wait: None,
                     }
                 } else {
-                    Failure::Permanent(EmbedError::Backend {
-                        adapter: ADAPTER,
-                        source: format!("{url} sent a reply that is not JSON: {e}").into(),
-                        temporary: false,
+                    Failure::Permanent(HttpError {
+                        kind: HttpErrorKind::Permanent,
+                        status: None,
+                        message: format!("{url} sent a reply that is not JSON: {e}"),
                     })
                 }
             }),
@@ -152,48 +188,56 @@ impl Client {
                     .take(300)
                     .collect();
                 let message = format!("{url} answered HTTP {code}: {}", detail.trim());
-                Err(match code {
-                    408 | 429 | 500..=599 => Failure::Temporary {
+                let fail = |kind, message: String| {
+                    Failure::Permanent(HttpError {
+                        kind,
+                        status: Some(code),
                         message,
-                        unreachable: false,
+                    })
+                };
+                let hints = self.hints;
+                Err(match code {
+                    408 | 429 | 500 | 502..=599 => Failure::Temporary {
+                        message,
+                        status: Some(code),
                         wait,
                     },
-                    401 | 403 => Failure::Permanent(EmbedError::Backend {
-                        adapter: ADAPTER,
-                        source: format!(
-                            "{message} (check the API key: the variable named by embed_api_key_env)"
-                        )
-                        .into(),
-                        temporary: false,
-                    }),
-                    404 => Failure::Permanent(EmbedError::Backend {
-                        adapter: ADAPTER,
-                        source: format!(
-                            "{message} (is the URL the API base up to /v1, and the model served?)"
-                        )
-                        .into(),
-                        temporary: false,
-                    }),
-                    413 => Failure::Permanent(EmbedError::InvalidInput(format!(
-                        "{message} (the request is too large: lower embed_batch)"
-                    ))),
-                    _ => Failure::Permanent(EmbedError::InvalidInput(message)),
+                    401 | 403 => fail(
+                        HttpErrorKind::Permanent,
+                        format!(
+                            "{message} (check the API key: the variable named by {})",
+                            hints.api_key
+                        ),
+                    ),
+                    404 => fail(
+                        HttpErrorKind::Permanent,
+                        format!("{message} ({})", hints.not_found),
+                    ),
+                    // Not implemented (llama-server without --reranking): asking again won't help.
+                    405 | 501 => fail(HttpErrorKind::Permanent, message),
+                    413 => fail(
+                        HttpErrorKind::Refused,
+                        format!(
+                            "{message} (the request is too large: lower {})",
+                            hints.batch
+                        ),
+                    ),
+                    _ => fail(HttpErrorKind::Refused, message),
                 })
             }
             Err(ureq::Error::Transport(t)) => match t.kind() {
                 ureq::ErrorKind::InvalidUrl
                 | ureq::ErrorKind::UnknownScheme
                 | ureq::ErrorKind::InsecureRequestHttpsOnly
-                | ureq::ErrorKind::InvalidProxyUrl => {
-                    Err(Failure::Permanent(EmbedError::Unavailable {
-                        adapter: ADAPTER,
-                        message: format!("{url} cannot be requested: {t}"),
-                    }))
-                }
+                | ureq::ErrorKind::InvalidProxyUrl => Err(Failure::Permanent(HttpError {
+                    kind: HttpErrorKind::Unreachable,
+                    status: None,
+                    message: format!("{url} cannot be requested: {t}"),
+                })),
                 // ureq's message names the URL already.
                 _ => Err(Failure::Temporary {
                     message: t.to_string(),
-                    unreachable: true,
+                    status: None,
                     wait: None,
                 }),
             },

@@ -41,6 +41,7 @@
 
 pub mod http;
 pub mod input;
+pub mod rerank;
 
 use std::time::Duration;
 
@@ -50,8 +51,39 @@ use zhiku_domain::{Embedding, EmbeddingSpace, Normalization};
 
 pub use http::RetryPolicy;
 pub use input::InputStyle;
+pub use rerank::{OpenAiReranker, OpenAiRerankerConfig, RerankApi};
 
 const ADAPTER: &str = "openai";
+
+/// What the embedder's failure messages point at.
+const EMBED_HINTS: http::Hints = http::Hints {
+    api_key: "embed_api_key_env",
+    not_found: "is the URL the API base up to /v1, and the model served?",
+    batch: "embed_batch",
+};
+
+impl From<http::HttpError> for EmbedError {
+    fn from(e: http::HttpError) -> Self {
+        use http::HttpErrorKind as K;
+        match e.kind {
+            K::Unreachable => EmbedError::Unavailable {
+                adapter: ADAPTER,
+                message: e.message,
+            },
+            K::Temporary => EmbedError::Backend {
+                adapter: ADAPTER,
+                source: e.message.into(),
+                temporary: true,
+            },
+            K::Refused => EmbedError::InvalidInput(e.message),
+            K::Permanent => EmbedError::Backend {
+                adapter: ADAPTER,
+                source: e.message.into(),
+                temporary: false,
+            },
+        }
+    }
+}
 
 /// The text of the dimension probe embedded once by [`OpenAiEmbedder::connect`].
 const PROBE: &str = "zhiku dimension probe 维度探测";
@@ -155,7 +187,12 @@ impl OpenAiEmbedder {
                 "the embedding batch size must be at least 1".into(),
             ));
         }
-        let client = http::Client::new(config.timeout, config.api_key.clone(), config.retry);
+        let client = http::Client::new(
+            config.timeout,
+            config.api_key.clone(),
+            config.retry,
+            EMBED_HINTS,
+        );
         // The model list only matters when the model or the input style is left to discovery.
         let listed = if config.model.is_none() || config.input.is_none() {
             client.get_once(&format!("{base_url}/models")).ok()
