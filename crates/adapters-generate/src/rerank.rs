@@ -310,8 +310,9 @@ impl Reranker for LlmReranker {
 }
 
 /// What the model reads of a candidate: the document's title and the chunk's heading path
-/// (`title > h1 > h2`, repeats dropped), a newline, then the chunk's text, at most `max_chars`
-/// characters in all.
+/// (`title / h1 / h2`, repeats dropped), a newline, then the chunk's text, at most `max_chars`
+/// characters in all. Not `>` between headings: that is the separator of the ranking the model
+/// writes, and a small model copies a passage's `a > b` into its reply.
 fn passage(candidate: &RerankCandidate<'_>, max_chars: usize) -> String {
     let chunk = candidate.chunk;
     let mut head: Vec<&str> = Vec::new();
@@ -328,7 +329,7 @@ fn passage(candidate: &RerankCandidate<'_>, max_chars: usize) -> String {
     let text = if head.is_empty() {
         chunk.content().to_string()
     } else {
-        format!("{}\n{}", head.join(" > "), chunk.content())
+        format!("{}\n{}", head.join(" / "), chunk.content())
     };
     match text.char_indices().nth(max_chars) {
         Some((cut, _)) => text[..cut].to_string(),
@@ -592,7 +593,7 @@ mod tests {
         assert_eq!(outcome.scores, vec![2.0, 1.0, 3.0]);
         assert_eq!((outcome.windows, outcome.unparsed), (1, 0));
         let prompt = &prompts.borrow()[0];
-        assert!(prompt.contains("[1] T > H1 p0"), "{prompt}");
+        assert!(prompt.contains("[1] T / H1 p0"), "{prompt}");
         assert_eq!(shown(prompt), ["p0", "p1", "p2"]);
 
         // Handed in reversed (same fused ranks): shown in fused order alike, scores permuted.
