@@ -152,6 +152,14 @@ pub enum RerankerKind {
     /// The rule reranker (no model): question-term coverage with rarity weights, title and
     /// heading match, the fused rank, near-duplicate suppression.
     Rules,
+    /// A cross-encoder (BERT or XLM-RoBERTa sequence classifier) run by candle: `rerank_model`,
+    /// a folder or a hub id.
+    #[serde(rename = "cross-encoder")]
+    CrossEncoder,
+    /// A reranking server (`POST /v1/rerank` or TEI's `/rerank`): `rerank_url`, `rerank_model`.
+    Http,
+    /// The chat model of `llm_url` / `llm_model`, ranking the candidates listwise.
+    Llm,
 }
 
 /// The fusion keys as one [`FusionConfig`], checked.
@@ -287,6 +295,15 @@ pub struct Config {
     pub reranker: RerankerKind,
     /// Candidates the reranker scores (`rerank_depth`).
     pub rerank_depth: usize,
+    /// The cross-encoder's folder or hub id, or the model a reranking server is asked for
+    /// (`rerank_model`).
+    pub rerank_model: String,
+    /// The reranking server of `reranker = "http"` (`rerank_url`).
+    pub rerank_url: String,
+    /// The environment variable holding the reranking server's key (`rerank_api_key_env`).
+    pub rerank_api_key_env: String,
+    /// Milliseconds a reranking request may take (`rerank_timeout_ms`).
+    pub rerank_timeout_ms: u64,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
     /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
@@ -351,10 +368,14 @@ struct Keys {
     locale_boost: Option<f64>,
     reranker: Option<RerankerKind>,
     rerank_depth: Option<usize>,
+    rerank_model: Option<String>,
+    rerank_url: Option<String>,
+    rerank_api_key_env: Option<String>,
+    rerank_timeout_ms: Option<u64>,
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 50] = [
+const KEYS: [&str; 54] = [
     "vectors",
     "embedder",
     "lexical",
@@ -405,6 +426,10 @@ const KEYS: [&str; 50] = [
     "locale_boost",
     "reranker",
     "rerank_depth",
+    "rerank_model",
+    "rerank_url",
+    "rerank_api_key_env",
+    "rerank_timeout_ms",
 ];
 
 /// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
@@ -424,7 +449,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 50] = [
+const ENV: [EnvKey; 54] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -479,6 +504,10 @@ const ENV: [EnvKey; 50] = [
     var("locale_boost", "ZHIKU_LOCALE_BOOST"),
     var("reranker", "ZHIKU_RERANKER"),
     var("rerank_depth", "ZHIKU_RERANK_DEPTH"),
+    var("rerank_model", "ZHIKU_RERANK_MODEL"),
+    var("rerank_url", "ZHIKU_RERANK_URL"),
+    var("rerank_api_key_env", "ZHIKU_RERANK_API_KEY_ENV"),
+    var("rerank_timeout_ms", "ZHIKU_RERANK_TIMEOUT_MS"),
 ];
 
 /// The variables of `[qdrant]`.
@@ -603,6 +632,10 @@ dense_min_score = -1.0
 locale_boost = 0.1
 reranker = "none"
 rerank_depth = 20
+rerank_model = "BAAI/bge-reranker-base"
+rerank_url = "http://127.0.0.1:8090"
+rerank_api_key_env = "ZHIKU_RERANK_API_KEY"
+rerank_timeout_ms = 30000
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
@@ -826,6 +859,18 @@ impl Config {
                 0 => bail!("rerank_depth must be at least 1"),
                 n => n,
             },
+            rerank_model: keys.rerank_model.ok_or_else(|| required("rerank_model"))?,
+            rerank_url: keys.rerank_url.ok_or_else(|| required("rerank_url"))?,
+            rerank_api_key_env: keys
+                .rerank_api_key_env
+                .ok_or_else(|| required("rerank_api_key_env"))?,
+            rerank_timeout_ms: match keys
+                .rerank_timeout_ms
+                .ok_or_else(|| required("rerank_timeout_ms"))?
+            {
+                0 => bail!("rerank_timeout_ms must be at least 1"),
+                n => n,
+            },
             qdrant,
             ann,
             serve,
@@ -994,11 +1039,21 @@ mod tests {
         assert_eq!(c.fusion.dense_floor, Some(0.9));
         assert_eq!(c.fusion.dense_min_score, Some(0.5));
         assert_eq!((c.reranker, c.rerank_depth), (RerankerKind::Rules, 30));
+        let env = |k: &str| match k {
+            "ZHIKU_RERANKER" => Some("cross-encoder".to_string()),
+            "ZHIKU_RERANK_MODEL" => Some("/models/bge-reranker-base".to_string()),
+            _ => None,
+        };
+        let c = Config::resolve(None, None, &env).unwrap();
+        assert_eq!(c.reranker, RerankerKind::CrossEncoder);
+        assert_eq!(c.rerank_model, "/models/bge-reranker-base");
         assert_eq!(c.service_settings().fusion, c.fusion);
         for (key, bad) in [
             ("ZHIKU_DENSE_FLOOR", "1.5"),
             ("ZHIKU_FUSION_DENSE_WEIGHT", "-1"),
             ("ZHIKU_RERANK_DEPTH", "0"),
+            ("ZHIKU_RERANK_TIMEOUT_MS", "0"),
+            ("ZHIKU_RERANKER", "cohere"),
             ("ZHIKU_LOCALE_BOOST", "-0.1"),
             ("ZHIKU_FUSION", "average"),
         ] {

@@ -12,14 +12,17 @@ use crate::config::{Config, GeneratorKind};
 pub fn generator_for(config: &Config) -> Result<Box<dyn Generator>> {
     Ok(match config.generator {
         GeneratorKind::Extractive => Box::new(ExtractiveGenerator::default()),
-        GeneratorKind::Openai => {
-            let mut c = OpenAiConfig::new(&config.llm_url, &config.llm_model);
-            c.api_key = std::env::var(&config.llm_api_key_env)
-                .ok()
-                .filter(|k| !k.is_empty());
-            c.timeout = Duration::from_millis(config.llm_timeout_ms);
-            c.max_tokens = config.llm_max_tokens;
-            Box::new(OpenAiGenerator::new(c))
-        }
+        GeneratorKind::Openai => Box::new(OpenAiGenerator::new(chat_config(config))),
     })
+}
+
+/// The chat-completions server of `llm_url` / `llm_model`, its key and limits.
+pub fn chat_config(config: &Config) -> OpenAiConfig {
+    let mut c = OpenAiConfig::new(&config.llm_url, &config.llm_model);
+    c.api_key = std::env::var(&config.llm_api_key_env)
+        .ok()
+        .filter(|k| !k.is_empty());
+    c.timeout = Duration::from_millis(config.llm_timeout_ms);
+    c.max_tokens = config.llm_max_tokens;
+    c
 }

@@ -6,6 +6,7 @@ pub mod corpus;
 pub mod embed_server;
 pub mod generator;
 pub mod qdrant;
+pub mod rerank;
 pub mod store;
 
 use std::sync::Arc;

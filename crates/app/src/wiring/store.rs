@@ -71,7 +71,7 @@ use zhiku_domain::{ChunkId, DocId};
 use zhiku_service::Dense;
 
 pub use super::qdrant::VectorsUnavailable;
-use crate::config::{Config, EmbedderKind, LexicalKind, RerankerKind, VectorsKind};
+use crate::config::{Config, EmbedderKind, LexicalKind, VectorsKind};
 pub use zhiku_adapters_fs::atomic::write_atomically;
 pub use zhiku_adapters_fs::lock::{LOCK_FILE, StoreLock, StoreLocked};
 pub use zhiku_adapters_sqlite::CATALOG_FILE;
@@ -707,7 +707,7 @@ impl Store {
             catalog_store,
             read_only,
         );
-        if let Some(reranker) = reranker_for(&config) {
+        if let Some(reranker) = super::rerank::reranker_for(&config) {
             core.picked.push((
                 "reranker".into(),
                 format!("{} (top {})", reranker.name(), config.rerank_depth),
@@ -892,13 +892,5 @@ impl Problems {
             && self.lexical_orphans.is_empty()
             && self.vector_orphans.is_empty()
             && self.docs_missing_chunks.is_empty()
-    }
-}
-
-/// The reranker `config` asks for, if any.
-pub fn reranker_for(config: &Config) -> Option<Box<dyn zhiku_domain::ports::Reranker>> {
-    match config.reranker {
-        RerankerKind::None => None,
-        RerankerKind::Rules => Some(Box::new(zhiku_adapters_rerank::RuleReranker::default())),
     }
 }
