@@ -427,6 +427,7 @@ mod tests {
 
     use zhiku_domain::Chunk;
     use zhiku_tests::contract::fixtures::Spec;
+    use zhiku_tests::contract::rerank::presented;
 
     use super::*;
 
@@ -542,18 +543,6 @@ mod tests {
             0,
             base.doc().clone(),
         )
-    }
-
-    fn presented(chunks: &[Chunk]) -> Vec<RerankCandidate<'_>> {
-        chunks
-            .iter()
-            .enumerate()
-            .map(|(i, chunk)| RerankCandidate {
-                chunk,
-                fused_rank: i + 1,
-                fused_score: 1.0 / (61.0 + i as f64),
-            })
-            .collect()
     }
 
     fn reranker(window: usize, step: usize) -> LlmReranker {

@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zhiku_adapters_generate::{LlmRerankConfig, LlmReranker, OpenAiConfig};
-use zhiku_domain::ports::{RerankCandidate, RerankError, Reranker};
+use zhiku_domain::ports::{RerankError, Reranker};
 use zhiku_domain::{Chunk, DocId, Document, Locale, Scope, Source, Title};
+use zhiku_tests::contract::rerank::presented;
 
 const VAR: &str = "ZHIKU_TEST_LLM_URL";
 const REQUIRE: &str = "ZHIKU_REQUIRE_LLM_SERVER";
@@ -95,18 +96,6 @@ fn chunk(doc: &str, title: &str, text: &str) -> Chunk {
         0,
         Arc::clone(document.attributes()),
     )
-}
-
-fn presented(chunks: &[Chunk]) -> Vec<RerankCandidate<'_>> {
-    chunks
-        .iter()
-        .enumerate()
-        .map(|(i, chunk)| RerankCandidate {
-            chunk,
-            fused_rank: i + 1,
-            fused_score: 1.0 / (61.0 + i as f64),
-        })
-        .collect()
 }
 
 #[test]

@@ -42,7 +42,9 @@ pub fn candidates() -> Vec<Chunk> {
     ]
 }
 
-fn presented(chunks: &[Chunk]) -> Vec<RerankCandidate<'_>> {
+/// `chunks` as a reranker receives them from fusion: in this order, fused ranks 1, 2, …, and
+/// RRF-like fused scores.
+pub fn presented(chunks: &[Chunk]) -> Vec<RerankCandidate<'_>> {
     chunks
         .iter()
         .enumerate()
@@ -63,12 +65,26 @@ pub fn one_finite_score_per_candidate(reranker: &dyn Reranker) {
     assert!(!reranker.name().trim().is_empty());
 }
 
-/// The same question and candidates give the same scores.
+/// How far two scorings of the same pair may differ: float noise, relative to the score (at
+/// least 1). A model server batches concurrent sequences together and its sums run in another
+/// order per batch: llama.cpp's server was seen to move a score by 4e-5 between requests, and to
+/// score two identical passages of one request 3e-5 apart.
+pub const SCORE_NOISE: f64 = 2e-4;
+
+/// Whether `a` and `b` are the same scores up to [`SCORE_NOISE`].
+pub fn same_scores(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= SCORE_NOISE * x.abs().max(1.0))
+}
+
+/// The same question and candidates give the same scores (up to float noise).
 pub fn reranking_is_deterministic(reranker: &dyn Reranker) {
     let chunks = candidates();
     let a = reranker.rerank(QUESTION, &presented(&chunks)).unwrap();
     let b = reranker.rerank(QUESTION, &presented(&chunks)).unwrap();
-    assert_eq!(a, b);
+    assert!(same_scores(&a, &b), "{a:?} vs {b:?}");
 }
 
 /// An empty list gives an empty list.
@@ -104,7 +120,5 @@ pub fn scores_follow_their_candidates(reranker: &dyn Reranker) {
     let a = reranker.rerank(QUESTION, &forward).unwrap();
     let mut b = reranker.rerank(QUESTION, &backward).unwrap();
     b.reverse();
-    for (x, y) in a.iter().zip(&b) {
-        assert!((x - y).abs() < 1e-6, "{a:?} vs {b:?}");
-    }
+    assert!(same_scores(&a, &b), "{a:?} vs {b:?}");
 }
