@@ -52,7 +52,8 @@ const ADAPTER: &str = "http-rerank";
 const HINTS: http::Hints = http::Hints {
     api_key: "rerank_api_key_env",
     not_found: "is the URL the server's root, with /v1/rerank (Jina shape) or /rerank (TEI) under it?",
-    batch: "rerank_batch",
+    // No setting sizes the batch itself; fewer candidates make every request smaller.
+    batch: "rerank_depth",
 };
 
 /// The probe scored once by [`OpenAiReranker::connect`].
@@ -189,7 +190,7 @@ impl OpenAiReranker {
         }
         if config.max_documents < 2 {
             return Err(RerankError::InvalidInput(
-                "the reranker needs at least 2 documents per request (rerank_batch)".into(),
+                "the reranker needs at least 2 documents per request (max_documents)".into(),
             ));
         }
         if config.max_chars == 0 {
@@ -406,10 +407,11 @@ impl Reranker for OpenAiReranker {
                 return Err(RerankError::Backend {
                     adapter: ADAPTER,
                     source: format!(
-                        "{}: scores are not comparable across requests: the anchor document scored {anchor} in the first request and {} in request {} (does the server rescale scores per request? raise rerank_batch to at least rerank_depth)",
+                        "{}: scores are not comparable across requests: the anchor document scored {anchor} in the first request and {} in request {} (does the server rescale scores per request? lower rerank_depth to at most {} so the candidates take one request)",
                         self.endpoint,
                         got[0],
-                        k + 2
+                        k + 2,
+                        self.max_documents
                     )
                     .into(),
                     temporary: false,

@@ -17,9 +17,10 @@ fn the_server_and_candle_score_the_same_stand_in_alike() {
         std::env::var("ZHIKU_TEST_RERANK_URL"),
         std::env::var("ZHIKU_TEST_RERANK_STANDIN"),
     ) else {
-        eprintln!(
+        // The contract suite's notice: seen even though the harness captures a passing test.
+        zhiku_tests::contract::notice(
             "SKIPPED rerank_parity: set ZHIKU_TEST_RERANK_URL=http://127.0.0.1:8090 and \
-             ZHIKU_TEST_RERANK_STANDIN=<scripts/make-rerank-standin.py's output folder>"
+             ZHIKU_TEST_RERANK_STANDIN=<scripts/make-rerank-standin.py's output folder>",
         );
         return;
     };
