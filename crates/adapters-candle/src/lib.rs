@@ -109,11 +109,16 @@ pub enum ModelSource {
 }
 
 impl ModelSource {
-    /// A local folder when `spec` is an existing directory, otherwise a hub id
-    /// (`owner/name` or `owner/name@revision`).
+    /// A local folder when `spec` is an existing directory or reads as a path (starts with `/`,
+    /// `.` or `~`, or has more than one `/` or a `\\`: no hub id does), otherwise a hub id
+    /// (`owner/name` or `owner/name@revision`). A path that is not a folder fails to load as
+    /// missing instead of being asked of the hub.
     pub fn parse(spec: &str) -> Self {
         let path = Path::new(spec);
-        if path.is_dir() {
+        let path_like = spec.starts_with(['/', '.', '~'])
+            || spec.contains('\\')
+            || spec.matches('/').count() > 1;
+        if path.is_dir() || path_like {
             return Self::Dir(path.to_path_buf());
         }
         match spec.split_once('@') {
@@ -211,6 +216,10 @@ fn read_json(path: &Path) -> Result<Option<serde_json::Value>, LoadError> {
 
 fn resolve(source: &ModelSource) -> Result<ModelFiles, LoadError> {
     match source {
+        ModelSource::Dir(dir) if !dir.is_dir() => Err(LoadError::Missing {
+            path: dir.clone(),
+            hint: "no such folder (a local model is a folder with config.json, tokenizer.json and model.safetensors)".into(),
+        }),
         ModelSource::Dir(dir) => {
             let model_id = dir
                 .file_name()
@@ -754,5 +763,32 @@ impl Embedder for CandleEmbedder {
         self.embed_passes(Self::pack(&batch))?
             .pop()
             .ok_or_else(|| EmbedError::InvalidInput("empty result".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_that_is_not_a_folder_is_missing_not_a_hub_id() {
+        for spec in ["/no/such/model", "./model", "~/models/bge", "models/bge/v1"] {
+            assert!(
+                matches!(ModelSource::parse(spec), ModelSource::Dir(_)),
+                "{spec}"
+            );
+            match resolve(&ModelSource::parse(spec)) {
+                Err(LoadError::Missing { hint, .. }) => assert!(hint.contains("no such folder")),
+                Err(other) => panic!("{spec}: {other}"),
+                Ok(_) => panic!("{spec} resolved"),
+            }
+        }
+        match ModelSource::parse("BAAI/bge-small-zh-v1.5@main") {
+            ModelSource::Hub { id, revision } => {
+                assert_eq!(id, "BAAI/bge-small-zh-v1.5");
+                assert_eq!(revision.as_deref(), Some("main"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
