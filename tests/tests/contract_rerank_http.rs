@@ -98,3 +98,34 @@ fn an_unreachable_server_is_unavailable() {
         other => panic!("expected Unavailable, got {other:?}"),
     }
 }
+
+/// llama-server does not truncate: a pair over its batch (512 tokens here) is refused with a
+/// 500. The default pair size keeps a long Chinese chunk under it; a larger one is refused as
+/// invalid input naming the setting, not retried as a server fault.
+#[test]
+fn long_chinese_passages_fit_by_default_and_oversize_is_invalid_input() {
+    let Some(url) = server("long_passages") else {
+        return;
+    };
+    let text =
+        "长江是亚洲第一长河，流经青藏高原、四川盆地和长江中下游平原，最终注入东海。".repeat(20);
+    let chunk = zhiku_tests::contract::fixtures::Spec::new("long", "s", &text)
+        .locale("zh-CN")
+        .title("长江")
+        .chunk();
+    let chunks = vec![chunk];
+    let fits = OpenAiReranker::connect(OpenAiRerankerConfig::new(&url)).unwrap();
+    let scores = fits.rerank("长江流入哪里？", &presented(&chunks)).unwrap();
+    assert_eq!(scores.len(), 1);
+    assert!(scores[0].is_finite());
+
+    let mut config = OpenAiRerankerConfig::new(&url);
+    config.max_chars = 2000;
+    let oversize = OpenAiReranker::connect(config).unwrap();
+    match oversize.rerank("长江流入哪里？", &presented(&chunks)) {
+        Err(RerankError::InvalidInput(message)) => {
+            assert!(message.contains("rerank_chars"), "{message}")
+        }
+        other => panic!("expected InvalidInput naming rerank_chars, got {other:?}"),
+    }
+}

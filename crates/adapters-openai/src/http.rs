@@ -51,6 +51,8 @@ pub(crate) struct Hints {
     pub(crate) not_found: &'static str,
     /// The setting that makes requests smaller (413).
     pub(crate) batch: &'static str,
+    /// The setting that shortens each input (an input over the model's token limit).
+    pub(crate) input: &'static str,
 }
 
 /// One failed attempt, before it is known whether it is retried.
@@ -197,6 +199,15 @@ impl Client {
                 };
                 let hints = self.hints;
                 Err(match code {
+                    // llama-server answers an input over its batch size with a 500; asking
+                    // again cannot help.
+                    400 | 413 | 422 | 500 if too_long(&detail) => fail(
+                        HttpErrorKind::Refused,
+                        format!(
+                            "{message} (an input is longer than the server's model takes: lower {})",
+                            hints.input
+                        ),
+                    ),
                     408 | 429 | 500 | 502..=599 => Failure::Temporary {
                         message,
                         status: Some(code),
@@ -245,6 +256,14 @@ impl Client {
     }
 }
 
+/// Whether an error body says an input exceeds the model's token limit (llama-server: "input
+/// (N tokens) is too large to process", vLLM and TEI: "… is too long", "exceeds … context").
+fn too_long(detail: &str) -> bool {
+    let d = detail.to_lowercase();
+    (d.contains("too large") || d.contains("too long") || d.contains("exceed"))
+        && (d.contains("token") || d.contains("input") || d.contains("context"))
+}
+
 /// A `Retry-After` value in whole seconds (the HTTP-date form is not honoured: backoff applies).
 fn retry_after(value: &str) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
@@ -258,5 +277,20 @@ mod tests {
     fn retry_after_reads_seconds_only() {
         assert_eq!(retry_after(" 3 "), Some(Duration::from_secs(3)));
         assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn token_limit_replies_are_recognised() {
+        assert!(too_long(
+            r#"{"error":{"code":500,"message":"input (530 tokens) is too large to process. increase the physical batch size (current batch size: 512)","type":"server_error"}}"#
+        ));
+        assert!(too_long(
+            "Input validation error: `inputs` must have less than 512 tokens. Given: 600 (too long)"
+        ));
+        assert!(too_long(
+            "This model's maximum context length is 512 tokens; the request exceeds it"
+        ));
+        assert!(!too_long("model is loading"));
+        assert!(!too_long("internal error: out of memory"));
     }
 }

@@ -60,6 +60,8 @@ const EMBED_HINTS: http::Hints = http::Hints {
     api_key: "embed_api_key_env",
     not_found: "is the URL the API base up to /v1, and the model served?",
     batch: "embed_batch",
+    // The chunks are the inputs; smaller chunks need a re-index.
+    input: "max_chars (the chunk size)",
 };
 
 impl From<http::HttpError> for EmbedError {

@@ -13,9 +13,12 @@
 //! # What is sent
 //!
 //! Each candidate is sent as [`RerankCandidate::passage`]: its document's title and its heading
-//! path (`title > h1 > h2`), a newline, then the chunk's text, cut to
-//! [`OpenAiRerankerConfig::max_chars`] characters; the query is cut alike. A server with a token limit below that may refuse a long passage (HTTP
-//! 400/413, [`RerankError::InvalidInput`]); TEI is asked to truncate instead.
+//! path (`title > h1 > h2`), a newline, then the chunk's text. One (query, passage) pair holds
+//! at most [`OpenAiRerankerConfig::max_chars`] characters: the query takes up to half, the
+//! passage the rest. The default, 480, fits a 512-token cross-encoder even for Chinese (about a
+//! token per character) — llama-server does not truncate, and answers a pair over its batch
+//! size with HTTP 500 "input is too large", which becomes [`RerankError::InvalidInput`] with the
+//! advice to lower `rerank_chars`, as 400/413 do. TEI is asked to truncate as well.
 //!
 //! # Batches and comparable scores
 //!
@@ -54,6 +57,7 @@ const HINTS: http::Hints = http::Hints {
     not_found: "is the URL the server's root, with /v1/rerank (Jina shape) or /rerank (TEI) under it?",
     // No setting sizes the batch itself; fewer candidates make every request smaller.
     batch: "rerank_depth",
+    input: "rerank_chars",
 };
 
 /// The probe scored once by [`OpenAiReranker::connect`].
@@ -116,7 +120,8 @@ pub struct OpenAiRerankerConfig {
     /// Most documents per request, at least 2 (a later request holds one anchor and
     /// `max_documents - 1` candidates).
     pub max_documents: usize,
-    /// Most characters of one passage (title, headings and text) and of the query.
+    /// Most characters of one (query, passage) pair: the query takes up to half of them, the
+    /// passage (title, headings and text) the rest. At least 2.
     pub max_chars: usize,
     /// Deadline of one request (connecting gets a fifth of it, at most 5 s).
     pub timeout: Duration,
@@ -140,8 +145,8 @@ impl std::fmt::Debug for OpenAiRerankerConfig {
 }
 
 impl OpenAiRerankerConfig {
-    /// Defaults: the server's model, the shape discovered, 32 documents per request, 2,000
-    /// characters per passage, a 30 s deadline (reranking sits on the query path), 2 retries
+    /// Defaults: the server's model, the shape discovered, 32 documents per request, 480
+    /// characters per (query, passage) pair, a 30 s deadline (reranking sits on the query path), 2 retries
     /// from 100 ms.
     pub fn new(base_url: impl Into<String>) -> Self {
         Self {
@@ -150,7 +155,7 @@ impl OpenAiRerankerConfig {
             api_key: None,
             api: None,
             max_documents: 32,
-            max_chars: 2000,
+            max_chars: 480,
             timeout: Duration::from_secs(30),
             retry: RetryPolicy {
                 retries: 2,
@@ -193,9 +198,9 @@ impl OpenAiReranker {
                 "the reranker needs at least 2 documents per request (max_documents)".into(),
             ));
         }
-        if config.max_chars == 0 {
+        if config.max_chars < 2 {
             return Err(RerankError::InvalidInput(
-                "the reranker's passage size must be at least 1 character".into(),
+                "a (query, passage) pair must hold at least 2 characters (rerank_chars)".into(),
             ));
         }
         let client = http::Client::new(config.timeout, config.api_key.clone(), config.retry, HINTS);
@@ -274,7 +279,7 @@ impl OpenAiReranker {
     /// One line for status output.
     pub fn describe(&self) -> String {
         format!(
-            "{} at {} ({} API, {} documents per request, passages of at most {} characters)",
+            "{} at {} ({} API, {} documents per request, at most {} characters per pair)",
             self.name,
             self.endpoint,
             self.api.as_str(),
@@ -389,11 +394,9 @@ impl Reranker for OpenAiReranker {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        let query = cut(query.to_string(), self.max_chars);
-        let passages: Vec<String> = candidates
-            .iter()
-            .map(|c| c.passage(self.max_chars))
-            .collect();
+        let query = cut(query.to_string(), self.max_chars / 2);
+        let room = self.max_chars - query.chars().count();
+        let passages: Vec<String> = candidates.iter().map(|c| c.passage(room)).collect();
         let passages: Vec<&str> = passages.iter().map(String::as_str).collect();
         let (first, rest) = passages.split_at(passages.len().min(self.max_documents));
         let mut scores = self.score_batch(&query, first)?;

@@ -296,7 +296,8 @@ pub struct Config {
     /// Candidates the reranker scores (`rerank_depth`).
     pub rerank_depth: usize,
     /// The cross-encoder's folder or hub id, or the model a reranking server is asked for
-    /// (`rerank_model`).
+    /// (`rerank_model`; empty: `BAAI/bge-reranker-base` for the cross-encoder, whatever the
+    /// server serves for `http`). See [`Config::cross_encoder_model`].
     pub rerank_model: String,
     /// The reranking server of `reranker = "http"` (`rerank_url`).
     pub rerank_url: String,
@@ -304,6 +305,9 @@ pub struct Config {
     pub rerank_api_key_env: String,
     /// Milliseconds a reranking request may take (`rerank_timeout_ms`).
     pub rerank_timeout_ms: u64,
+    /// Most characters of one (question, passage) pair sent to a reranking server
+    /// (`rerank_chars`): the question takes up to half.
+    pub rerank_chars: usize,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
     /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
@@ -372,10 +376,11 @@ struct Keys {
     rerank_url: Option<String>,
     rerank_api_key_env: Option<String>,
     rerank_timeout_ms: Option<u64>,
+    rerank_chars: Option<usize>,
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 54] = [
+const KEYS: [&str; 55] = [
     "vectors",
     "embedder",
     "lexical",
@@ -430,6 +435,7 @@ const KEYS: [&str; 54] = [
     "rerank_url",
     "rerank_api_key_env",
     "rerank_timeout_ms",
+    "rerank_chars",
 ];
 
 /// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
@@ -449,7 +455,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 54] = [
+const ENV: [EnvKey; 55] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -508,6 +514,7 @@ const ENV: [EnvKey; 54] = [
     var("rerank_url", "ZHIKU_RERANK_URL"),
     var("rerank_api_key_env", "ZHIKU_RERANK_API_KEY_ENV"),
     var("rerank_timeout_ms", "ZHIKU_RERANK_TIMEOUT_MS"),
+    var("rerank_chars", "ZHIKU_RERANK_CHARS"),
 ];
 
 /// The variables of `[qdrant]`.
@@ -632,10 +639,11 @@ dense_min_score = -1.0
 locale_boost = 0.1
 reranker = "none"
 rerank_depth = 20
-rerank_model = "BAAI/bge-reranker-base"
+rerank_model = ""
 rerank_url = "http://127.0.0.1:8090"
 rerank_api_key_env = "ZHIKU_RERANK_API_KEY"
 rerank_timeout_ms = 30000
+rerank_chars = 480
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
@@ -871,6 +879,10 @@ impl Config {
                 0 => bail!("rerank_timeout_ms must be at least 1"),
                 n => n,
             },
+            rerank_chars: match keys.rerank_chars.ok_or_else(|| required("rerank_chars"))? {
+                n if n < 2 => bail!("rerank_chars must be at least 2"),
+                n => n,
+            },
             qdrant,
             ann,
             serve,
@@ -892,6 +904,17 @@ impl Config {
     }
 
     /// What the service needs of this configuration.
+    /// The cross-encoder `reranker = "cross-encoder"` loads: `rerank_model`, else the default.
+    pub fn cross_encoder_model(&self) -> &str {
+        match self.rerank_model.as_str() {
+            "" => Self::DEFAULT_CROSS_ENCODER,
+            model => model,
+        }
+    }
+
+    /// The cross-encoder loaded when `rerank_model` is empty.
+    pub const DEFAULT_CROSS_ENCODER: &'static str = "BAAI/bge-reranker-base";
+
     pub fn service_settings(&self) -> zhiku_service::Settings {
         zhiku_service::Settings {
             profile: self.profile.clone(),
@@ -1053,6 +1076,7 @@ mod tests {
             ("ZHIKU_FUSION_DENSE_WEIGHT", "-1"),
             ("ZHIKU_RERANK_DEPTH", "0"),
             ("ZHIKU_RERANK_TIMEOUT_MS", "0"),
+            ("ZHIKU_RERANK_CHARS", "1"),
             ("ZHIKU_RERANKER", "cohere"),
             ("ZHIKU_LOCALE_BOOST", "-0.1"),
             ("ZHIKU_FUSION", "average"),

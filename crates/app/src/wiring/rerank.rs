@@ -24,7 +24,7 @@ pub fn reranker_for(config: &Config) -> Option<Box<dyn Reranker>> {
         RerankerKind::None => return None,
         RerankerKind::Rules => Box::new(zhiku_adapters_rerank::RuleReranker::default()),
         RerankerKind::CrossEncoder => {
-            let model = config.rerank_model.clone();
+            let model = config.cross_encoder_model().to_string();
             Box::new(Deferred::new(
                 "candle-cross-encoder",
                 format!("cross-encoder:{model}"),
@@ -42,6 +42,7 @@ pub fn reranker_for(config: &Config) -> Option<Box<dyn Reranker>> {
                 .ok()
                 .filter(|k| !k.is_empty());
             c.timeout = Duration::from_millis(config.rerank_timeout_ms);
+            c.max_chars = config.rerank_chars;
             Box::new(Deferred::new(
                 "http-rerank",
                 format!("http-rerank:{}", config.rerank_url),
