@@ -18,3 +18,4 @@
 
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod local;

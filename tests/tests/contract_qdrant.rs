@@ -396,12 +396,7 @@ mod adapter {
         let Some(_url) = server("a_bad_address_is_a_clear_temporary_error") else {
             return;
         };
-        // A port nothing listens on: bind one, note it, free it.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = zhiku_tests::local::unused_local_port();
         let config = QdrantConfig {
             max_retries: 1,
             initial_backoff: Duration::from_millis(10),

@@ -85,12 +85,7 @@ fn an_unreachable_server_is_unavailable() {
     if server("unreachable").is_none() {
         return;
     }
-    // A port nothing listens on (bound, then released).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = zhiku_tests::local::unused_local_port();
     let mut config = OpenAiRerankerConfig::new(format!("http://127.0.0.1:{port}"));
     config.timeout = Duration::from_secs(2);
     match OpenAiReranker::connect(config) {

@@ -11,27 +11,13 @@ use zhiku_domain::{Pooling, cosine};
 
 /// The test model folder: `ZHIKU_TEST_MODEL_DIR`, else the fetch script's cache location.
 fn model_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("ZHIKU_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("ZHIKU_CACHE_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zhiku")
-                });
-            cache.join("models/all-MiniLM-L6-v2")
-        });
-    if dir.join("model.safetensors").is_file() {
-        Some(dir)
-    } else {
-        let msg = format!(
-            "SKIPPED: no test model at {} (run scripts/fetch-test-model.sh or set ZHIKU_TEST_MODEL_DIR)",
-            dir.display()
-        );
-        println!("{msg}");
-        eprintln!("{msg}");
-        None
-    }
+    zhiku_tests::local::test_model_dir()
+        .map_err(|why| {
+            let msg = format!("SKIPPED: {why}");
+            println!("{msg}");
+            eprintln!("{msg}");
+        })
+        .ok()
 }
 
 fn embedder() -> Option<&'static CandleEmbedder> {

@@ -45,25 +45,9 @@ fn trained() -> Option<&'static CrossEncoder> {
 }
 
 fn minilm_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("ZHIKU_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("ZHIKU_CACHE_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zhiku")
-                });
-            cache.join("models/all-MiniLM-L6-v2")
-        });
-    if dir.join("model.safetensors").is_file() {
-        Some(dir)
-    } else {
-        skipped(&format!(
-            "no test model at {} (run scripts/fetch-test-model.sh or set ZHIKU_TEST_MODEL_DIR)",
-            dir.display()
-        ));
-        None
-    }
+    zhiku_tests::local::test_model_dir()
+        .map_err(|why| skipped(&why))
+        .ok()
 }
 
 /// MiniLM turned into a `BertForSequenceClassification` folder: its encoder and pooler, plus a

@@ -83,11 +83,7 @@ impl Drop for Cleanup {
 }
 
 fn dead_url() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = zhiku_tests::local::unused_local_port();
     format!("http://127.0.0.1:{port}")
 }
 

@@ -5,7 +5,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::net::{TcpListener, UdpSocket};
+use std::net::UdpSocket;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -709,11 +709,7 @@ fn metrics_with_a_token_need_that_token() {
 
 /// A port nothing listens on.
 fn closed_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    zhiku_tests::local::unused_local_port()
 }
 
 /// Accepts connections and never answers (a generator that hangs).
