@@ -48,8 +48,10 @@ fn server(test: &str) -> Option<OpenAiConfig> {
             return None;
         }
     };
+    // llama_cpp.server answers one request at a time: while another test's window is being
+    // generated, even /models waits for it.
     let models = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(120))
         .build()
         .get(&format!("{url}/models"))
         .call();
