@@ -6,6 +6,9 @@
 //! model whatever the name). Without a reachable server each test prints a `SKIPPED` line naming
 //! the variable and checks nothing, unless `ZHIKU_REQUIRE_LLM_SERVER=1`, when that fails the
 //! test: these tests never pass against a fake server. The two failure tests need no server.
+//! Run them one at a time (`-- --test-threads=1`): the server answers one request at a time.
+//! The relevance property needs the 1.5B model (394 s for the file, 1 thread); the 0.5B model
+//! keeps the input order and fails it.
 //!
 //! The measurement over CMRC 2018 is ignored by default:
 //! `ZHIKU_TEST_LLM_URL=... cargo test -p zhiku-adapters-generate --test llm_rerank --release
