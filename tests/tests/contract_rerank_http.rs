@@ -3,7 +3,8 @@
 //! `scripts/make-rerank-standin.py` writes (its scores carry no relevance, so the mechanics
 //! contract runs, not the relevance property).
 //!
-//! Set `ZHIKU_TEST_RERANK_URL` to the server's root (e.g. `http://127.0.0.1:8090`). Without it
+//! Set `ZHIKU_TEST_RERANK_URL` to the server's root (`bash scripts/rerank-server.sh start` builds
+//! and starts it, printing `http://127.0.0.1:8090` on its last line). Without it
 //! every test prints a `SKIPPED` line naming it and checks nothing, unless
 //! `ZHIKU_REQUIRE_RERANK_SERVER=1`, when a missing server fails the test: these tests never pass
 //! against a fake.
@@ -26,7 +27,7 @@ fn server(test: &str) -> Option<String> {
                 panic!("{REQUIRE}=1 but {VAR} is not set");
             }
             zhiku_tests::contract::notice(&format!(
-                "SKIPPED rerank_http::{test}: set {VAR}=http://127.0.0.1:8090 (llama-server --reranking serving scripts/make-rerank-standin.py's model) to run it against a real reranking server"
+                "SKIPPED rerank_http::{test}: set {VAR}=http://127.0.0.1:8090 (bash scripts/rerank-server.sh start: llama-server --reranking serving the MiniLM stand-in) to run it against a real reranking server"
             ));
             None
         }

@@ -3,8 +3,9 @@
 //! cross-encoder loading its Hugging Face copy, give the same scores through the HTTP reranker.
 //!
 //! Set `ZHIKU_TEST_RERANK_URL` (the server's root, e.g. `http://127.0.0.1:8090`) and
-//! `ZHIKU_TEST_RERANK_STANDIN` (the script's output folder; its `hf/` is read). Without both it
-//! prints a `SKIPPED` line naming them and checks nothing.
+//! `ZHIKU_TEST_RERANK_STANDIN` (the script's output folder; its `hf/` is read):
+//! `bash scripts/rerank-server.sh start` and `bash scripts/rerank-server.sh standin` print them.
+//! Without both it prints a `SKIPPED` line naming them and checks nothing.
 
 use zhiku_adapters_candle::{CrossEncoder, CrossEncoderOptions, ModelSource};
 use zhiku_adapters_openai::{OpenAiReranker, OpenAiRerankerConfig};
