@@ -5,6 +5,8 @@
 //! cargo bench -p zhiku --bench retrieval -- --embedder openai       # ZHIKU_EMBED_URL, …
 //! cargo bench -p zhiku --bench retrieval -- --queries evals/cmrc-paraphrased
 //! cargo bench -p zhiku --bench retrieval -- --cache /tmp/routes-minilm.json   # reuse the routes
+//! cargo bench -p zhiku --bench retrieval -- --cache … --rerankers rules,http,llm --rerank-sample 100
+//! cargo bench -p zhiku --bench retrieval -- --cache … --rerankers rules,llm --rerank-focus misses
 //! ```
 //!
 //! The corpus is indexed once (tantivy + the chosen embedder, in memory) and each question is
@@ -23,12 +25,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use zhiku_adapters_rerank::RuleReranker;
 use zhiku_app::config::Config;
 use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_scope};
 use zhiku_app::wiring::embed_server::openai_embedder_config;
 use zhiku_domain::chunker::chunk_document;
-use zhiku_domain::ports::{RerankCandidate, Reranker};
+use zhiku_domain::ports::RerankCandidate;
 use zhiku_domain::rules::fusion::{
     FusionConfig, FusionMethod, Normalisation, Route, RouteList, fuse,
 };
@@ -250,9 +251,10 @@ fn options() -> Vec<(String, Option<FusionConfig>, Option<Route>)> {
 
 fn main() -> Result<()> {
     let beir = arg("--beir")
-        .map(PathBuf::from)
+        .map(|d| common::workspace_root().join(d))
         .unwrap_or_else(common::default_cmrc);
-    let queries_dir = arg("--queries").map(PathBuf::from);
+    // cargo runs a bench in its crate's folder: a relative path is the workspace root's.
+    let queries_dir = arg("--queries").map(|d| common::workspace_root().join(d));
     let embedder = arg("--embedder").unwrap_or_else(|| "candle".into());
     let queries: Vec<EvalQuery> = match &queries_dir {
         Some(dir) => load_beir_queries(dir)?,
@@ -356,7 +358,12 @@ fn main() -> Result<()> {
 }
 
 /// Each reranker over the default fusion's top 20, on the held-out half: quality and the time
-/// it adds per question.
+/// it adds per question. `--rerankers rules,cross-encoder,http,llm` picks them (default
+/// `rules`), each built by the binary's own wiring from the environment's configuration
+/// (`ZHIKU_RERANK_MODEL`, `ZHIKU_RERANK_URL`, `ZHIKU_LLM_URL`, …). A model-backed reranker runs
+/// on `--rerank-sample N` evenly spaced held-out questions (default all); each row also gives
+/// the fused figures on its own questions, so a sample is compared with itself;
+/// `--rerank-focus misses` runs each on the questions the fusion ranks wrong at 1 instead.
 fn rerankers(
     beir: &std::path::Path,
     searched: &Searched,
@@ -373,65 +380,141 @@ fn rerankers(
         }
     }
     let fusion = config.fusion.clone();
-    let rules = RuleReranker::default();
-    let options: Vec<(&str, Option<&dyn Reranker>)> =
-        vec![("fused (no reranker)", None), ("rules-v1", Some(&rules))];
-    println!(
-        "\n| reranker over {} top {DEPTH} | hit@1 | hit@5 | MRR@10 | nDCG@10 | span hit@5 | added ms/query p50 | p99 |",
-        fusion.method_name()
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for (name, reranker) in options {
-        let mut held = Scores::default();
-        let mut added = Vec::new();
-        for (i, r) in searched.routes.iter().enumerate() {
-            let Some(q) = by_id.get(r.id.as_str()).filter(|_| i % 2 == 1) else {
-                continue;
-            };
+    // The held-out questions with their fused top lists.
+    let held: Vec<(&EvalQuery, Vec<(ChunkId, f64)>)> = searched
+        .routes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .filter_map(|(_, r)| {
+            let q = by_id.get(r.id.as_str())?;
             let lists: Vec<RouteList> = vec![
                 (Route::Dense, r.dense.clone()),
                 (Route::Lexical, r.lexical.clone()),
             ];
-            let mut ranked: Vec<(ChunkId, f64)> = fuse(&lists, &fusion)
+            let ranked = fuse(&lists, &fusion)
                 .into_iter()
                 .map(|f| (f.chunk_id, f.score))
                 .collect();
-            if let Some(reranker) = reranker {
-                let top = DEPTH.min(ranked.len());
-                let candidates: Vec<RerankCandidate<'_>> = ranked[..top]
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(n, (id, score))| {
-                        chunks.get(id).map(|chunk| RerankCandidate {
-                            chunk,
-                            fused_rank: n + 1,
-                            fused_score: *score,
-                        })
+            Some((*q, ranked))
+        })
+        .collect();
+    let sample: usize = arg("--rerank-sample")
+        .map(|n| n.parse())
+        .transpose()
+        .context("--rerank-sample takes a number")?
+        .unwrap_or(0);
+    let kinds = arg("--rerankers").unwrap_or_else(|| "rules".into());
+    println!(
+        "\n| reranker over {} top {DEPTH} (held out) | questions | hit@1 | hit@5 | MRR@10 | nDCG@10 | span hit@5 | fused hit@1 / nDCG@10 on them | added ms/query p50 | p99 | failed |",
+        fusion.method_name()
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut plain = Scores::default();
+    for (q, ranked) in &held {
+        let ids: Vec<ChunkId> = ranked.iter().map(|(id, _)| id.clone()).collect();
+        plain.add(&ids, &searched.chunks, q);
+    }
+    let h = plain.row();
+    println!(
+        "| fused (no reranker) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | — | 0 | 0 | — |",
+        held.len(),
+        h[0],
+        h[1],
+        h[2],
+        h[3],
+        h[4]
+    );
+    for kind in kinds.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        let mut config = config.clone();
+        config.reranker = serde_json::from_value(serde_json::Value::String(kind.into()))
+            .with_context(|| format!("--rerankers: unknown reranker {kind:?}"))?;
+        let Some(reranker) = zhiku_app::wiring::rerank::reranker_for(&config) else {
+            continue;
+        };
+        // The rule reranker costs nothing: it always runs on every held-out question.
+        let step = match (kind, sample) {
+            ("rules", _) | (_, 0) => 1,
+            (_, n) => held.len().div_ceil(n).max(1),
+        };
+        // `--rerank-focus misses`: only the questions whose fused first hit is wrong — where a
+        // reranker can gain; the sample above shows what it costs where the fusion was right.
+        let focus = arg("--rerank-focus");
+        let questions: Vec<_> = match focus.as_deref() {
+            Some("misses") => held
+                .iter()
+                .filter(|(q, ranked)| {
+                    let first = ranked.first().and_then(|(id, _)| searched.chunks.get(id));
+                    !first.is_some_and(|(doc, _, _)| q.relevant.contains(doc))
+                })
+                .collect(),
+            Some(other) => bail!("--rerank-focus takes `misses`, not {other:?}"),
+            None => held.iter().step_by(step).collect(),
+        };
+        let present = |ranked: &[(ChunkId, f64)]| -> Vec<RerankCandidate<'_>> {
+            ranked[..DEPTH.min(ranked.len())]
+                .iter()
+                .enumerate()
+                .filter_map(|(n, (id, score))| {
+                    chunks.get(id).map(|chunk| RerankCandidate {
+                        chunk,
+                        fused_rank: n + 1,
+                        fused_score: *score,
                     })
-                    .collect();
-                let t = Instant::now();
-                let scores = reranker.rerank(&q.text, &candidates)?;
-                added.push(t.elapsed().as_secs_f64() * 1e3);
-                let mut order: Vec<usize> = (0..candidates.len()).collect();
-                order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-                let head: Vec<(ChunkId, f64)> = order
-                    .into_iter()
-                    .map(|n| (candidates[n].chunk.chunk_id().clone(), scores[n]))
-                    .collect();
-                ranked.splice(..top, head);
+                })
+                .collect()
+        };
+        // One untimed call first: a model-backed reranker loads or connects on its first use.
+        if let Some((q, ranked)) = questions.first()
+            && let Err(e) = reranker.rerank(&q.text, &present(ranked))
+        {
+            println!("| {kind} | — | {e} |");
+            continue;
+        }
+        let (mut reranked, mut fused) = (Scores::default(), Scores::default());
+        let mut added = Vec::new();
+        let mut failed = 0usize;
+        for (n, (q, ranked)) in questions.iter().enumerate() {
+            let candidates = present(ranked);
+            let t = Instant::now();
+            let result = reranker.rerank(&q.text, &candidates);
+            added.push(t.elapsed().as_secs_f64() * 1e3);
+            let mut ids: Vec<ChunkId> = ranked.iter().map(|(id, _)| id.clone()).collect();
+            fused.add(&ids, &searched.chunks, q);
+            match result {
+                Ok(scores) => {
+                    let mut order: Vec<usize> = (0..candidates.len()).collect();
+                    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+                    let head: Vec<ChunkId> = order
+                        .into_iter()
+                        .map(|i| candidates[i].chunk.chunk_id().clone())
+                        .collect();
+                    ids.splice(..candidates.len(), head);
+                }
+                // As the retriever does: the fused order stays, and the failure is counted.
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("{kind}: question {}: {e}", q.id);
+                }
             }
-            let ids: Vec<ChunkId> = ranked.into_iter().map(|(id, _)| id).collect();
-            held.add(&ids, &searched.chunks, q);
+            reranked.add(&ids, &searched.chunks, q);
+            if questions.len() >= 20 && (n + 1) % (questions.len() / 10) == 0 {
+                eprintln!("{kind}: {}/{} questions", n + 1, questions.len());
+            }
         }
         added.sort_by(f64::total_cmp);
-        let h = held.row();
+        let (h, f) = (reranked.row(), fused.row());
         println!(
-            "| {name} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {:.3} | {:.3} |",
+            "| {} | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} / {:.4} | {:.1} | {:.1} | {failed} |",
+            reranker.name(),
+            questions.len(),
             h[0],
             h[1],
             h[2],
             h[3],
             h[4],
+            f[0],
+            f[3],
             common::percentile(&added, 50.0),
             common::percentile(&added, 99.0)
         );
