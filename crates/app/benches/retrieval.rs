@@ -405,6 +405,12 @@ fn rerankers(
         .context("--rerank-sample takes a number")?
         .unwrap_or(0);
     let kinds = arg("--rerankers").unwrap_or_else(|| "rules".into());
+    // `--rerank-focus misses`: only the questions whose fused first hit is wrong — where a
+    // reranker can gain; a sample shows what it costs where the fusion was right.
+    let focus = arg("--rerank-focus");
+    if let Some(other) = focus.as_deref().filter(|f| *f != "misses") {
+        bail!("--rerank-focus takes `misses`, not {other:?}");
+    }
     println!(
         "\n| reranker over {} top {DEPTH} (held out) | questions | hit@1 | hit@5 | MRR@10 | nDCG@10 | span hit@5 | fused hit@1 / nDCG@10 on them | added ms/query p50 | p99 | failed |",
         fusion.method_name()
@@ -437,18 +443,14 @@ fn rerankers(
             ("rules", _) | (_, 0) => 1,
             (_, n) => held.len().div_ceil(n).max(1),
         };
-        // `--rerank-focus misses`: only the questions whose fused first hit is wrong — where a
-        // reranker can gain; the sample above shows what it costs where the fusion was right.
-        let focus = arg("--rerank-focus");
         let questions: Vec<_> = match focus.as_deref() {
-            Some("misses") => held
+            Some(_) => held
                 .iter()
                 .filter(|(q, ranked)| {
                     let first = ranked.first().and_then(|(id, _)| searched.chunks.get(id));
                     !first.is_some_and(|(doc, _, _)| q.relevant.contains(doc))
                 })
                 .collect(),
-            Some(other) => bail!("--rerank-focus takes `misses`, not {other:?}"),
             None => held.iter().step_by(step).collect(),
         };
         let present = |ranked: &[(ChunkId, f64)]| -> Vec<RerankCandidate<'_>> {

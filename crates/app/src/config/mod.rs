@@ -903,7 +903,6 @@ impl Config {
         self.lexical == LexicalKind::Disk || self.vectors == VectorsKind::Ann
     }
 
-    /// What the service needs of this configuration.
     /// The cross-encoder `reranker = "cross-encoder"` loads: `rerank_model`, else the default.
     pub fn cross_encoder_model(&self) -> &str {
         match self.rerank_model.as_str() {
@@ -915,6 +914,7 @@ impl Config {
     /// The cross-encoder loaded when `rerank_model` is empty.
     pub const DEFAULT_CROSS_ENCODER: &'static str = "BAAI/bge-reranker-base";
 
+    /// What the service needs of this configuration.
     pub fn service_settings(&self) -> zhiku_service::Settings {
         zhiku_service::Settings {
             profile: self.profile.clone(),
