@@ -189,6 +189,8 @@ pub struct AnswerSummary {
     pub blocked: usize,
     /// Ended `cannot_retrieve`.
     pub cannot_retrieve: usize,
+    /// Read as small talk and replied to without retrieval.
+    pub small_talk: usize,
     /// Cases marked `citationMustBeValid` that produced an answer (answered or blocked).
     pub citation_checked: usize,
     /// Of those, answers whose citations all come from this round's retrieval.
@@ -248,6 +250,7 @@ pub fn evaluate_answers(
             AnswerStatus::NotFound => s.not_found += 1,
             AnswerStatus::Blocked => s.blocked += 1,
             AnswerStatus::CannotRetrieve => s.cannot_retrieve += 1,
+            AnswerStatus::SmallTalk => s.small_talk += 1,
         }
         let round: HashSet<&str> = frame.evidence.iter().map(|e| e.chunk_id.as_str()).collect();
         let citations_valid = frame.status == AnswerStatus::Answered

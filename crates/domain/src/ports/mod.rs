@@ -15,6 +15,7 @@ mod embedder;
 mod errors;
 mod generator;
 mod index;
+mod planner;
 mod rerank;
 mod source;
 mod trace;
@@ -34,11 +35,13 @@ pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
 };
+pub use planner::{Intent, Plan, PlanError, Planner, Turn};
 pub use rerank::{RerankCandidate, Reranker};
 pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};
 pub use trace::{
     AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
-    GenerationStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, RejectionStep, RerankScore,
-    RerankStep, RevisionCheckStep, RouteOutcome, RouteScore, RouteStep, Stage, StoredTraceEvent,
-    TraceEvent, TraceSink, TraceStore, ValidationStep,
+    GenerationStep, IntentStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, ReformulationStep,
+    RejectionStep, RerankScore, RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome,
+    RouteScore, RouteStep, Stage, StoredTraceEvent, SubQuestionStep, SupportStep, TraceEvent,
+    TraceSink, TraceStore, ValidationStep,
 };

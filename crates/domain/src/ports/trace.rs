@@ -63,6 +63,20 @@ pub enum Stage {
     /// `query`: what was asked, within which filter; opens every run.
     #[serde(rename = "query")]
     Query(QueryStep),
+    /// `rewrite`: the question read in its conversation, made standalone for retrieval.
+    #[serde(rename = "rewrite")]
+    Rewrite(RewriteStep),
+    /// `intent`: what the question is (knowledge, several parts, small talk), before anything
+    /// is retrieved.
+    #[serde(rename = "intent")]
+    Intent(IntentStep),
+    /// `sub_question`: the part of a several-part question the retrieval steps after it are
+    /// for.
+    #[serde(rename = "sub_question")]
+    SubQuestion(SubQuestionStep),
+    /// `reformulation`: a retrieval that found little, run once more with another wording.
+    #[serde(rename = "reformulation")]
+    Reformulation(ReformulationStep),
     /// `retrieval.route`: one retrieval route's outcome and its best hits.
     #[serde(rename = "retrieval.route")]
     Route(RouteStep),
@@ -90,6 +104,9 @@ pub enum Stage {
     /// `citation_rejected`: an attempt whose citations failed, and whether another follows.
     #[serde(rename = "citation_rejected")]
     CitationRejected(RejectionStep),
+    /// `support_check`: each sentence of an attempt's answer against the blocks it cites.
+    #[serde(rename = "support_check")]
+    SupportCheck(SupportStep),
     /// `answer`: how the run ended; closes every run that produced a frame or failed in the
     /// generator.
     #[serde(rename = "answer")]
@@ -111,6 +128,11 @@ impl Stage {
     pub fn name(&self) -> &str {
         match self {
             Self::Query(_) => "query",
+            Self::Rewrite(_) => "rewrite",
+            Self::Intent(_) => "intent",
+            Self::SubQuestion(_) => "sub_question",
+            Self::Reformulation(_) => "reformulation",
+            Self::SupportCheck(_) => "support_check",
             Self::Route(_) => "retrieval.route",
             Self::Fusion(_) => "fusion",
             Self::RevisionCheck(_) => "revision_check",
@@ -157,6 +179,85 @@ pub struct QueryStep {
     pub request_id: Option<String>,
     /// The scopes searched, sorted.
     pub scopes: Vec<Scope>,
+}
+
+/// `rewrite`: the question as asked and as retrieved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewriteStep {
+    /// Earlier turns the caller sent.
+    pub history_turns: usize,
+    /// The planner that read the question (`rules-v1`, or a model's identity).
+    pub method: String,
+    /// Why the configured planner was not used (it failed; the rules planned instead).
+    pub notice: Option<String>,
+    /// The question as asked.
+    pub original: String,
+    /// The standalone question retrieval runs on.
+    pub rewritten: String,
+    /// The rewrite that applied (`replace_topic`, `resolve_pronoun`, `carry_question`, a
+    /// model's `llm`), or `None` when the question was taken as asked.
+    pub rule: Option<String>,
+}
+
+/// `intent`: what the question is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntentStep {
+    /// `knowledge`, `multi_part` or `small_talk`.
+    pub intent: String,
+    /// The planner that decided.
+    pub method: String,
+    /// The sub-questions of a several-part question, each retrieved on its own.
+    pub parts: Vec<String>,
+    /// Whether retrieval runs (not for small talk).
+    pub retrieve: bool,
+}
+
+/// `sub_question`: which part the following retrieval steps are for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubQuestionStep {
+    /// 1-based part.
+    pub index: usize,
+    /// The part, standalone.
+    pub question: String,
+    /// Parts in all.
+    pub total: usize,
+}
+
+/// `reformulation`: a thin retrieval run again with another wording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReformulationStep {
+    /// Share of the question's terms the best evidence of the reformulated retrieval holds.
+    pub coverage_after: f64,
+    /// The same share for the first retrieval.
+    pub coverage_before: f64,
+    /// The share below which evidence counts as thin.
+    pub floor: f64,
+    /// `reformulated` when the second retrieval's evidence is used, `original` otherwise.
+    pub kept: String,
+    /// The question retrieved first.
+    pub question: String,
+    /// The other wording retrieved second.
+    pub reformulated: String,
+}
+
+/// `support_check`: every sentence of one attempt's answer, against what it cites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupportStep {
+    /// 1-based attempt.
+    pub attempt: u32,
+    /// One check per sentence, in the answer's order.
+    pub claims: Vec<crate::rules::support::ClaimCheck>,
+    /// Share of a claim's terms its cited blocks must hold.
+    pub floor: f64,
+    /// The check's identity (`lexical-v1`).
+    pub method: String,
+    /// Whether every sentence passed.
+    pub ok: bool,
 }
 
 /// Whether a retrieval route ran.
@@ -433,7 +534,8 @@ pub struct RejectionStep {
     pub attempt: u32,
     /// The offending citations as written (markers or IDs), sorted.
     pub bad: Vec<String>,
-    /// `answer_has_no_citation` or `citation_not_in_this_round`.
+    /// `answer_has_no_citation`, `citation_not_in_this_round`, `claim_not_supported` or
+    /// `uncited_claim`.
     pub code: String,
     /// Whether another attempt follows.
     pub retry: bool,
@@ -459,7 +561,7 @@ pub enum AnswerStep {
         routes_ran: Vec<Route>,
         /// Time per phase, in order.
         stages_ms: Vec<PhaseTime>,
-        /// `answered`, `not_found`, `cannot_retrieve` or `blocked`.
+        /// `answered`, `not_found`, `cannot_retrieve`, `blocked` or `small_talk`.
         status: String,
     },
     /// The generator failed and the run produced no frame.

@@ -7,6 +7,8 @@ pub mod context;
 pub mod expand;
 pub mod fusion;
 pub mod grading;
+pub mod plan;
 pub mod revision;
 pub mod section;
+pub mod support;
 pub mod text;

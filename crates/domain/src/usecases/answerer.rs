@@ -8,16 +8,20 @@ use serde::Serialize;
 use crate::contracts::{Chunk, ChunkId, DocId, Filter, PageSpan, SectionId};
 use crate::ports::{
     AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DocumentChunks, DroppedChunk,
-    FusedEntry, FusionStep, GenerateError, GenerationStep, Generator, PhaseTime, QueryStep,
-    RankedHit, RejectionStep, RerankScore, RerankStep, RevisionCheckStep, RouteOutcome, RouteScore,
-    RouteStep, SourceBlock, SourceError, Stage, TraceEvent, TraceSink, ValidationStep, elapsed_ms,
+    FusedEntry, FusionStep, GenerateError, GenerationStep, Generator, Intent, IntentStep,
+    PhaseTime, Plan, Planner, QueryStep, RankedHit, ReformulationStep, RejectionStep, RerankScore,
+    RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome, RouteScore, RouteStep, SourceBlock,
+    SourceError, Stage, SubQuestionStep, SupportStep, TraceEvent, TraceSink, Turn, ValidationStep,
+    elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
 use crate::rules::citation::{self, CitationViolation};
 use crate::rules::context::{self, build_request, feedback_for};
 use crate::rules::expand::{ContextPolicy, expand};
 use crate::rules::fusion::Route;
+use crate::rules::plan::{self, RULES_PLANNER, RulesPlanner};
 use crate::rules::revision::DropReason;
+use crate::rules::support::{self, ClaimVerdict};
 use crate::rules::text;
 
 use super::retriever::{
@@ -67,6 +71,8 @@ pub enum AnswerStatus {
     CannotRetrieve,
     /// The generator kept producing answers whose citations failed; nothing is shown.
     Blocked,
+    /// Small talk (a greeting, thanks): replied to directly, nothing retrieved or cited.
+    SmallTalk,
 }
 
 impl AnswerStatus {
@@ -77,6 +83,7 @@ impl AnswerStatus {
             Self::NotFound => "not_found",
             Self::CannotRetrieve => "cannot_retrieve",
             Self::Blocked => "blocked",
+            Self::SmallTalk => "small_talk",
         }
     }
 }
@@ -144,6 +151,16 @@ pub struct EvidenceSummary {
 pub struct AnswerFrame {
     /// The question as asked.
     pub question: String,
+    /// The standalone question retrieval ran on, when it differs from the question (a
+    /// follow-up read in its conversation, a greeting dropped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewritten: Option<String>,
+    /// What the question was: `knowledge`, `multi_part` or `small_talk`.
+    pub intent: Intent,
+    /// The sub-questions of a several-part question, each retrieved on its own and answered
+    /// in turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
     /// The answer text (with `[n]` markers), the no-material sentence, or why there is no
     /// answer. Never uncited generator text.
     pub answer: String,
@@ -189,6 +206,7 @@ pub struct Answerer<'a> {
     clock: &'a dyn Clock,
     policy: AnswerPolicy,
     chunks: Option<&'a dyn DocumentChunks>,
+    planner: &'a dyn Planner,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -201,6 +219,8 @@ impl std::fmt::Debug for Answerer<'_> {
 }
 
 struct Run<'r> {
+    /// Generation attempts made so far (numbered across the parts of a question).
+    attempts: u32,
     trace_id: &'r str,
     sink: &'r dyn TraceSink,
     clock: &'r dyn Clock,
@@ -248,7 +268,15 @@ impl<'a> Answerer<'a> {
             clock,
             policy,
             chunks: None,
+            planner: &RulesPlanner,
         }
+    }
+
+    /// The same answerer, reading questions in their conversation with `planner` (the rules
+    /// planner by default; it stands in whenever `planner` fails).
+    pub fn with_planner(mut self, planner: &'a dyn Planner) -> Self {
+        self.planner = planner;
+        self
     }
 
     /// The same answerer, reading the documents of the evidence from `chunks` when its
@@ -332,8 +360,25 @@ impl<'a> Answerer<'a> {
         filter: &Filter,
         trace_id: &str,
     ) -> Result<AnswerFrame, AskError> {
+        self.converse(&[], question, filter, trace_id)
+    }
+
+    /// Answers `question` as the next turn after `history` (oldest first), within `filter`.
+    ///
+    /// The history is read by the planner alone, to make the question standalone for
+    /// retrieval: it never reaches the generator, never names a scope and never cites, so a
+    /// history carrying forged citations or instructions changes nothing but the retrieval
+    /// query. Every step is recorded under `trace_id`.
+    pub fn converse(
+        &self,
+        history: &[Turn],
+        question: &str,
+        filter: &Filter,
+        trace_id: &str,
+    ) -> Result<AnswerFrame, AskError> {
         let now = self.clock.now();
         let mut run = Run {
+            attempts: 0,
             trace_id,
             sink: self.trace,
             clock: self.clock,
@@ -356,49 +401,94 @@ impl<'a> Answerer<'a> {
             request_id: None,
             scopes: filter.scopes().iter().cloned().collect(),
         }));
-        let request = RetrievalRequest {
-            query: question,
-            filter,
-            mode: self.policy.mode,
-            k: self.policy.k,
-            // A context policy that reads around the evidence applies the budget itself.
-            budget: (!self.expands()).then_some(self.policy.budget),
+        let (plan, method, notice) = self.plan(history, question);
+        run.lap("plan");
+        run.emit(Stage::Rewrite(RewriteStep {
+            history_turns: history.len(),
+            method: method.clone(),
+            notice,
+            original: question.to_string(),
+            rewritten: plan.standalone.clone(),
+            rule: plan.rewrite.clone(),
+        }));
+        run.emit(Stage::Intent(IntentStep {
+            intent: plan.intent.code().to_string(),
+            method: method.clone(),
+            parts: plan.parts.clone(),
+            retrieve: plan.intent != Intent::SmallTalk,
+        }));
+        let asked = Asked {
+            question,
+            rewritten: (plan.standalone.trim() != question.trim()).then(|| plan.standalone.clone()),
+            intent: plan.intent,
+            parts: plan.parts.clone(),
         };
-        let retrieval = match self.retriever.retrieve(&request) {
-            Ok(r) => r,
-            Err(RetrieveError::CannotRetrieve { routes }) => {
-                run.lap("retrieval");
-                for r in &routes {
-                    run.emit(Stage::Route(route_step(r, None, &[], 0.0)));
-                }
-                let answer = format!(
-                    "cannot retrieve: {}",
-                    RetrieveError::CannotRetrieve {
-                        routes: routes.clone()
-                    }
-                    .to_string()
-                    .trim_start_matches("cannot retrieve: ")
-                );
-                return Ok(self.finish(
-                    &mut run,
-                    Frame {
-                        question,
-                        answer,
-                        status: AnswerStatus::CannotRetrieve,
-                        citations: Vec::new(),
-                        retrieval: None,
-                        routes,
-                        attempts: 0,
-                        generator: String::new(),
-                    },
-                ));
+        if plan.intent == Intent::SmallTalk {
+            run.emit(Stage::Generation(GenerationStep::Skipped {
+                reason: "small talk: replied without retrieval".to_string(),
+                skipped: true,
+            }));
+            let answer = plan.reply.clone().unwrap_or_default();
+            return Ok(self.finish(
+                &mut run,
+                Frame {
+                    asked,
+                    answer,
+                    status: AnswerStatus::SmallTalk,
+                    citations: Vec::new(),
+                    retrieval: None,
+                    routes: Vec::new(),
+                    attempts: 0,
+                    generator: String::new(),
+                },
+            ));
+        }
+        let parts: Vec<String> = if plan.intent == Intent::MultiPart {
+            plan.parts.clone()
+        } else {
+            vec![plan.standalone.clone()]
+        };
+        let mut retrievals = Vec::with_capacity(parts.len());
+        for (i, part) in parts.iter().enumerate() {
+            if parts.len() > 1 {
+                run.emit(Stage::SubQuestion(SubQuestionStep {
+                    index: i + 1,
+                    question: part.clone(),
+                    total: parts.len(),
+                }));
             }
-            Err(RetrieveError::Source(e)) => return Err(AskError::Source(e)),
-            Err(RetrieveError::InvalidInput(m)) => return Err(AskError::InvalidInput(m)),
+            match self.retrieve_part(&mut run, part, filter)? {
+                Ok(r) => retrievals.push(r),
+                Err(routes) => {
+                    let answer = format!(
+                        "cannot retrieve: {}",
+                        RetrieveError::CannotRetrieve {
+                            routes: routes.clone()
+                        }
+                        .to_string()
+                        .trim_start_matches("cannot retrieve: ")
+                    );
+                    return Ok(self.finish(
+                        &mut run,
+                        Frame {
+                            asked,
+                            answer,
+                            status: AnswerStatus::CannotRetrieve,
+                            citations: Vec::new(),
+                            retrieval: None,
+                            routes,
+                            attempts: 0,
+                            generator: String::new(),
+                        },
+                    ));
+                }
+            }
+        }
+        let retrieval = if retrievals.len() == 1 {
+            retrievals.pop().expect("one retrieval")
+        } else {
+            merge(retrievals, self.policy.budget)
         };
-        let retrieval = self.shape_context(retrieval);
-        run.lap("retrieval");
-        self.record_retrieval(&run, &retrieval);
 
         let sources: Vec<SourceBlock> = retrieval
             .evidence
@@ -430,7 +520,7 @@ impl<'a> Answerer<'a> {
             return Ok(self.finish(
                 &mut run,
                 Frame {
-                    question,
+                    asked,
                     answer,
                     status: AnswerStatus::NotFound,
                     citations: Vec::new(),
@@ -442,12 +532,145 @@ impl<'a> Answerer<'a> {
             ));
         }
 
-        let round: Vec<ChunkId> = sources.iter().map(|s| s.chunk_id.clone()).collect();
-        let round_set: BTreeSet<ChunkId> = round.iter().cloned().collect();
+        let generator = self.generator.identity();
+        let round = Round::new(&sources);
+        let mut outcomes = Vec::with_capacity(parts.len());
+        let mut attempts = 0;
+        for part in &parts {
+            let outcome = self.answer_part(&mut run, part, &sources, &round)?;
+            attempts += outcome.attempts();
+            outcomes.push(outcome);
+        }
+        let (answer, status, cited) = combine(question, &parts, outcomes, self.policy.max_attempts);
+        let citations = citations_for(&answer, &cited, &retrieval.evidence);
+        Ok(self.finish(
+            &mut run,
+            Frame {
+                asked,
+                answer,
+                status,
+                citations,
+                routes: retrieval.routes.clone(),
+                retrieval: Some(&retrieval),
+                attempts,
+                generator,
+            },
+        ))
+    }
+
+    /// The plan for `question` after `history`: the configured planner's, or the rules' when
+    /// it fails or returns a plan that breaks the planner contract (then with a notice).
+    fn plan(&self, history: &[Turn], question: &str) -> (Plan, String, Option<String>) {
+        let rules = || plan::plan(history, question);
+        match self.planner.plan(history, question) {
+            Ok(p) if plan_is_sound(&p, question) => (p, self.planner.identity(), None),
+            Ok(_) => (
+                rules(),
+                RULES_PLANNER.to_string(),
+                Some(format!(
+                    "{} returned an unusable plan; the rules planned instead",
+                    self.planner.identity()
+                )),
+            ),
+            Err(e) => (
+                rules(),
+                RULES_PLANNER.to_string(),
+                Some(format!("{e}; the rules planned instead")),
+            ),
+        }
+    }
+
+    /// Retrieves for one standalone question, once more with the planner's other wording when
+    /// the evidence is thin; `Err` with the routes' reports when no route could run.
+    fn retrieve_part(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        filter: &Filter,
+    ) -> Result<Result<Retrieval, Vec<RouteReport>>, AskError> {
+        let first = match self.retrieve_once(run, question, filter)? {
+            Ok(r) => r,
+            Err(routes) => return Ok(Err(routes)),
+        };
+        let before = evidence_coverage(question, &first);
+        if before >= THIN_EVIDENCE_FLOOR {
+            return Ok(Ok(first));
+        }
+        let Some(other) = self
+            .planner
+            .reformulate(question)
+            .or_else(|| plan::reformulate(question))
+            .filter(|o| o.trim() != question.trim())
+        else {
+            return Ok(Ok(first));
+        };
+        let second = match self.retrieve_once(run, &other, filter)? {
+            Ok(r) => r,
+            Err(_) => return Ok(Ok(first)),
+        };
+        let after = evidence_coverage(question, &second);
+        let better = after > before;
+        run.emit(Stage::Reformulation(ReformulationStep {
+            coverage_after: after,
+            coverage_before: before,
+            floor: THIN_EVIDENCE_FLOOR,
+            kept: if better { "reformulated" } else { "original" }.to_string(),
+            question: question.to_string(),
+            reformulated: other,
+        }));
+        Ok(Ok(if better { second } else { first }))
+    }
+
+    fn retrieve_once(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        filter: &Filter,
+    ) -> Result<Result<Retrieval, Vec<RouteReport>>, AskError> {
+        let request = RetrievalRequest {
+            query: question,
+            filter,
+            mode: self.policy.mode,
+            k: self.policy.k,
+            // A context policy that reads around the evidence applies the budget itself.
+            budget: (!self.expands()).then_some(self.policy.budget),
+        };
+        match self.retriever.retrieve(&request) {
+            Ok(r) => {
+                let r = self.shape_context(r);
+                run.lap("retrieval");
+                self.record_retrieval(run, &r);
+                Ok(Ok(r))
+            }
+            Err(RetrieveError::CannotRetrieve { routes }) => {
+                run.lap("retrieval");
+                for r in &routes {
+                    run.emit(Stage::Route(route_step(r, None, &[], 0.0)));
+                }
+                Ok(Err(routes))
+            }
+            Err(RetrieveError::Source(e)) => Err(AskError::Source(e)),
+            Err(RetrieveError::InvalidInput(m)) => Err(AskError::InvalidInput(m)),
+        }
+    }
+
+    /// Generates the answer to one (part of a) question over this round's sources, checking
+    /// every attempt's citations and the support of each of its sentences, retrying with
+    /// feedback.
+    fn answer_part(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        sources: &[SourceBlock],
+        round: &Round,
+    ) -> Result<Outcome, AskError> {
         let generator = self.generator.identity();
         let mut feedback = None;
-        for attempt in 1..=self.policy.max_attempts {
-            let gen_request = build_request(question, sources.clone(), feedback.take(), attempt);
+        let first = run.attempts + 1;
+        let last = run.attempts + self.policy.max_attempts;
+        for attempt in first..=last {
+            run.attempts = attempt;
+            let gen_request = build_request(question, sources.to_vec(), feedback.take(), attempt);
             run.emit(Stage::Context(ContextStep {
                 attempt,
                 feedback: gen_request.feedback.clone(),
@@ -483,94 +706,96 @@ impl<'a> Answerer<'a> {
                 ms,
             }));
             let text = text.trim().to_string();
-            let resolved = citation::resolve(&text, &round);
+            let resolved = citation::resolve(&text, &round.ids);
             if resolved.written == 0 && context::is_no_material(&text) {
                 run.emit(Stage::CitationValidation(ValidationStep::NoMaterial {
                     attempt,
                     no_material: true,
                     ok: true,
                 }));
-                return Ok(self.finish(
-                    &mut run,
-                    Frame {
-                        question,
-                        answer: context::no_material_for(question).to_string(),
-                        status: AnswerStatus::NotFound,
-                        citations: Vec::new(),
-                        routes: retrieval.routes.clone(),
-                        retrieval: Some(&retrieval),
-                        attempts: attempt,
-                        generator,
-                    },
-                ));
+                return Ok(Outcome::NoMaterial {
+                    attempts: attempt + 1 - first,
+                });
             }
             // Defence in depth: every resolved ID must be in this round's set.
             let verdict = resolved.check().and_then(|()| {
                 let cited: Vec<ChunkId> = resolved.cited.iter().map(|(_, id)| id.clone()).collect();
-                citation::validate(&cited, &round_set)
+                citation::validate(&cited, &round.set)
             });
-            match verdict {
-                Ok(()) => {
-                    run.emit(Stage::CitationValidation(ValidationStep::Cited {
-                        attempt,
-                        cited: resolved
-                            .cited
-                            .iter()
-                            .map(|(marker, id)| CitedChunk {
-                                chunk_id: id.clone(),
-                                marker: *marker,
-                            })
-                            .collect(),
-                        ok: true,
-                    }));
-                    let citations = citations_for(&text, &resolved.cited, &retrieval.evidence);
-                    return Ok(self.finish(
-                        &mut run,
-                        Frame {
-                            question,
-                            answer: text,
-                            status: AnswerStatus::Answered,
-                            citations,
-                            routes: retrieval.routes.clone(),
-                            retrieval: Some(&retrieval),
-                            attempts: attempt,
-                            generator,
-                        },
-                    ));
-                }
-                Err(violation) => {
-                    let bad = match &violation {
-                        CitationViolation::AnswerHasNoCitation => Vec::new(),
-                        CitationViolation::CitationNotInThisRound { ids } => ids.clone(),
-                    };
-                    run.emit(Stage::CitationRejected(RejectionStep {
-                        allowed: round.clone(),
-                        attempt,
-                        bad,
-                        code: violation.code().to_string(),
-                        retry: attempt < self.policy.max_attempts,
-                    }));
-                    feedback = Some(feedback_for(&violation, sources.len()));
-                }
+            let retry = attempt < last;
+            if let Err(violation) = verdict {
+                let bad = match &violation {
+                    CitationViolation::AnswerHasNoCitation => Vec::new(),
+                    CitationViolation::CitationNotInThisRound { ids } => ids.clone(),
+                };
+                run.emit(Stage::CitationRejected(RejectionStep {
+                    allowed: round.ids.clone(),
+                    attempt,
+                    bad,
+                    code: violation.code().to_string(),
+                    retry,
+                }));
+                feedback = Some(feedback_for(&violation, sources.len()));
+                continue;
             }
+            // Each sentence against the blocks it cites.
+            let blocks = round.blocks(sources);
+            let blocks: Vec<(u32, &str)> = blocks.iter().map(|(m, t)| (*m, t.as_str())).collect();
+            let claims = support::check(&text, question, &blocks);
+            let ok = claims.iter().all(|c| c.verdict.passes());
+            run.emit(Stage::SupportCheck(SupportStep {
+                attempt,
+                claims: claims.clone(),
+                floor: support::SUPPORT_FLOOR,
+                method: support::LEXICAL_CHECK.to_string(),
+                ok,
+            }));
+            if !ok {
+                let uncited = claims.iter().any(|c| c.verdict == ClaimVerdict::Uncited);
+                let unsupported = claims
+                    .iter()
+                    .any(|c| c.verdict == ClaimVerdict::NotSupported);
+                let bad: BTreeSet<String> = claims
+                    .iter()
+                    .filter(|c| c.verdict == ClaimVerdict::NotSupported)
+                    .flat_map(|c| c.cited.iter().map(|m| format!("[{m}]")))
+                    .collect();
+                run.emit(Stage::CitationRejected(RejectionStep {
+                    allowed: round.ids.clone(),
+                    attempt,
+                    bad: bad.into_iter().collect(),
+                    code: if unsupported || !uncited {
+                        "claim_not_supported"
+                    } else {
+                        "uncited_claim"
+                    }
+                    .to_string(),
+                    retry,
+                }));
+                feedback = Some(support::feedback(&claims));
+                continue;
+            }
+            run.emit(Stage::CitationValidation(ValidationStep::Cited {
+                attempt,
+                cited: resolved
+                    .cited
+                    .iter()
+                    .map(|(marker, id)| CitedChunk {
+                        chunk_id: id.clone(),
+                        marker: *marker,
+                    })
+                    .collect(),
+                ok: true,
+            }));
+            return Ok(Outcome::Answered {
+                text,
+                cited: resolved.cited,
+                attempts: attempt + 1 - first,
+            });
         }
-        let answer = format!(
-            "No answer is shown: the generator's citations failed validation {} times.",
-            self.policy.max_attempts
-        );
-        Ok(self.finish(
-            &mut run,
-            Frame {
-                question,
-                answer,
-                status: AnswerStatus::Blocked,
-                citations: Vec::new(),
-                routes: retrieval.routes.clone(),
-                retrieval: Some(&retrieval),
-                attempts: self.policy.max_attempts,
-                generator,
-            },
-        ))
+        Ok(Outcome::Blocked {
+            attempts: last + 1 - first,
+        })
     }
 
     fn record_retrieval(&self, run: &Run<'_>, retrieval: &Retrieval) {
@@ -702,7 +927,10 @@ impl<'a> Answerer<'a> {
             None => (Vec::new(), false),
         };
         let out = AnswerFrame {
-            question: frame.question.to_string(),
+            question: frame.asked.question.to_string(),
+            rewritten: frame.asked.rewritten,
+            intent: frame.asked.intent,
+            parts: frame.asked.parts,
             answer: frame.answer,
             status: frame.status,
             citations: frame.citations,
@@ -741,8 +969,16 @@ impl<'a> Answerer<'a> {
     }
 }
 
-struct Frame<'f> {
+/// What was asked, as the frame reports it.
+struct Asked<'f> {
     question: &'f str,
+    rewritten: Option<String>,
+    intent: Intent,
+    parts: Vec<String>,
+}
+
+struct Frame<'f> {
+    asked: Asked<'f>,
     answer: String,
     status: AnswerStatus,
     citations: Vec<Citation>,
@@ -750,6 +986,227 @@ struct Frame<'f> {
     routes: Vec<RouteReport>,
     attempts: u32,
     generator: String,
+}
+
+/// Share of a question's terms the best of its first pieces of evidence must hold; below it
+/// the evidence is thin and the question is retrieved once more in another wording (see
+/// `evals/README.md` for how it was measured).
+pub const THIN_EVIDENCE_FLOOR: f64 = 0.34;
+
+/// How much of `question` the best of the first three pieces of evidence holds (its title,
+/// headings and text), as a share of the question's terms.
+pub fn evidence_coverage(question: &str, retrieval: &Retrieval) -> f64 {
+    if text::terms(question).is_empty() {
+        return 1.0;
+    }
+    retrieval
+        .evidence
+        .iter()
+        .take(3)
+        .map(|e| {
+            let doc = e.chunk.doc();
+            let all = format!(
+                "{}\n{}\n{}",
+                doc.title.as_ref() as &str,
+                e.chunk.heading_path().join("\n"),
+                e.chunk.content()
+            );
+            support::support(question, &all)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// A plan the answerer can follow: a standalone question of sensible length, two to
+/// [`plan::MAX_PARTS`] parts exactly when it has several, a reply exactly for small talk.
+fn plan_is_sound(p: &Plan, question: &str) -> bool {
+    let limit = question.chars().count() * 4 + 400;
+    let fits = |s: &str| !s.trim().is_empty() && s.chars().count() <= limit;
+    fits(&p.standalone)
+        && match p.intent {
+            Intent::MultiPart => {
+                (2..=plan::MAX_PARTS).contains(&p.parts.len()) && p.parts.iter().all(|s| fits(s))
+            }
+            Intent::Knowledge => p.parts.is_empty(),
+            Intent::SmallTalk => {
+                p.parts.is_empty() && p.reply.as_deref().is_some_and(|r| !r.trim().is_empty())
+            }
+        }
+}
+
+/// This round's citable chunks, in marker order.
+struct Round {
+    ids: Vec<ChunkId>,
+    set: BTreeSet<ChunkId>,
+}
+
+impl Round {
+    fn new(sources: &[SourceBlock]) -> Self {
+        let ids: Vec<ChunkId> = sources.iter().map(|s| s.chunk_id.clone()).collect();
+        Self {
+            set: ids.iter().cloned().collect(),
+            ids,
+        }
+    }
+
+    /// Each block's marker and what it says (title, headings, text) for the support check.
+    fn blocks(&self, sources: &[SourceBlock]) -> Vec<(u32, String)> {
+        sources
+            .iter()
+            .map(|s| {
+                (
+                    s.marker,
+                    format!("{}\n{}\n{}", s.title, s.heading_path.join("\n"), s.text),
+                )
+            })
+            .collect()
+    }
+}
+
+/// How answering one (part of a) question ended.
+enum Outcome {
+    Answered {
+        text: String,
+        cited: Vec<(u32, ChunkId)>,
+        attempts: u32,
+    },
+    NoMaterial {
+        attempts: u32,
+    },
+    Blocked {
+        attempts: u32,
+    },
+}
+
+impl Outcome {
+    fn attempts(&self) -> u32 {
+        match self {
+            Self::Answered { attempts, .. }
+            | Self::NoMaterial { attempts }
+            | Self::Blocked { attempts } => *attempts,
+        }
+    }
+}
+
+fn blocked_sentence(times: u32) -> String {
+    format!("No answer is shown: the generator's citations failed validation {times} times.")
+}
+
+/// The answer of a run from its parts' outcomes: one part's answer as it is; several parts
+/// each under its sub-question, answered when any part is.
+fn combine(
+    question: &str,
+    parts: &[String],
+    outcomes: Vec<Outcome>,
+    max_attempts: u32,
+) -> (String, AnswerStatus, Vec<(u32, ChunkId)>) {
+    if let [only] = outcomes.as_slice() {
+        return match only {
+            Outcome::Answered { text, cited, .. } => {
+                (text.clone(), AnswerStatus::Answered, cited.clone())
+            }
+            Outcome::NoMaterial { .. } => (
+                context::no_material_for(question).to_string(),
+                AnswerStatus::NotFound,
+                Vec::new(),
+            ),
+            Outcome::Blocked { .. } => (
+                blocked_sentence(max_attempts),
+                AnswerStatus::Blocked,
+                Vec::new(),
+            ),
+        };
+    }
+    let mut sections = Vec::with_capacity(parts.len());
+    let mut cited: Vec<(u32, ChunkId)> = Vec::new();
+    let (mut answered, mut blocked) = (false, false);
+    for (part, outcome) in parts.iter().zip(outcomes) {
+        let body = match outcome {
+            Outcome::Answered { text, cited: c, .. } => {
+                answered = true;
+                for pair in c {
+                    if !cited.contains(&pair) {
+                        cited.push(pair);
+                    }
+                }
+                text
+            }
+            Outcome::NoMaterial { .. } => context::no_material_for(part).to_string(),
+            Outcome::Blocked { .. } => {
+                blocked = true;
+                blocked_sentence(max_attempts)
+            }
+        };
+        sections.push(format!("{}\n{body}", part.trim()));
+    }
+    let status = if answered {
+        AnswerStatus::Answered
+    } else if blocked {
+        AnswerStatus::Blocked
+    } else {
+        AnswerStatus::NotFound
+    };
+    if status != AnswerStatus::Answered {
+        cited.clear();
+    }
+    (sections.join("\n\n"), status, cited)
+}
+
+/// The evidence of several parts' retrievals as one round: their pieces taken in turn (each
+/// part's best first), each chunk once, within `budget`.
+fn merge(retrievals: Vec<Retrieval>, budget: RetrievalBudget) -> Retrieval {
+    let mut out = Retrieval {
+        evidence: Vec::new(),
+        dropped: Vec::new(),
+        budget_dropped: Vec::new(),
+        truncated: false,
+        routes: retrievals
+            .first()
+            .map(|r| r.routes.clone())
+            .unwrap_or_default(),
+        candidates: BTreeMap::new(),
+        rerank: None,
+        timings: Vec::new(),
+    };
+    let mut seen: BTreeSet<ChunkId> = BTreeSet::new();
+    let mut chars = 0;
+    let deepest = retrievals
+        .iter()
+        .map(|r| r.evidence.len())
+        .max()
+        .unwrap_or(0);
+    for depth in 0..deepest {
+        for r in &retrievals {
+            let Some(e) = r.evidence.get(depth) else {
+                continue;
+            };
+            if !seen.insert(e.chunk_id.clone()) {
+                continue;
+            }
+            let len = e.chunk.char_len();
+            if out.evidence.len() >= budget.max_chunks() || chars + len > budget.max_chars() {
+                out.budget_dropped.push(e.chunk_id.clone());
+                continue;
+            }
+            chars += len;
+            out.evidence.push(Evidence {
+                rank: out.evidence.len() + 1,
+                ..e.clone()
+            });
+        }
+    }
+    for r in retrievals {
+        out.dropped.extend(r.dropped);
+        for id in r.budget_dropped {
+            if seen.insert(id.clone()) {
+                out.budget_dropped.push(id);
+            }
+        }
+        for (route, hits) in r.candidates {
+            out.candidates.entry(route).or_default().extend(hits);
+        }
+    }
+    out.truncated = !out.budget_dropped.is_empty();
+    out
 }
 
 fn route_step(
