@@ -39,6 +39,14 @@ async def exercise(session, question, query, foreign):
     tools = await session.list_tools()
     search = await session.call_tool("search_knowledge", {"query": query, "k": 5})
     ask = await session.call_tool("ask_knowledge", {"question": question})
+    # The next turn of the conversation: the earlier question and answer go back as history.
+    follow_up = await session.call_tool(
+        "ask_knowledge",
+        {
+            "question": "那 beta 客户呢？",
+            "history": [{"question": question, "answer": structured(ask)["answer"]}],
+        },
+    )
     hit = structured(search)["hits"][0]
     section = await session.call_tool(
         "read_document", {"id": hit["doc_id"], "section": hit["section"]}
@@ -67,6 +75,7 @@ async def exercise(session, question, query, foreign):
         "search": structured(search),
         "search_is_error": bool(search.is_error),
         "ask": structured(ask),
+        "follow_up": structured(follow_up),
         "resources": [{"uri": str(r.uri), "name": r.name, "title": r.title} for r in resources.resources],
         "read_uri": str(first.uri),
         "read_text": read.contents[0].text,

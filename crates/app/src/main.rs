@@ -47,7 +47,18 @@ fn run(cli: Cli) -> Result<Exit> {
             watch,
         } => cli::index::run(&ctx, dir, beir, rebuild, json, watch),
         Command::Search { query, q } => cli::search::run(&ctx, &query, &q),
-        Command::Ask { question, q, trace } => cli::ask::run(&ctx, &question, &q, trace),
+        Command::Ask {
+            question,
+            q,
+            trace,
+            history,
+        } => cli::ask::run(&ctx, &question, &q, trace, history.as_deref()),
+        Command::Chat {
+            q,
+            trace,
+            history,
+            save,
+        } => cli::ask::chat(&ctx, &q, trace, history.as_deref(), save.as_deref()),
         Command::Read {
             target,
             json,

@@ -678,3 +678,118 @@ fn a_chunks_text_lives_once_and_a_reader_without_an_embedder_still_finds_it() {
         );
     }
 }
+
+fn cities(kb: &Path) {
+    write(
+        kb,
+        "shanghai.md",
+        "---\nid: shanghai\n---\n# 上海\n\n上海是中国的直辖市。2020 年上海的常住人口约为 2487 万。\n",
+    );
+    write(
+        kb,
+        "beijing.md",
+        "---\nid: beijing\n---\n# 北京\n\n北京是中国的首都。2020 年北京的常住人口约为 2189 万。\n",
+    );
+    write(
+        kb,
+        "chunking.md",
+        "---\nid: chunking\n---\n# 切分\n\n知库按标题、段落和句子切分文档，块的 ID 由文档 ID、起始位置和内容哈希组成。\n",
+    );
+}
+
+#[test]
+fn chat_answers_a_follow_up_from_the_conversation_and_saves_a_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    cities(&kb);
+    let saved = dir.path().join("conversation.jsonl");
+    let out = zhiku(&kb)
+        .args(["chat", "--json", "--mode", "lexical", "--save"])
+        .arg(&saved)
+        .write_stdin("你好\n上海的常住人口是多少？\n那北京呢？\n/reset\n那北京呢？\n")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 4);
+    assert_eq!(frames[0]["status"], "small_talk");
+    assert_eq!(frames[1]["citations"][0]["doc_id"], "shanghai");
+    assert_eq!(frames[2]["rewritten"], "北京的常住人口是多少？");
+    assert_eq!(frames[2]["status"], "answered", "{}", frames[2]);
+    assert!(frames[2]["answer"].as_str().unwrap().contains("2189"));
+    // After /reset the same words are a new conversation: nothing to carry.
+    assert!(frames[3].get("rewritten").is_none(), "{}", frames[3]);
+    // The saved turns are a history for `ask --history`.
+    let out = json_of(
+        zhiku(&kb)
+            .args([
+                "ask",
+                "--json",
+                "--no-refresh",
+                "--mode",
+                "lexical",
+                "--history",
+            ])
+            .arg(&saved)
+            .arg("它是中国的什么？"),
+    );
+    assert_eq!(out["rewritten"], "北京是中国的什么？", "{out}");
+    assert_eq!(out["citations"][0]["doc_id"], "beijing", "{out}");
+    // A history file that is not one is refused by path.
+    write(&kb, "bad.jsonl", "not json\n");
+    let out = zhiku(&kb)
+        .args(["ask", "--no-refresh", "--history"])
+        .arg(kb.join("bad.jsonl"))
+        .arg("那北京呢？")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl"));
+}
+
+#[test]
+fn ask_answers_each_part_of_a_two_part_question_and_checks_every_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    cities(&kb);
+    let out = json_of(zhiku(&kb).args([
+        "ask",
+        "--json",
+        "--mode",
+        "lexical",
+        "上海的常住人口是多少？块的 ID 由什么组成？",
+    ]));
+    assert_eq!(out["intent"], "multi_part", "{out}");
+    assert_eq!(out["parts"].as_array().unwrap().len(), 2);
+    assert_eq!(out["status"], "answered", "{out}");
+    let docs: Vec<&str> = out["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["doc_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        docs.contains(&"shanghai") && docs.contains(&"chunking"),
+        "{out}"
+    );
+    // The run chain shows the decisions.
+    let out = zhiku(&kb)
+        .args(["ask", "--trace", "--no-refresh", "--mode", "lexical"])
+        .arg("上海的常住人口是多少？块的 ID 由什么组成？")
+        .output()
+        .unwrap();
+    let chain = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        chain.contains("intent (rules-v1): multi_part, 2 parts"),
+        "{chain}"
+    );
+    assert!(chain.contains("part 2 of 2"), "{chain}");
+    assert!(chain.contains("support check (attempt 1"), "{chain}");
+}

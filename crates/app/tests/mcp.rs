@@ -72,6 +72,20 @@ fn check(r: &Value, own: &str, foreign: &str) {
     assert_eq!(r["ask"]["status"], "answered", "{}", r["ask"]);
     assert_eq!(r["ask"]["citations"][0]["doc_id"], own);
     assert!(r["ask"]["trace_id"].is_string());
+    // A follow-up with the conversation as history is made standalone, and still searches
+    // the caller's scopes only.
+    assert!(r["tool_schemas"]["ask_knowledge"]["properties"]["history"].is_object());
+    let follow_up = &r["follow_up"];
+    assert_eq!(follow_up["question"], "那 beta 客户呢？");
+    assert!(
+        follow_up["rewritten"]
+            .as_str()
+            .is_some_and(|q| q.starts_with("beta 客户")),
+        "{follow_up}"
+    );
+    for e in follow_up["evidence"].as_array().unwrap() {
+        assert_ne!(e["doc_id"], foreign, "{follow_up}");
+    }
     let uris: Vec<&str> = r["resources"]
         .as_array()
         .unwrap()

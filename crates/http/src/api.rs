@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use zhiku_domain::ports::Turn;
 use zhiku_domain::usecases::RetrievalMode;
 
-use zhiku_service::{KbError, NewDocument, SearchQuery};
+use zhiku_service::{KbError, MAX_HISTORY_TURNS, MAX_TURN_CHARS, NewDocument, SearchQuery};
 
 use crate::settings::ServeSettings;
 
@@ -69,6 +70,11 @@ pub struct SearchRequest {
 pub struct AskRequest {
     /// The question (not blank, at most `max_query_chars` characters).
     pub question: String,
+    /// The conversation before the question, oldest first, as `user`/`assistant` messages
+    /// (the server keeps none: the caller sends it back each time). It only shapes the
+    /// retrieval query.
+    #[serde(default)]
+    pub messages: Vec<Message>,
     /// Pieces of evidence retrieved before the context budget, `1..=max_k`.
     #[serde(default, deserialize_with = "whole_number")]
     pub k: Option<usize>,
@@ -82,6 +88,66 @@ pub struct AskRequest {
     /// `Accept: text/event-stream`).
     #[serde(default)]
     pub stream: bool,
+}
+
+/// One message of a conversation sent with `POST /v1/ask`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    /// `user` (a question) or `assistant` (the answer to the question before it).
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// On a `user` message: the standalone question the engine retrieved for (the frame's
+    /// `rewritten`), when the caller kept it.
+    #[serde(default)]
+    pub rewritten: Option<String>,
+}
+
+/// The earlier turns of an ask request: each `user` message is a turn, answered by the
+/// `assistant` message after it. Roles other than `user` and `assistant` are refused:
+/// instructions cannot be sent as history.
+pub fn history(r: &AskRequest) -> Result<Vec<Turn>, KbError> {
+    if r.messages.len() > MAX_HISTORY_TURNS {
+        return Err(KbError::Invalid(format!(
+            "messages: {} given, at most {MAX_HISTORY_TURNS}",
+            r.messages.len()
+        )));
+    }
+    let mut turns: Vec<Turn> = Vec::new();
+    for (i, m) in r.messages.iter().enumerate() {
+        for (what, text) in [
+            ("content", m.content.as_str()),
+            ("rewritten", m.rewritten.as_deref().unwrap_or_default()),
+        ] {
+            let n = text.chars().count();
+            if n > MAX_TURN_CHARS {
+                return Err(KbError::Invalid(format!(
+                    "messages[{i}].{what}: {n} characters, at most {MAX_TURN_CHARS}"
+                )));
+            }
+        }
+        match m.role.as_str() {
+            "user" => turns.push(Turn {
+                question: m.content.clone(),
+                answer: String::new(),
+                rewritten: m.rewritten.clone(),
+            }),
+            "assistant" => {
+                // An assistant message with no question before it answers nothing.
+                if let Some(last) = turns.last_mut().filter(|t| t.answer.is_empty()) {
+                    last.answer = m.content.clone();
+                }
+            }
+            other => {
+                return Err(KbError::Invalid(format!(
+                    "messages[{i}].role: {other:?} is not accepted; a conversation holds only \
+                     user and assistant messages"
+                )));
+            }
+        }
+    }
+    Ok(turns)
 }
 
 /// `POST /v1/documents`.

@@ -388,6 +388,7 @@ async fn ask(
     body: Result<Json<AskRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(r) = body?;
+    let history = api::history(&r)?;
     let mut q = api::query(
         &r.question,
         "question",
@@ -400,7 +401,10 @@ async fn ask(
     let trace_id = new_trace_id();
     let kb = state.kb.clone();
     if !(r.stream || wants_stream(&headers)) {
-        let frame = run(&state, move || kb.ask(&caller, &q, &trace_id, None)).await?;
+        let frame = run(&state, move || {
+            kb.converse(&caller, &q, &history, &trace_id, None)
+        })
+        .await?;
         return Ok(Json(frame).into_response());
     }
     // The worker is taken before the stream starts: overload is a 503 like the JSON path.
@@ -418,7 +422,7 @@ async fn ask(
         let result = gate
             .run_admitted(permit, move || {
                 let sink = ChannelSink(sink_tx);
-                kb.ask(&caller, &q, &trace_id, Some(&sink))
+                kb.converse(&caller, &q, &history, &trace_id, Some(&sink))
             })
             .await
             .map_err(ApiError::from);

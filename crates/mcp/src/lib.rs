@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use zhiku_http::admission::{Gate, Refused};
+use zhiku_service::Turn;
 use zhiku_service::new_trace_id;
 use zhiku_service::{Caller, KbError, SearchQuery, SharedKb};
 
@@ -52,6 +53,33 @@ pub struct AskArgs {
     pub question: String,
     /// How many chunks to retrieve (default: the knowledge base's k; at most the server's max_k, 50 unless configured).
     pub k: Option<usize>,
+    /// The conversation so far, oldest turn first (the server keeps none): each earlier question with the answer it got. A follow-up such as "what about Beijing?" is then answered as a standalone question; the history never widens what may be retrieved or cited.
+    #[serde(default)]
+    pub history: Vec<HistoryTurn>,
+}
+
+/// One earlier turn of a conversation (an `ask_knowledge` result's `question`, `answer` and
+/// `rewritten` can be sent back as they are).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct HistoryTurn {
+    /// The question as it was asked.
+    pub question: String,
+    /// The answer it got.
+    #[serde(default)]
+    pub answer: String,
+    /// The standalone question that turn was retrieved for (the result's `rewritten`).
+    #[serde(default)]
+    pub rewritten: Option<String>,
+}
+
+impl From<HistoryTurn> for Turn {
+    fn from(t: HistoryTurn) -> Self {
+        Turn {
+            question: t.question,
+            answer: t.answer,
+            rewritten: t.rewritten,
+        }
+    }
 }
 
 /// `read_document` arguments.
@@ -186,7 +214,7 @@ impl ZhikuMcp {
     }
 
     #[tool(
-        description = "Answer a question from the knowledge base. Returns the answer frame: the answer with [n] citation markers, its status (answered, not_found, cannot_retrieve, blocked), the validated citations (chunk IDs, titles, sources, quotes) and the trace ID."
+        description = "Answer a question from the knowledge base, optionally as the next turn of a conversation (`history`: the earlier questions and answers, oldest first). Returns the answer frame: the answer with [n] citation markers, its status (answered, not_found, cannot_retrieve, blocked, small_talk), `rewritten` (the standalone question retrieved for, when a follow-up was rewritten), `intent` and `parts` (the sub-questions of a several-part question), the validated citations (chunk IDs, titles, sources, quotes: the span supporting each) and the trace ID."
     )]
     async fn ask_knowledge(
         &self,
@@ -201,8 +229,9 @@ impl ZhikuMcp {
             .get::<Parts>()
             .and_then(|p| zhiku_http::logging::request_id(&p.headers));
         let kb = self.kb.clone();
+        let history: Vec<Turn> = args.history.into_iter().map(Turn::from).collect();
         let frame = self
-            .blocking(move || kb.ask(&caller, &q, &new_trace_id(), None))
+            .blocking(move || kb.converse(&caller, &q, &history, &new_trace_id(), None))
             .await?;
         Ok(CallToolResult::structured(json!(frame)))
     }

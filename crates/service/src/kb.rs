@@ -21,6 +21,7 @@ use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
     DocumentStore, Generator, Origin, PutRequest, Staged, StoredTraceEvent, TraceSink, TraceStore,
+    Turn,
 };
 use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
@@ -187,6 +188,22 @@ impl KnowledgeBase {
         trace_id: &str,
         also: Option<&dyn TraceSink>,
     ) -> Result<AnswerFrame, KbError> {
+        self.converse(caller, q, &[], trace_id, also)
+    }
+
+    /// Answers `q` as the next turn of a conversation whose earlier turns the caller holds
+    /// and sends (`history`, oldest first; the service keeps none). The history is checked
+    /// against [`MAX_HISTORY_TURNS`] and [`MAX_TURN_CHARS`]; it only ever shapes the
+    /// retrieval query, never the caller's scopes.
+    pub fn converse(
+        &self,
+        caller: &Caller,
+        q: &SearchQuery,
+        history: &[Turn],
+        trace_id: &str,
+        also: Option<&dyn TraceSink>,
+    ) -> Result<AnswerFrame, KbError> {
+        check_history(history)?;
         let filter =
             filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
         let inner = self.read();
@@ -226,7 +243,7 @@ impl KnowledgeBase {
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
         }
-        let result = answerer.ask(&q.query, &filter, trace_id);
+        let result = answerer.converse(history, &q.query, &filter, trace_id);
         // A run that ended early (no `answer` event) is written too.
         self.traces.finish(trace_id);
         result.map_err(|e| match e {
@@ -837,4 +854,36 @@ fn served_docs(
         }
     }
     Ok(docs)
+}
+
+/// The most earlier turns one request may carry.
+pub const MAX_HISTORY_TURNS: usize = 100;
+
+/// The most characters of one turn's question, answer or rewrite.
+pub const MAX_TURN_CHARS: usize = 20_000;
+
+/// Refuses a history too long to be a conversation.
+fn check_history(history: &[Turn]) -> Result<(), KbError> {
+    if history.len() > MAX_HISTORY_TURNS {
+        return Err(KbError::Invalid(format!(
+            "history: {} turns, at most {MAX_HISTORY_TURNS} are accepted",
+            history.len()
+        )));
+    }
+    for (i, t) in history.iter().enumerate() {
+        for (what, text) in [
+            ("question", t.question.as_str()),
+            ("answer", t.answer.as_str()),
+            ("rewritten", t.rewritten.as_deref().unwrap_or_default()),
+        ] {
+            let n = text.chars().count();
+            if n > MAX_TURN_CHARS {
+                return Err(KbError::Invalid(format!(
+                    "history turn {}: its {what} has {n} characters, at most {MAX_TURN_CHARS}",
+                    i + 1
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -26,7 +26,7 @@ mod views;
 pub use caller::Caller;
 pub use clock::{MonotonicClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
-pub use kb::{KnowledgeBase, MAX_READ_CHARS, SharedKb};
+pub use kb::{KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, SharedKb};
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
 pub use store::{Dense, Settings, Store};
@@ -34,3 +34,5 @@ pub use trace::{Tee, WithRequestId};
 pub use views::{
     ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView, Status,
 };
+/// One earlier turn of a conversation, as callers send it back with a question.
+pub use zhiku_domain::ports::Turn;

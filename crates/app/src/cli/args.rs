@@ -125,6 +125,26 @@ pub(crate) enum Command {
         /// Print the run as a chain of steps.
         #[arg(long)]
         trace: bool,
+        /// Earlier turns of the conversation (a JSON array of {question, answer} turns or
+        /// answer frames, or JSON Lines such as `zhiku ask --json` output): a follow-up is
+        /// answered as a standalone question.
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
+    },
+    /// A conversation: each line read is a question answered after the earlier ones
+    /// (`/reset` starts over, `/quit` ends).
+    Chat {
+        #[command(flatten)]
+        q: QueryArgs,
+        /// Print each run as a chain of steps.
+        #[arg(long)]
+        trace: bool,
+        /// Start from these earlier turns (as for `ask --history`).
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
+        /// Append every turn's answer frame to this file as one JSON line (a history file).
+        #[arg(long, value_name = "FILE")]
+        save: Option<PathBuf>,
     },
     /// Read a document, or one section of it with its subsections, in order: `DOC` or
     /// `DOC#SECTION` (the section ID a search hit or a citation carries).

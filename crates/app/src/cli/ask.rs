@@ -1,12 +1,22 @@
-//! `zhiku ask`: answer a question with citations checked against this round's retrieval.
+//! `zhiku ask` and `zhiku chat`: answer questions with citations checked against this round's
+//! retrieval, one question or a conversation.
+//!
+//! A conversation is held here, by the caller: `ask --history FILE` reads the earlier turns
+//! (a JSON array, one object, or JSON Lines — `zhiku ask --json` output appended to a file is
+//! a history), `chat` keeps them in memory and can append each turn to a file with `--save`.
 
-use anyhow::Result;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
 use zhiku_app::wiring::generator::generator_for;
-use zhiku_service::{MonotonicClock, Tee, new_trace_id};
+use zhiku_domain::Filter;
+use zhiku_domain::ports::Turn;
+use zhiku_service::{MAX_HISTORY_TURNS, MonotonicClock, Tee, new_trace_id};
 
 use super::chain::{Recorded, render_chain};
 use zhiku_app::wiring::{self, source_for};
-use zhiku_domain::usecases::{AnswerStatus, Answerer, DocumentReader, RetrievalMode};
+use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, Answerer, DocumentReader, RetrievalMode};
 
 use super::args::QueryArgs;
 use super::ctx::{Ctx, build_filter};
@@ -14,8 +24,14 @@ use super::exit::Exit;
 use super::open::open_for_query;
 use super::render;
 
-/// Refreshes the store (unless told not to), answers, prints the answer (and the trace).
-pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Result<Exit> {
+/// Opens the store (refreshing it unless told not to), builds the answerer, and hands it to
+/// `body` with the filter and the recorded events; returns what `body` returns and the
+/// number of files the refresh skipped.
+fn with_answerer<R>(
+    ctx: &Ctx,
+    q: &QueryArgs,
+    body: impl FnOnce(&Answerer<'_>, &Filter, &Recorded) -> Result<R>,
+) -> Result<(R, usize)> {
     let mode = RetrievalMode::from(q.mode);
     let (store, skipped) = open_for_query(ctx, q.no_refresh)?;
     if let Some(notice) = &store.dense_notice
@@ -42,19 +58,197 @@ pub(crate) fn run(ctx: &Ctx, question: &str, q: &QueryArgs, trace: bool) -> Resu
     );
     let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
         .with_document_chunks(&reader);
+    Ok((body(&answerer, &filter, &memory)?, skipped))
+}
+
+/// One turn: answers `question` after `history`, prints the chain when asked, returns the
+/// frame.
+fn turn(
+    answerer: &Answerer<'_>,
+    filter: &Filter,
+    memory: &Recorded,
+    history: &[Turn],
+    question: &str,
+    trace: bool,
+) -> Result<AnswerFrame> {
     let trace_id = new_trace_id();
-    let frame = answerer.ask(question, &filter, &trace_id)?;
+    let frame = answerer.converse(history, question, filter, &trace_id)?;
     if trace {
         eprint!("{}", render_chain(&memory.events_of(&trace_id)));
     }
+    Ok(frame)
+}
+
+fn exit_for(status: AnswerStatus, skipped: usize) -> Exit {
+    match status {
+        AnswerStatus::CannotRetrieve => Exit::CannotRetrieve,
+        AnswerStatus::Blocked => Exit::Blocked,
+        _ => Exit::unless_skipped(skipped),
+    }
+}
+
+/// Answers one question (after the turns of `history`, when given) and prints the answer (and
+/// the trace).
+pub(crate) fn run(
+    ctx: &Ctx,
+    question: &str,
+    q: &QueryArgs,
+    trace: bool,
+    history: Option<&Path>,
+) -> Result<Exit> {
+    let turns = match history {
+        Some(path) => read_history(path)?,
+        None => Vec::new(),
+    };
+    let (frame, skipped) = with_answerer(ctx, q, |answerer, filter, memory| {
+        turn(answerer, filter, memory, &turns, question, trace)
+    })?;
     if q.json {
         println!("{}", serde_json::to_string(&frame)?);
     } else {
         render::answer(&frame);
     }
-    Ok(match frame.status {
-        AnswerStatus::CannotRetrieve => Exit::CannotRetrieve,
-        AnswerStatus::Blocked => Exit::Blocked,
-        _ => Exit::unless_skipped(skipped),
-    })
+    Ok(exit_for(frame.status, skipped))
+}
+
+/// A conversation on the terminal (or over piped lines): each line is a question answered
+/// after the earlier ones. `/reset` forgets the conversation, `/quit` (or end of input) ends
+/// it. With `save`, every turn is appended to that file as one JSON line (a history file).
+pub(crate) fn chat(
+    ctx: &Ctx,
+    q: &QueryArgs,
+    trace: bool,
+    history: Option<&Path>,
+    save: Option<&Path>,
+) -> Result<Exit> {
+    let mut turns = match history {
+        Some(path) => read_history(path)?,
+        None => Vec::new(),
+    };
+    let interactive = std::io::stdin().is_terminal();
+    let mut saved = match save {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open {} to save the chat", path.display()))?,
+        ),
+        None => None,
+    };
+    let (last, skipped) = with_answerer(ctx, q, |answerer, filter, memory| {
+        if interactive {
+            eprintln!("zhiku chat: ask a question; /reset starts over, /quit ends.");
+        }
+        let mut last = None;
+        let stdin = std::io::stdin();
+        let mut lines = stdin.lock().lines();
+        loop {
+            if interactive {
+                eprint!("› ");
+                std::io::stderr().flush().ok();
+            }
+            let Some(line) = lines.next() else { break };
+            let line = line.context("cannot read the next question")?;
+            let question = line.trim();
+            match question {
+                "" => continue,
+                "/quit" | "/exit" => break,
+                "/reset" => {
+                    turns.clear();
+                    if interactive {
+                        eprintln!("(conversation cleared)");
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let frame = turn(answerer, filter, memory, &turns, question, trace)?;
+            if q.json {
+                println!("{}", serde_json::to_string(&frame)?);
+            } else {
+                render::answer(&frame);
+                println!();
+            }
+            std::io::stdout().flush().ok();
+            if let Some(file) = saved.as_mut() {
+                writeln!(file, "{}", serde_json::to_string(&frame)?)
+                    .context("cannot save the turn")?;
+            }
+            turns.push(Turn {
+                question: frame.question.clone(),
+                answer: frame.answer.clone(),
+                rewritten: frame.rewritten.clone(),
+            });
+            // Only the most recent turns are kept: a conversation is read from its end.
+            if turns.len() > MAX_HISTORY_TURNS {
+                turns.remove(0);
+            }
+            last = Some(frame.status);
+        }
+        Ok(last)
+    })?;
+    Ok(last.map_or(Exit::unless_skipped(skipped), |s| exit_for(s, skipped)))
+}
+
+/// The turns of a history file: a JSON array of turns (or answer frames), one such object, or
+/// one per line (JSON Lines, as `zhiku ask --json` and `chat --save` write them).
+pub(crate) fn read_history(path: &Path) -> Result<Vec<Turn>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the history file {}", path.display()))?;
+    let turns = parse_history(&text).with_context(|| {
+        format!(
+            "{}: not a history (a JSON array of {{question, answer}} turns or answer frames, \
+             one such object, or one per line)",
+            path.display()
+        )
+    })?;
+    if turns.len() > MAX_HISTORY_TURNS {
+        bail!(
+            "{}: {} turns, at most {MAX_HISTORY_TURNS} are read",
+            path.display(),
+            turns.len()
+        );
+    }
+    Ok(turns)
+}
+
+fn parse_history(text: &str) -> Result<Vec<Turn>> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(Vec::new());
+    }
+    if trimmed.starts_with('[') {
+        return Ok(serde_json::from_str(trimmed)?);
+    }
+    if let Ok(one) = serde_json::from_str::<Turn>(trimmed) {
+        return Ok(vec![one]);
+    }
+    trimmed
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str::<Turn>(l).with_context(|| format!("line {}", i + 1)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_history;
+
+    #[test]
+    fn a_history_is_an_array_an_object_or_json_lines_of_turns_or_frames() {
+        let frame = r#"{"question":"上海的人口是多少？","answer":"约 2487 万[1]。","status":"answered","citations":[{"marker":1}],"rewritten":null}"#;
+        let lines = format!(
+            "{frame}\n{{\"question\":\"那北京呢？\",\"rewritten\":\"北京的人口是多少？\"}}\n"
+        );
+        let turns = parse_history(&lines).unwrap();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[1].standalone(), "北京的人口是多少？");
+        assert_eq!(parse_history(frame).unwrap().len(), 1);
+        assert_eq!(parse_history(&format!("[{frame}]")).unwrap().len(), 1);
+        assert!(parse_history("").unwrap().is_empty());
+        let err = parse_history("{\"question\":1}\n").unwrap_err();
+        assert!(format!("{err:#}").contains("line 1"), "{err:#}");
+    }
 }

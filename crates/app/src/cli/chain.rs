@@ -66,6 +66,69 @@ pub(crate) fn render_chain(events: &[TraceEvent]) -> String {
                 q.mode,
                 q.k
             ),
+            Stage::Rewrite(r) => match &r.rule {
+                Some(rule) => format!(
+                    "rewrite ({}, {rule}, {} earlier turn(s)): {} → {}",
+                    r.method,
+                    r.history_turns,
+                    js(&r.original),
+                    js(&r.rewritten)
+                ),
+                None => format!(
+                    "rewrite ({}): taken as asked, {} earlier turn(s){}",
+                    r.method,
+                    r.history_turns,
+                    r.notice
+                        .as_deref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default()
+                ),
+            },
+            Stage::Intent(i) if i.parts.is_empty() => {
+                format!("intent ({}): {}", i.method, i.intent)
+            }
+            Stage::Intent(i) => format!(
+                "intent ({}): {}, {} parts {}",
+                i.method,
+                i.intent,
+                i.parts.len(),
+                js(&i.parts)
+            ),
+            Stage::SubQuestion(q) => {
+                format!("part {} of {}: {}", q.index, q.total, js(&q.question))
+            }
+            Stage::Reformulation(r) => format!(
+                "reformulation: coverage {:.2} < {:.2}, retried as {} (coverage {:.2}), kept {}",
+                r.coverage_before,
+                r.floor,
+                js(&r.reformulated),
+                r.coverage_after,
+                r.kept
+            ),
+            Stage::SupportCheck(c) => {
+                let failing: Vec<String> = c
+                    .claims
+                    .iter()
+                    .filter(|x| !x.verdict.passes())
+                    .map(|x| {
+                        format!(
+                            "\n       {} {}: {} (support {:.2})",
+                            short(x.verdict),
+                            js(&x.cited),
+                            js(x.sentence.chars().take(40).collect::<String>()),
+                            x.support
+                        )
+                    })
+                    .collect();
+                format!(
+                    "support check (attempt {}, {}): {} of {} sentences pass{}",
+                    c.attempt,
+                    c.method,
+                    c.claims.len() - failing.len(),
+                    c.claims.len(),
+                    failing.concat()
+                )
+            }
             Stage::Route(r) => {
                 let mut s = format!("{} route: {}", r.route, short(r.status));
                 if let Some(reason) = &r.reason {

@@ -191,7 +191,12 @@ fn place(source: &str, pages: Option<zhiku_domain::PageSpan>, headings: &[String
 /// An answer as text: the answer, its citations with their quotes, and a status line.
 pub(crate) fn answer(frame: &AnswerFrame) {
     match frame.status {
-        AnswerStatus::Answered | AnswerStatus::NotFound => println!("{}", frame.answer),
+        AnswerStatus::Answered | AnswerStatus::NotFound | AnswerStatus::SmallTalk => {
+            if let Some(r) = &frame.rewritten {
+                println!("(asked as: {r})");
+            }
+            println!("{}", frame.answer);
+        }
         AnswerStatus::CannotRetrieve => println!("error: {}", frame.answer),
         AnswerStatus::Blocked => println!("blocked: {}", frame.answer),
     }

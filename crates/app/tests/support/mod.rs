@@ -13,14 +13,17 @@ use zhiku_domain::ports::{CatalogStore, StoredCatalog};
 use zhiku_http::settings::token_digest;
 
 /// The public steps of an answered run, in order (routes may repeat).
-pub const ANSWER_STAGES: [&str; 9] = [
+pub const ANSWER_STAGES: [&str; 12] = [
     "query",
+    "rewrite",
+    "intent",
     "retrieval.route",
     "fusion",
     "revision_check",
     "budget",
     "context",
     "generation",
+    "support_check",
     "citation_validation",
     "answer",
 ];

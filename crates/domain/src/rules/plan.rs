@@ -421,6 +421,10 @@ pub fn topic(question: &str) -> Option<String> {
     if q.is_empty() {
         return None;
     }
+    // An earlier follow-up never made standalone ("那北京呢？"): its topic is what it named.
+    if let Some(named) = elliptical(q) {
+        return Some(named);
+    }
     if is_latin(q) {
         return topic_en(q);
     }
@@ -626,6 +630,9 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
     let prev = strip_polite(prev);
     let earlier = topic(prev);
     if let Some(new_topic) = elliptical(q) {
+        if let Some(r) = replace_aspect(prev, &new_topic) {
+            return (r, Some("replace_topic"));
+        }
         let rewritten = match &earlier {
             Some(t) if prev.contains(t.as_str()) => prev.replacen(t.as_str(), &new_topic, 1),
             _ if is_latin(prev) => format!("{} {new_topic}", trim_question_end(prev)),
@@ -667,6 +674,43 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
         );
     }
     (q.to_string(), None)
+}
+
+/// "那保修期限呢？" after "alpha 客户的退货期限是多少天？": the new words share a term with
+/// what comes after a "的" (退货期限), so they replace that, not the subject.
+fn replace_aspect(prev: &str, new: &str) -> Option<String> {
+    if is_latin(prev) {
+        return None;
+    }
+    let new_terms = text::terms(new);
+    let mut at = 0;
+    for (i, segment) in prev.split('的').enumerate() {
+        let start = at;
+        at += segment.len() + '的'.len_utf8();
+        if i == 0 {
+            continue;
+        }
+        let head_end = segment
+            .char_indices()
+            .skip(1)
+            .find(|(j, _)| {
+                let rest = &segment[*j..];
+                ASKING_ZH
+                    .iter()
+                    .chain(PREDICATE_ZH)
+                    .any(|w| rest.starts_with(w))
+            })
+            .map_or(segment.len(), |(j, _)| j);
+        let head = &segment[..head_end];
+        if !head.is_empty() && !text::terms(head).is_disjoint(&new_terms) {
+            let mut out = String::with_capacity(prev.len() + new.len());
+            out.push_str(&prev[..start]);
+            out.push_str(new);
+            out.push_str(&prev[start + head_end..]);
+            return Some(out);
+        }
+    }
+    None
 }
 
 fn replace_pronoun_en(q: &str, topic: &str) -> Option<String> {
@@ -838,6 +882,15 @@ mod tests {
         assert_eq!(
             rewrite(&h, "What about Beijing?").0,
             "What is the population of Beijing?"
+        );
+        let h = [turn("alpha 客户的退货期限是多少天？")];
+        assert_eq!(
+            rewrite(&h, "那保修期限呢？").0,
+            "alpha 客户的保修期限是多少天？"
+        );
+        assert_eq!(
+            rewrite(&h, "那 beta 客户呢？").0,
+            "beta 客户的退货期限是多少天？"
         );
         let h = [turn("知库支持哪些文档格式？")];
         assert_eq!(rewrite(&h, "那 Qdrant 呢？").0, "Qdrant支持哪些文档格式？");
