@@ -1,11 +1,12 @@
 // Asks a question on the page of a running `zhiku serve`, checks the cited answer, opens a
 // citation and the run-chain cards, and saves a screenshot.
-// Usage: node ask.cjs BASE_URL QUESTION SCREENSHOT.png
+// With FOLLOW_UP, asks it next as the second turn of the same conversation.
+// Usage: node ask.cjs BASE_URL QUESTION SCREENSHOT.png [FOLLOW_UP]
 "use strict";
 const { chromium } = require("playwright-core");
 
 async function main() {
-  const [base, question, shot] = process.argv.slice(2);
+  const [base, question, shot, followUp] = process.argv.slice(2);
   const browser = await chromium.launch({
     executablePath: process.env.ZHIKU_CHROMIUM || "/usr/bin/chromium",
     headless: true,
@@ -52,6 +53,19 @@ async function main() {
       await tab.waitForURL(/^blob:/, { timeout: 10000 });
       out.opened = tab.url();
       await tab.close();
+    }
+    if (followUp) {
+      await page.fill("#question", followUp);
+      await page.click("#ask");
+      await page.waitForFunction(() => document.querySelectorAll("#turns li").length === 2, null, { timeout: 30000 });
+      out.follow_up = {
+        answer: await page.textContent("#answer"),
+        badge: await page.textContent("#answer .badge"),
+        rewritten: await page.textContent("#rewritten"),
+        turns: await page.$$eval("#turns li .step", (ts) => ts.map((t) => t.textContent)),
+        cards: await page.$$eval(".card", (cs) => cs.map((c) => c.getAttribute("data-stage"))),
+        rewrite_line: await page.textContent('.card[data-stage="rewrite"] .line'),
+      };
     }
     await page.screenshot({ path: shot, fullPage: true });
     out.page_errors = errors;

@@ -37,11 +37,17 @@ fn missing() -> Option<String> {
 /// Runs `tests/browser/ask.cjs`: asks `question` on the page at `base`, opens the first
 /// citation, saves a screenshot to `shot`; returns what the page showed.
 fn ask_on_the_page(base: &str, question: &str, shot: &Path) -> Value {
+    converse_on_the_page(base, question, shot, None)
+}
+
+/// As [`ask_on_the_page`], then asks `follow_up` as the next turn of the conversation.
+fn converse_on_the_page(base: &str, question: &str, shot: &Path, follow_up: Option<&str>) -> Value {
     let out = Command::new("node")
         .arg(repo().join("tests/browser/ask.cjs"))
         .arg(base)
         .arg(question)
         .arg(shot)
+        .args(follow_up)
         .output()
         .expect("run node");
     assert!(
@@ -78,6 +84,11 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         "---\nid: \"alpha/faq#2?v=1\"\nscope: alpha\n---\n# 常见问题\n\nalpha 会员的积分有效期是十八个月。\n",
     )
     .unwrap();
+    std::fs::write(
+        kb.join("alpha/warranty.md"),
+        "---\nid: alpha-warranty\nscope: alpha\n---\n# 保修\n\nalpha 客户的保修期限是一年，凭发票保修。\n",
+    )
+    .unwrap();
     // A PDF: its citation shows the page and opens the file there.
     let pdf = repo().join("tests/fixtures/formats/zh-handbook-outline-2col.pdf");
     std::fs::copy(pdf, kb.join("alpha/员工手册.pdf")).unwrap();
@@ -88,7 +99,12 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("browser-ask.png");
     let _ = std::fs::remove_file(&shot);
-    let r = ask_on_the_page(&server.base, "alpha 客户的退货期限是多少天？", &shot);
+    let r = converse_on_the_page(
+        &server.base,
+        "alpha 客户的退货期限是多少天？",
+        &shot,
+        Some("那保修期限呢？"),
+    );
 
     assert_eq!(r["page_errors"], serde_json::json!([]));
     assert!(r["status_line"].as_str().unwrap().contains("documents"));
@@ -134,6 +150,31 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     );
     assert_eq!(trace.status, 200);
     assert_eq!(trace.body["events"].as_array().unwrap().len(), cards.len());
+
+    // The second turn: the page sent the conversation back, the follow-up was rewritten, and
+    // its run chain starts with the rewrite.
+    let follow = &r["follow_up"];
+    assert_eq!(follow["badge"], "answered", "{follow}");
+    assert!(follow["answer"].as_str().unwrap().contains("一年"), "{follow}");
+    assert!(
+        follow["rewritten"]
+            .as_str()
+            .unwrap()
+            .contains("alpha 客户的保修期限是多少天？"),
+        "{follow}"
+    );
+    assert_eq!(
+        follow["turns"],
+        serde_json::json!(["alpha 客户的退货期限是多少天？", "那保修期限呢？"])
+    );
+    let follow_cards: Vec<&str> = follow["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(&follow_cards[..3], ["query", "rewrite", "intent"], "{follow}");
+    assert!(follow["rewrite_line"].as_str().unwrap().contains("replace_topic"));
 
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
