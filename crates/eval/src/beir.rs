@@ -38,6 +38,11 @@ pub struct EvalQuery {
     pub citation_must_be_valid: bool,
     /// The knowledge base has no material on this question (not graded for retrieval).
     pub no_answer: bool,
+    /// Earlier questions of the conversation, asked first in order (each answered, the
+    /// answers sent back as history); the case is graded on its last question.
+    pub history: Vec<String>,
+    /// Documents the answer must all cite (a several-part question: one per part).
+    pub must_cite: Vec<String>,
 }
 
 /// A corpus and its queries.
@@ -143,6 +148,8 @@ pub fn load_beir_queries(dir: &Path) -> Result<Vec<EvalQuery>> {
                 relevant,
                 citation_must_be_valid: false,
                 no_answer: false,
+                history: Vec::new(),
+                must_cite: Vec::new(),
             })
         })
         .collect();
@@ -176,6 +183,10 @@ pub fn load_golden(path: &Path) -> Result<EvalSet> {
         citation_must_be_valid: bool,
         #[serde(default, rename = "noAnswer")]
         no_answer: bool,
+        #[serde(default)]
+        history: Vec<String>,
+        #[serde(default, rename = "mustCite")]
+        must_cite: Vec<String>,
     }
     let cases: Vec<Case> = jsonl(path)?;
     let queries = cases
@@ -202,6 +213,8 @@ pub fn load_golden(path: &Path) -> Result<EvalSet> {
                     .collect(),
                 citation_must_be_valid: c.citation_must_be_valid,
                 no_answer: c.no_answer,
+                history: c.history,
+                must_cite: c.must_cite,
             }
         })
         .collect();

@@ -9,11 +9,16 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 use zhiku_domain::Filter;
+use zhiku_domain::ports::Turn;
+use zhiku_domain::rules::fusion::Route;
 use zhiku_domain::rules::grading::{
     ChunkLocation, MetricTotals, first_relevant_rank, span_hit_at_k,
 };
+use zhiku_domain::rules::plan;
+use zhiku_domain::rules::support;
 use zhiku_domain::usecases::{
-    AnswerStatus, Answerer, AskError, RetrievalMode, RetrievalRequest, RetrieveError, Retriever,
+    AnswerFrame, AnswerStatus, Answerer, AskError, RetrievalMode, RetrievalRequest, RetrieveError,
+    Retriever,
 };
 
 use crate::beir::{EvalQuery, EvalSet};
@@ -103,8 +108,10 @@ pub fn evaluate_query(
             warning: Some("empty query text: counted as a miss".into()),
         });
     }
+    // A follow-up is retrieved as the rules make it standalone from the earlier questions.
+    let standalone = standalone_query(query);
     let request = RetrievalRequest {
-        query: &query.text,
+        query: &standalone,
         filter,
         mode,
         k: CHUNKS_PER_QUERY,
@@ -139,6 +146,23 @@ pub fn evaluate_query(
         span_hit_at_5: span_hit,
         warning: None,
     })
+}
+
+/// The text a case's retrieval runs on: its question, made standalone from the earlier
+/// questions of its conversation by the rules planner.
+pub fn standalone_query(query: &EvalQuery) -> String {
+    if query.history.is_empty() {
+        return query.text.clone();
+    }
+    let turns: Vec<Turn> = query
+        .history
+        .iter()
+        .map(|q| Turn {
+            question: q.clone(),
+            ..Turn::default()
+        })
+        .collect();
+    plan::rewrite(&turns, &query.text).0
 }
 
 /// Evaluates every query of `set`, passing each result to `on_query`.
@@ -207,6 +231,91 @@ pub struct AnswerSummary {
     pub answerable_answered: usize,
     /// Of those, answers citing at least one expected document.
     pub answerable_cites_expected: usize,
+    /// Sentences of answers shown that state something.
+    pub claims: usize,
+    /// Of those, sentences the blocks they cite support.
+    pub claims_supported: usize,
+    /// Sum over answered answerable cases of the share of the question's terms the answer
+    /// holds (offline answer relevance).
+    pub relevance_sum: f64,
+    /// Sum over answerable cases of the context's average precision (evidence in an expected
+    /// document, rank-weighted).
+    pub context_precision_sum: f64,
+    /// Sum over answerable cases of the context's recall (gold spans overlapped by the
+    /// context, or expected documents in it when a case has no spans).
+    pub context_recall_sum: f64,
+    /// Cases with `mustCite` (several-part questions).
+    pub must_cite_cases: usize,
+    /// Of those, answers citing every listed document.
+    pub must_cite_met: usize,
+    /// Cases that are a turn of a conversation (with `history`).
+    pub conversation_cases: usize,
+    /// Of those (answerable), answers citing an expected document.
+    pub conversation_cites_expected: usize,
+    /// Evidence in an expected document found by the lexical route only.
+    pub relevant_lexical_only: usize,
+    /// … by the dense route only.
+    pub relevant_dense_only: usize,
+    /// … by both routes.
+    pub relevant_both: usize,
+    /// Total run time of each case's last question, in milliseconds.
+    #[serde(skip)]
+    pub latencies: Vec<f64>,
+    /// Time per phase (`plan`, `retrieval`, `generation`), each case's last question.
+    #[serde(skip)]
+    pub stage_ms: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() - 1) as f64 * p).round() as usize;
+    Some((v[i] * 10.0).round() / 10.0)
+}
+
+/// Average precision of `frame`'s evidence against the expected documents.
+fn context_precision(frame: &AnswerFrame, relevant: &HashSet<String>) -> f64 {
+    let (mut hits, mut sum) = (0usize, 0.0);
+    for (i, e) in frame.evidence.iter().enumerate() {
+        if relevant.contains(e.doc_id.as_str()) {
+            hits += 1;
+            sum += hits as f64 / (i + 1) as f64;
+        }
+    }
+    if hits == 0 { 0.0 } else { sum / hits as f64 }
+}
+
+/// Share of `query`'s gold spans the context overlaps (of its expected documents present,
+/// without spans).
+fn context_recall(frame: &AnswerFrame, query: &EvalQuery) -> f64 {
+    if query.spans.is_empty() {
+        let present = query
+            .relevant
+            .iter()
+            .filter(|d| {
+                frame
+                    .evidence
+                    .iter()
+                    .any(|e| e.doc_id.as_str() == d.as_str())
+            })
+            .count();
+        // Any expected document answers the question: one present is full recall.
+        return if present > 0 { 1.0 } else { 0.0 };
+    }
+    let covered = query
+        .spans
+        .iter()
+        .filter(|s| {
+            frame
+                .evidence
+                .iter()
+                .any(|e| e.doc_id.as_str() == s.doc_id && e.start < s.end && s.start < e.end)
+        })
+        .count();
+    covered as f64 / query.spans.len() as f64
 }
 
 impl AnswerSummary {
@@ -225,6 +334,38 @@ impl AnswerSummary {
         v["no_answer_not_found_rate"] = share(self.no_answer_not_found, self.no_answer_cases);
         v["answered_rate"] = share(self.answerable_answered, self.answerable);
         v["cites_expected_rate"] = share(self.answerable_cites_expected, self.answerable_answered);
+        v["faithfulness"] = share(self.claims_supported, self.claims);
+        let mean = |sum: f64, n: usize| {
+            if n == 0 {
+                serde_json::Value::Null
+            } else {
+                ((sum / n as f64 * 10_000.0).round() / 10_000.0).into()
+            }
+        };
+        v["answer_relevance"] = mean(self.relevance_sum, self.answerable_answered);
+        v["context_precision"] = mean(self.context_precision_sum, self.answerable);
+        v["context_recall"] = mean(self.context_recall_sum, self.answerable);
+        v["must_cite_rate"] = share(self.must_cite_met, self.must_cite_cases);
+        v["no_answer_rate"] = share(self.no_answer_not_found, self.no_answer_cases);
+        let relevant = self.relevant_lexical_only + self.relevant_dense_only + self.relevant_both;
+        v["route_contribution"] = serde_json::json!({
+            "lexical_only": self.relevant_lexical_only,
+            "dense_only": self.relevant_dense_only,
+            "both": self.relevant_both,
+            "lexical_only_share": share(self.relevant_lexical_only, relevant),
+            "dense_only_share": share(self.relevant_dense_only, relevant),
+            "both_share": share(self.relevant_both, relevant),
+        });
+        v["latency_ms"] = serde_json::json!({
+            "p50": percentile(&self.latencies, 0.5),
+            "p95": percentile(&self.latencies, 0.95),
+        });
+        v["stage_p50_ms"] = self
+            .stage_ms
+            .iter()
+            .map(|(k, ms)| (k.clone(), serde_json::json!(percentile(ms, 0.5))))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         v
     }
 }
@@ -243,8 +384,33 @@ pub fn evaluate_answers(
         if case.text.trim().is_empty() {
             continue;
         }
-        let frame = answerer.ask(&case.text, filter, &new_trace_id())?;
+        // A turn of a conversation: the earlier questions are asked first, each answer sent
+        // back with the next question.
+        let mut turns: Vec<Turn> = Vec::new();
+        for earlier in &case.history {
+            let f = answerer.converse(&turns, earlier, filter, &new_trace_id())?;
+            turns.push(Turn {
+                question: f.question,
+                answer: f.answer,
+                rewritten: f.rewritten,
+            });
+        }
+        let frame = answerer.converse(&turns, &case.text, filter, &new_trace_id())?;
         s.cases += 1;
+        s.latencies.push(frame.latency_ms);
+        for phase in &frame.stages_ms {
+            let group = phase
+                .stage
+                .split('.')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            s.stage_ms.entry(group).or_default().push(phase.ms);
+        }
+        if let Some(sup) = &frame.support {
+            s.claims += sup.claims;
+            s.claims_supported += sup.supported;
+        }
         match frame.status {
             AnswerStatus::Answered => s.answered += 1,
             AnswerStatus::NotFound => s.not_found += 1,
@@ -271,6 +437,47 @@ pub fn evaluate_answers(
             .citations
             .iter()
             .any(|c| case.relevant.contains(c.doc_id.as_str()));
+        let cited_docs: HashSet<&str> = frame.citations.iter().map(|c| c.doc_id.as_str()).collect();
+        if !case.must_cite.is_empty() {
+            s.must_cite_cases += 1;
+            s.must_cite_met += usize::from(
+                frame.status == AnswerStatus::Answered
+                    && case
+                        .must_cite
+                        .iter()
+                        .all(|d| cited_docs.contains(d.as_str())),
+            );
+        }
+        if !case.history.is_empty() {
+            s.conversation_cases += 1;
+            s.conversation_cites_expected += usize::from(
+                !case.no_answer && frame.status == AnswerStatus::Answered && cites_expected,
+            );
+        }
+        if !case.no_answer && !case.relevant.is_empty() {
+            s.context_precision_sum += context_precision(&frame, &case.relevant);
+            s.context_recall_sum += context_recall(&frame, case);
+            for e in frame
+                .evidence
+                .iter()
+                .filter(|e| case.relevant.contains(e.doc_id.as_str()))
+            {
+                match (
+                    e.scores.contains_key(&Route::Lexical),
+                    e.scores.contains_key(&Route::Dense),
+                ) {
+                    (true, true) => s.relevant_both += 1,
+                    (true, false) => s.relevant_lexical_only += 1,
+                    (false, true) => s.relevant_dense_only += 1,
+                    (false, false) => {}
+                }
+            }
+            if frame.status == AnswerStatus::Answered {
+                let question = frame.rewritten.as_deref().unwrap_or(&frame.question);
+                s.relevance_sum +=
+                    support::support(question, &support::strip_markers(&frame.answer));
+            }
+        }
         if case.no_answer {
             s.no_answer_cases += 1;
             s.no_answer_not_found += usize::from(frame.status == AnswerStatus::NotFound);

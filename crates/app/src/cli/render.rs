@@ -288,6 +288,37 @@ pub(crate) fn eval(
             "  answerable answered   {} ({} of {}); citing an expected document {}",
             v["answered_rate"], a.answerable_answered, a.answerable, v["cites_expected_rate"]
         );
+        println!(
+            "  faithfulness          {} ({} of {} sentences supported by their citations)",
+            v["faithfulness"], a.claims_supported, a.claims
+        );
+        println!(
+            "  answer relevance      {}   context precision {}   context recall {}",
+            v["answer_relevance"], v["context_precision"], v["context_recall"]
+        );
+        if a.must_cite_cases > 0 {
+            println!(
+                "  several parts, each cited {} ({} of {})",
+                v["must_cite_rate"], a.must_cite_met, a.must_cite_cases
+            );
+        }
+        if a.conversation_cases > 0 {
+            println!(
+                "  follow-ups citing an expected document {} of {}",
+                a.conversation_cites_expected, a.conversation_cases
+            );
+        }
+        println!(
+            "  relevant evidence by route: lexical only {}, dense only {}, both {}",
+            a.relevant_lexical_only, a.relevant_dense_only, a.relevant_both
+        );
+        println!(
+            "  latency p50 {} ms, p95 {} ms; per stage p50 {}",
+            v["latency_ms"]["p50"], v["latency_ms"]["p95"], v["stage_p50_ms"]
+        );
+        if a.small_talk > 0 {
+            println!("  small talk {}", a.small_talk);
+        }
     }
     if warnings > 0 {
         println!("warnings    {warnings} (see above)");

@@ -483,7 +483,12 @@ fn topic_en(q: &str) -> Option<String> {
     }
     if let Some(p) = words
         .iter()
-        .rposition(|w| PREPOSITIONS_EN.contains(&w.to_lowercase().as_str()))
+        .rposition(|w| {
+            let l = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            PREPOSITIONS_EN.contains(&l.as_str())
+        })
         .filter(|p| p + 1 < words.len())
     {
         return Some(clean(&words[p + 1..]));
@@ -493,8 +498,13 @@ fn topic_en(q: &str) -> Option<String> {
         .iter()
         .copied()
         .filter(|w| {
-            let l = w.to_lowercase();
-            !QUESTION_WORDS_EN.contains(&l.as_str()) && !matches!(l.as_str(), "the" | "a" | "an")
+            let l = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            !l.is_empty()
+                && !QUESTION_WORDS_EN.contains(&l.as_str())
+                && !PREPOSITIONS_EN.contains(&l.as_str())
+                && !matches!(l.as_str(), "the" | "a" | "an")
         })
         .collect();
     (!content.is_empty()).then(|| clean(&content[..content.len().min(4)]))

@@ -182,6 +182,23 @@ pub struct AnswerFrame {
     pub generator: String,
     /// Total run time in milliseconds.
     pub latency_ms: f64,
+    /// Time per phase of the run, in order (`plan`, `retrieval`, `generation.<attempt>`).
+    pub stages_ms: Vec<PhaseTime>,
+    /// The support check of the answer shown (absent when nothing was answered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub support: Option<SupportSummary>,
+}
+
+/// How the sentences of an answer fared against the blocks they cite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SupportSummary {
+    /// Sentences that state something (connectives and lead-ins excepted).
+    pub claims: usize,
+    /// The check (`lexical-v1`).
+    pub method: String,
+    /// Of those, sentences the cited blocks support (all of them in an answer shown: an
+    /// unsupported one is rejected and retried).
+    pub supported: usize,
 }
 
 /// Why a run could not produce a frame.
@@ -221,6 +238,8 @@ impl std::fmt::Debug for Answerer<'_> {
 struct Run<'r> {
     /// Generation attempts made so far (numbered across the parts of a question).
     attempts: u32,
+    /// How the shown answer's sentences fared in the support check.
+    support: Option<SupportSummary>,
     trace_id: &'r str,
     sink: &'r dyn TraceSink,
     clock: &'r dyn Clock,
@@ -379,6 +398,7 @@ impl<'a> Answerer<'a> {
         let now = self.clock.now();
         let mut run = Run {
             attempts: 0,
+            support: None,
             trace_id,
             sink: self.trace,
             clock: self.clock,
@@ -541,8 +561,21 @@ impl<'a> Answerer<'a> {
             attempts += outcome.attempts();
             outcomes.push(outcome);
         }
+        let claims: usize = outcomes
+            .iter()
+            .map(|o| match o {
+                Outcome::Answered { claims, .. } => *claims,
+                _ => 0,
+            })
+            .sum();
         let (answer, status, cited) = combine(question, &parts, outcomes, self.policy.max_attempts);
+        let support = (status == AnswerStatus::Answered).then(|| SupportSummary {
+            claims,
+            method: support::LEXICAL_CHECK.to_string(),
+            supported: claims,
+        });
         let citations = citations_for(&answer, &cited, &retrieval.evidence);
+        run.support = support;
         Ok(self.finish(
             &mut run,
             Frame {
@@ -787,9 +820,14 @@ impl<'a> Answerer<'a> {
                     .collect(),
                 ok: true,
             }));
+            let stated = claims
+                .iter()
+                .filter(|c| c.verdict != ClaimVerdict::NotAClaim)
+                .count();
             return Ok(Outcome::Answered {
                 text,
                 cited: resolved.cited,
+                claims: stated,
                 attempts: attempt + 1 - first,
             });
         }
@@ -941,6 +979,8 @@ impl<'a> Answerer<'a> {
             attempts: frame.attempts,
             generator: frame.generator,
             latency_ms,
+            stages_ms: run.stages.clone(),
+            support: run.support.take(),
         };
         let routes_ran: Vec<Route> = out
             .routes
@@ -1067,6 +1107,8 @@ enum Outcome {
     Answered {
         text: String,
         cited: Vec<(u32, ChunkId)>,
+        /// Sentences that state something (each supported by what it cites).
+        claims: usize,
         attempts: u32,
     },
     NoMaterial {

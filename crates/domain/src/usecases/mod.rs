@@ -10,7 +10,7 @@ mod retriever;
 
 pub use answerer::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, EvidenceSummary,
-    THIN_EVIDENCE_FLOOR, evidence_coverage,
+    SupportSummary, THIN_EVIDENCE_FLOOR, evidence_coverage,
 };
 pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
