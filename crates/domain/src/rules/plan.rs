@@ -551,15 +551,21 @@ fn elliptical(q: &str) -> Option<String> {
         }
     }
     let mut closed = false;
-    for closer in [
-        "又怎么样",
-        "又怎麼樣",
-        "怎么样",
-        "怎麼樣",
-        "又如何",
-        "如何",
-        "呢",
-    ] {
+    // Without an opener only "…呢" is elliptical: "北京天气怎么样" asks a whole question.
+    let closers: &[&str] = if opened {
+        &[
+            "又怎么样",
+            "又怎麼樣",
+            "怎么样",
+            "怎麼樣",
+            "又如何",
+            "如何",
+            "呢",
+        ]
+    } else {
+        &["呢"]
+    };
+    for closer in closers {
         if let Some(r) = rest.strip_suffix(closer) {
             rest = r.trim_end_matches(is_filler);
             closed = true;
@@ -888,6 +894,8 @@ mod tests {
         let h = [turn("上海的人口是多少？")];
         assert_eq!(rewrite(&h, "那北京呢？").0, "北京的人口是多少？");
         assert_eq!(rewrite(&h, "北京呢").0, "北京的人口是多少？");
+        assert_eq!(rewrite(&h, "明天北京天气怎么样？").1, None);
+        assert_eq!(rewrite(&h, "那北京怎么样？").0, "北京的人口是多少？");
         let h = [turn("What is the population of Shanghai?")];
         assert_eq!(
             rewrite(&h, "What about Beijing?").0,

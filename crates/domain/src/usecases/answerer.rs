@@ -1029,8 +1029,10 @@ struct Frame<'f> {
 }
 
 /// Share of a question's terms the best of its first pieces of evidence must hold; below it
-/// the evidence is thin and the question is retrieved once more in another wording (see
-/// `evals/README.md` for how it was measured).
+/// the evidence is thin and the question is retrieved once more in another wording. Measured
+/// on the golden sets over `examples/kb` (see `evals/README.md`): answerable questions' best
+/// evidence holds a median 0.78 of their terms, 8 of 72 fall below 0.34; 5 of the 6
+/// unanswerable ones do.
 pub const THIN_EVIDENCE_FLOOR: f64 = 0.34;
 
 /// How much of `question` the best of the first three pieces of evidence holds (its title,
