@@ -12,12 +12,16 @@
 //! - [`LlmReranker`] — a [`Reranker`](zhiku_domain::ports::Reranker) over the same kind of
 //!   chat server: the model orders the numbered candidates listwise (RankGPT style, sliding
 //!   windows); it shares the HTTP call with [`OpenAiGenerator`].
+//! - [`LlmPlanner`] — a [`Planner`](zhiku_domain::ports::Planner) that asks the same chat
+//!   model to make a follow-up question standalone (the rules read intent and parts).
 
 mod chat;
 mod extractive;
 mod openai;
+mod planner;
 mod rerank;
 
 pub use extractive::{ExtractiveConfig, ExtractiveGenerator};
 pub use openai::{OpenAiConfig, OpenAiGenerator};
+pub use planner::LlmPlanner;
 pub use rerank::{ListwiseOutcome, LlmRerankConfig, LlmReranker};

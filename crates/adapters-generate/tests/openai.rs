@@ -112,3 +112,33 @@ fn an_unreachable_server_is_unavailable_at_once() {
         .unwrap_err();
     assert!(matches!(err, GenerateError::Unavailable { .. }), "{err}");
 }
+
+#[test]
+fn the_llm_planner_makes_a_follow_up_standalone() {
+    use zhiku_adapters_generate::LlmPlanner;
+    use zhiku_domain::ports::{Planner, Turn};
+    let Some(config) = server() else { return };
+    let planner = LlmPlanner::new(&config);
+    let history = [Turn {
+        question: "上海的常住人口是多少？".into(),
+        answer: "上海的常住人口约为 2487 万[1]。".into(),
+        rewritten: None,
+    }];
+    match planner.plan(&history, "那北京呢？") {
+        Ok(plan) => {
+            eprintln!("rewritten: {}", plan.standalone);
+            // A real model's wording varies; the rewrite names the new topic, asks what the
+            // earlier question asked, and states no number of the earlier answer.
+            assert!(plan.standalone.contains("北京"), "{plan:?}");
+            assert!(plan.standalone.contains("人口"), "{plan:?}");
+            assert!(!plan.standalone.contains("2487"), "{plan:?}");
+            assert_eq!(plan.rewrite.as_deref(), Some("llm"));
+        }
+        // A small model may answer instead of rewriting: the reply is refused (and the
+        // answerer plans with the rules), never used as the query.
+        Err(e) => {
+            eprintln!("refused: {e}");
+            assert!(e.to_string().contains("rewrite"), "{e}");
+        }
+    }
+}

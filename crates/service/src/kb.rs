@@ -20,8 +20,8 @@ use std::time::Instant;
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    DocumentStore, Generator, Origin, PutRequest, Staged, StoredTraceEvent, TraceSink, TraceStore,
-    Turn,
+    DocumentStore, Generator, Origin, Planner, PutRequest, Staged, StoredTraceEvent, TraceSink,
+    TraceStore, Turn,
 };
 use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
@@ -53,6 +53,8 @@ pub struct KnowledgeBase {
     writer: Mutex<()>,
     documents: Option<Box<dyn DocumentStore>>,
     generator: Box<dyn Generator>,
+    /// Reads questions in their conversation (the rules planner when `None`).
+    planner: Option<Box<dyn Planner>>,
     clock: MonotonicClock,
     traces: Arc<dyn TraceStore>,
     started: Instant,
@@ -114,12 +116,20 @@ impl KnowledgeBase {
                 writer: Mutex::new(()),
                 documents,
                 generator,
+                planner: None,
                 clock: MonotonicClock::default(),
                 traces,
                 started: Instant::now(),
             },
             refreshed,
         ))
+    }
+
+    /// The same knowledge base, reading questions in their conversation with `planner` (the
+    /// rules planner stands in whenever it fails).
+    pub fn with_planner(mut self, planner: Option<Box<dyn Planner>>) -> Self {
+        self.planner = planner;
+        self
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
@@ -242,6 +252,9 @@ impl KnowledgeBase {
         );
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
+        }
+        if let Some(planner) = &self.planner {
+            answerer = answerer.with_planner(planner.as_ref());
         }
         let result = answerer.converse(history, &q.query, &filter, trace_id);
         // A run that ended early (no `answer` event) is written too.

@@ -56,8 +56,12 @@ fn with_answerer<R>(
         store.source_paths(),
         store.settings.policy,
     );
-    let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
+    let planner = wiring::planner::planner_for(&store.config);
+    let mut answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
         .with_document_chunks(&reader);
+    if let Some(p) = &planner {
+        answerer = answerer.with_planner(p.as_ref());
+    }
     Ok((body(&answerer, &filter, &memory)?, skipped))
 }
 

@@ -138,8 +138,12 @@ pub(crate) fn run(
                 store.source_paths(),
                 store.config.policy,
             );
-            let answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
+            let planner = wiring::planner::planner_for(&store.config);
+            let mut answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
                 .with_document_chunks(&reader);
+            if let Some(p) = &planner {
+                answerer = answerer.with_planner(p.as_ref());
+            }
             if context.is_some() {
                 context_figures(&answerer, &filter, &set, policy.context, json)?;
             }

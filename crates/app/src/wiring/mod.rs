@@ -5,6 +5,7 @@
 pub mod corpus;
 pub mod embed_server;
 pub mod generator;
+pub mod planner;
 pub mod qdrant;
 pub mod rerank;
 pub mod store;
@@ -113,9 +114,12 @@ pub fn open_service(
     let generator =
         zhiku_http::metrics::count_generator_errors(generator::generator_for(&store.config)?);
     let traces = Arc::new(trace_log(&store));
+    let store_config = store.config.clone();
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
+    let planner = planner::planner_for(&store_config);
     KnowledgeBase::new(core, documents, refresh_from, generator, traces)
+        .map(|(kb, refreshed)| (kb.with_planner(planner), refreshed))
 }
 
 #[cfg(test)]
