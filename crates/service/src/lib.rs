@@ -19,16 +19,18 @@ mod ids;
 mod kb;
 mod query;
 mod refresh;
+mod retention;
 mod store;
 mod trace;
 mod views;
 
 pub use caller::Caller;
-pub use clock::{MonotonicClock, new_trace_id};
+pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
 pub use kb::{KnowledgeBase, MAX_READ_CHARS, SharedKb};
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
+pub use retention::{SweepReport, sweep_store};
 pub use store::{Dense, Settings, Store};
 pub use trace::{Tee, WithRequestId};
 pub use views::{

@@ -22,7 +22,7 @@ mod trace;
 pub use catalog::{
     CatalogCounts, CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
 };
-pub use clock::{Clock, FrozenClock, elapsed_ms};
+pub use clock::{Clock, FixedWallClock, FrozenClock, WallClock, elapsed_ms};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
     PreparedPut, PutRequest, SkippedFile, Staged,
