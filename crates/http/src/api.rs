@@ -102,15 +102,10 @@ pub struct DocumentRequest {
     pub locale: Option<String>,
     /// `key: value` attributes a search can filter on (`id`, `title`, `scope` and `locale`
     /// are reserved).
+    /// `expires_at` (RFC 3339) and `ttl` (`7d`, `12h`, `1d12h`) here set the document's
+    /// retention, as in a file's front matter; an unreadable one is refused (400).
     #[serde(default)]
     pub metadata: BTreeMap<String, Value>,
-    /// When the document stops being evidence (RFC 3339); the `expires_at` of its front matter.
-    #[serde(default)]
-    pub expires_at: Option<String>,
-    /// How long after it is indexed the document stays evidence (`7d`, `12h`, `1d12h`); the
-    /// `ttl` of its front matter.
-    #[serde(default)]
-    pub ttl: Option<String>,
 }
 
 /// The most documents one `POST /v1/documents:batch` carries.
@@ -168,16 +163,9 @@ pub fn query(
     Ok(q)
 }
 
-/// The retention fields join the metadata, as `expires_at` and `ttl` (what the front matter
-/// of a file says), where the service checks them.
 impl From<DocumentRequest> for NewDocument {
     fn from(r: DocumentRequest) -> Self {
-        let mut metadata = r.metadata;
-        for (key, value) in [("expires_at", r.expires_at), ("ttl", r.ttl)] {
-            if let Some(value) = value {
-                metadata.insert(key.to_string(), Value::String(value));
-            }
-        }
+        let metadata = r.metadata;
         NewDocument {
             id: r.id,
             path: r.path,
