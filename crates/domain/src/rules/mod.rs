@@ -11,3 +11,4 @@ pub mod retention;
 pub mod revision;
 pub mod section;
 pub mod text;
+pub mod writeback;
