@@ -20,7 +20,8 @@ use std::time::Instant;
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    DocumentStore, Generator, Origin, PutRequest, Staged, StoredTraceEvent, TraceSink, TraceStore,
+    AuditLog, DocumentStore, Generator, MemoryAuditLog, Origin, PutRequest, Staged,
+    StoredTraceEvent, TraceSink, TraceStore,
 };
 use zhiku_domain::rules::retention::{self, Retention};
 use zhiku_domain::rules::section::ReadError;
@@ -42,9 +43,9 @@ use crate::{
 /// with its size, and its sections can be read one by one.
 pub const MAX_READ_CHARS: usize = 200_000;
 
-struct Inner {
-    store: Store,
-    docs: BTreeMap<DocId, DocInfo>,
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) docs: BTreeMap<DocId, DocInfo>,
 }
 
 /// One knowledge base, shared by many callers.
@@ -56,6 +57,7 @@ pub struct KnowledgeBase {
     clock: MonotonicClock,
     traces: Arc<dyn TraceStore>,
     started: Instant,
+    pub(crate) audit: Arc<dyn AuditLog>,
 }
 
 impl std::fmt::Debug for KnowledgeBase {
@@ -117,12 +119,13 @@ impl KnowledgeBase {
                 clock: MonotonicClock::default(),
                 traces,
                 started: Instant::now(),
+                audit: Arc::new(MemoryAuditLog::default()),
             },
             refreshed,
         ))
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Inner> {
         // A panic while holding the lock leaves the data as consistent as the last write.
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -283,7 +286,7 @@ impl KnowledgeBase {
 
     /// The document `id` as it reads now in its source, with its recorded path, when the
     /// caller may see it (by the index and by the source itself).
-    fn visible_document(
+    pub(crate) fn visible_document(
         &self,
         inner: &Inner,
         caller: &Caller,

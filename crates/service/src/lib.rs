@@ -23,6 +23,7 @@ mod retention;
 mod store;
 mod trace;
 mod views;
+mod writeback;
 
 pub use caller::Caller;
 pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
@@ -31,8 +32,9 @@ pub use kb::{KnowledgeBase, MAX_READ_CHARS, SharedKb};
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
 pub use retention::{SweepReport, sweep_store};
-pub use store::{Dense, Settings, Store};
+pub use store::{Dense, DuplicatePolicy, Settings, Store, WriteBackPolicy};
 pub use trace::{Tee, WithRequestId};
 pub use views::{
     ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView, Status,
 };
+pub use writeback::{KnowledgeWrite, WriteBackOutcome};

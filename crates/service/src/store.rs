@@ -53,6 +53,41 @@ pub struct Settings {
     pub limits: QueryLimits,
     /// The most documents a scope keeps (`scope_caps`): a sweep evicts the oldest beyond it.
     pub scope_caps: BTreeMap<Scope, usize>,
+    /// How an agent's write-back is judged (`write_back_*`).
+    pub write_back: WriteBackPolicy,
+}
+
+/// What a write-back does with a duplicate of a document already in its scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DuplicatePolicy {
+    /// Refuse it (exact and near duplicates alike).
+    #[default]
+    Refuse,
+    /// An exact duplicate is skipped (nothing written); a near duplicate replaces the text of
+    /// the document it duplicates (an update of that document, at its path).
+    Merge,
+}
+
+/// How an agent's write-back is judged ([`zhiku_domain::rules::writeback`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteBackPolicy {
+    /// Refuse or merge duplicates.
+    pub duplicates: DuplicatePolicy,
+    /// The Jaccard similarity of 5-character shingles from which a text is a near duplicate.
+    pub near_duplicate: f64,
+    /// The least letters and digits a write holds.
+    pub min_chars: usize,
+}
+
+impl Default for WriteBackPolicy {
+    fn default() -> Self {
+        Self {
+            duplicates: DuplicatePolicy::Refuse,
+            near_duplicate: zhiku_domain::rules::writeback::NEAR_DUPLICATE,
+            min_chars: zhiku_domain::rules::writeback::MIN_CHARS,
+        }
+    }
 }
 
 impl Settings {

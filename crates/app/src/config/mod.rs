@@ -312,6 +312,10 @@ pub struct Config {
     /// `ZHIKU_SCOPE_CAPS=web=200,cache=50`): the sweep of every index run (and `zhiku sweep`)
     /// evicts a capped scope's oldest documents, by indexing time, beyond it.
     pub scope_caps: std::collections::BTreeMap<Scope, usize>,
+    /// How an agent's write-back is judged: `write_back_duplicates` (`refuse` or `merge`),
+    /// `write_back_near_duplicate` (Jaccard of 5-character shingles, 0 to 1, default 0.6),
+    /// `write_back_min_chars` (default 20).
+    pub write_back: zhiku_service::WriteBackPolicy,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
     /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
@@ -382,6 +386,9 @@ struct Keys {
     rerank_timeout_ms: Option<u64>,
     rerank_chars: Option<usize>,
     scope_caps: Option<Vec<String>>,
+    write_back_duplicates: Option<zhiku_service::DuplicatePolicy>,
+    write_back_near_duplicate: Option<f64>,
+    write_back_min_chars: Option<usize>,
 }
 
 /// `scope_caps`: each entry `scope=N` (N ≥ 1), a scope at most once.
@@ -405,7 +412,7 @@ fn scope_caps(entries: &[String]) -> Result<std::collections::BTreeMap<Scope, us
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 56] = [
+const KEYS: [&str; 59] = [
     "vectors",
     "embedder",
     "lexical",
@@ -462,6 +469,9 @@ const KEYS: [&str; 56] = [
     "rerank_timeout_ms",
     "rerank_chars",
     "scope_caps",
+    "write_back_duplicates",
+    "write_back_near_duplicate",
+    "write_back_min_chars",
 ];
 
 /// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
@@ -481,7 +491,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 56] = [
+const ENV: [EnvKey; 59] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -546,6 +556,12 @@ const ENV: [EnvKey; 56] = [
         var: "ZHIKU_SCOPE_CAPS",
         list: true,
     },
+    var("write_back_duplicates", "ZHIKU_WRITE_BACK_DUPLICATES"),
+    var(
+        "write_back_near_duplicate",
+        "ZHIKU_WRITE_BACK_NEAR_DUPLICATE",
+    ),
+    var("write_back_min_chars", "ZHIKU_WRITE_BACK_MIN_CHARS"),
 ];
 
 /// The variables of `[qdrant]`.
@@ -676,6 +692,9 @@ rerank_api_key_env = "ZHIKU_RERANK_API_KEY"
 rerank_timeout_ms = 30000
 rerank_chars = 480
 scope_caps = []
+write_back_duplicates = "refuse"
+write_back_near_duplicate = 0.6
+write_back_min_chars = 20
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
@@ -916,6 +935,21 @@ impl Config {
                 n => n,
             },
             scope_caps: scope_caps(&keys.scope_caps.ok_or_else(|| required("scope_caps"))?)?,
+            write_back: zhiku_service::WriteBackPolicy {
+                duplicates: keys
+                    .write_back_duplicates
+                    .ok_or_else(|| required("write_back_duplicates"))?,
+                near_duplicate: match keys
+                    .write_back_near_duplicate
+                    .ok_or_else(|| required("write_back_near_duplicate"))?
+                {
+                    t if t > 0.0 && t <= 1.0 => t,
+                    t => bail!("write_back_near_duplicate must be above 0 and at most 1, not {t}"),
+                },
+                min_chars: keys
+                    .write_back_min_chars
+                    .ok_or_else(|| required("write_back_min_chars"))?,
+            },
             qdrant,
             ann,
             serve,
@@ -964,6 +998,7 @@ impl Config {
             index_batch: self.index_batch,
             limits: self.serve.query_limits(),
             scope_caps: self.scope_caps.clone(),
+            write_back: self.write_back,
         }
     }
 

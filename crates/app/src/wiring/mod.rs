@@ -12,6 +12,7 @@ pub mod store;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use zhiku_adapters_fs::audit_log::JsonlAuditLog;
 use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
 use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
@@ -113,9 +114,11 @@ pub fn open_service(
     let generator =
         zhiku_http::metrics::count_generator_errors(generator::generator_for(&store.config)?);
     let traces = Arc::new(trace_log(&store));
+    let audit = Arc::new(JsonlAuditLog::in_store(&store.dir));
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     KnowledgeBase::new(core, documents, refresh_from, generator, traces)
+        .map(|(kb, refreshed)| (kb.with_audit(audit), refreshed))
 }
 
 #[cfg(test)]
