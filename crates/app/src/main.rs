@@ -84,6 +84,7 @@ fn run(cli: Cli) -> Result<Exit> {
         } => cli::token::run(&name, &scopes, write),
         Command::Documents { json } => cli::retention::documents(&ctx, json),
         Command::Sweep { json } => cli::retention::sweep(&ctx, json),
+        Command::Audit { json } => cli::retention::audit(&ctx, json),
         Command::Status { json } => cli::status::run(&ctx, json),
         Command::Verify { json, read_only } => cli::verify::run(&ctx, json, read_only),
     }

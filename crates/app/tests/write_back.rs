@@ -288,4 +288,33 @@ fn the_python_client_writes_back_through_add_knowledge_and_reads_it_again() {
         .unwrap();
     assert_eq!(audit.len(), 6);
     assert!(audit.iter().all(|e| e.who == "a"));
+    // `zhiku audit` prints the same trail.
+    let out = support::zhiku(&kb)
+        .args(["audit", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decisions: Vec<&str> = lines
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "new",
+            "duplicate",
+            "near_duplicate",
+            "refusal",
+            "too_short",
+            "echoes_question"
+        ]
+    );
 }

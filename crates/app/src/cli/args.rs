@@ -214,6 +214,12 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the write-back audit trail (every agent write accepted or refused), oldest first.
+    Audit {
+        /// Print one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show what the store holds and which adapters were picked.
     Status {
         /// Print JSON.

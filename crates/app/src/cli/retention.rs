@@ -1,10 +1,12 @@
-//! `zhiku documents` (what is indexed, when, and until when) and `zhiku sweep` (the retention
-//! sweep: expired documents and the oldest beyond a scope's cap leave the store).
+//! `zhiku documents` (what is indexed, when, and until when), `zhiku sweep` (the retention
+//! sweep: expired documents and the oldest beyond a scope's cap leave the store) and `zhiku
+//! audit` (the write-back audit trail).
 
 use anyhow::{Result, bail};
 use serde_json::json;
 use zhiku_app::wiring;
 use zhiku_app::wiring::store::Purpose;
+use zhiku_domain::ports::AuditLog;
 
 use super::ctx::Ctx;
 use super::exit::Exit;
@@ -73,6 +75,24 @@ pub(crate) fn sweep(ctx: &Ctx, json: bool) -> Result<Exit> {
             swept.removed.len(),
             swept.report.chunks_removed
         );
+    }
+    done_with(store);
+    Ok(Exit::Success)
+}
+
+/// Prints the store's write-back audit trail, oldest first (the local user sees every scope's).
+pub(crate) fn audit(ctx: &Ctx, json: bool) -> Result<Exit> {
+    let kb = ctx.global.kb.clone();
+    let store = ctx.open_to_query(kb.as_deref())?;
+    for e in wiring::audit_log(&store).entries()? {
+        if json {
+            println!("{}", serde_json::to_string(&e)?);
+        } else {
+            println!(
+                "{}\t{}\t{}\t{}\t{} ({})\t{}",
+                e.at, e.who, e.scope, e.doc_id, e.decision, e.reason, e.detail
+            );
+        }
     }
     done_with(store);
     Ok(Exit::Success)

@@ -101,6 +101,11 @@ pub fn trace_log(store: &Store) -> JsonlTraceSink {
     )
 }
 
+/// The store's write-back audit trail: `audit.jsonl` in the store folder.
+pub fn audit_log(store: &Store) -> JsonlAuditLog {
+    JsonlAuditLog::in_store(&store.dir)
+}
+
 /// `store` as a long-lived service, first brought up to date with `refresh_from` when given.
 /// Backend and generator errors are counted for `/metrics` wherever they surface.
 pub fn open_service(
@@ -114,7 +119,7 @@ pub fn open_service(
     let generator =
         zhiku_http::metrics::count_generator_errors(generator::generator_for(&store.config)?);
     let traces = Arc::new(trace_log(&store));
-    let audit = Arc::new(JsonlAuditLog::in_store(&store.dir));
+    let audit = Arc::new(audit_log(&store));
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     KnowledgeBase::new(core, documents, refresh_from, generator, traces)
