@@ -13,6 +13,7 @@
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
 
 pub mod atomic;
+pub mod audit_log;
 pub mod folder;
 pub mod folder_source;
 pub mod formats;

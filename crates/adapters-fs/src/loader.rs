@@ -638,7 +638,11 @@ fn build_document(
         }
         metadata.insert(key, value)?;
     }
-    Ok(builder.metadata(metadata).build())
+    let doc = builder.metadata(metadata).build();
+    // `expires_at` and `ttl` are read when the document is indexed; one that cannot be read
+    // skips the file with its reason now, naming the document, rather than failing a refresh.
+    zhiku_domain::rules::retention::Retention::of(&doc)?;
+    Ok(doc)
 }
 
 /// A title a file declares, made valid: control characters dropped, whitespace collapsed, at
@@ -770,6 +774,51 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(fingerprints(&changed), fingerprints(&full));
+    }
+
+    #[test]
+    fn an_unreadable_expiry_or_ttl_skips_the_file_naming_the_document() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::write(
+            root.join("ok.md"),
+            "---\nttl: 7d\nexpires_at: 2030-01-01T00:00:00Z\n---\n# Ok\nbody\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("bad.md"),
+            "---\nexpires_at: soon\n---\n# Bad\nbody\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("worse.md"),
+            "---\nttl: forever\n---\n# Worse\nbody\n",
+        )
+        .unwrap();
+        let loaded = load_folder(root, &LoaderConfig::default()).unwrap();
+        let ids: Vec<&str> = loaded.documents.iter().map(|d| d.id().as_str()).collect();
+        assert_eq!(ids, vec!["ok.md"]);
+        let mut reasons: Vec<(String, String)> = loaded
+            .skipped
+            .iter()
+            .map(|s| (s.path.clone(), s.reason.clone()))
+            .collect();
+        reasons.sort();
+        assert_eq!(reasons[0].0, "bad.md");
+        assert!(
+            reasons[0]
+                .1
+                .contains("document bad.md: invalid expires_at \"soon\""),
+            "{:?}",
+            reasons[0]
+        );
+        assert!(
+            reasons[1]
+                .1
+                .contains("document worse.md: invalid ttl \"forever\""),
+            "{:?}",
+            reasons[1]
+        );
     }
 
     #[test]

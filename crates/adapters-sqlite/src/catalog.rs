@@ -615,6 +615,8 @@ mod tests {
                     fingerprint: String::new(),
                     chunk_ids,
                     about: None,
+                    indexed_at: None,
+                    expires_at: None,
                 },
             );
         }

@@ -93,6 +93,9 @@ fn run(cli: Cli) -> Result<Exit> {
             scopes,
             write,
         } => cli::token::run(&name, &scopes, write),
+        Command::Documents { json } => cli::retention::documents(&ctx, json),
+        Command::Sweep { json } => cli::retention::sweep(&ctx, json),
+        Command::Audit { json } => cli::retention::audit(&ctx, json),
         Command::Status { json } => cli::status::run(&ctx, json),
         Command::Verify { json, read_only } => cli::verify::run(&ctx, json, read_only),
     }

@@ -155,7 +155,10 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     // its run chain starts with the rewrite.
     let follow = &r["follow_up"];
     assert_eq!(follow["badge"], "answered", "{follow}");
-    assert!(follow["answer"].as_str().unwrap().contains("一年"), "{follow}");
+    assert!(
+        follow["answer"].as_str().unwrap().contains("一年"),
+        "{follow}"
+    );
     assert!(
         follow["rewritten"]
             .as_str()
@@ -173,8 +176,17 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    assert_eq!(&follow_cards[..3], ["query", "rewrite", "intent"], "{follow}");
-    assert!(follow["rewrite_line"].as_str().unwrap().contains("replace_topic"));
+    assert_eq!(
+        &follow_cards[..3],
+        ["query", "rewrite", "intent"],
+        "{follow}"
+    );
+    assert!(
+        follow["rewrite_line"]
+            .as_str()
+            .unwrap()
+            .contains("replace_topic")
+    );
 
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);

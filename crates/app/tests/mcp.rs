@@ -58,7 +58,12 @@ fn check(r: &Value, own: &str, foreign: &str) {
     assert_eq!(r["server"], "zhiku");
     assert_eq!(
         r["tools"],
-        serde_json::json!(["ask_knowledge", "read_document", "search_knowledge"])
+        serde_json::json!([
+            "add_knowledge",
+            "ask_knowledge",
+            "read_document",
+            "search_knowledge"
+        ])
     );
     assert!(r["tool_schemas"]["search_knowledge"]["properties"]["query"].is_object());
     assert!(r["tool_schemas"]["ask_knowledge"]["properties"]["question"].is_object());

@@ -168,6 +168,7 @@ impl Corpus {
             source: Source::new(&doc_id).expect("source"),
             metadata,
             page_count: None,
+            expires_at: None,
         });
         let did = DocId::new(&doc_id).expect("doc id");
         let mut start = 0;
@@ -194,6 +195,8 @@ impl Corpus {
                 fingerprint: zhiku_domain::sha256_hex(format!("{}{version}", attrs.revision)),
                 chunk_ids,
                 about: None,
+                indexed_at: None,
+                expires_at: None,
             },
             source: doc_id.clone(),
             size: content.len() as u64,

@@ -168,6 +168,8 @@ pub struct DocumentRequest {
     pub locale: Option<String>,
     /// `key: value` attributes a search can filter on (`id`, `title`, `scope` and `locale`
     /// are reserved).
+    /// `expires_at` (RFC 3339) and `ttl` (`7d`, `12h`, `1d12h`) here set the document's
+    /// retention, as in a file's front matter; an unreadable one is refused (400).
     #[serde(default)]
     pub metadata: BTreeMap<String, Value>,
 }
@@ -229,6 +231,7 @@ pub fn query(
 
 impl From<DocumentRequest> for NewDocument {
     fn from(r: DocumentRequest) -> Self {
+        let metadata = r.metadata;
         NewDocument {
             id: r.id,
             path: r.path,
@@ -236,7 +239,7 @@ impl From<DocumentRequest> for NewDocument {
             text: r.text,
             scope: r.scope,
             locale: r.locale,
-            metadata: r.metadata,
+            metadata,
         }
     }
 }

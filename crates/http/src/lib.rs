@@ -35,7 +35,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use zhiku_domain::ports::{TraceEvent, TraceSink};
 
 use zhiku_service::new_trace_id;
-use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status};
+use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status, SweepReport};
 
 use self::admission::{Gate, Refused};
 use self::api::{
@@ -304,6 +304,7 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         )
         .route("/v1/originals/{*id}", get(get_original))
         .route("/v1/status", get(status))
+        .route("/v1/admin/sweep", post(sweep))
         .route("/v1/traces/{id}", get(trace));
     if let Some(mcp) = mcp {
         protected = protected.merge(mcp);
@@ -634,6 +635,15 @@ async fn delete_document(
     let doc_id = id.clone();
     let report = run(&state, move || kb.delete_document(&caller, &id)).await?;
     Ok(Json(json!({"doc_id": doc_id, "report": report})))
+}
+
+/// `POST /v1/admin/sweep`: the retention sweep over the caller's scopes now (a writing token).
+async fn sweep(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Json<SweepReport>> {
+    let kb = state.kb.clone();
+    Ok(Json(run(&state, move || kb.sweep(&caller)).await?))
 }
 
 async fn status(

@@ -1,6 +1,6 @@
-//! The Model Context Protocol server: tools `search_knowledge`, `ask_knowledge` and
+//! The Model Context Protocol server: tools `search_knowledge`, `ask_knowledge`,
 //! `read_document` (a document or one section of it, to follow a hit or a citation to its
-//! section), and the knowledge base's documents as resources (`zhiku://documents/{id}`).
+//! section) and `add_knowledge` (agent write-back, through the service's gate and audit), and the knowledge base's documents as resources (`zhiku://documents/{id}`).
 //!
 //! `zhiku mcp` serves it over stdio for the local user (the configuration's trusted scopes);
 //! `zhiku serve` also mounts it at `/mcp` over streamable HTTP, where the bearer token of each
@@ -26,7 +26,7 @@ use serde_json::json;
 use zhiku_http::admission::{Gate, Refused};
 use zhiku_service::Turn;
 use zhiku_service::new_trace_id;
-use zhiku_service::{Caller, KbError, SearchQuery, SharedKb};
+use zhiku_service::{Caller, KbError, KnowledgeWrite, SearchQuery, SharedKb};
 
 /// URI prefix of document resources.
 pub const RESOURCE_PREFIX: &str = "zhiku://documents/";
@@ -92,6 +92,25 @@ pub struct ReadArgs {
     pub section: Option<String>,
 }
 
+/// `add_knowledge` arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct AddKnowledgeArgs {
+    /// The knowledge to keep, as Markdown: a finding, not a question or a refusal.
+    pub text: String,
+    /// The question it answers, when it answers one (a text that only repeats it is refused).
+    pub question: Option<String>,
+    /// A title (default: the first heading).
+    pub title: Option<String>,
+    /// A stable ID, to update an earlier write (default: derived from the content).
+    pub id: Option<String>,
+    /// One of the caller's scopes (default: the first).
+    pub scope: Option<String>,
+    /// How long it stays evidence after it is indexed, e.g. 7d or 12h.
+    pub ttl: Option<String>,
+    /// When it stops being evidence (RFC 3339).
+    pub expires_at: Option<String>,
+}
+
 /// The MCP handler over one knowledge base.
 #[derive(Debug, Clone)]
 pub struct ZhikuMcp {
@@ -107,6 +126,7 @@ fn to_error(e: KbError) -> ErrorData {
     match e {
         KbError::Invalid(m) | KbError::TooLarge(m) => ErrorData::invalid_params(m, None),
         KbError::NotFound(m) => ErrorData::resource_not_found(m, None),
+        KbError::Forbidden(m) | KbError::Conflict(m) => ErrorData::invalid_request(m, None),
         other => ErrorData::internal_error(other.public_message(), None),
     }
 }
@@ -234,6 +254,36 @@ impl ZhikuMcp {
             .blocking(move || kb.converse(&caller, &q, &history, &new_trace_id(), None))
             .await?;
         Ok(CallToolResult::structured(json!(frame)))
+    }
+
+    #[tool(
+        description = "Write knowledge back into the knowledge base (the caller's scope), e.g. a refined finding. It passes a quality gate (too short, only the question again, a refusal such as \"I don't know\" are refused) and a duplicate check against the scope (an exact or near duplicate is refused, or merged into the document it duplicates, as configured); every decision is audited. Returns the decision (accepted, merged, skipped, refused), its reason, the document ID and, when written, its chunks."
+    )]
+    async fn add_knowledge(
+        &self,
+        Parameters(args): Parameters<AddKnowledgeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let mut metadata = std::collections::BTreeMap::new();
+        for (key, value) in [("ttl", args.ttl), ("expires_at", args.expires_at)] {
+            if let Some(value) = value {
+                metadata.insert(key.to_string(), serde_json::Value::String(value));
+            }
+        }
+        let write = KnowledgeWrite {
+            id: args.id,
+            title: args.title,
+            text: args.text,
+            scope: args.scope,
+            question: args.question,
+            metadata,
+        };
+        let kb = self.kb.clone();
+        let outcome = self
+            .blocking(move || kb.add_knowledge(&caller, write))
+            .await?;
+        Ok(CallToolResult::structured(json!(outcome)))
     }
 
     #[tool(

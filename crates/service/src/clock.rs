@@ -5,7 +5,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zhiku_domain::ports::Clock;
+use zhiku_domain::Timestamp;
+use zhiku_domain::ports::{Clock, WallClock};
 
 /// The process's monotonic clock.
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +21,20 @@ impl Default for MonotonicClock {
 impl Clock for MonotonicClock {
     fn now(&self) -> Duration {
         self.0.elapsed()
+    }
+}
+
+/// The system's wall clock, for what depends on the date (a document's expiry).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemWallClock;
+
+impl WallClock for SystemWallClock {
+    fn now_utc(&self) -> Timestamp {
+        let secs = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
+        };
+        Timestamp::from_unix(secs)
     }
 }
 

@@ -20,9 +20,10 @@ use std::time::Instant;
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    DocumentStore, Generator, Origin, Planner, PutRequest, Staged, StoredTraceEvent, TraceSink,
-    TraceStore, Turn,
+    AuditLog, DocumentStore, Generator, MemoryAuditLog, Origin, Planner, PutRequest, Staged,
+    StoredTraceEvent, TraceSink, TraceStore, Turn,
 };
+use zhiku_domain::rules::retention::{self, Retention};
 use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, Catalog, CatalogEntry, DocumentReader, IndexReport, RetrievalRequest,
@@ -34,17 +35,17 @@ use crate::ids::check_new_id;
 use crate::refresh::{index_loaded, refresh};
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
-    QueryLimits, Refreshed, SearchQuery, SearchResult, SectionView, Status, Store, Tee,
-    WithRequestId, filter_for,
+    QueryLimits, Refreshed, SearchQuery, SearchResult, SectionView, Status, Store, SweepReport,
+    Tee, WithRequestId, filter_for,
 };
 
 /// The most characters one read (a document or a section) returns: a larger one is refused
 /// with its size, and its sections can be read one by one.
 pub const MAX_READ_CHARS: usize = 200_000;
 
-struct Inner {
-    store: Store,
-    docs: BTreeMap<DocId, DocInfo>,
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) docs: BTreeMap<DocId, DocInfo>,
 }
 
 /// One knowledge base, shared by many callers.
@@ -58,6 +59,7 @@ pub struct KnowledgeBase {
     clock: MonotonicClock,
     traces: Arc<dyn TraceStore>,
     started: Instant,
+    pub(crate) audit: Arc<dyn AuditLog>,
 }
 
 impl std::fmt::Debug for KnowledgeBase {
@@ -120,6 +122,7 @@ impl KnowledgeBase {
                 clock: MonotonicClock::default(),
                 traces,
                 started: Instant::now(),
+                audit: Arc::new(MemoryAuditLog::default()),
             },
             refreshed,
         ))
@@ -132,7 +135,7 @@ impl KnowledgeBase {
         self
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Inner> {
         // A panic while holding the lock leaves the data as consistent as the last write.
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -312,7 +315,7 @@ impl KnowledgeBase {
 
     /// The document `id` as it reads now in its source, with its recorded path, when the
     /// caller may see it (by the index and by the source itself).
-    fn visible_document(
+    pub(crate) fn visible_document(
         &self,
         inner: &Inner,
         caller: &Caller,
@@ -352,7 +355,10 @@ impl KnowledgeBase {
         let inner = self.read();
         let (doc, _) = self.visible_document(&inner, caller, id)?;
         let a = doc.attributes();
+        let entry = inner.store.recorded.catalog.docs.get(doc.id());
         Ok(DocumentView {
+            indexed_at: entry.and_then(|e| e.indexed_at),
+            expires_at: entry.and_then(|e| e.expires_at),
             id: doc.id().to_string(),
             title: a.title.to_string(),
             source: a.source.to_string(),
@@ -473,6 +479,14 @@ impl KnowledgeBase {
     fn checked_new(&self, caller: &Caller, new: &NewDocument) -> Result<(DocId, Scope), KbError> {
         check_new_id(&new.id)?;
         let id = DocId::new(&new.id).map_err(invalid)?;
+        // An unreadable `expires_at` or `ttl` is the writer's mistake, named with the document.
+        let mut retention = zhiku_domain::Metadata::new();
+        for key in [retention::EXPIRES_AT, retention::TTL] {
+            if let Some(value) = new.metadata.get(key) {
+                retention.insert(key, value.clone()).map_err(invalid)?;
+            }
+        }
+        Retention::of_metadata(id.as_str(), &retention).map_err(invalid)?;
         let scope = match &new.scope {
             Some(s) => Scope::new(s).map_err(invalid)?,
             None => caller
@@ -627,7 +641,11 @@ impl KnowledgeBase {
         staged.into_iter().for_each(|s| s.keep());
         let mut done = Vec::with_capacity(planned.len());
         for (id, plan) in planned {
-            inner.docs.insert(id.clone(), DocInfo::of(&plan.document));
+            let entry = inner.store.recorded.catalog.docs.get(&id);
+            let info = entry
+                .and_then(|e| DocInfo::indexed(&id, e))
+                .unwrap_or_else(|| DocInfo::of(&plan.document));
+            inner.docs.insert(id.clone(), info);
             let entry = inner.store.recorded.catalog.docs.get(&id);
             let own = match (before.get(&id), entry) {
                 (None, _) => IndexReport {
@@ -676,58 +694,29 @@ impl KnowledgeBase {
         let mut inner = self.write();
         let info = self.visible_info(&inner, caller, id)?;
         let documents = self.writable("removed")?;
-        let rel = inner.store.recorded.sources.get(&info.id).cloned();
-        // Move the document aside before any index changes.
-        let (current, staged) = match &rel {
-            Some(rel) => {
-                let (current, staged) =
-                    documents.remove(&info.id, rel, &inner.store.recorded.sources)?;
-                (current, Some(staged))
-            }
-            None => (None, None),
-        };
-        let removed = {
-            let store = &inner.store;
-            store
-                .indexer()
-                .map_err(KbError::Internal)
-                .and_then(|indexer| {
-                    indexer
-                        .remove(&store.recorded.catalog, std::slice::from_ref(&info.id))
-                        .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
-                })
-        };
-        // Puts the file back and re-indexes it where a route already dropped it.
-        let undo_all = |inner: &mut Inner, staged: Option<Box<dyn Staged>>, current| {
-            if let Some(s) = staged {
-                s.undo();
-            }
-            if let Ok(entry) = reindex(&inner.store, &info.id, current) {
-                set_entry(&mut inner.store.recorded.catalog, &info.id, entry);
-            }
-        };
-        let (changes, report) = match removed {
-            Ok(done) => done,
-            Err(e) => {
-                undo_all(&mut inner, staged, current);
-                return Err(e);
-            }
-        };
-        if let Err(e) = inner
-            .store
-            .commit(|stored, changed| stored.apply(&changes, changed))
-        {
-            undo_all(&mut inner, staged, current);
-            return Err(KbError::Internal(anyhow!(
-                "cannot save the manifest; nothing was deleted: {:#}",
-                anyhow::Error::from(e)
-            )));
-        }
-        if let Some(s) = staged {
-            s.keep();
-        }
+        let report = remove_recorded(&mut inner.store, documents, &info.id)?;
         inner.docs.remove(&info.id);
         Ok(report)
+    }
+
+    /// Runs the retention sweep over the caller's scopes now ([`crate::retention`]): removes
+    /// their expired documents and, in a scope with a cap, the oldest beyond it, each through
+    /// the delete path. Needs the write right and a writable document store.
+    pub fn sweep(&self, caller: &Caller) -> Result<SweepReport, KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not remove documents",
+                caller.name
+            )));
+        }
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let documents = self.writable("swept")?;
+        let mut inner = self.write();
+        let swept = crate::retention::sweep(&mut inner.store, documents, &|s| caller.sees(s));
+        // What was removed before a failure stays removed: serve what the catalog lists.
+        let Inner { store, docs } = &mut *inner;
+        docs.retain(|id, _| store.recorded.catalog.docs.contains_key(id));
+        swept.map_err(|e| self.without_paths(e))
     }
 
     /// Brings what the indexes derive from their commits up to the last one (the vector graph's
@@ -807,6 +796,65 @@ impl KnowledgeBase {
     }
 }
 
+/// Removes recorded document `id` from `documents` (moved aside first), both indexes and the
+/// catalog, together: the one delete path (an API delete and a retention sweep). When the
+/// indexes or the catalog cannot be changed, the document is put back and re-indexed; a writer
+/// killed midway leaves the moved-aside file, which the next refresh puts back
+/// ([`DocumentStore::settle`]), so the store never lists a document it does not hold.
+pub(crate) fn remove_recorded(
+    store: &mut Store,
+    documents: &dyn DocumentStore,
+    id: &DocId,
+) -> Result<IndexReport, KbError> {
+    let rel = store.recorded.sources.get(id).cloned();
+    // Move the document aside before any index changes.
+    let (current, staged) = match &rel {
+        Some(rel) => {
+            let (current, staged) = documents.remove(id, rel, &store.recorded.sources)?;
+            (current, Some(staged))
+        }
+        None => (None, None),
+    };
+    let removed = {
+        let store = &*store;
+        store
+            .indexer()
+            .map_err(KbError::Internal)
+            .and_then(|indexer| {
+                indexer
+                    .remove(&store.recorded.catalog, std::slice::from_ref(id))
+                    .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
+            })
+    };
+    // Puts the file back and re-indexes it where a route already dropped it.
+    let undo_all = |store: &mut Store, staged: Option<Box<dyn Staged>>, current| {
+        if let Some(s) = staged {
+            s.undo();
+        }
+        if let Ok(entry) = reindex(store, id, current) {
+            set_entry(&mut store.recorded.catalog, id, entry);
+        }
+    };
+    let (changes, report) = match removed {
+        Ok(done) => done,
+        Err(e) => {
+            undo_all(store, staged, current);
+            return Err(e);
+        }
+    };
+    if let Err(e) = store.commit(|stored, changed| stored.apply(&changes, changed)) {
+        undo_all(store, staged, current);
+        return Err(KbError::Internal(anyhow!(
+            "cannot save the manifest; nothing was deleted: {:#}",
+            anyhow::Error::from(e)
+        )));
+    }
+    if let Some(s) = staged {
+        s.keep();
+    }
+    Ok(report)
+}
+
 /// Puts document `id` back in both indexes as `doc` (or out of them when there is none),
 /// whatever a failed or unrecorded change left there: every chunk of the document is removed
 /// from both indexes, then `doc` is indexed again. Returns the document's catalog entry that
@@ -822,6 +870,8 @@ fn reindex(store: &Store, id: &DocId, doc: Option<Document>) -> Result<Option<Ca
             fingerprint: String::new(),
             chunk_ids: Vec::new(),
             about: None,
+            indexed_at: None,
+            expires_at: None,
         },
     );
     indexer.remove(&start, std::slice::from_ref(id))?;

@@ -19,20 +19,24 @@ mod ids;
 mod kb;
 mod query;
 mod refresh;
+mod retention;
 mod store;
 mod trace;
 mod views;
+mod writeback;
 
 pub use caller::Caller;
-pub use clock::{MonotonicClock, new_trace_id};
+pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
 pub use kb::{KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, SharedKb};
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
-pub use store::{Dense, Settings, Store};
+pub use retention::{SweepReport, sweep_store};
+pub use store::{Dense, DuplicatePolicy, Settings, Store, WriteBackPolicy};
 pub use trace::{Tee, WithRequestId};
 pub use views::{
     ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView, Status,
 };
+pub use writeback::{KnowledgeWrite, WriteBackOutcome};
 /// One earlier turn of a conversation, as callers send it back with a question.
 pub use zhiku_domain::ports::Turn;

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use anyhow::Result;
 use zhiku_domain::ports::{DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile};
+use zhiku_domain::rules::retention::Swept;
 use zhiku_domain::usecases::{IndexReport, IndexerError, Progress, SyncMode};
 use zhiku_domain::{DocId, Document};
 
@@ -18,12 +19,16 @@ pub struct Refreshed {
     pub skipped: Vec<SkippedFile>,
     /// Documents in the knowledge base afterwards.
     pub docs: usize,
+    /// Documents the retention sweep that ends a refresh removed (expired, or beyond their
+    /// scope's cap).
+    pub swept: Vec<Swept>,
 }
 
 /// Loads the documents of `documents` (from `origin`) and indexes them incrementally; the
 /// catalog is saved after both indexes committed. A file whose stamp is the one recorded when
 /// its document was indexed is not read again (its document stands); files that cannot be
-/// read keep their previously indexed documents.
+/// read keep their previously indexed documents. A writable store is then swept
+/// ([`crate::retention`]): expired documents, and the oldest beyond a scope's cap, are removed.
 pub fn refresh(
     store: &mut Store,
     documents: &dyn DocumentStore,
@@ -73,7 +78,12 @@ pub fn refresh(
         BTreeMap::new()
     };
     let loaded = documents.load_changed(&known)?;
-    index_loaded(store, origin, loaded, on_progress)
+    let mut refreshed = index_loaded(store, origin, loaded, on_progress)?;
+    let swept = crate::retention::sweep_store(store, documents)?;
+    refreshed.docs = refreshed.docs.saturating_sub(swept.removed.len());
+    refreshed.report += &swept.report;
+    refreshed.swept = swept.removed;
+    Ok(refreshed)
 }
 
 /// [`refresh`] for documents already loaded from `origin`.
@@ -212,5 +222,6 @@ pub(crate) fn index_loaded(
         report,
         skipped,
         docs: count + kept,
+        swept: Vec::new(),
     })
 }

@@ -1,20 +1,21 @@
 //! The opened ports of one knowledge base, and the one step every writer ends with.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Result;
-use zhiku_domain::DocId;
 use zhiku_domain::ports::{
     CatalogCounts, CatalogError, CatalogStore, Changed, Embedder, Generations, LexicalIndex,
-    Reranker, SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex,
+    Reranker, SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex, WallClock,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::rules::fusion::FusionConfig;
 use zhiku_domain::usecases::{AnswerPolicy, Indexer, RetrievalMode, Retriever};
 use zhiku_domain::{ChunkingPolicy, Scope};
+use zhiku_domain::{DocId, Timestamp};
 
-use crate::QueryLimits;
+use crate::{QueryLimits, SystemWallClock};
 
 /// The dense route: the embedder and the vector index of its space.
 pub type Dense = (Box<dyn Embedder>, Arc<dyn VectorIndex>);
@@ -50,6 +51,43 @@ pub struct Settings {
     pub index_batch: usize,
     /// The bounds of a query every transport applies.
     pub limits: QueryLimits,
+    /// The most documents a scope keeps (`scope_caps`): a sweep evicts the oldest beyond it.
+    pub scope_caps: BTreeMap<Scope, usize>,
+    /// How an agent's write-back is judged (`write_back_*`).
+    pub write_back: WriteBackPolicy,
+}
+
+/// What a write-back does with a duplicate of a document already in its scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DuplicatePolicy {
+    /// Refuse it (exact and near duplicates alike).
+    #[default]
+    Refuse,
+    /// An exact duplicate is skipped (nothing written); a near duplicate replaces the text of
+    /// the document it duplicates (an update of that document, at its path).
+    Merge,
+}
+
+/// How an agent's write-back is judged ([`zhiku_domain::rules::writeback`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteBackPolicy {
+    /// Refuse or merge duplicates.
+    pub duplicates: DuplicatePolicy,
+    /// The Jaccard similarity of 5-character shingles from which a text is a near duplicate.
+    pub near_duplicate: f64,
+    /// The least letters and digits a write holds.
+    pub min_chars: usize,
+}
+
+impl Default for WriteBackPolicy {
+    fn default() -> Self {
+        Self {
+            duplicates: DuplicatePolicy::Refuse,
+            near_duplicate: zhiku_domain::rules::writeback::NEAR_DUPLICATE,
+            min_chars: zhiku_domain::rules::writeback::MIN_CHARS,
+        }
+    }
 }
 
 impl Settings {
@@ -90,6 +128,8 @@ pub struct Store {
     read_only: bool,
     /// Set when only the catalog's header was loaded: what its rows hold, counted.
     header_only: Option<CatalogCounts>,
+    /// What time it is, for expiry (the system's clock unless a test stops it).
+    wall_clock: Arc<dyn WallClock>,
     /// What the composition root holds for as long as the store is open (the writer lock).
     _held: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -127,8 +167,20 @@ impl Store {
             catalog_store,
             read_only,
             header_only: None,
+            wall_clock: Arc::new(SystemWallClock),
             _held: None,
         }
+    }
+
+    /// Tells the time by `clock` from now on (for expiry: what is indexed records its time,
+    /// what is retrieved is judged at it); the system's clock unless a test stops it.
+    pub fn set_wall_clock(&mut self, clock: Arc<dyn WallClock>) {
+        self.wall_clock = clock;
+    }
+
+    /// The time now, by the store's wall clock.
+    pub fn now_utc(&self) -> Timestamp {
+        self.wall_clock.now_utc()
     }
 
     /// The same store, reranking with `reranker` (its depth is [`Settings::rerank_depth`]).
@@ -231,9 +283,11 @@ impl Store {
         self.catalog_store.load()
     }
 
-    /// An indexer over this store's routes.
+    /// An indexer over this store's routes, recording the time now as its documents'
+    /// indexing time.
     pub fn indexer(&self) -> Result<Indexer<'_>> {
         let policy = self.settings.policy;
+        let now = self.now_utc();
         Ok(match &self.dense {
             Some((embedder, vectors)) => Indexer::hybrid(
                 policy,
@@ -242,12 +296,15 @@ impl Store {
                 self.lexical.as_ref(),
             )?,
             None => Indexer::lexical_only(policy, self.lexical.as_ref()),
-        })
+        }
+        .at(now))
     }
 
-    /// A retriever over this store's routes, checking hits against `source`.
+    /// A retriever over this store's routes, checking hits against `source` and their expiry
+    /// against the time now.
     pub fn retriever<'a>(&'a self, source: &'a dyn SourceStore) -> Retriever<'a> {
         let mut r = Retriever::new(source)
+            .at(self.now_utc())
             .with_lexical(self.lexical.as_ref())
             .with_candidates(self.settings.candidates)
             .with_fusion(self.settings.fusion.clone())

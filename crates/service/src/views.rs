@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 use zhiku_domain::usecases::{CatalogEntry, DocAbout, IndexReport, RetrievalMode, RouteReport};
-use zhiku_domain::{DocId, Document, Scope};
+use zhiku_domain::{DocId, Document, Scope, Timestamp};
 
 /// What is known about a document without reading it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -18,6 +18,12 @@ pub struct DocInfo {
     pub source: String,
     /// The scope that decides who may read it.
     pub scope: Scope,
+    /// When its current version was indexed (absent for a store indexed before it was kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indexed_at: Option<Timestamp>,
+    /// When it stops being evidence (its `expires_at`, or `ttl` after `indexed_at`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
 }
 
 impl DocInfo {
@@ -28,7 +34,11 @@ impl DocInfo {
 
     /// What the catalog recorded of document `id`, if it recorded it.
     pub fn indexed(id: &DocId, entry: &CatalogEntry) -> Option<Self> {
-        entry.about.clone().map(|about| Self::described(id, about))
+        entry.about.clone().map(|about| Self {
+            indexed_at: entry.indexed_at,
+            expires_at: entry.expires_at,
+            ..Self::described(id, about)
+        })
     }
 
     fn described(id: &DocId, about: DocAbout) -> Self {
@@ -37,6 +47,8 @@ impl DocInfo {
             title: about.title,
             source: about.source,
             scope: about.scope,
+            indexed_at: None,
+            expires_at: None,
         }
     }
 }
@@ -230,6 +242,12 @@ pub struct DocumentView {
     pub text: String,
     /// Its chunks under the current chunking policy.
     pub chunks: Vec<ChunkView>,
+    /// When its current version was indexed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indexed_at: Option<Timestamp>,
+    /// When it stops being evidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// The knowledge base's state, as a caller may see it.

@@ -10,7 +10,7 @@ use zhiku_domain::ports::{
     CatalogCounts, CatalogStore, Changed, Generations, Origin, StoredCatalog,
 };
 use zhiku_domain::usecases::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
-use zhiku_domain::{ChunkingPolicy, DocId, Revision, Scope};
+use zhiku_domain::{ChunkingPolicy, DocId, Revision, Scope, Timestamp};
 
 use super::fixtures::Spec;
 
@@ -51,6 +51,11 @@ pub fn stored_catalog(docs: &[(&str, usize)], origin: Option<Origin>) -> StoredC
                     scope: Scope::new(if chunks % 4 == 1 { "public" } else { "team-a" })
                         .expect("scope"),
                 }),
+                // A third with the retention times an indexer records (they must round-trip).
+                indexed_at: (chunks % 3 == 0)
+                    .then(|| Timestamp::from_unix(1_700_000_000 + *chunks as i64)),
+                expires_at: (chunks % 6 == 0)
+                    .then(|| Timestamp::parse("2030-01-01T00:00:00Z").expect("timestamp")),
             },
         );
         sources.insert(id, format!("notes/{doc}.md"));

@@ -221,6 +221,25 @@ pub(crate) enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// List the indexed documents: ID, scope, when indexed, when they expire, title.
+    Documents {
+        /// Print one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove expired documents, and the oldest beyond a scope's cap (`scope_caps`), from the
+    /// folder, both indexes and the catalog (every `index` also ends with this sweep).
+    Sweep {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the write-back audit trail (every agent write accepted or refused), oldest first.
+    Audit {
+        /// Print one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show what the store holds and which adapters were picked.
     Status {
         /// Print JSON.

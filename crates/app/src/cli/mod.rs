@@ -28,6 +28,7 @@ pub(crate) mod mcp;
 pub(crate) mod open;
 pub(crate) mod read;
 pub(crate) mod render;
+pub(crate) mod retention;
 pub(crate) mod search;
 pub(crate) mod serve;
 pub(crate) mod status;

@@ -48,12 +48,16 @@ pub(crate) fn index_summary(ctx: &Ctx, indexed: &Refreshed, after: After) {
                 "chunks_removed": r.chunks_removed,
                 "chunks_truncated": r.chunks_truncated,
                 "skipped": indexed.skipped,
+                "swept": indexed.swept,
             });
             println!("{line}");
         }
         After::Index { json: false } => {
             for s in &indexed.skipped {
                 eprintln!("skipped {}: {}", s.path, s.reason);
+            }
+            for s in &indexed.swept {
+                ctx.note(&format!("swept {} ({})", s.doc_id, s.reason.code()));
             }
             if !changed {
                 ctx.note(&format!(

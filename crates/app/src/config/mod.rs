@@ -308,6 +308,14 @@ pub struct Config {
     /// Most characters of one (question, passage) pair sent to a reranking server
     /// (`rerank_chars`): the question takes up to half.
     pub rerank_chars: usize,
+    /// The most documents each listed scope keeps (`scope_caps = ["web=200"]`,
+    /// `ZHIKU_SCOPE_CAPS=web=200,cache=50`): the sweep of every index run (and `zhiku sweep`)
+    /// evicts a capped scope's oldest documents, by indexing time, beyond it.
+    pub scope_caps: std::collections::BTreeMap<Scope, usize>,
+    /// How an agent's write-back is judged: `write_back_duplicates` (`refuse` or `merge`),
+    /// `write_back_near_duplicate` (Jaccard of 5-character shingles, 0 to 1, default 0.6),
+    /// `write_back_min_chars` (default 20).
+    pub write_back: zhiku_service::WriteBackPolicy,
     /// The Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`), used when `vectors = "qdrant"`.
     pub qdrant: QdrantConfig,
     /// The embedded vector index (`[ann]`, `ZHIKU_ANN_*`), used when `vectors = "ann"`.
@@ -377,10 +385,34 @@ struct Keys {
     rerank_api_key_env: Option<String>,
     rerank_timeout_ms: Option<u64>,
     rerank_chars: Option<usize>,
+    scope_caps: Option<Vec<String>>,
+    write_back_duplicates: Option<zhiku_service::DuplicatePolicy>,
+    write_back_near_duplicate: Option<f64>,
+    write_back_min_chars: Option<usize>,
+}
+
+/// `scope_caps`: each entry `scope=N` (N ≥ 1), a scope at most once.
+fn scope_caps(entries: &[String]) -> Result<std::collections::BTreeMap<Scope, usize>> {
+    let mut caps = std::collections::BTreeMap::new();
+    for entry in entries {
+        let Some((scope, cap)) = entry.split_once('=') else {
+            bail!("scope_caps entry {entry:?} must be scope=N, such as web=200");
+        };
+        let scope = Scope::new(scope.trim())
+            .with_context(|| format!("scope_caps entry {entry:?} names no valid scope"))?;
+        let cap: usize = match cap.trim().parse() {
+            Ok(n) if n >= 1 => n,
+            _ => bail!("scope_caps entry {entry:?}: the cap must be a whole number ≥ 1"),
+        };
+        if caps.insert(scope.clone(), cap).is_some() {
+            bail!("scope_caps names scope {scope} twice");
+        }
+    }
+    Ok(caps)
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 55] = [
+const KEYS: [&str; 59] = [
     "vectors",
     "embedder",
     "lexical",
@@ -436,6 +468,10 @@ const KEYS: [&str; 55] = [
     "rerank_api_key_env",
     "rerank_timeout_ms",
     "rerank_chars",
+    "scope_caps",
+    "write_back_duplicates",
+    "write_back_near_duplicate",
+    "write_back_min_chars",
 ];
 
 /// `zhiku.toml` as written: checked whole before any layer is used, so a mistyped key is
@@ -455,7 +491,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 55] = [
+const ENV: [EnvKey; 59] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -515,6 +551,17 @@ const ENV: [EnvKey; 55] = [
     var("rerank_api_key_env", "ZHIKU_RERANK_API_KEY_ENV"),
     var("rerank_timeout_ms", "ZHIKU_RERANK_TIMEOUT_MS"),
     var("rerank_chars", "ZHIKU_RERANK_CHARS"),
+    EnvKey {
+        key: "scope_caps",
+        var: "ZHIKU_SCOPE_CAPS",
+        list: true,
+    },
+    var("write_back_duplicates", "ZHIKU_WRITE_BACK_DUPLICATES"),
+    var(
+        "write_back_near_duplicate",
+        "ZHIKU_WRITE_BACK_NEAR_DUPLICATE",
+    ),
+    var("write_back_min_chars", "ZHIKU_WRITE_BACK_MIN_CHARS"),
 ];
 
 /// The variables of `[qdrant]`.
@@ -644,6 +691,10 @@ rerank_url = "http://127.0.0.1:8090"
 rerank_api_key_env = "ZHIKU_RERANK_API_KEY"
 rerank_timeout_ms = 30000
 rerank_chars = 480
+scope_caps = []
+write_back_duplicates = "refuse"
+write_back_near_duplicate = 0.6
+write_back_min_chars = 20
 "#,
         policy.max_chars(),
         policy.overlap_chars(),
@@ -883,6 +934,22 @@ impl Config {
                 n if n < 2 => bail!("rerank_chars must be at least 2"),
                 n => n,
             },
+            scope_caps: scope_caps(&keys.scope_caps.ok_or_else(|| required("scope_caps"))?)?,
+            write_back: zhiku_service::WriteBackPolicy {
+                duplicates: keys
+                    .write_back_duplicates
+                    .ok_or_else(|| required("write_back_duplicates"))?,
+                near_duplicate: match keys
+                    .write_back_near_duplicate
+                    .ok_or_else(|| required("write_back_near_duplicate"))?
+                {
+                    t if t > 0.0 && t <= 1.0 => t,
+                    t => bail!("write_back_near_duplicate must be above 0 and at most 1, not {t}"),
+                },
+                min_chars: keys
+                    .write_back_min_chars
+                    .ok_or_else(|| required("write_back_min_chars"))?,
+            },
             qdrant,
             ann,
             serve,
@@ -930,6 +997,8 @@ impl Config {
             rerank_depth: self.rerank_depth,
             index_batch: self.index_batch,
             limits: self.serve.query_limits(),
+            scope_caps: self.scope_caps.clone(),
+            write_back: self.write_back,
         }
     }
 
@@ -1137,6 +1206,33 @@ mod tests {
                 Config::resolve(Some(&path), None, &no_env).is_err(),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn scope_caps_come_from_the_file_or_the_variable_and_bad_ones_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("zhiku.toml");
+        std::fs::write(&path, "scope_caps = [\"web=200\"]\n").unwrap();
+        let c = Config::resolve(Some(&path), None, &no_env).unwrap();
+        assert_eq!(c.scope_caps.get(&Scope::new("web").unwrap()), Some(&200));
+        let env = |k: &str| (k == "ZHIKU_SCOPE_CAPS").then(|| "web=5, cache=2".to_string());
+        let c = Config::resolve(Some(&path), None, &env).unwrap();
+        assert_eq!(c.scope_caps.len(), 2);
+        assert_eq!(
+            c.service_settings().scope_caps[&Scope::new("web").unwrap()],
+            5
+        );
+        assert!(
+            Config::resolve(None, None, &no_env)
+                .unwrap()
+                .scope_caps
+                .is_empty()
+        );
+        for bad in ["web", "web=0", "web=x", "bad scope=3", "web=1,web=2"] {
+            let env = |k: &str| (k == "ZHIKU_SCOPE_CAPS").then(|| bad.to_string());
+            let e = Config::resolve(None, None, &env).unwrap_err();
+            assert!(format!("{e:#}").contains("scope_caps"), "{bad}: {e:#}");
         }
     }
 

@@ -13,6 +13,7 @@ pub mod store;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use zhiku_adapters_fs::audit_log::JsonlAuditLog;
 use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
 use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
@@ -101,6 +102,11 @@ pub fn trace_log(store: &Store) -> JsonlTraceSink {
     )
 }
 
+/// The store's write-back audit trail: `audit.jsonl` in the store folder.
+pub fn audit_log(store: &Store) -> JsonlAuditLog {
+    JsonlAuditLog::in_store(&store.dir)
+}
+
 /// `store` as a long-lived service, first brought up to date with `refresh_from` when given.
 /// Backend and generator errors are counted for `/metrics` wherever they surface.
 pub fn open_service(
@@ -115,11 +121,12 @@ pub fn open_service(
         zhiku_http::metrics::count_generator_errors(generator::generator_for(&store.config)?);
     let traces = Arc::new(trace_log(&store));
     let store_config = store.config.clone();
+    let audit = Arc::new(audit_log(&store));
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     let planner = planner::planner_for(&store_config);
     KnowledgeBase::new(core, documents, refresh_from, generator, traces)
-        .map(|(kb, refreshed)| (kb.with_planner(planner), refreshed))
+        .map(|(kb, refreshed)| (kb.with_planner(planner).with_audit(audit), refreshed))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::time::Timestamp;
 use super::values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, sha256_hex};
 
 /// Filterable document metadata: string keys, JSON-like values.
@@ -150,6 +151,12 @@ pub struct DocAttributes {
     /// from a chunk's `pages`, which sits beside these attributes in a chunk's record.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_count: Option<u32>,
+    /// When the indexed document stops being evidence: resolved by the indexer from the
+    /// document's `expires_at` and `ttl` metadata ([`crate::rules::retention`]) when it indexes
+    /// it, and stored with every chunk so a hit carries it to the query-time check. Never set
+    /// by a loader (so a document's fingerprint does not depend on when it was indexed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A document to index.
@@ -197,6 +204,15 @@ impl Document {
     /// The full text.
     pub fn content(&self) -> &str {
         &self.content
+    }
+
+    /// The same document, its attributes saying it expires at `expires_at` (see
+    /// [`DocAttributes::expires_at`]).
+    pub fn with_expiry(mut self, expires_at: Option<Timestamp>) -> Self {
+        if self.attributes.expires_at != expires_at {
+            Arc::make_mut(&mut self.attributes).expires_at = expires_at;
+        }
+        self
     }
 
     /// A hash of the revision and every attribute that is stored with the chunks (scope, locale,
@@ -269,6 +285,7 @@ impl DocumentBuilder {
                 source: self.source,
                 metadata: self.metadata,
                 page_count: self.page_count,
+                expires_at: None,
             }),
             content: self.content,
         }

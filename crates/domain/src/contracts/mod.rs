@@ -6,6 +6,7 @@ mod filter;
 mod policy;
 mod section;
 mod space;
+mod time;
 mod values;
 
 pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
@@ -16,4 +17,5 @@ pub use filter::Filter;
 pub use policy::{CHUNKER_VERSION, ChunkingPolicy};
 pub use section::{SectionId, normalise_heading};
 pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
+pub use time::{TimeToLive, Timestamp};
 pub use values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, is_cjk, sha256_hex};

@@ -380,6 +380,8 @@ mod tests {
             fingerprint: text.to_string(),
             chunk_ids: Vec::new(),
             about: None,
+            indexed_at: None,
+            expires_at: None,
         };
         let id = |s: &str| DocId::new(s).unwrap();
         let mut stored = StoredCatalog::empty(Catalog::new(policy, None, "a/1".into()));

@@ -1,6 +1,8 @@
-//! The clock port: how long each stage of a run took.
+//! The clock ports: how long each stage of a run took, and what time it is.
 
 use std::time::Duration;
+
+use crate::contracts::Timestamp;
 
 /// A monotonic clock.
 ///
@@ -28,4 +30,26 @@ impl Clock for FrozenClock {
 pub fn elapsed_ms(from: Duration, to: Duration) -> f64 {
     let us = to.saturating_sub(from).as_micros() as f64;
     us / 1000.0
+}
+
+/// The wall clock: what time it is, for rules that depend on the date (a document's expiry).
+///
+/// # Contract
+///
+/// - [`now_utc`](Self::now_utc) is the current instant in UTC, to the second.
+/// - It may jump (the system clock is set); callers compare instants, they do not time with it.
+pub trait WallClock: Send + Sync {
+    /// The current instant.
+    fn now_utc(&self) -> Timestamp;
+}
+
+/// A wall clock stopped at one instant: for deterministic tests, and for a run that must judge
+/// every document at the same moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedWallClock(pub Timestamp);
+
+impl WallClock for FixedWallClock {
+    fn now_utc(&self) -> Timestamp {
+        self.0
+    }
 }

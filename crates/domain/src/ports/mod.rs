@@ -8,6 +8,7 @@
 //! ([`is_temporary`](IndexError::is_temporary)); adapters keep their own error types private and
 //! map them into these.
 
+mod audit;
 mod catalog;
 mod clock;
 mod documents;
@@ -20,10 +21,11 @@ mod rerank;
 mod source;
 mod trace;
 
+pub use audit::{AuditEntry, AuditError, AuditLog, MemoryAuditLog};
 pub use catalog::{
     CatalogCounts, CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
 };
-pub use clock::{Clock, FrozenClock, elapsed_ms};
+pub use clock::{Clock, FixedWallClock, FrozenClock, WallClock, elapsed_ms};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
     PreparedPut, PutRequest, SkippedFile, Staged,

@@ -411,7 +411,7 @@ pub struct DroppedChunk {
     /// The revision the chunk was indexed from (`stale_revision` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexed: Option<Revision>,
-    /// `stale_revision`, `deleted` or `not_visible`.
+    /// `stale_revision`, `deleted`, `not_visible` or `expired`.
     pub reason: String,
 }
 

@@ -906,7 +906,9 @@ impl<'a> Answerer<'a> {
                         DropReason::StaleRevision { indexed, current } => {
                             (Some(indexed.clone()), Some(current.clone()))
                         }
-                        DropReason::Deleted | DropReason::NotVisible => (None, None),
+                        DropReason::Deleted
+                        | DropReason::NotVisible
+                        | DropReason::Expired { .. } => (None, None),
                     };
                     DroppedChunk {
                         chunk_id: d.chunk_id.clone(),

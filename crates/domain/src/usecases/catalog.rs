@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contracts::{ChunkId, ChunkingPolicy, DocId, Document, Revision, Scope};
+use crate::contracts::{ChunkId, ChunkingPolicy, DocId, Document, Revision, Scope, Timestamp};
 
 /// The indexed state of one document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +20,14 @@ pub struct CatalogEntry {
     /// reads such a document again and fills it in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub about: Option<DocAbout>,
+    /// When this version (this fingerprint) was indexed; `None` in catalogs written before it
+    /// was kept, and for an indexer given no time. A `ttl` counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexed_at: Option<Timestamp>,
+    /// When the document stops being evidence (its `expires_at`, or `indexed_at` + `ttl`,
+    /// whichever comes first); `None`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A document's title, source and scope, as indexed.
@@ -188,6 +196,8 @@ mod tests {
             fingerprint: text.to_string(),
             chunk_ids: Vec::new(),
             about: None,
+            indexed_at: None,
+            expires_at: None,
         }
     }
 

@@ -5,10 +5,12 @@ use std::collections::{BTreeSet, HashSet};
 use serde::Serialize;
 
 use crate::chunker::chunk_document;
-use crate::contracts::{Chunk, ChunkId, ChunkingPolicy, DocId, Document};
+use crate::contracts::{Chunk, ChunkId, ChunkingPolicy, DocId, Document, Timestamp};
 use crate::ports::{
     EmbedError, EmbeddedChunk, Embedder, IndexError, LexicalIndex, VectorIndex, VectorIndexExt,
 };
+
+use crate::rules::retention::{Retention, RetentionError};
 
 use super::catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 
@@ -90,6 +92,9 @@ pub enum IndexerError {
     /// Embedder and vector index do not fit together.
     #[error("{0}")]
     Wiring(String),
+    /// A document's `expires_at` or `ttl` cannot be read (the error names the document).
+    #[error("{0}")]
+    Retention(#[from] RetentionError),
 }
 
 /// A run chunked and embedded by [`Indexer::prepare`], not yet written.
@@ -140,6 +145,7 @@ pub struct Indexer<'a> {
     dense: Option<(&'a dyn Embedder, &'a dyn VectorIndex)>,
     lexical: &'a dyn LexicalIndex,
     embed_batch: usize,
+    now: Option<Timestamp>,
 }
 
 impl std::fmt::Debug for Indexer<'_> {
@@ -163,6 +169,7 @@ impl<'a> Indexer<'a> {
             dense: None,
             lexical,
             embed_batch: 64,
+            now: None,
         }
     }
 
@@ -185,7 +192,16 @@ impl<'a> Indexer<'a> {
             dense: Some((embedder, vectors)),
             lexical,
             embed_batch: 64,
+            now: None,
         })
+    }
+
+    /// Records `now` as the indexing time of every document this indexer writes
+    /// ([`CatalogEntry::indexed_at`]), from which a `ttl` counts. Without it no time is recorded
+    /// and only an absolute `expires_at` sets an expiry.
+    pub fn at(mut self, now: Timestamp) -> Self {
+        self.now = Some(now);
+        self
     }
 
     /// Texts per embedder call (default 64).
@@ -265,6 +281,9 @@ impl<'a> Indexer<'a> {
                 report.docs_skipped += 1;
                 continue;
             }
+            // The expiry rides with every chunk, so a hit carries it to the query-time check.
+            let expires_at = Retention::of(&doc)?.expiry(self.now);
+            let doc = doc.with_expiry(expires_at);
             match previous {
                 Some(_) => report.docs_changed += 1,
                 None => report.docs_added += 1,
@@ -286,6 +305,8 @@ impl<'a> Indexer<'a> {
                     fingerprint,
                     chunk_ids: chunks.iter().map(|c| c.chunk_id().clone()).collect(),
                     about: Some(about),
+                    indexed_at: self.now,
+                    expires_at,
                 },
             );
             for chunk in chunks {

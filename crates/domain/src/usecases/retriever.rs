@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::contracts::{Chunk, ChunkId, DocId, EmbeddingSpace, Filter, Locale};
+use crate::contracts::{Chunk, ChunkId, DocId, EmbeddingSpace, Filter, Locale, Timestamp};
 use crate::ports::{
     Clock, Embedder, FrozenClock, LexicalIndex, RerankCandidate, RerankError, Reranker,
     ScoredChunk, SourceError, SourceRecord, SourceStore, VectorIndex, elapsed_ms,
@@ -237,6 +237,7 @@ pub struct Retriever<'a> {
     fusion: FusionConfig,
     candidates: usize,
     clock: &'a dyn Clock,
+    now: Option<Timestamp>,
 }
 
 impl std::fmt::Debug for Retriever<'_> {
@@ -267,7 +268,16 @@ impl<'a> Retriever<'a> {
             fusion: FusionConfig::default(),
             candidates: 50,
             clock: &FrozenClock,
+            now: None,
         }
+    }
+
+    /// Judges expiry at `now`: a hit whose document expired by then is dropped as
+    /// [`DropReason::Expired`] in the revision check. Without it nothing is judged expired (a
+    /// service always gives the time of its wall clock).
+    pub fn at(mut self, now: Timestamp) -> Self {
+        self.now = Some(now);
+        self
     }
 
     /// Times each stage with `clock` (reported in [`Retrieval::timings`]).
@@ -474,7 +484,7 @@ impl<'a> Retriever<'a> {
                     r
                 }
             };
-            match revision::check(&chunk, record.as_ref(), request.filter) {
+            match revision::check(&chunk, record.as_ref(), request.filter, self.now) {
                 Ok(()) => evidence.push(Evidence {
                     chunk_id: item.chunk_id.clone(),
                     rank: evidence.len() + 1,

@@ -1,0 +1,252 @@
+//! Agent write-back (issue 18 §6): knowledge an agent writes into its own scope, through a
+//! quality gate and a duplicate check, every decision recorded in the audit log.
+//!
+//! Only writes made as write-back pass the gate ([`KnowledgeBase::add_knowledge`]: MCP
+//! `add_knowledge`); `put_document` (`POST /v1/documents`) stays the plain write a curator or a
+//! sync job makes. A write-back is judged in this order:
+//!
+//! 1. the caller must have the write right and see the scope (an error, not audited: no write
+//!    was judged);
+//! 2. the quality gate ([`gate`]): `too_short`, `echoes_question`, `refusal` → refused;
+//! 3. duplicates among the documents of the same scope (but the one a given ID updates): the same normalised
+//!    content hash is `duplicate`, Jaccard of shingles ≥ the threshold is `near_duplicate`.
+//!    With `write_back_duplicates = "refuse"` both are refused; with `"merge"` a duplicate is
+//!    skipped (nothing written, the existing document stands) and a near duplicate becomes an
+//!    update of the document it duplicates (its ID and path, the new text: `merged`);
+//! 4. otherwise the document is written (`accepted`, reason `new`; an ID given that exists
+//!    already is its update, reason `update`) through `put_document`, whose own refusals
+//!    (a bad path, an unreadable `ttl`) are audited as refused with reason `invalid`.
+//!
+//! The duplicate check reads the scope's documents from the document store, so its cost grows
+//! with the scope (fine for a cache of a few hundred entries; a large curated scope wants an
+//! index of shingle sketches, left for later).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use zhiku_domain::ports::AuditEntry;
+use zhiku_domain::rules::writeback::{content_hash, gate, jaccard, normalise, shingles};
+use zhiku_domain::{DocId, Scope};
+
+use crate::{Caller, DuplicatePolicy, Ingested, KbError, KnowledgeBase, NewDocument};
+
+/// One write-back.
+#[derive(Debug, Clone, Default)]
+pub struct KnowledgeWrite {
+    /// Its ID (default: `kb-` and 16 hex digits of its content hash).
+    pub id: Option<String>,
+    /// Title (default: the first heading).
+    pub title: Option<String>,
+    /// The Markdown body.
+    pub text: String,
+    /// Scope (default: the caller's first).
+    pub scope: Option<String>,
+    /// The question the text answers, when it answers one (the gate refuses an echo of it).
+    pub question: Option<String>,
+    /// Attributes, as for `put_document` (`ttl`, `expires_at` included).
+    pub metadata: BTreeMap<String, Value>,
+}
+
+/// What became of a write-back.
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteBackOutcome {
+    /// `accepted`, `merged`, `skipped` or `refused`.
+    pub decision: String,
+    /// The reason's code.
+    pub reason: String,
+    /// The reason in words.
+    pub detail: String,
+    /// The document written (or that would have been).
+    pub doc_id: String,
+    /// The document it duplicates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+    /// What the write did, when something was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingested: Option<Ingested>,
+}
+
+impl KnowledgeBase {
+    /// Judges and, when it passes, writes `w` into the caller's scope (see the module docs);
+    /// every outcome, accepted or refused, is appended to the audit log first.
+    pub fn add_knowledge(
+        &self,
+        caller: &Caller,
+        w: KnowledgeWrite,
+    ) -> Result<WriteBackOutcome, KbError> {
+        if !caller.write {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write documents",
+                caller.name
+            )));
+        }
+        let scope = match &w.scope {
+            Some(s) => Scope::new(s).map_err(|e| KbError::Invalid(e.to_string()))?,
+            None => caller
+                .scopes
+                .first()
+                .cloned()
+                .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
+        };
+        if !caller.sees(&scope) {
+            return Err(KbError::Forbidden(format!(
+                "{} may not write to scope {scope}",
+                caller.name
+            )));
+        }
+        let (policy, now) = {
+            let inner = self.read();
+            (inner.store.settings.write_back, inner.store.now_utc())
+        };
+        let hash = content_hash(&w.text);
+        let id =
+            w.id.clone()
+                .unwrap_or_else(|| format!("kb-{}", &hash[..16]));
+        let record = |decision: &str,
+                      reason: &str,
+                      detail: String,
+                      doc_id: &str,
+                      duplicate_of: Option<String>,
+                      ingested: Option<Ingested>|
+         -> Result<WriteBackOutcome, KbError> {
+            self.audit
+                .append(&AuditEntry {
+                    at: now,
+                    who: caller.name.clone(),
+                    doc_id: doc_id.to_string(),
+                    scope: scope.to_string(),
+                    decision: decision.into(),
+                    reason: reason.into(),
+                    detail: detail.clone(),
+                    duplicate_of: duplicate_of.clone(),
+                    content_hash: hash.clone(),
+                })
+                .map_err(|e| KbError::Unavailable(e.to_string()))?;
+            Ok(WriteBackOutcome {
+                decision: decision.into(),
+                reason: reason.into(),
+                detail,
+                doc_id: doc_id.to_string(),
+                duplicate_of,
+                ingested,
+            })
+        };
+
+        if let Err((refusal, detail)) = gate(&w.text, w.question.as_deref(), policy.min_chars) {
+            return record("refused", refusal.code(), detail, &id, None, None);
+        }
+
+        // The closest document of the scope, and whether it is the same text. An ID the caller
+        // gives names the document it updates, which is no duplicate of itself; a derived ID
+        // is the content's, so a document holding it is the same text.
+        let updates = w.id.as_deref();
+        let own = shingles(&normalise(&w.text));
+        let mut closest: Option<(bool, f64, DocId, String)> = None;
+        {
+            let inner = self.read();
+            let candidates: Vec<DocId> = inner
+                .docs
+                .values()
+                .filter(|d| d.scope == scope && Some(d.id.as_str()) != updates)
+                .map(|d| d.id.clone())
+                .collect();
+            for other in candidates {
+                let Ok((doc, path)) = self.visible_document(&inner, caller, other.as_str()) else {
+                    continue;
+                };
+                let exact = content_hash(doc.content()) == hash;
+                let sim = if exact {
+                    1.0
+                } else {
+                    jaccard(&own, &shingles(&normalise(doc.content())))
+                };
+                let better = closest
+                    .as_ref()
+                    .is_none_or(|(e, s, _, _)| (exact, sim) > (*e, *s));
+                if better {
+                    closest = Some((exact, sim, other, path));
+                }
+            }
+        }
+        let mut target = (id.clone(), None, "new");
+        if let Some((exact, sim, other, path)) = closest
+            && (exact || sim >= policy.near_duplicate)
+        {
+            let (reason, detail) = if exact {
+                ("duplicate", format!("the same text as {other}"))
+            } else {
+                (
+                    "near_duplicate",
+                    format!(
+                        "{:.2} similar to {other} (threshold {:.2})",
+                        sim, policy.near_duplicate
+                    ),
+                )
+            };
+            let dup = Some(other.to_string());
+            match (policy.duplicates, exact) {
+                (DuplicatePolicy::Refuse, _) => {
+                    return record("refused", reason, detail, &id, dup, None);
+                }
+                (DuplicatePolicy::Merge, true) => {
+                    return record("skipped", reason, detail, other.as_str(), dup, None);
+                }
+                (DuplicatePolicy::Merge, false) => {
+                    target = (other.to_string(), Some(path), "near_duplicate");
+                }
+            }
+        }
+        let (doc_id, path, reason) = target;
+        let updating = self.read().docs.keys().any(|d| d.as_str() == doc_id);
+        let written = self.put_document(
+            caller,
+            NewDocument {
+                id: doc_id.clone(),
+                path,
+                title: w.title.clone(),
+                text: w.text.clone(),
+                scope: Some(scope.to_string()),
+                locale: None,
+                metadata: w.metadata.clone(),
+            },
+        );
+        match written {
+            Ok(ingested) => {
+                let (decision, reason) = match reason {
+                    "near_duplicate" => ("merged", "near_duplicate"),
+                    _ if updating => ("accepted", "update"),
+                    _ => ("accepted", "new"),
+                };
+                let detail = match decision {
+                    "merged" => format!("replaced the text of {doc_id}"),
+                    _ => format!("written as {}", ingested.path),
+                };
+                let dup = (decision == "merged").then(|| doc_id.clone());
+                record(decision, reason, detail, &doc_id, dup, Some(ingested))
+            }
+            Err(e) => {
+                record("refused", "invalid", e.to_string(), &doc_id, None, None)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The audit entries of the caller's scopes, oldest first.
+    pub fn audit_entries(&self, caller: &Caller) -> Result<Vec<AuditEntry>, KbError> {
+        let entries = self
+            .audit
+            .entries()
+            .map_err(|e| KbError::Unavailable(e.to_string()))?;
+        Ok(entries
+            .into_iter()
+            .filter(|e| Scope::new(&e.scope).is_ok_and(|s| caller.sees(&s)))
+            .collect())
+    }
+
+    /// The same knowledge base, recording write-back decisions in `audit`.
+    pub fn with_audit(mut self, audit: std::sync::Arc<dyn zhiku_domain::ports::AuditLog>) -> Self {
+        self.audit = audit;
+        self
+    }
+}
