@@ -318,3 +318,62 @@ fn the_python_client_writes_back_through_add_knowledge_and_reads_it_again() {
         ]
     );
 }
+
+#[test]
+fn post_knowledge_writes_back_over_http_through_the_same_gate_and_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let post = |token: &str, body: Value| {
+        support::call("POST", &s.url("/v1/knowledge"), Some(token), Some(&body))
+    };
+    let finding = "alpha 仓库的周末发货截止时间是周五下午四点，之后的订单在下周一发出。";
+    let first = post(
+        "tok-a",
+        json!({"text": finding, "question": "alpha 周末发货吗？", "metadata": {"ttl": "7d"}}),
+    );
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(
+        decision(&first.body),
+        pair("accepted", "new"),
+        "{}",
+        first.text
+    );
+    let again = post("tok-a", json!({"text": finding}));
+    assert_eq!(
+        decision(&again.body),
+        pair("refused", "duplicate"),
+        "{}",
+        again.text
+    );
+    let refusal = post("tok-a", json!({"text": "抱歉，我无法回答这个问题。"}));
+    assert_eq!(
+        decision(&refusal.body),
+        pair("refused", "refusal"),
+        "{}",
+        refusal.text
+    );
+    // A reader cannot write back; a request outside the schema is refused before any judging.
+    assert_eq!(post("tok-a-read", json!({"text": finding})).status, 403);
+    assert_eq!(
+        post("tok-a", json!({"text": finding, "extra": 1})).status,
+        400
+    );
+    // The accepted write is searchable at once, and each decision is audited.
+    let hits = support::call(
+        "POST",
+        &s.url("/v1/search"),
+        Some("tok-a"),
+        Some(&json!({"query": "周末发货截止时间", "mode": "lexical"})),
+    );
+    assert_eq!(
+        hits.body["hits"][0]["doc_id"], first.body["doc_id"],
+        "{}",
+        hits.text
+    );
+    drop(s);
+    let audit = JsonlAuditLog::in_store(&kb.canonicalize().unwrap().join(".zhiku"))
+        .entries()
+        .unwrap();
+    assert_eq!(audit.len(), 3, "{audit:?}");
+}

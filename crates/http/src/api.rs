@@ -9,7 +9,9 @@ use serde_json::Value;
 use zhiku_domain::ports::Turn;
 use zhiku_domain::usecases::RetrievalMode;
 
-use zhiku_service::{KbError, MAX_HISTORY_TURNS, MAX_TURN_CHARS, NewDocument, SearchQuery};
+use zhiku_service::{
+    KbError, KnowledgeWrite, MAX_HISTORY_TURNS, MAX_TURN_CHARS, NewDocument, SearchQuery,
+};
 
 use crate::settings::ServeSettings;
 
@@ -148,6 +150,42 @@ pub fn history(r: &AskRequest) -> Result<Vec<Turn>, KbError> {
         }
     }
     Ok(turns)
+}
+
+/// `POST /v1/knowledge`: knowledge an agent writes back.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeRequest {
+    /// The Markdown body: a finding, not a question or a refusal.
+    pub text: String,
+    /// The question it answers (a text that only repeats it is refused).
+    #[serde(default)]
+    pub question: Option<String>,
+    /// A stable ID, to update an earlier write (default: derived from the content).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Title (default: the first heading).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// One of the token's scopes (default: its first).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Attributes (`ttl`, `expires_at` included).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, Value>,
+}
+
+impl From<KnowledgeRequest> for KnowledgeWrite {
+    fn from(r: KnowledgeRequest) -> Self {
+        KnowledgeWrite {
+            id: r.id,
+            title: r.title,
+            text: r.text,
+            scope: r.scope,
+            question: r.question,
+            metadata: r.metadata,
+        }
+    }
 }
 
 /// `POST /v1/documents`.

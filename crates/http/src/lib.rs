@@ -295,6 +295,7 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .route("/v1/search", post(search))
         .route("/v1/ask", post(ask))
         .route("/v1/documents", post(put_document).get(list_documents))
+        .route("/v1/knowledge", post(add_knowledge))
         .route("/v1/documents:batch", post(put_documents))
         .route(
             "/v1/documents/{*id}",
@@ -461,6 +462,17 @@ async fn put_document(
         StatusCode::OK
     };
     Ok((status, Json(done)).into_response())
+}
+
+async fn add_knowledge(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Json<api::KnowledgeRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(r) = body?;
+    let kb = state.kb.clone();
+    let outcome = run(&state, move || kb.add_knowledge(&caller, r.into())).await?;
+    Ok(Json(outcome).into_response())
 }
 
 async fn put_documents(
