@@ -496,6 +496,50 @@ fn no_extractive_answer_over_the_golden_set_carries_artefacts() {
     assert!(n >= 29, "only {n} answers");
 }
 
+/// An unreachable chat server (a closed local port) is a degraded answer, not an error: the
+/// default chain ends with the extractive generator, the frame names it and says why.
+#[test]
+fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
+    let store = tempfile::tempdir().unwrap();
+    let port = zhiku_tests::local::unused_local_port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = on_sample_kb(store.path())
+        .env("ZHIKU_GENERATOR", "openai")
+        .env("ZHIKU_LLM_URL", &url)
+        .args(["ask", "默认 max_chars 为什么是 480？", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(frame["status"], "answered", "{frame}");
+    assert!(
+        frame["generator"]
+            .as_str()
+            .unwrap()
+            .starts_with("extractive"),
+        "{frame}"
+    );
+    let notices = frame["notices"].as_array().unwrap();
+    assert_eq!(notices.len(), 1, "{frame}");
+    assert!(notices[0].as_str().unwrap().contains(&url), "{frame}");
+    // Without a fallback the error is the run's, printed once.
+    let out = on_sample_kb(store.path())
+        .env("ZHIKU_GENERATOR", "openai")
+        .env("ZHIKU_LLM_URL", &url)
+        .env("ZHIKU_GENERATOR_FALLBACK", "none")
+        .args(["ask", "默认 max_chars 为什么是 480？"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("Connection refused").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches(&url).count(), 1, "{stderr}");
+}
+
 /// The README's first command, exactly as written there, on the embedded default without a
 /// model (lexical route only): it must print a cited answer, not the no-material sentence.
 #[test]

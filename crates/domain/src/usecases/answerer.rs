@@ -161,8 +161,11 @@ pub struct AnswerFrame {
     pub retrieval_truncated: bool,
     /// Generation attempts made.
     pub attempts: u32,
-    /// The generator's identity (empty when generation did not run).
+    /// The identity of the generator that answered (empty when generation did not run).
     pub generator: String,
+    /// How the answer came about, when it is worth saying (a generator fell back to another).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// Total run time in milliseconds.
     pub latency_ms: f64,
 }
@@ -177,7 +180,7 @@ pub enum AskError {
     #[error("cannot check retrieved evidence against the source: {0}")]
     Source(#[from] SourceError),
     /// The generator failed (it is unreachable, timed out or refused the request).
-    #[error("{0}")]
+    #[error(transparent)]
     Generate(#[from] GenerateError),
 }
 
@@ -207,6 +210,7 @@ struct Run<'r> {
     started: std::time::Duration,
     lap: std::time::Duration,
     stages: Vec<PhaseTime>,
+    notices: Vec<String>,
 }
 
 impl Run<'_> {
@@ -340,6 +344,7 @@ impl<'a> Answerer<'a> {
             started: now,
             lap: now,
             stages: Vec::new(),
+            notices: Vec::new(),
         };
         if self.policy.max_attempts == 0 {
             return Err(AskError::InvalidInput(
@@ -444,7 +449,7 @@ impl<'a> Answerer<'a> {
 
         let round: Vec<ChunkId> = sources.iter().map(|s| s.chunk_id.clone()).collect();
         let round_set: BTreeSet<ChunkId> = round.iter().cloned().collect();
-        let generator = self.generator.identity();
+        let mut generator = self.generator.identity();
         let mut feedback = None;
         for attempt in 1..=self.policy.max_attempts {
             let gen_request = build_request(question, sources.clone(), feedback.take(), attempt);
@@ -456,10 +461,13 @@ impl<'a> Answerer<'a> {
                 sources: sources.len(),
                 system_chars: gen_request.system.chars().count(),
             }));
-            let output = self.generator.generate(&gen_request);
+            let output = self.generator.generate_attributed(&gen_request);
             let ms = run.lap(&format!("generation.{attempt}"));
-            let text = match output {
-                Ok(text) => text,
+            let (text, notices) = match output {
+                Ok(g) => {
+                    generator = g.generator;
+                    (g.text, g.notices)
+                }
                 Err(e) => {
                     run.emit(Stage::Generation(GenerationStep::Failed {
                         attempt,
@@ -481,7 +489,9 @@ impl<'a> Answerer<'a> {
                 attempt,
                 generator: generator.clone(),
                 ms,
+                notices: notices.clone(),
             }));
+            run.notices.extend(notices);
             let text = text.trim().to_string();
             let resolved = citation::resolve(&text, &round);
             if resolved.written == 0 && context::is_no_material(&text) {
@@ -712,6 +722,7 @@ impl<'a> Answerer<'a> {
             retrieval_truncated: truncated,
             attempts: frame.attempts,
             generator: frame.generator,
+            notices: std::mem::take(&mut run.notices),
             latency_ms,
         };
         let routes_ran: Vec<Route> = out
