@@ -133,7 +133,8 @@ impl ChatClient {
                     message: format!("{} answered HTTP {code}: {detail}", self.endpoint),
                 }
             }
-            ureq::Error::Transport(t) => ChatError::Unavailable(format!("{}: {t}", self.endpoint)),
+            // ureq's message names the URL already.
+            ureq::Error::Transport(t) => ChatError::Unavailable(t.to_string()),
         }
     }
 }

@@ -1,23 +1,46 @@
 //! The extractive generator: answers with the evidence's own sentences.
+//!
+//! Each source block is read as Markdown-ish structure before anything is scored: headings,
+//! bold lead-in labels ("**Term.** definition"), questions (an FAQ's "问：…？"), sentences that
+//! introduce a list ("…依次经过这些环节："), list items, tables and code. Only sentences that
+//! read as an answer are quoted — prose and list items, or an introducing sentence together
+//! with its items — while headings, labels and questions lend their terms to the sentences
+//! under them as context. A quoted sentence keeps its words verbatim; only inline Markdown
+//! markup (`**`, backticks, link syntax) and list or FAQ labels are taken off.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
-use zhiku_domain::contracts::Locale;
-use zhiku_domain::ports::{GenerateError, GenerationRequest, Generator};
+use ferrous_opencc::OpenCC;
+use ferrous_opencc::config::BuiltinConfig;
+use zhiku_domain::contracts::is_cjk;
+use zhiku_domain::ports::{Embedder, GenerateError, GenerationRequest, Generator, SourceBlock};
 use zhiku_domain::rules::text::{sentences, terms};
 
 /// Tuning of the extractive strategy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ExtractiveConfig {
-    /// Share of the question's term weight the best sentence must cover; below it the answer
-    /// is the no-material sentence.
+    /// Share of the question's term weight the best sentence must cover (its own terms fully,
+    /// its headings' and labels' at [`context_weight`](Self::context_weight)); below it the
+    /// answer is the no-material sentence.
     pub min_coverage: f64,
-    /// Most sentences in an answer.
+    /// Most sentences in an answer (a list introduced by a sentence counts as one).
     pub max_sentences: usize,
     /// Most characters in an answer, markers excluded (the best sentence is always kept).
     pub max_chars: usize,
     /// A further sentence is kept only when it covers at least this share of the best one.
     pub keep_ratio: f64,
+    /// What a question term found only in a sentence's context (title, headings, label, the
+    /// FAQ question it answers, the sentence introducing its list) counts for.
+    pub context_weight: f64,
+    /// With an embedder: the cosine similarity between question and sentence that counts as
+    /// no coverage at all; from it up to 1 the similarity maps linearly onto coverage 0 to 1,
+    /// and a sentence's coverage is the higher of its lexical and its semantic one.
+    pub semantic_floor: f64,
+    /// How much a sentence's score falls with its source's rank: divided by
+    /// `1 + rank_decay × (rank − 1)`. The retrieval's order (fusion, title weight, reranker)
+    /// judges a whole chunk better than sentence overlap does.
+    pub rank_decay: f64,
 }
 
 impl Default for ExtractiveConfig {
@@ -27,144 +50,415 @@ impl Default for ExtractiveConfig {
             max_sentences: 3,
             max_chars: 360,
             keep_ratio: 0.6,
+            context_weight: 0.5,
+            semantic_floor: 0.5,
+            rank_decay: 0.25,
         }
     }
 }
 
 /// Answers with the sentences of the evidence that cover the question best, each cited with its
-/// source's marker. Deterministic: the same request always gives the same answer.
+/// source's marker. Deterministic: the same request (and embedder) always gives the same answer.
 ///
-/// Scoring: the question's terms (CJK bigrams, Latin words, question words removed) are
-/// weighted by how rare they are among the candidate sentences; a sentence's coverage is the
-/// weight of the question terms it contains over the weight of all question terms, nudged by
-/// the source's rank. Sentences are picked greedily by the weight of question terms they add,
-/// then put back in source order.
-#[derive(Debug, Clone, Default)]
+/// Scoring: the question's terms (CJK bigrams, Latin words lightly stemmed, question words
+/// removed; Traditional characters folded to Simplified for matching only) are weighted by how
+/// rare they are among the evidence's sentences; a sentence's coverage is the weight of the
+/// question terms it contains — and, at [`ExtractiveConfig::context_weight`], of those its
+/// headings and labels contain — over the weight of all question terms, nudged by the source's
+/// rank. A CJK bigram found nowhere whose characters the question's other, found, bigrams hold
+/// spans a word boundary ("时文" in "…时文档…") and weighs nothing. With an embedder (the dense
+/// route's), a sentence's coverage is at least its semantic similarity to the question, so a
+/// paraphrase that shares no word can still be answered. Sentences are picked greedily by the
+/// weight of question terms they add, then put back in the evidence's order.
+#[derive(Clone, Default)]
 pub struct ExtractiveGenerator {
     config: ExtractiveConfig,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
+impl std::fmt::Debug for ExtractiveGenerator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtractiveGenerator")
+            .field("config", &self.config)
+            .field(
+                "embedder",
+                &self
+                    .embedder
+                    .as_ref()
+                    .map(|e| e.space().identity().to_string()),
+            )
+            .finish()
+    }
+}
+
+/// What a unit of a source block is, which decides whether it can be quoted as an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A sentence of a paragraph.
+    Prose,
+    /// (A sentence of) a list item.
+    Item,
+    /// A heading line, or a line that is bold and nothing else.
+    Heading,
+    /// A bold lead-in label ("**Golden set.**").
+    Label,
+    /// A sentence ending in a question mark.
+    Question,
+    /// A sentence ending in a colon: quoted only with the list items it introduces.
+    Intro,
+    /// A list right under a heading, quoted whole; the heading names what it lists.
+    List,
+    /// The cut-off start or end of a sentence at a chunk boundary.
+    Fragment,
+}
+
+impl Kind {
+    fn answers(self) -> bool {
+        matches!(self, Kind::Prose | Kind::Item | Kind::Intro | Kind::List)
+    }
+}
+
+/// One unit of a source block, in block order.
+#[derive(Debug, Clone)]
+struct Unit {
+    kind: Kind,
+    /// The text as quoted: inline markup and labels taken off, otherwise verbatim.
+    text: String,
+    /// The line of the block it comes from.
+    line: usize,
+    /// The paragraph (blank lines, headings, tables and fences separate paragraphs).
+    para: usize,
+    /// Terms that describe the unit without being in it.
+    context: String,
+    /// True for a sentence of the paragraph that a question (an FAQ's) opens.
+    answers_question: bool,
+    /// The bold lead-in label of its line: the term a definition defines counts as its own.
+    label: String,
+    /// For an introducing sentence: the list items it introduces (unit indexes in the block).
+    items: Vec<usize>,
+}
+
+/// A unit of some block, scored.
 struct Candidate {
     marker: u32,
-    position: usize,
+    block: usize,
+    index: usize,
+    kind: Kind,
     text: String,
+    line: usize,
     terms: BTreeSet<String>,
+    context: BTreeSet<String>,
+    /// The semantic coverage from the embedder, if any.
+    semantic: f64,
+    /// Whether it answers a question of the evidence (an FAQ's).
+    answers_question: bool,
 }
 
 impl ExtractiveGenerator {
-    /// A generator with `config`.
+    /// A generator with `config`, purely lexical.
     pub fn new(config: ExtractiveConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            embedder: None,
+        }
+    }
+
+    /// The same generator, also scoring sentences by their similarity to the question under
+    /// `embedder` (the dense route's), so that paraphrases match. Should the embedder fail,
+    /// the answer is the lexical one.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
     }
 
     /// The answer for `request` (the no-material sentence when nothing covers the question).
     pub fn compose(&self, request: &GenerationRequest) -> String {
-        let question = terms(&request.question);
+        let question = match_terms(&request.question);
         if question.is_empty() {
             return request.no_material.clone();
         }
+        let mut blocks: Vec<Vec<Unit>> = Vec::new();
         let mut candidates = Vec::new();
-        for block in &request.sources {
-            for (position, text) in sentences(&block.text).into_iter().enumerate() {
-                let sentence_terms: BTreeSet<String> = terms(&text);
-                if text.chars().count() < 4 || sentence_terms.is_disjoint(&question) {
-                    continue;
+        for (b, block) in request.sources.iter().enumerate() {
+            let units = parse_block(block);
+            for (index, u) in units.iter().enumerate() {
+                let mut context = match_terms(&u.context);
+                // A sentence is read in its paragraph: the one before it may name its subject.
+                if let Some(prev) = index.checked_sub(1).map(|p| &units[p])
+                    && prev.para == u.para
+                    && matches!(prev.kind, Kind::Prose | Kind::Intro)
+                {
+                    context.extend(match_terms(&prev.text));
                 }
+                let mut terms = match_terms(&u.text);
+                terms.extend(match_terms(&u.label));
+                context.retain(|t| !terms.contains(t));
                 candidates.push(Candidate {
                     marker: block.marker,
-                    position,
-                    text,
-                    terms: sentence_terms,
+                    block: b,
+                    index,
+                    kind: u.kind,
+                    text: u.text.clone(),
+                    line: u.line,
+                    terms,
+                    context,
+                    semantic: 0.0,
+                    answers_question: u.answers_question,
                 });
             }
+            blocks.push(units);
         }
-        if candidates.is_empty() {
+        self.add_semantic(&request.question, &blocks, &mut candidates);
+        let weight = term_weights(&question, &candidates);
+        let total: f64 = weight.values().sum();
+        if total <= 0.0 {
             return request.no_material.clone();
         }
-        // Rarer question terms weigh more (smoothed inverse sentence frequency).
-        let n = candidates.len() as f64;
-        let weight: BTreeMap<&str, f64> = question
-            .iter()
-            .map(|t| {
-                let df = candidates.iter().filter(|c| c.terms.contains(t)).count() as f64;
-                (t.as_str(), (1.0 + (n + 1.0) / (df + 1.0)).ln())
-            })
-            .collect();
-        let total: f64 = weight.values().sum();
+        let cw = self.config.context_weight;
         let covered = |c: &Candidate, done: &BTreeSet<&str>| -> f64 {
-            weight
+            let lexical = weight
                 .iter()
-                .filter(|(t, _)| c.terms.contains(**t) && !done.contains(**t))
-                .map(|(_, w)| w)
+                .filter(|(t, _)| !done.contains(**t))
+                .map(|(t, w)| {
+                    if c.terms.contains(*t) {
+                        *w
+                    } else if c.context.contains(*t) {
+                        cw * w
+                    } else {
+                        0.0
+                    }
+                })
                 .sum::<f64>()
-                / total
+                / total;
+            if done.is_empty() {
+                lexical.max(c.semantic)
+            } else {
+                lexical
+            }
         };
-        let prior = |c: &Candidate| 1.0 - 0.03 * f64::from(c.marker.saturating_sub(1).min(10));
+        let direct = |c: &Candidate| c.terms.iter().any(|t| weight.get(t.as_str()) > Some(&0.0));
+        let prior = |c: &Candidate| {
+            1.0 / (1.0 + self.config.rank_decay * f64::from(c.marker.saturating_sub(1)))
+        };
         let none = BTreeSet::new();
-        let score = |c: &Candidate| covered(c, &none) * prior(c);
-        let best = candidates
+        let eligible: Vec<usize> = candidates
             .iter()
             .enumerate()
-            .max_by(|(ia, a), (ib, b)| score(a).total_cmp(&score(b)).then(ib.cmp(ia)))
+            .filter(|(_, c)| {
+                c.kind.answers()
+                    && (direct(c) || c.semantic > 0.0 || c.answers_question)
+                    && (!matches!(c.kind, Kind::Intro | Kind::List)
+                        || !blocks[c.block][c.index].items.is_empty())
+                    && !too_short(&self.quoted(&blocks, c))
+            })
             .map(|(i, _)| i)
-            .unwrap_or_default();
-        let best_coverage = covered(&candidates[best], &none);
+            .collect();
+        // Whether the evidence answers at all is judged by the best coverage; which sentences
+        // answer, among those close to it, also by their source's rank.
+        let best_coverage = eligible
+            .iter()
+            .map(|&i| covered(&candidates[i], &none))
+            .fold(0.0, f64::max);
         if best_coverage < self.config.min_coverage {
             return request.no_material.clone();
         }
-        let mut picked = vec![best];
-        let mut done: BTreeSet<&str> = weight
-            .keys()
+        let pool: Vec<usize> = eligible
+            .iter()
             .copied()
-            .filter(|t| candidates[best].terms.contains(*t))
+            .filter(|&i| covered(&candidates[i], &none) >= self.config.keep_ratio * best_coverage)
             .collect();
-        let mut chars = candidates[best].text.chars().count();
+        let score = |i: usize| covered(&candidates[i], &none) * prior(&candidates[i]);
+        let Some(best) = pool
+            .iter()
+            .copied()
+            .max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a)))
+        else {
+            return request.no_material.clone();
+        };
+        let quoted = |i: usize| self.quoted(&blocks, &candidates[i]);
+        let mut picked = vec![best];
+        let mut chars = quoted(best).chars().count();
+        let mut done: BTreeSet<&str> = BTreeSet::new();
+        mark_done(&mut done, &weight, &candidates[best]);
+        // Led by a lower-ranked source, the answer also quotes the best close sentence of a
+        // better-ranked one: the retrieval judged that chunk the more relevant.
+        let better = pool
+            .iter()
+            .copied()
+            .filter(|&i| {
+                candidates[i].marker < candidates[best].marker
+                    && !Self::inside(&blocks, &candidates, best, i)
+                    && chars + quoted(i).chars().count() <= self.config.max_chars
+            })
+            .max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a)));
+        if let Some(i) = better {
+            mark_done(&mut done, &weight, &candidates[i]);
+            chars += quoted(i).chars().count();
+            picked.push(i);
+        }
         while picked.len() < self.config.max_sentences {
-            let next = candidates
+            let next = pool
                 .iter()
-                .enumerate()
-                .filter(|(i, c)| {
-                    !picked.contains(i)
-                        && !picked.iter().any(|p| candidates[*p].text == c.text)
-                        && covered(c, &none) >= self.config.keep_ratio * best_coverage
-                        && chars + c.text.chars().count() <= self.config.max_chars
+                .copied()
+                .filter(|&i| {
+                    let c = &candidates[i];
+                    !picked.contains(&i)
+                        && !picked.iter().any(|&p| {
+                            candidates[p].text == c.text || Self::inside(&blocks, &candidates, p, i)
+                        })
+                        && chars + quoted(i).chars().count() <= self.config.max_chars
                 })
-                .map(|(i, c)| (i, covered(c, &done) * prior(c)))
+                .map(|i| (i, covered(&candidates[i], &done) * prior(&candidates[i])))
                 .filter(|(_, gain)| *gain > 0.0)
                 .max_by(|(ia, a), (ib, b)| a.total_cmp(b).then(ib.cmp(ia)));
             let Some((i, _)) = next else { break };
-            done.extend(
-                weight
-                    .keys()
-                    .copied()
-                    .filter(|t| candidates[i].terms.contains(*t)),
-            );
-            chars += candidates[i].text.chars().count();
+            mark_done(&mut done, &weight, &candidates[i]);
+            chars += quoted(i).chars().count();
             picked.push(i);
         }
-        picked.sort_by_key(|&i| (candidates[i].marker, candidates[i].position));
-        let chinese = Locale::detect(&request.question).language() == "zh";
+        picked.sort_by_key(|&i| (candidates[i].block, candidates[i].index));
+        picked.dedup();
+        self.render(&blocks, &candidates, &picked)
+    }
+
+    /// Whether one of candidates `p` and `i` is a list item the other (an introducing
+    /// sentence) quotes.
+    fn inside(blocks: &[Vec<Unit>], candidates: &[Candidate], p: usize, i: usize) -> bool {
+        let holds = |a: &Candidate, b: &Candidate| {
+            a.block == b.block && blocks[a.block][a.index].items.contains(&b.index)
+        };
+        holds(&candidates[p], &candidates[i]) || holds(&candidates[i], &candidates[p])
+    }
+
+    /// The text a candidate is quoted with: an introducing sentence with its items.
+    fn quoted(&self, blocks: &[Vec<Unit>], c: &Candidate) -> String {
+        let unit = &blocks[c.block][c.index];
+        if !matches!(unit.kind, Kind::Intro | Kind::List) {
+            return unit.text.clone();
+        }
+        let mut text = unit.text.clone();
+        let chinese = has_cjk(&unit.text) || has_cjk(&unit.label);
+        let mut first = true;
+        for &item in &unit.items {
+            let t = blocks[c.block][item]
+                .text
+                .trim_end_matches(['。', '.', '；', ';', '，', ',']);
+            let sep = if first {
+                if chinese || text.is_empty() { "" } else { " " }
+            } else if chinese {
+                "；"
+            } else {
+                "; "
+            };
+            if text.chars().count() + sep.chars().count() + t.chars().count()
+                > self.config.max_chars
+            {
+                break;
+            }
+            text.push_str(sep);
+            text.push_str(t);
+            first = false;
+        }
+        text
+    }
+
+    fn render(&self, blocks: &[Vec<Unit>], candidates: &[Candidate], picked: &[usize]) -> String {
+        // Items quoted with their introducing sentence are not quoted again.
+        let mut skip: BTreeSet<(usize, usize)> = BTreeSet::new();
+        for &p in picked {
+            let c = &candidates[p];
+            let unit = &blocks[c.block][c.index];
+            if matches!(unit.kind, Kind::Intro | Kind::List) {
+                skip.extend(unit.items.iter().map(|&i| (c.block, i)));
+            }
+        }
         let mut answer = String::new();
-        for i in picked {
-            let c = &candidates[i];
-            if !answer.is_empty() && !chinese {
+        let mut k = 0;
+        while k < picked.len() {
+            let c = &candidates[picked[k]];
+            if skip.contains(&(c.block, c.index)) {
+                k += 1;
+                continue;
+            }
+            // Consecutive sentences of one line are one quotation with one marker.
+            let mut text = self.quoted(blocks, c);
+            let mut last = c;
+            while k + 1 < picked.len() {
+                let n = &candidates[picked[k + 1]];
+                if n.block == last.block
+                    && n.index == last.index + 1
+                    && n.line == last.line
+                    && !matches!(n.kind, Kind::Intro | Kind::List)
+                {
+                    if !has_cjk(&text) {
+                        text.push(' ');
+                    }
+                    text.push_str(&n.text);
+                    last = n;
+                    k += 1;
+                } else {
+                    break;
+                }
+            }
+            if !answer.is_empty() && !ends_cjk(&answer) {
                 answer.push(' ');
             }
-            let text = c.text.trim_end_matches(['。', '.', '；', ';']);
-            answer.push_str(text);
-            answer.push_str(&format!("[{}]", c.marker));
-            answer.push(if chinese { '。' } else { '.' });
+            answer.push_str(&cite(&text, c.marker));
+            k += 1;
         }
         answer
+    }
+
+    /// Semantic coverage of every quotable candidate, when an embedder is present and works.
+    fn add_semantic(&self, question: &str, blocks: &[Vec<Unit>], candidates: &mut [Candidate]) {
+        let Some(embedder) = &self.embedder else {
+            return;
+        };
+        let wanted: Vec<usize> = candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.kind.answers() && !too_short(&c.text))
+            .map(|(i, _)| i)
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let texts: Vec<String> = wanted
+            .iter()
+            .map(|&i| self.quoted(blocks, &candidates[i]))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (Ok(q), Ok(vectors)) = (
+            embedder.embed_query(question),
+            embedder.embed_documents(&refs),
+        ) else {
+            return;
+        };
+        if vectors.len() != wanted.len() {
+            return;
+        }
+        let floor = self.config.semantic_floor.clamp(0.0, 0.99);
+        for (&i, v) in wanted.iter().zip(&vectors) {
+            let sim = cosine(q.values(), v.values());
+            candidates[i].semantic = ((sim - floor) / (1.0 - floor)).clamp(0.0, 1.0);
+        }
     }
 }
 
 impl Generator for ExtractiveGenerator {
     fn identity(&self) -> String {
-        format!(
-            "extractive-v1(min_coverage={},max_sentences={})",
-            self.config.min_coverage, self.config.max_sentences
-        )
+        match &self.embedder {
+            None => format!(
+                "extractive-v2(min_coverage={},max_sentences={})",
+                self.config.min_coverage, self.config.max_sentences
+            ),
+            Some(e) => format!(
+                "extractive-v2(min_coverage={},max_sentences={},semantic={})",
+                self.config.min_coverage,
+                self.config.max_sentences,
+                e.space().identity()
+            ),
+        }
     }
 
     fn generate(&self, request: &GenerationRequest) -> Result<String, GenerateError> {
@@ -172,9 +466,634 @@ impl Generator for ExtractiveGenerator {
     }
 }
 
+/// Counts the question terms `c` holds (itself or in its context) as covered.
+fn mark_done<'w>(done: &mut BTreeSet<&'w str>, weight: &BTreeMap<&'w str, f64>, c: &Candidate) {
+    done.extend(
+        weight
+            .keys()
+            .copied()
+            .filter(|t| c.terms.contains(*t) || c.context.contains(*t)),
+    );
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() || a.is_empty() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na <= 0.0 || nb <= 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Smoothed inverse frequency of each question term among the units; a term found in no unit
+/// weighs as much as the rarest, unless it is a CJK bigram across a word boundary (its
+/// characters are in found bigrams of the question), which weighs nothing.
+fn term_weights<'q>(
+    question: &'q BTreeSet<String>,
+    candidates: &[Candidate],
+) -> BTreeMap<&'q str, f64> {
+    let n = candidates.len() as f64;
+    let df = |t: &str| {
+        candidates
+            .iter()
+            .filter(|c| c.terms.contains(t) || c.context.contains(t))
+            .count()
+    };
+    let found: Vec<&str> = question
+        .iter()
+        .map(String::as_str)
+        .filter(|t| df(t) > 0)
+        .collect();
+    question
+        .iter()
+        .map(|t| {
+            let d = df(t);
+            let mut w = (1.0 + (n + 1.0) / (d as f64 + 1.0)).ln();
+            if d == 0 {
+                // A bigram across the boundary of a found word: nothing when the found terms
+                // hold both its characters, half when they hold one.
+                w *= 1.0 - 0.5 * boundary_chars(t, &found) as f64;
+            }
+            if t.chars().count() == 1 && t.chars().all(is_cjk) {
+                // A lone character left between function characters says little.
+                w *= 0.5;
+            }
+            (t.as_str(), w)
+        })
+        .collect()
+}
+
+/// How many characters of the CJK bigram `t` the found CJK terms of the question hold (0 for
+/// anything else). A bigram found nowhere whose characters are in found terms spans the
+/// boundary of a found word ("分公" in "得分公式" beside "得分", "时文" in "…时文档" beside
+/// "文档"), not a word of its own.
+fn boundary_chars(t: &str, found: &[&str]) -> usize {
+    let chars: Vec<char> = t.chars().collect();
+    if chars.len() != 2 || !chars.iter().all(|&c| is_cjk(c)) {
+        return 0;
+    }
+    chars
+        .iter()
+        .filter(|&&c| found.iter().any(|f| f.chars().all(is_cjk) && f.contains(c)))
+        .count()
+}
+
+/// The terms of `text` for matching: the domain's terms of its Simplified form, Latin words
+/// lightly stemmed, minus a few words that carry nothing in a question.
+fn match_terms(text: &str) -> BTreeSet<String> {
+    terms(&to_simplified(text))
+        .into_iter()
+        .filter(|t| !EXTRA_STOP.contains(&t.as_str()))
+        .map(|t| stem(&t))
+        .collect()
+}
+
+/// English words the domain's list keeps that say nothing about what a question asks.
+const EXTRA_STOP: &[&str] = &[
+    "多少", "几种", "几个", "多久", "多长", "多大", "哪里", "哪儿", "没", "么办", "about", "also",
+    "been", "being", "could", "get", "had", "has", "have", "into", "many", "much", "our", "should",
+    "so", "than", "their", "them", "then", "these", "they", "those", "up", "us", "we", "will",
+    "would",
+];
+
+/// A light English stemmer for matching only: plural and verb endings, a final e, a doubled
+/// final consonant ("crates" and "crate", "stored" and "store", "running" and "run").
+fn stem(word: &str) -> String {
+    if word.len() <= 3 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return word.to_string();
+    }
+    let mut w = word.to_string();
+    for (suffix, keep) in [
+        ("ies", 3),
+        ("sses", 4),
+        ("ing", 3),
+        ("ed", 3),
+        ("es", 3),
+        ("s", 3),
+    ] {
+        if w.len() >= suffix.len() + keep && w.ends_with(suffix) {
+            if suffix == "s" && (w.ends_with("ss") || w.ends_with("us") || w.ends_with("is")) {
+                break;
+            }
+            w.truncate(w.len() - suffix.len());
+            if suffix == "ies" {
+                w.push('y');
+            } else if suffix == "sses" {
+                w.push_str("ss");
+            }
+            break;
+        }
+    }
+    if w.len() > 3 && w.ends_with('e') {
+        w.pop();
+    }
+    let b = w.as_bytes();
+    if b.len() > 3 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiouls".contains(&b[b.len() - 1]) {
+        w.pop();
+    }
+    w
+}
+
+fn to_simplified(text: &str) -> std::borrow::Cow<'_, str> {
+    static T2S: OnceLock<Option<OpenCC>> = OnceLock::new();
+    if !text.chars().any(is_cjk) {
+        return text.into();
+    }
+    match T2S.get_or_init(|| OpenCC::from_config(BuiltinConfig::T2s).ok()) {
+        Some(t2s) => t2s.convert(text).into(),
+        None => text.into(),
+    }
+}
+
+fn has_cjk(text: &str) -> bool {
+    text.chars().any(is_cjk)
+}
+
+fn ends_cjk(text: &str) -> bool {
+    text.ends_with('。') || text.chars().last().is_some_and(is_cjk)
+}
+
+/// Too short to stand alone as an answer: under six characters of Chinese, or under three
+/// Latin words.
+fn too_short(text: &str) -> bool {
+    let core = text.trim_end_matches(|c: char| !c.is_alphanumeric());
+    if has_cjk(core) {
+        core.chars().filter(|c| c.is_alphanumeric()).count() < 6
+    } else {
+        core.split_whitespace().count() < 3
+    }
+}
+
+/// `text` with marker `n`, ending with one full stop after the marker.
+fn cite(text: &str, n: u32) -> String {
+    let text = text.trim();
+    let chinese = has_cjk(text);
+    let stop = if chinese { '。' } else { '.' };
+    let trimmed = text.trim_end_matches(['。', '.', '；', ';', '！', '!', '，', ',', '、']);
+    // A sentence ending in a closing quote or bracket after its stop keeps it: "…。”[1]".
+    if trimmed.len() == text.len()
+        && text.ends_with(['”', '」', '』', '"', '）', ')', '’'])
+        && text
+            .chars()
+            .rev()
+            .nth(1)
+            .is_some_and(|c| matches!(c, '。' | '.' | '！' | '!' | '？' | '?'))
+    {
+        return format!("{text}[{n}]");
+    }
+    format!("{trimmed}[{n}]{stop}")
+}
+
+/// A line's shape.
+enum Line<'a> {
+    Blank,
+    Fence,
+    Table,
+    Heading(&'a str),
+    Item(&'a str),
+    Text(&'a str),
+}
+
+fn classify(raw: &str) -> Line<'_> {
+    let indented = raw.starts_with([' ', '\t']);
+    let mut t = raw.trim();
+    if t.is_empty() {
+        return Line::Blank;
+    }
+    if t.starts_with("```") || t.starts_with("~~~") {
+        return Line::Fence;
+    }
+    while let Some(rest) = t.strip_prefix('>') {
+        t = rest.trim_start();
+    }
+    if t.starts_with('|') {
+        return Line::Table;
+    }
+    let hashes = t.chars().take_while(|&c| c == '#').count();
+    if (1..=6).contains(&hashes) && t[hashes..].chars().next().is_none_or(char::is_whitespace) {
+        return Line::Heading(t[hashes..].trim().trim_end_matches('#').trim());
+    }
+    for bullet in ["- ", "* ", "+ ", "• ", "· "] {
+        if let Some(rest) = t.strip_prefix(bullet) {
+            return Line::Item(rest.trim_start());
+        }
+    }
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    if (1..=3).contains(&digits)
+        && let Some(rest) = t[digits..]
+            .strip_prefix(". ")
+            .or_else(|| t[digits..].strip_prefix(") "))
+            .or_else(|| t[digits..].strip_prefix('、'))
+    {
+        return Line::Item(rest.trim_start());
+    }
+    if indented {
+        // An indented line goes on with the item above it (checked by the caller).
+        return Line::Item(t);
+    }
+    Line::Text(t)
+}
+
+/// FAQ speaker labels taken off a line's start.
+const FAQ_LABELS: &[&str] = &[
+    "问", "答", "問", "问题", "回答", "問題", "q", "a", "question", "answer",
+];
+
+fn strip_faq_label(t: &str) -> &str {
+    let Some((head, rest)) = t.split_once(['：', ':']) else {
+        return t;
+    };
+    if FAQ_LABELS.contains(&head.trim().to_lowercase().as_str()) && !rest.trim().is_empty() {
+        rest.trim_start()
+    } else {
+        t
+    }
+}
+
+/// A bold lead-in label ("**Golden set.** Evaluation questions …"): the label and the rest.
+fn split_label(t: &str) -> Option<(String, &str)> {
+    let inner = t.strip_prefix("**").or_else(|| t.strip_prefix("__"))?;
+    let close = inner.find("**").or_else(|| inner.find("__"))?;
+    let label = &inner[..close];
+    let rest = &inner[close + 2..];
+    let rest_trim = rest.trim_start();
+    let ends_label = label
+        .trim_end()
+        .ends_with(['.', '。', ':', '：', '!', '！', '?', '？']);
+    let colon_after = rest_trim.starts_with([':', '：']);
+    if !(ends_label || colon_after || rest_trim.is_empty()) {
+        return None;
+    }
+    let rest = rest_trim.trim_start_matches([':', '：']).trim_start();
+    Some((clean_inline(label.trim()), rest))
+}
+
+/// `text` without inline Markdown markup: emphasis markers, code backticks (the code is
+/// kept), link and image syntax (the text is kept), autolink brackets.
+fn clean_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '`' {
+            // A code span: the text up to the same run of backticks, kept as it is.
+            let run = chars[i..].iter().take_while(|&&x| x == '`').count();
+            let tick: String = "`".repeat(run);
+            let rest: String = chars[i + run..].iter().collect();
+            if let Some(end) = rest.find(&tick) {
+                out.push_str(rest[..end].trim());
+                i += run + rest[..end].chars().count() + run;
+                continue;
+            }
+            i += run;
+            continue;
+        }
+        if (c == '!' && chars.get(i + 1) == Some(&'[')) || c == '[' {
+            let open = if c == '!' { i + 1 } else { i };
+            if let Some((label, next)) = link_at(&chars, open) {
+                out.push_str(&clean_inline(&label));
+                i = next;
+                continue;
+            }
+        }
+        if c == '<'
+            && let Some(len) = chars[i + 1..].iter().position(|&x| x == '>')
+        {
+            let inner: String = chars[i + 1..i + 1 + len].iter().collect();
+            if inner.starts_with("http://")
+                || inner.starts_with("https://")
+                || inner.starts_with("mailto:")
+            {
+                out.push_str(&inner);
+                i += len + 2;
+                continue;
+            }
+        }
+        if (c == '*' || c == '~' || c == '_') && chars.get(i + 1) == Some(&c) {
+            // `**`, `~~`, `__` are markup wherever they stand.
+            i += 2;
+            continue;
+        }
+        if c == '*' && emphasis_pair(&chars, i) {
+            i += 1;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    // A stray single `*` left by an emphasis the cut split.
+    let out = out.trim();
+    out.trim_start_matches('*')
+        .trim_end_matches('*')
+        .trim()
+        .to_string()
+}
+
+/// A `[label](target)` or `[label][ref]` at `open`: the label and the index after it.
+fn link_at(chars: &[char], open: usize) -> Option<(String, usize)> {
+    let mut depth = 0;
+    let mut close = None;
+    for (k, &c) in chars.iter().enumerate().skip(open) {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(k);
+                    break;
+                }
+            }
+            '\n' => return None,
+            _ => {}
+        }
+    }
+    let close = close?;
+    let label: String = chars[open + 1..close].iter().collect();
+    let (opener, closer) = match chars.get(close + 1) {
+        Some('(') => ('(', ')'),
+        Some('[') => ('[', ']'),
+        _ => return None,
+    };
+    let _ = opener;
+    let end = chars[close + 2..].iter().position(|&c| c == closer)?;
+    Some((label, close + 2 + end + 1))
+}
+
+/// Whether the `*` at `i` opens or closes an emphasis: it hugs a word on one side and another
+/// such `*` pairs with it in the same text.
+fn emphasis_pair(chars: &[char], i: usize) -> bool {
+    let before = i.checked_sub(1).map(|k| chars[k]);
+    let after = chars.get(i + 1).copied();
+    let opens =
+        after.is_some_and(|a| !a.is_whitespace()) && before.is_none_or(|b| !b.is_alphanumeric());
+    let closes =
+        before.is_some_and(|b| !b.is_whitespace()) && after.is_none_or(|a| !a.is_alphanumeric());
+    if opens {
+        chars[i + 1..]
+            .iter()
+            .enumerate()
+            .any(|(k, &c)| c == '*' && !chars[i + k].is_whitespace())
+    } else if closes {
+        chars[..i]
+            .iter()
+            .enumerate()
+            .any(|(k, &c)| c == '*' && chars.get(k + 1).is_some_and(|n| !n.is_whitespace()))
+    } else {
+        false
+    }
+}
+
+fn ends_with_any(text: &str, set: &[char]) -> bool {
+    text.trim_end()
+        .chars()
+        .last()
+        .is_some_and(|c| set.contains(&c))
+}
+
+/// The block's units in order, each with the context (title, headings, label, question or
+/// introducing sentence) it is read under.
+fn parse_block(block: &SourceBlock) -> Vec<Unit> {
+    let base = format!("{} {}", block.title, block.heading_path.join(" "));
+    let mut units: Vec<Unit> = Vec::new();
+    let mut para = 0;
+    let mut in_fence = false;
+    let mut heading = String::new();
+    // The FAQ question a paragraph answers, and the sentence introducing the list under way.
+    let mut question = String::new();
+    let mut intro: Option<usize> = None;
+    let mut in_list = false;
+    // A chunk that does not start its document may start inside a sentence.
+    let starts_mid = block.chunk_id.as_str().rsplit(':').nth(1) != Some("0");
+    let lines = block.text.lines().count();
+    for (line_no, raw) in block.text.lines().enumerate() {
+        let shape = classify(raw);
+        if in_fence {
+            if matches!(shape, Line::Fence) {
+                in_fence = false;
+                para += 1;
+            }
+            continue;
+        }
+        let (kind, body) = match shape {
+            Line::Fence => {
+                in_fence = true;
+                para += 1;
+                question.clear();
+                intro = None;
+                in_list = false;
+                continue;
+            }
+            Line::Blank => {
+                // A list may follow its introducing sentence after a blank line.
+                para += 1;
+                question.clear();
+                continue;
+            }
+            Line::Table => {
+                para += 1;
+                intro = None;
+                in_list = false;
+                continue;
+            }
+            Line::Heading(h) => {
+                heading = clean_inline(h);
+                units.push(Unit {
+                    kind: Kind::Heading,
+                    text: heading.clone(),
+                    line: line_no,
+                    para,
+                    context: base.clone(),
+                    answers_question: false,
+                    label: String::new(),
+                    items: Vec::new(),
+                });
+                para += 1;
+                question.clear();
+                intro = None;
+                in_list = false;
+                continue;
+            }
+            Line::Item(t) => {
+                // An indented line outside a list is ordinary text.
+                if !in_list && raw.starts_with([' ', '\t']) && !is_bullet(raw) {
+                    (Kind::Prose, t)
+                } else {
+                    if !in_list
+                        && intro.is_none()
+                        && units.last().is_some_and(|u| u.kind == Kind::Heading)
+                    {
+                        // A list right under its heading: the heading introduces it.
+                        intro = Some(units.len());
+                        units.push(Unit {
+                            kind: Kind::List,
+                            text: String::new(),
+                            line: line_no,
+                            para,
+                            context: base.clone(),
+                            answers_question: false,
+                            label: heading.clone(),
+                            items: Vec::new(),
+                        });
+                    }
+                    in_list = true;
+                    (Kind::Item, t)
+                }
+            }
+            Line::Text(t) => {
+                // Text ends a list, and an introducing sentence not followed by one.
+                if in_list {
+                    in_list = false;
+                    para += 1;
+                }
+                intro = None;
+                (Kind::Prose, t)
+            }
+        };
+        let mut context = format!("{base} {heading}");
+        let mut line_label = String::new();
+        let mut body = body;
+        if let Some((label, rest)) = split_label(body) {
+            units.push(Unit {
+                kind: if rest.is_empty() {
+                    Kind::Heading
+                } else {
+                    Kind::Label
+                },
+                text: label.clone(),
+                line: line_no,
+                para,
+                context: context.clone(),
+                answers_question: false,
+                label: String::new(),
+                items: Vec::new(),
+            });
+            if rest.is_empty() {
+                heading = label;
+                continue;
+            }
+            line_label = label;
+            body = rest;
+        }
+        let body = strip_faq_label(body);
+        let cleaned = clean_inline(body);
+        let cleaned = strip_faq_label(&cleaned).to_string();
+        if !question.is_empty() {
+            context.push(' ');
+            context.push_str(&question);
+        }
+        if kind == Kind::Item
+            && let Some(i) = intro
+        {
+            context.push(' ');
+            context.push_str(&units[i].text);
+            context.push(' ');
+            context.push_str(&units[i].label);
+        }
+        let parts = join_clauses(sentences(&cleaned));
+        let count = parts.len();
+        for (k, s) in parts.into_iter().enumerate() {
+            let mut unit_kind = if ends_with_any(&s, &['？', '?']) {
+                Kind::Question
+            } else if ends_with_any(&s, &['：', ':']) {
+                Kind::Intro
+            } else {
+                kind
+            };
+            // The first words of a chunk that starts inside a sentence, and the last words of
+            // one cut before its sentence ends, are not sentences.
+            if starts_mid
+                && units.is_empty()
+                && k == 0
+                && s.chars()
+                    .next()
+                    .is_some_and(|c| c.is_lowercase() || c.is_ascii_punctuation())
+            {
+                unit_kind = Kind::Fragment;
+            }
+            let last_line = line_no + 1 == lines;
+            if last_line
+                && k + 1 == count
+                && !block.text.ends_with('\n')
+                && unit_kind == Kind::Prose
+                && !ends_with_any(&s, &['。', '.', '！', '!', '；', ';', '”', '」', ')', '）'])
+            {
+                unit_kind = Kind::Fragment;
+            }
+            let index = units.len();
+            if unit_kind == Kind::Question {
+                question = s.clone();
+            }
+            if unit_kind == Kind::Item
+                && let Some(i) = intro
+            {
+                units[i].items.push(index);
+            }
+            if unit_kind == Kind::Intro && k + 1 == count {
+                intro = Some(index);
+            }
+            units.push(Unit {
+                kind: unit_kind,
+                text: s,
+                line: line_no,
+                para,
+                context: context.clone(),
+                answers_question: !question.is_empty() && unit_kind != Kind::Question,
+                label: line_label.clone(),
+                items: Vec::new(),
+            });
+        }
+    }
+    units
+}
+
+/// Clauses that end in a semicolon joined with the clause after them, up to a sentence's
+/// length: "…就使用它；否则使用…作为 ID。" is one answer, not two.
+fn join_clauses(parts: Vec<String>) -> Vec<String> {
+    const MAX: usize = 200;
+    let mut out: Vec<String> = Vec::new();
+    for p in parts {
+        match out.last_mut() {
+            Some(last)
+                if last.ends_with(['；', ';'])
+                    && last.chars().count() + p.chars().count() <= MAX =>
+            {
+                if last.ends_with(';') {
+                    last.push(' ');
+                }
+                last.push_str(&p);
+            }
+            _ => out.push(p),
+        }
+    }
+    out
+}
+
+fn is_bullet(raw: &str) -> bool {
+    let t = raw.trim_start();
+    ["- ", "* ", "+ ", "• ", "· "]
+        .iter()
+        .any(|b| t.starts_with(b))
+        || {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            (1..=3).contains(&digits)
+                && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
+        }
+}
+
 #[cfg(test)]
 mod tests {
-    use zhiku_domain::ports::SourceBlock;
+    use zhiku_domain::contracts::{Embedding, EmbeddingSpace, Normalization, Pooling};
+    use zhiku_domain::ports::{EmbedError, SourceBlock};
     use zhiku_domain::rules::citation::resolve;
     use zhiku_domain::rules::context::{NO_MATERIAL_EN, NO_MATERIAL_ZH, build_request};
     use zhiku_domain::{ChunkId, DocId, sha256_hex};
@@ -195,6 +1114,11 @@ mod tests {
             pages: None,
             text: text.into(),
         }
+    }
+
+    fn answer(question: &str, sources: Vec<SourceBlock>) -> String {
+        let req = build_request(question, sources, None, 1);
+        ExtractiveGenerator::default().compose(&req)
     }
 
     #[test]
@@ -226,27 +1150,145 @@ mod tests {
                 "Scope filters apply before ranking. BM25 weights rare terms more.",
             ),
         ];
-        let req = build_request(
-            "How does the lexical route rank with BM25?",
-            sources,
-            None,
-            1,
-        );
-        let answer = ExtractiveGenerator::default().compose(&req);
+        let a = answer("How does the lexical route rank with BM25?", sources);
         assert!(
-            answer.starts_with("The lexical route uses BM25 over titles and content[1]."),
-            "{answer}"
+            a.starts_with("The lexical route uses BM25 over titles and content[1]."),
+            "{a}"
         );
     }
 
     #[test]
     fn says_no_material_when_nothing_covers_the_question() {
         let sources = vec![block(1, "知库把文档切成块。")];
-        let req = build_request("明天北京天气怎么样？", sources.clone(), None, 1);
-        assert_eq!(ExtractiveGenerator::default().compose(&req), NO_MATERIAL_ZH);
-        let req = build_request("Does it support audio search?", sources, None, 1);
-        assert_eq!(ExtractiveGenerator::default().compose(&req), NO_MATERIAL_EN);
-        let req = build_request("什么？", vec![], None, 1);
-        assert_eq!(ExtractiveGenerator::default().compose(&req), NO_MATERIAL_ZH);
+        assert_eq!(
+            answer("明天北京天气怎么样？", sources.clone()),
+            NO_MATERIAL_ZH
+        );
+        assert_eq!(
+            answer("Does it support audio search?", sources),
+            NO_MATERIAL_EN
+        );
+        assert_eq!(answer("什么？", vec![]), NO_MATERIAL_ZH);
+    }
+
+    #[test]
+    fn headings_labels_and_questions_are_never_the_answer() {
+        // A heading that repeats the question is context, not an answer.
+        let a = answer(
+            "标题权重为什么是 1.0？",
+            vec![block(
+                1,
+                "## 标题权重\n\n标题字段的权重是 1.0，这是在评测集上测出来的。",
+            )],
+        );
+        assert_eq!(a, "标题字段的权重是 1.0，这是在评测集上测出来的[1]。");
+        // An FAQ's question is not echoed: its answer is quoted, without the label.
+        let a = answer(
+            "一台机器放不下了怎么办？",
+            vec![block(
+                1,
+                "问：一台机器放不下了怎么办？\n答：可以改用 Qdrant 适配器，把向量放到服务器上。",
+            )],
+        );
+        assert_eq!(a, "可以改用 Qdrant 适配器，把向量放到服务器上[1]。");
+        // A glossary's bold label is the term the definition defines.
+        let a = answer(
+            "What is a golden set?",
+            vec![block(
+                1,
+                "**Golden set.** Evaluation questions with their relevant documents.\n\n**Chunk.** A window of text.",
+            )],
+        );
+        assert_eq!(a, "Evaluation questions with their relevant documents[1].");
+    }
+
+    #[test]
+    fn inline_markup_is_taken_off_and_the_words_kept() {
+        let a = answer(
+            "What does the hashing embedder do?",
+            vec![block(
+                1,
+                "- The **hashing embedder** maps `text` to [feature hashes](https://example.org/h) for *tests*.",
+            )],
+        );
+        assert_eq!(
+            a,
+            "The hashing embedder maps text to feature hashes for tests[1]."
+        );
+    }
+
+    #[test]
+    fn a_sentence_ending_in_a_colon_is_quoted_with_its_list() {
+        let a = answer(
+            "索引报告包含哪些内容？",
+            vec![block(
+                1,
+                "每次索引结束都会给出一份报告，包含这些内容：\n\n- 新增和变更的文档数；\n- 复用和新嵌入的片段数。\n",
+            )],
+        );
+        assert_eq!(
+            a,
+            "每次索引结束都会给出一份报告，包含这些内容：新增和变更的文档数；复用和新嵌入的片段数[1]。"
+        );
+        // Without its list, such a sentence is not an answer.
+        let a = answer(
+            "索引报告包含哪些内容？",
+            vec![block(1, "每次索引结束都会给出一份报告，包含这些内容：\n")],
+        );
+        assert_eq!(a, NO_MATERIAL_ZH);
+    }
+
+    #[test]
+    fn traditional_questions_match_simplified_evidence() {
+        let a = answer(
+            "塊的編號由哪些部分組成？",
+            vec![block(1, "块的编号由文档编号、起始位置和内容哈希组成。")],
+        );
+        assert_eq!(a, "块的编号由文档编号、起始位置和内容哈希组成[1]。");
+    }
+
+    /// A test double with a little meaning: texts about one of two topics map to that topic's
+    /// axis, whatever their words.
+    struct Topics(EmbeddingSpace);
+
+    impl Topics {
+        fn new() -> Self {
+            Self(EmbeddingSpace::new("topics", "1", 2, Pooling::Mean, Normalization::L2).unwrap())
+        }
+        fn vector(&self, text: &str) -> Embedding {
+            let ids = ["编号", "ID", "标识"].iter().any(|w| text.contains(w));
+            let values = if ids { vec![1.0, 0.0] } else { vec![0.0, 1.0] };
+            self.0.embedding(values, false).unwrap()
+        }
+    }
+
+    impl Embedder for Topics {
+        fn space(&self) -> &EmbeddingSpace {
+            &self.0
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+            Ok(texts.iter().map(|t| self.vector(t)).collect())
+        }
+        fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
+            Ok(self.vector(text))
+        }
+    }
+
+    #[test]
+    fn an_embedder_lets_a_paraphrase_find_its_sentence() {
+        let sources = vec![block(
+            1,
+            "切分在标题处分节。片段 ID 的格式是文档、起始位置和哈希。",
+        )];
+        let question = "文本块的编号是怎么生成的？";
+        // Lexically the paraphrase shares no word with the evidence.
+        assert_eq!(answer(question, sources.clone()), NO_MATERIAL_ZH);
+        let generator = ExtractiveGenerator::default().with_embedder(Arc::new(Topics::new()));
+        let req = build_request(question, sources, None, 1);
+        assert_eq!(
+            generator.compose(&req),
+            "片段 ID 的格式是文档、起始位置和哈希[1]。"
+        );
+        assert!(generator.identity().contains("semantic=topics"));
     }
 }

@@ -6,7 +6,11 @@
 //! - [`OpenAiGenerator`] — any server speaking the OpenAI chat-completions protocol (hosted
 //!   APIs, vLLM, llama.cpp, Ollama), blocking HTTP with timeouts, optionally streamed.
 //!
-//! Both implement the domain's [`Generator`](zhiku_domain::ports::Generator) port; citation
+//! - [`FallbackGenerator`] — a chain of generators: when one is unreachable or times out,
+//!   the next answers (a backup server, then the extractive generator), with a notice and the
+//!   name of the generator that answered.
+//!
+//! All implement the domain's [`Generator`](zhiku_domain::ports::Generator) port; citation
 //! validation happens in the domain, never here.
 //!
 //! - [`LlmReranker`] — a [`Reranker`](zhiku_domain::ports::Reranker) over the same kind of
@@ -17,11 +21,13 @@
 
 mod chat;
 mod extractive;
+mod fallback;
 mod openai;
 mod planner;
 mod rerank;
 
 pub use extractive::{ExtractiveConfig, ExtractiveGenerator};
+pub use fallback::FallbackGenerator;
 pub use openai::{OpenAiConfig, OpenAiGenerator};
 pub use planner::LlmPlanner;
 pub use rerank::{ListwiseOutcome, LlmRerankConfig, LlmReranker};

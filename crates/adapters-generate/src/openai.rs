@@ -132,7 +132,7 @@ impl Generator for OpenAiGenerator {
             };
             let data = data.trim();
             if data == "[DONE]" {
-                return Ok(text);
+                break;
             }
             let event: Value = serde_json::from_str(data).map_err(|e| self.client.malformed(e))?;
             if let Some(delta) = event
@@ -144,7 +144,14 @@ impl Generator for OpenAiGenerator {
                 on_delta(delta);
             }
         }
-        // Some servers close the stream without [DONE]; what arrived is the answer.
+        // Some servers close the stream without [DONE]; what arrived is the answer. Nothing
+        // at all is asked for once more, without streaming: some servers stream an empty
+        // reply (a template or a stop sequence) for a request they answer whole.
+        if text.trim().is_empty() {
+            let text = self.generate(request)?;
+            on_delta(&text);
+            return Ok(text);
+        }
         Ok(text)
     }
 }

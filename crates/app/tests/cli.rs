@@ -419,17 +419,125 @@ fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
     // Measured 0.9091 / 1.0 when this test was written; the floor catches regressions.
     assert!(v["hit@1"].as_f64().unwrap() >= 0.85, "{v}");
     assert!(v["hit@5"].as_f64().unwrap() >= 0.95, "{v}");
-    // The extractive generator's answers over the same cases. Measured: 27 of 33 answerable
-    // cases answered, all citations valid, 6 of 6 no-answer cases not_found, none blocked.
+    // The extractive generator's answers over the same cases. Measured: 30 of 33 answerable
+    // cases answered (27 with v1), 27 of them citing an expected document, all citations
+    // valid, 6 of 6 no-answer cases not_found, none blocked.
     let a = &v["answers"];
     assert_eq!(a["cases"], 39, "{a}");
     assert_eq!(a["citation_validity"], 1.0, "{a}");
     assert_eq!(a["no_answer_not_found_rate"], 1.0, "{a}");
     assert_eq!(a["blocked"], 0, "{a}");
     assert_eq!(a["cannot_retrieve"], 0, "{a}");
-    assert!(a["answered_rate"].as_f64().unwrap() >= 0.75, "{a}");
-    assert!(a["cites_expected_rate"].as_f64().unwrap() >= 0.8, "{a}");
+    assert!(a["answered_rate"].as_f64().unwrap() >= 0.88, "{a}");
+    assert!(a["cites_expected_rate"].as_f64().unwrap() >= 0.85, "{a}");
     assert!(a["generator"].as_str().unwrap().starts_with("extractive"));
+}
+
+/// Every golden question through the real pipeline (the binary, examples/kb, the extractive
+/// generator): no answer carries Markdown or a dangling fragment.
+#[test]
+fn no_extractive_answer_over_the_golden_set_carries_artefacts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let store = tempfile::tempdir().unwrap();
+    let answers = store.path().join("answers.jsonl");
+    json_of(
+        on_sample_kb(store.path())
+            .args(["eval", "--golden"])
+            .arg(root.join("evals/retrieval.jsonl"))
+            .args(["--mode", "hybrid", "--json", "--answers"])
+            .arg(&answers),
+    );
+    let text = std::fs::read_to_string(&answers).unwrap();
+    let mut n = 0;
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        if r["status"] != "answered" {
+            continue;
+        }
+        n += 1;
+        let answer = r["answer"].as_str().unwrap();
+        // Each quoted sentence ends "[n]。" or "[n]."; the text before a marker is checked.
+        for part in answer
+            .split('[')
+            .map(|p| p.split_once(']').map_or(p, |(_, rest)| rest))
+        {
+            let body = part.trim_start_matches(['。', '.', ' ']);
+            let bad = ["**", "__", "`", "](", "](http", "| ", " |", "~~"]
+                .iter()
+                .find(|m| body.contains(*m));
+            assert!(bad.is_none(), "{}: markup {bad:?} in {answer}", r["id"]);
+            assert!(
+                !body.starts_with(['#', '-', '*', '+', '>', '|']),
+                "{}: a heading, bullet or table line in {answer}",
+                r["id"]
+            );
+        }
+        for chunk in answer.split_inclusive(']') {
+            let before = chunk.rsplit_once('[').map_or(chunk, |(b, _)| b).trim_end();
+            if chunk.ends_with(']') {
+                assert!(
+                    !before.ends_with(['：', ':', '，', ',', '、']),
+                    "{}: a dangling fragment in {answer}",
+                    r["id"]
+                );
+                assert!(
+                    !before.ends_with(['？', '?']),
+                    "{}: a question quoted as the answer in {answer}",
+                    r["id"]
+                );
+            }
+        }
+        assert!(
+            answer.ends_with("]。") || answer.ends_with("].") || answer.ends_with(']'),
+            "{}: {answer}",
+            r["id"]
+        );
+    }
+    assert!(n >= 29, "only {n} answers");
+}
+
+/// An unreachable chat server (a closed local port) is a degraded answer, not an error: the
+/// default chain ends with the extractive generator, the frame names it and says why.
+#[test]
+fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
+    let store = tempfile::tempdir().unwrap();
+    let port = zhiku_tests::local::unused_local_port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = on_sample_kb(store.path())
+        .env("ZHIKU_GENERATOR", "openai")
+        .env("ZHIKU_LLM_URL", &url)
+        .args(["ask", "默认 max_chars 为什么是 480？", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(frame["status"], "answered", "{frame}");
+    assert!(
+        frame["generator"]
+            .as_str()
+            .unwrap()
+            .starts_with("extractive"),
+        "{frame}"
+    );
+    let notices = frame["notices"].as_array().unwrap();
+    assert_eq!(notices.len(), 1, "{frame}");
+    assert!(notices[0].as_str().unwrap().contains(&url), "{frame}");
+    // Without a fallback the error is the run's, printed once.
+    let out = on_sample_kb(store.path())
+        .env("ZHIKU_GENERATOR", "openai")
+        .env("ZHIKU_LLM_URL", &url)
+        .env("ZHIKU_GENERATOR_FALLBACK", "none")
+        .args(["ask", "默认 max_chars 为什么是 480？"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("Connection refused").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches(&url).count(), 1, "{stderr}");
 }
 
 /// The README's first command, exactly as written there, on the embedded default without a

@@ -544,6 +544,13 @@ impl Generator for CountedGenerator {
     ) -> Result<String, GenerateError> {
         counted("generator", self.0.generate_streaming(request, on_delta))
     }
+
+    fn generate_attributed(
+        &self,
+        request: &GenerationRequest,
+    ) -> Result<zhiku_domain::ports::Generated, GenerateError> {
+        counted("generator", self.0.generate_attributed(request))
+    }
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ fn with_answerer<R>(
     let source = documents.source_store(store.source_paths());
     let clock = MonotonicClock::default();
     let retriever = store.retriever(source.as_ref()).with_clock(&clock);
-    let generator = generator_for(&store.config)?;
+    let generator = generator_for(&store.config, store.dense_embedder())?;
     let policy = store
         .settings
         .answer_policy(mode, q.k.unwrap_or(store.config.k));

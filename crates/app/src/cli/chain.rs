@@ -228,9 +228,11 @@ pub(crate) fn render_chain(events: &[TraceEvent]) -> String {
                 attempt,
                 generator,
                 ms: took,
+                notices,
             }) => format!(
-                "generation (attempt {attempt}): {generator}, {answer_chars} chars, {}",
-                ms(*took)
+                "generation (attempt {attempt}): {generator}, {answer_chars} chars, {}{}",
+                ms(*took),
+                notices.iter().map(|n| format!("; {n}")).collect::<String>()
             ),
             Stage::CitationValidation(ValidationStep::NoMaterial { .. }) => {
                 "citations: none needed (the sources do not answer)".to_string()

@@ -93,7 +93,7 @@ pub(crate) fn run(
             if let Some(context) = context {
                 // The answers' context under the policy, over the same corpus.
                 let passages = CorpusChunks::new(&set, config.policy)?;
-                let generator = generator_for(&config)?;
+                let generator = generator_for(&config, None)?;
                 let policy = AnswerPolicy {
                     mode,
                     k: config.k,
@@ -127,7 +127,7 @@ pub(crate) fn run(
             let retriever = store.retriever(source.as_ref()).with_clock(&clock);
             let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
             // Grounded answers over the same cases: statuses and citation validity.
-            let generator = generator_for(&store.config)?;
+            let generator = generator_for(&store.config, store.dense_embedder())?;
             let mut policy = store.settings.answer_policy(mode, store.config.k);
             if let Some(context) = context {
                 policy.context = context;

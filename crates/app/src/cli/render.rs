@@ -194,6 +194,9 @@ fn place(source: &str, pages: Option<zhiku_domain::PageSpan>, headings: &[String
 
 /// An answer as text: the answer, its citations with their quotes, and a status line.
 pub(crate) fn answer(frame: &AnswerFrame) {
+    for n in &frame.notices {
+        eprintln!("notice: {n}");
+    }
     match frame.status {
         AnswerStatus::Answered | AnswerStatus::NotFound | AnswerStatus::SmallTalk => {
             if let Some(r) = &frame.rewritten {

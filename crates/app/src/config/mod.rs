@@ -210,6 +210,55 @@ pub enum LexicalKind {
     Disk,
 }
 
+/// One step of the chain an unreachable or timed-out chat server falls back along
+/// (`generator_fallback`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FallbackStep {
+    /// Another OpenAI-compatible server (`"URL"` or `"URL MODEL"`; without a model,
+    /// `llm_model`), with `llm_url`'s key variable, timeout and token limit.
+    Chat {
+        /// Its API base, up to `/v1`.
+        url: String,
+        /// The model asked for.
+        model: String,
+    },
+    /// The offline extractive generator (`"extractive"`): it cannot be unreachable, so it
+    /// ends the chain.
+    Extractive,
+}
+
+/// Parses `generator_fallback`: each entry `extractive` (last) or `URL [MODEL]`.
+fn fallback_steps(entries: &[String], llm_model: &str) -> Result<Vec<FallbackStep>> {
+    let mut steps = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let entry = entry.trim();
+        if entry.is_empty() || entry == "none" {
+            continue;
+        }
+        if steps.last() == Some(&FallbackStep::Extractive) {
+            bail!("generator_fallback: {entry:?} comes after \"extractive\", which never fails");
+        }
+        if entry == "extractive" {
+            steps.push(FallbackStep::Extractive);
+            continue;
+        }
+        let mut parts = entry.split_whitespace();
+        let url = parts.next().unwrap_or_default();
+        let model = parts.next().unwrap_or(llm_model);
+        if !(url.starts_with("http://") || url.starts_with("https://")) || parts.next().is_some() {
+            bail!(
+                "generator_fallback entry {} ({entry:?}): write \"extractive\" or \"URL [MODEL]\" with an http(s) URL",
+                i + 1
+            );
+        }
+        steps.push(FallbackStep::Chat {
+            url: url.to_string(),
+            model: model.to_string(),
+        });
+    }
+    Ok(steps)
+}
+
 /// What writes answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -278,6 +327,9 @@ pub struct Config {
     pub llm_timeout_ms: u64,
     /// Most tokens generated per answer.
     pub llm_max_tokens: u32,
+    /// What answers when the chat server of `llm_url` is unreachable or times out, in order
+    /// (`generator = "openai"` only; empty: the error is the run's).
+    pub generator_fallback: Vec<FallbackStep>,
     /// Generation attempts before an answer run ends `blocked`.
     pub ask_attempts: u32,
     /// What an answer's context may hold (`context_chunks`, `context_chars`).
@@ -365,6 +417,7 @@ struct Keys {
     llm_api_key_env: Option<String>,
     llm_timeout_ms: Option<u64>,
     llm_max_tokens: Option<u32>,
+    generator_fallback: Option<Vec<String>>,
     ask_attempts: Option<u32>,
     context_chunks: Option<usize>,
     context_chars: Option<usize>,
@@ -412,7 +465,7 @@ fn scope_caps(entries: &[String]) -> Result<std::collections::BTreeMap<Scope, us
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 59] = [
+const KEYS: [&str; 60] = [
     "vectors",
     "embedder",
     "lexical",
@@ -448,6 +501,7 @@ const KEYS: [&str; 59] = [
     "llm_api_key_env",
     "llm_timeout_ms",
     "llm_max_tokens",
+    "generator_fallback",
     "ask_attempts",
     "context_chunks",
     "context_chars",
@@ -491,7 +545,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 59] = [
+const ENV: [EnvKey; 60] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -531,6 +585,11 @@ const ENV: [EnvKey; 59] = [
     var("llm_api_key_env", "ZHIKU_LLM_API_KEY_ENV"),
     var("llm_timeout_ms", "ZHIKU_LLM_TIMEOUT_MS"),
     var("llm_max_tokens", "ZHIKU_LLM_MAX_TOKENS"),
+    EnvKey {
+        key: "generator_fallback",
+        var: "ZHIKU_GENERATOR_FALLBACK",
+        list: true,
+    },
     var("ask_attempts", "ZHIKU_ASK_ATTEMPTS"),
     var("context_chunks", "ZHIKU_CONTEXT_CHUNKS"),
     var("context_chars", "ZHIKU_CONTEXT_CHARS"),
@@ -671,6 +730,7 @@ llm_model = "local"
 llm_api_key_env = "ZHIKU_LLM_API_KEY"
 llm_timeout_ms = 60000
 llm_max_tokens = 512
+generator_fallback = ["extractive"]
 ask_attempts = 3
 context_chunks = 6
 context_chars = 4000
@@ -885,7 +945,10 @@ impl Config {
                 .ok_or_else(|| required("index_batch (at least 1)"))?,
             generator: keys.generator.ok_or_else(|| required("generator"))?,
             llm_url: keys.llm_url.ok_or_else(|| required("llm_url"))?,
-            llm_model: keys.llm_model.ok_or_else(|| required("llm_model"))?,
+            llm_model: keys
+                .llm_model
+                .clone()
+                .ok_or_else(|| required("llm_model"))?,
             llm_api_key_env: keys
                 .llm_api_key_env
                 .ok_or_else(|| required("llm_api_key_env"))?,
@@ -895,6 +958,12 @@ impl Config {
             llm_max_tokens: keys
                 .llm_max_tokens
                 .ok_or_else(|| required("llm_max_tokens"))?,
+            generator_fallback: fallback_steps(
+                &keys
+                    .generator_fallback
+                    .ok_or_else(|| required("generator_fallback"))?,
+                keys.llm_model.as_deref().unwrap_or_default(),
+            )?,
             ask_attempts: keys.ask_attempts.ok_or_else(|| required("ask_attempts"))?,
             context: RetrievalBudget::new(
                 keys.context_chunks
@@ -1015,6 +1084,42 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn the_generator_fallback_chain_parses_and_ends_with_extractive_by_default() {
+        let c = Config::resolve(None, None, &|_| None).unwrap();
+        assert_eq!(c.generator_fallback, vec![FallbackStep::Extractive]);
+        let env = |k: &str| {
+            (k == "ZHIKU_GENERATOR_FALLBACK")
+                .then(|| "http://10.0.0.2:8088/v1 backup,http://10.0.0.3/v1,extractive".to_string())
+        };
+        let c = Config::resolve(None, None, &env).unwrap();
+        assert_eq!(
+            c.generator_fallback,
+            vec![
+                FallbackStep::Chat {
+                    url: "http://10.0.0.2:8088/v1".into(),
+                    model: "backup".into()
+                },
+                FallbackStep::Chat {
+                    url: "http://10.0.0.3/v1".into(),
+                    model: "local".into()
+                },
+                FallbackStep::Extractive,
+            ]
+        );
+        let none = |k: &str| (k == "ZHIKU_GENERATOR_FALLBACK").then(|| "none".to_string());
+        assert!(
+            Config::resolve(None, None, &none)
+                .unwrap()
+                .generator_fallback
+                .is_empty()
+        );
+        for bad in ["extractive,http://x/v1", "ftp://x", "http://x/v1 a b"] {
+            let env = |k: &str| (k == "ZHIKU_GENERATOR_FALLBACK").then(|| bad.to_string());
+            assert!(Config::resolve(None, None, &env).is_err(), "{bad}");
+        }
     }
 
     #[test]

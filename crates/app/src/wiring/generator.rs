@@ -1,18 +1,44 @@
 //! The generator the configuration picks.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use zhiku_adapters_generate::{ExtractiveGenerator, OpenAiConfig, OpenAiGenerator};
-use zhiku_domain::ports::Generator;
+use zhiku_adapters_generate::{
+    ExtractiveGenerator, FallbackGenerator, OpenAiConfig, OpenAiGenerator,
+};
+use zhiku_domain::ports::{Embedder, Generator};
 
-use crate::config::{Config, GeneratorKind};
+use crate::config::{Config, FallbackStep, GeneratorKind};
 
-/// The generator the configuration asks for.
-pub fn generator_for(config: &Config) -> Result<Box<dyn Generator>> {
+/// The generator the configuration asks for; the extractive one also scores sentences with
+/// `embedder` (the knowledge base's dense route) when there is one.
+pub fn generator_for(
+    config: &Config,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<Box<dyn Generator>> {
     Ok(match config.generator {
-        GeneratorKind::Extractive => Box::new(ExtractiveGenerator::default()),
-        GeneratorKind::Openai => Box::new(OpenAiGenerator::new(chat_config(config))),
+        GeneratorKind::Extractive => Box::new(extractive(embedder)),
+        GeneratorKind::Openai => {
+            let primary = OpenAiGenerator::new(chat_config(config));
+            if config.generator_fallback.is_empty() {
+                return Ok(Box::new(primary));
+            }
+            // The chat server first, then the configured fallbacks, in order.
+            let mut chain: Vec<Arc<dyn Generator>> = vec![Arc::new(primary)];
+            for step in &config.generator_fallback {
+                chain.push(match step {
+                    FallbackStep::Chat { url, model } => {
+                        let mut c = chat_config(config);
+                        c.base_url.clone_from(url);
+                        c.model.clone_from(model);
+                        Arc::new(OpenAiGenerator::new(c))
+                    }
+                    FallbackStep::Extractive => Arc::new(extractive(embedder.clone())),
+                });
+            }
+            Box::new(FallbackGenerator::new(chain).expect("the chain holds the chat server"))
+        }
     })
 }
 
@@ -25,4 +51,12 @@ pub fn chat_config(config: &Config) -> OpenAiConfig {
     c.timeout = Duration::from_millis(config.llm_timeout_ms);
     c.max_tokens = config.llm_max_tokens;
     c
+}
+
+/// The extractive generator, semantic with `embedder`, lexical without.
+pub fn extractive(embedder: Option<Arc<dyn Embedder>>) -> ExtractiveGenerator {
+    match embedder {
+        Some(e) => ExtractiveGenerator::default().with_embedder(e),
+        None => ExtractiveGenerator::default(),
+    }
 }

@@ -117,8 +117,10 @@ pub fn open_service(
         Some(origin) => Some(documents_for(&store, origin)?),
         None => recorded_documents(&store)?,
     };
-    let generator =
-        zhiku_http::metrics::count_generator_errors(generator::generator_for(&store.config)?);
+    let generator = zhiku_http::metrics::count_generator_errors(generator::generator_for(
+        &store.config,
+        store.dense_embedder(),
+    )?);
     let traces = Arc::new(trace_log(&store));
     let store_config = store.config.clone();
     let audit = Arc::new(audit_log(&store));

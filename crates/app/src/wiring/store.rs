@@ -203,6 +203,9 @@ pub struct Store {
     pub config: Config,
     /// What the consistency check repaired on open.
     pub repair: Repair,
+    /// The dense route's embedder, shared with the extractive generator (which scores
+    /// sentences against the question with it); none without a dense route.
+    embedder: Option<Arc<dyn Embedder>>,
     core: zhiku_service::Store,
     holds_lock: bool,
 }
@@ -493,6 +496,29 @@ fn check_compatible(
     }
 }
 
+/// One embedder shared by the dense route and the extractive generator.
+struct SharedEmbedder(Arc<dyn Embedder>);
+
+impl Embedder for SharedEmbedder {
+    fn space(&self) -> &zhiku_domain::EmbeddingSpace {
+        self.0.space()
+    }
+
+    fn embed_documents(
+        &self,
+        texts: &[&str],
+    ) -> Result<Vec<zhiku_domain::Embedding>, zhiku_domain::ports::EmbedError> {
+        self.0.embed_documents(texts)
+    }
+
+    fn embed_query(
+        &self,
+        text: &str,
+    ) -> Result<zhiku_domain::Embedding, zhiku_domain::ports::EmbedError> {
+        self.0.embed_query(text)
+    }
+}
+
 /// The dense route in the space `catalog` records, when the embedder speaks it; `picked` and
 /// `notice` say what was chosen and why a route is missing.
 #[allow(clippy::too_many_arguments)]
@@ -658,10 +684,13 @@ impl Store {
         if embedder.is_none() && notice.is_none() {
             notice = Some(embedder_why.clone());
         }
+        let shared: Option<Arc<dyn Embedder>> = embedder.map(Arc::from);
         let (dense, records) = open_dense(
             dir,
             &config,
-            embedder,
+            shared
+                .clone()
+                .map(|e| Box::new(SharedEmbedder(e)) as Box<dyn Embedder>),
             &recorded.catalog,
             purpose,
             read_only,
@@ -690,6 +719,7 @@ impl Store {
         if dense.is_some() {
             notice = None;
         }
+        let has_dense = dense.is_some();
         let no_docs = counts.map_or(recorded.catalog.docs.is_empty(), |c| c.documents == 0);
         if recorded.catalog.space.is_none() && no_docs {
             recorded.catalog.space = dense
@@ -725,6 +755,7 @@ impl Store {
             dir: dir.to_path_buf(),
             config,
             repair: Repair::default(),
+            embedder: shared.filter(|_| has_dense),
             core,
             holds_lock,
         };
@@ -733,6 +764,11 @@ impl Store {
             store.repair.stray_files_removed = swept;
         }
         Ok(store)
+    }
+
+    /// The dense route's embedder, when the store has a dense route.
+    pub fn dense_embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.embedder.clone()
     }
 
     /// The service's store, for a [`zhiku_service::KnowledgeBase`] (the lock goes with it).

@@ -323,15 +323,15 @@ pub fn hanging_server(n: usize) -> (u16, std::thread::JoinHandle<()>) {
 }
 
 /// [`two_scope_kb`] whose generator is an OpenAI-compatible server that accepts and never
-/// answers (one attempt per ask, 15 s generator timeout): every ask holds its worker until the
-/// request's deadline. Keep the handle alive for the test.
+/// answers (one attempt per ask, 15 s generator timeout, no fallback): every ask holds its
+/// worker until the request's deadline. Keep the handle alive for the test.
 pub fn hanging_generator_kb(
     dir: &Path,
     serve_extra: &str,
 ) -> (PathBuf, std::thread::JoinHandle<()>) {
     let (port, hang) = hanging_server(4);
     let extra = format!(
-        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\n"
+        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{port}/v1\"\nllm_timeout_ms = 15000\nask_attempts = 1\ngenerator_fallback = []\n"
     );
     (two_scope_kb(dir, &extra, serve_extra), hang)
 }

@@ -48,6 +48,19 @@ pub struct GenerationRequest {
     pub no_material: String,
 }
 
+/// What a generation produced, and which generator produced it: a generator that delegates
+/// (a fallback chain) names the one that answered and says why the others did not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    /// The answer text.
+    pub text: String,
+    /// The identity of the generator that wrote it.
+    pub generator: String,
+    /// What the caller should know about how it was written (a generator that failed and was
+    /// fallen back from), in order; usually empty.
+    pub notices: Vec<String>,
+}
+
 /// Produces text from a prompt.
 ///
 /// # Contract
@@ -59,6 +72,9 @@ pub struct GenerationRequest {
 ///   [`GenerateError::Unavailable`].
 /// - [`generate_streaming`](Self::generate_streaming) passes text deltas to `on_delta` as they
 ///   arrive and returns the whole text; the default calls `generate` and emits one delta.
+/// - [`generate_attributed`](Self::generate_attributed) is `generate` with the identity of
+///   whoever wrote the text; the default names [`identity`](Self::identity). A generator that
+///   delegates MUST name the delegate that answered, and wrappers MUST forward it.
 pub trait Generator: Send + Sync {
     /// The strategy or model identity.
     fn identity(&self) -> String;
@@ -75,5 +91,14 @@ pub trait Generator: Send + Sync {
         let text = self.generate(request)?;
         on_delta(&text);
         Ok(text)
+    }
+
+    /// Generates the answer text, saying which generator wrote it.
+    fn generate_attributed(&self, request: &GenerationRequest) -> Result<Generated, GenerateError> {
+        Ok(Generated {
+            text: self.generate(request)?,
+            generator: self.identity(),
+            notices: Vec::new(),
+        })
     }
 }

@@ -32,7 +32,7 @@ pub use documents::{
 };
 pub use embedder::Embedder;
 pub use errors::{BoxError, EmbedError, GenerateError, IndexError, RerankError, SourceError};
-pub use generator::{GenerationRequest, Generator, SourceBlock};
+pub use generator::{Generated, GenerationRequest, Generator, SourceBlock};
 pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,

@@ -483,10 +483,13 @@ pub enum GenerationStep {
         answer_chars: usize,
         /// 1-based attempt.
         attempt: u32,
-        /// The generator's identity.
+        /// The identity of the generator that answered.
         generator: String,
         /// Time the call took.
         ms: f64,
+        /// How the answer came about when it was not the configured generator's (a fallback).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notices: Vec<String>,
     },
 }
 

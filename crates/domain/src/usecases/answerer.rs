@@ -178,8 +178,11 @@ pub struct AnswerFrame {
     pub retrieval_truncated: bool,
     /// Generation attempts made.
     pub attempts: u32,
-    /// The generator's identity (empty when generation did not run).
+    /// The identity of the generator that answered (empty when generation did not run).
     pub generator: String,
+    /// How the answer came about, when it is worth saying (a generator fell back to another).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// Total run time in milliseconds.
     pub latency_ms: f64,
     /// Time per phase of the run, in order (`plan`, `retrieval`, `generation.<attempt>`).
@@ -211,7 +214,7 @@ pub enum AskError {
     #[error("cannot check retrieved evidence against the source: {0}")]
     Source(#[from] SourceError),
     /// The generator failed (it is unreachable, timed out or refused the request).
-    #[error("{0}")]
+    #[error(transparent)]
     Generate(#[from] GenerateError),
 }
 
@@ -240,12 +243,15 @@ struct Run<'r> {
     attempts: u32,
     /// How the shown answer's sentences fared in the support check.
     support: Option<SupportSummary>,
+    /// The generator that wrote the last answer (a fallback chain's delegate).
+    answered_by: Option<String>,
     trace_id: &'r str,
     sink: &'r dyn TraceSink,
     clock: &'r dyn Clock,
     started: std::time::Duration,
     lap: std::time::Duration,
     stages: Vec<PhaseTime>,
+    notices: Vec<String>,
 }
 
 impl Run<'_> {
@@ -399,12 +405,14 @@ impl<'a> Answerer<'a> {
         let mut run = Run {
             attempts: 0,
             support: None,
+            answered_by: None,
             trace_id,
             sink: self.trace,
             clock: self.clock,
             started: now,
             lap: now,
             stages: Vec::new(),
+            notices: Vec::new(),
         };
         if self.policy.max_attempts == 0 {
             return Err(AskError::InvalidInput(
@@ -576,6 +584,7 @@ impl<'a> Answerer<'a> {
         });
         let citations = citations_for(&answer, &cited, &retrieval.evidence);
         run.support = support;
+        let generator = run.answered_by.clone().unwrap_or(generator);
         Ok(self.finish(
             &mut run,
             Frame {
@@ -697,7 +706,7 @@ impl<'a> Answerer<'a> {
         sources: &[SourceBlock],
         round: &Round,
     ) -> Result<Outcome, AskError> {
-        let generator = self.generator.identity();
+        let mut generator = self.generator.identity();
         let mut feedback = None;
         let first = run.attempts + 1;
         let last = run.attempts + self.policy.max_attempts;
@@ -712,10 +721,14 @@ impl<'a> Answerer<'a> {
                 sources: sources.len(),
                 system_chars: gen_request.system.chars().count(),
             }));
-            let output = self.generator.generate(&gen_request);
+            let output = self.generator.generate_attributed(&gen_request);
             let ms = run.lap(&format!("generation.{attempt}"));
-            let text = match output {
-                Ok(text) => text,
+            let (text, notices) = match output {
+                Ok(g) => {
+                    generator = g.generator;
+                    run.answered_by = Some(generator.clone());
+                    (g.text, g.notices)
+                }
                 Err(e) => {
                     run.emit(Stage::Generation(GenerationStep::Failed {
                         attempt,
@@ -737,7 +750,9 @@ impl<'a> Answerer<'a> {
                 attempt,
                 generator: generator.clone(),
                 ms,
+                notices: notices.clone(),
             }));
+            run.notices.extend(notices);
             let text = text.trim().to_string();
             let resolved = citation::resolve(&text, &round.ids);
             if resolved.written == 0 && context::is_no_material(&text) {
@@ -980,6 +995,7 @@ impl<'a> Answerer<'a> {
             retrieval_truncated: truncated,
             attempts: frame.attempts,
             generator: frame.generator,
+            notices: std::mem::take(&mut run.notices),
             latency_ms,
             stages_ms: run.stages.clone(),
             support: run.support.take(),
