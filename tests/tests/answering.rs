@@ -1624,3 +1624,41 @@ fn a_question_with_two_parts_retrieves_each_and_cites_each() {
         "{docs:?}"
     );
 }
+
+#[test]
+fn an_answer_of_markers_alone_states_nothing_and_is_rejected() {
+    let kb = Kb::new(corpus());
+    let retriever = kb.retriever();
+    // Seen from the local 0.5B model: every source cited, nothing said.
+    let generator = Scripted::new(&[
+        "[1] [2] [3]",
+        "块的 ID 由文档 ID、起始位置和内容哈希组成[1]。",
+    ]);
+    let probe = Scripted::new(&["[1]"]);
+    let _ = ask_with(
+        &retriever,
+        &probe,
+        AnswerPolicy::default(),
+        "块的 ID 由什么组成？",
+        &public(),
+    );
+    let first = &probe.seen.lock().unwrap()[0].sources[0];
+    assert!(
+        first.text.contains("内容哈希"),
+        "the chunk-ID block ranks first: {first:?}"
+    );
+    let (frame, events) = ask_with(
+        &retriever,
+        &generator,
+        AnswerPolicy::default(),
+        "块的 ID 由什么组成？",
+        &public(),
+    );
+    assert_eq!(frame.status, AnswerStatus::Answered, "{frame:#?}");
+    assert_eq!(frame.attempts, 2);
+    let rejected = events
+        .iter()
+        .find(|e| e.stage == "citation_rejected")
+        .unwrap();
+    assert_eq!(rejected.data["code"], "answer_states_nothing");
+}

@@ -635,7 +635,9 @@ fn too_short(text: &str) -> bool {
 
 /// `text` with marker `n`, ending with one full stop after the marker.
 fn cite(text: &str, n: u32) -> String {
-    let text = text.trim();
+    // Every sentence of a quoted unit carries the marker: an uncited sentence is rejected.
+    let text = mark_inner_sentences(text.trim(), n);
+    let text = text.as_str();
     let chinese = has_cjk(text);
     let stop = if chinese { '。' } else { '.' };
     let trimmed = text.trim_end_matches(['。', '.', '；', ';', '！', '!', '，', ',', '、']);
@@ -651,6 +653,26 @@ fn cite(text: &str, n: u32) -> String {
         return format!("{text}[{n}]");
     }
     format!("{trimmed}[{n}]{stop}")
+}
+
+/// `text` with `[n]` before each sentence stop but the last (`。`, `！`, `？`, and `.`, `!`,
+/// `?` before white space).
+fn mark_inner_sentences(text: &str, n: u32) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let last_stop = chars.iter().rposition(|c| {
+        !matches!(c, '”' | '」' | '』' | '"' | '）' | ')' | '’') && !c.is_whitespace()
+    });
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let stop = matches!(c, '。' | '！' | '？')
+            || (matches!(c, '.' | '!' | '?')
+                && chars.get(i + 1).is_some_and(|x| x.is_whitespace()));
+        if stop && Some(i) != last_stop && i + 1 < chars.len() {
+            out.push_str(&format!("[{n}]"));
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A line's shape.

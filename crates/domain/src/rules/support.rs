@@ -19,8 +19,8 @@ use super::citation;
 use super::context;
 use super::text;
 
-/// Share of a claim's terms its cited blocks must contain (see `evals/README.md` for how the
-/// floor was measured).
+/// Share of a claim's terms its cited blocks must contain (chosen; `evals/README.md` says what
+/// it has and has not been measured against).
 pub const SUPPORT_FLOOR: f64 = 0.4;
 
 /// The identity of the offline check, as a trace names it.
@@ -81,7 +81,39 @@ pub struct ClaimCheck {
 
 /// The claims of `answer`, in order. A piece holding only markers (`。[1]` written after the
 /// full stop) belongs to the sentence before it.
+///
+/// A sentence is a claim of its own only when it ends like one: pieces that end in a clause
+/// separator (`；`, `，`, `：`) or in no punctuation at all (list items, a lead-in) belong to
+/// the cited piece they lead up to, and are checked with it — so a list quoted whole with its
+/// marker after the last item is one claim.
 pub fn claims(answer: &str) -> Vec<Claim> {
+    let mut out = Vec::new();
+    let mut pending: Vec<Claim> = Vec::new();
+    for claim in sentence_claims(answer) {
+        let bare = strip_markers(&claim.text);
+        let open = !bare
+            .trim_end_matches(['”', '」', '"', '）', ')'])
+            .ends_with(['。', '！', '？', '.', '!', '?']);
+        if claim.markers.is_empty() && open {
+            pending.push(claim);
+        } else if claim.markers.is_empty() {
+            out.append(&mut pending);
+            out.push(claim);
+        } else {
+            let mut text: String = pending.drain(..).map(|c| c.text + "\n").collect();
+            text.push_str(&claim.text);
+            out.push(Claim {
+                text,
+                markers: claim.markers,
+            });
+        }
+    }
+    out.append(&mut pending);
+    out
+}
+
+/// The sentences of `answer` as claims, each with the markers written in or right after it.
+fn sentence_claims(answer: &str) -> Vec<Claim> {
     let mut out: Vec<Claim> = Vec::new();
     for sentence in text::sentences(answer) {
         // Markers opening a sentence were written after the previous one's full stop.
@@ -351,14 +383,17 @@ pub fn check(answer: &str, question: &str, blocks: &[(u32, &str)]) -> Vec<ClaimC
                     .collect()
             };
             let support = overlap(&terms, &together);
-            let verdict =
-                if support >= SUPPORT_FLOOR && missing_numbers.is_empty() && unrelated.is_empty() {
-                    ClaimVerdict::Supported
-                } else if is_not_a_claim(&sentence, question) && missing_numbers.is_empty() {
-                    ClaimVerdict::NotAClaim
-                } else {
-                    ClaimVerdict::NotSupported
-                };
+            let verdict = if terms.is_empty() && missing_numbers.is_empty() {
+                // Markers with nothing to support ("[1] [2]"): no claim at all.
+                ClaimVerdict::NotAClaim
+            } else if support >= SUPPORT_FLOOR && missing_numbers.is_empty() && unrelated.is_empty()
+            {
+                ClaimVerdict::Supported
+            } else if is_not_a_claim(&sentence, question) && missing_numbers.is_empty() {
+                ClaimVerdict::NotAClaim
+            } else {
+                ClaimVerdict::NotSupported
+            };
             ClaimCheck {
                 best,
                 cited: claim.markers,
@@ -454,14 +489,26 @@ mod tests {
         let verdicts: Vec<ClaimVerdict> = checks.iter().map(|c| c.verdict).collect();
         assert_eq!(
             verdicts,
-            vec![
-                ClaimVerdict::NotAClaim,
-                ClaimVerdict::Supported,
-                ClaimVerdict::Uncited
-            ],
+            // The lead-in belongs to the claim it introduces.
+            vec![ClaimVerdict::Supported, ClaimVerdict::Uncited],
             "{checks:?}"
         );
         assert!(feedback(&checks).contains("cites no source"));
+    }
+
+    #[test]
+    fn a_list_quoted_whole_with_one_marker_is_one_claim() {
+        let block = "知库的环节：文档被切分成片段；嵌入模型把片段转换成向量；生成答案。";
+        let checks = check(
+            "文档被切分成片段；\n嵌入模型把片段转换成向量；\n生成答案。[1]",
+            "知库有哪些环节？",
+            &[(1, block)],
+        );
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        assert_eq!(checks[0].verdict, ClaimVerdict::Supported);
+        // A full sentence before a cited one is still a claim of its own.
+        let checks = check("文档被切分成片段。生成答案[1]。", "环节", &[(1, block)]);
+        assert_eq!(checks[0].verdict, ClaimVerdict::Uncited);
     }
 
     #[test]

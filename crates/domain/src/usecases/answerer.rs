@@ -790,7 +790,9 @@ impl<'a> Answerer<'a> {
             let blocks = round.blocks(sources);
             let blocks: Vec<(u32, &str)> = blocks.iter().map(|(m, t)| (*m, t.as_str())).collect();
             let claims = support::check(&text, question, &blocks);
-            let ok = claims.iter().all(|c| c.verdict.passes());
+            // An answer must state something: markers alone ("[1] [2] [3]") say nothing.
+            let ok = claims.iter().all(|c| c.verdict.passes())
+                && claims.iter().any(|c| c.verdict == ClaimVerdict::Supported);
             run.emit(Stage::SupportCheck(SupportStep {
                 attempt,
                 claims: claims.clone(),
@@ -798,6 +800,22 @@ impl<'a> Answerer<'a> {
                 method: support::LEXICAL_CHECK.to_string(),
                 ok,
             }));
+            if !ok && claims.iter().all(|c| c.verdict.passes()) {
+                run.emit(Stage::CitationRejected(RejectionStep {
+                    allowed: round.ids.clone(),
+                    attempt,
+                    bad: Vec::new(),
+                    code: "answer_states_nothing".to_string(),
+                    retry,
+                }));
+                feedback = Some(
+                    "Your previous answer stated nothing: answer the question in sentences, each \
+                     followed by the number of the source that states it, or reply with the \
+                     no-material sentence."
+                        .to_string(),
+                );
+                continue;
+            }
             if !ok {
                 let uncited = claims.iter().any(|c| c.verdict == ClaimVerdict::Uncited);
                 let unsupported = claims
