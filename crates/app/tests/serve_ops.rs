@@ -715,11 +715,11 @@ fn closed_port() -> u16 {
 /// Accepts connections and never answers (a generator that hangs).
 #[test]
 fn metrics_count_backend_errors_and_admission_rejections() {
-    // A generator that refuses connections: each ask is one generator error, a 503 that is not
-    // an admission rejection.
+    // A generator that refuses connections, with no fallback: each ask is one generator error,
+    // a 503 that is not an admission rejection.
     let dir = tempfile::tempdir().unwrap();
     let extra = format!(
-        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{}/v1\"\nask_attempts = 1\n",
+        "generator = \"openai\"\nllm_url = \"http://127.0.0.1:{}/v1\"\nask_attempts = 1\ngenerator_fallback = []\n",
         closed_port()
     );
     let kb = two_scope_kb(dir.path(), &extra, "");
