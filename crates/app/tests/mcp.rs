@@ -7,28 +7,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 use support::{Server, two_scope_kb};
 
-fn python() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("ZHIKU_MCP_PYTHON").map(PathBuf::from),
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/zhiku/venv-mcp/bin/python")),
-    ];
-    candidates.into_iter().flatten().find(|p| {
-        p.exists()
-            && Command::new(p)
-                .args(["-c", "import mcp"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-    })
-}
-
 fn client(args: &[&str]) -> Option<Value> {
-    let Some(py) = python() else {
+    let Some(py) = support::mcp_python() else {
         if std::env::var_os("ZHIKU_REQUIRE_MCP").is_some() {
             panic!(
                 "MCP client test required but the Python mcp package is missing; run bash scripts/setup-mcp-client.sh"

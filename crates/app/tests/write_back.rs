@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -217,23 +217,9 @@ fn with_merge_a_near_duplicate_updates_the_document_and_an_exact_one_is_skipped(
     );
 }
 
-fn python() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("ZHIKU_MCP_PYTHON").map(PathBuf::from),
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/zhiku/venv-mcp/bin/python")),
-    ];
-    candidates.into_iter().flatten().find(|p| {
-        p.exists()
-            && Command::new(p)
-                .args(["-c", "import mcp"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-    })
-}
-
 #[test]
 fn the_python_client_writes_back_through_add_knowledge_and_reads_it_again() {
-    let Some(py) = python() else {
+    let Some(py) = support::mcp_python() else {
         if std::env::var_os("ZHIKU_REQUIRE_MCP").is_some() {
             panic!("the MCP client is required; run bash scripts/setup-mcp-client.sh");
         }

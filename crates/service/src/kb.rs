@@ -77,6 +77,26 @@ fn invalid(e: impl std::fmt::Display) -> KbError {
     KbError::Invalid(e.to_string())
 }
 
+/// The scope a write of `caller` goes to: `requested`, or the caller's first scope; refused
+/// when the caller may not see it.
+pub(crate) fn writable_scope(caller: &Caller, requested: Option<&str>) -> Result<Scope, KbError> {
+    let scope = match requested {
+        Some(s) => Scope::new(s).map_err(invalid)?,
+        None => caller
+            .scopes
+            .first()
+            .cloned()
+            .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
+    };
+    if !caller.sees(&scope) {
+        return Err(KbError::Forbidden(format!(
+            "{} may not write to scope {scope}",
+            caller.name
+        )));
+    }
+    Ok(scope)
+}
+
 /// "Not found" for a document ID, the same words for an unknown one and for one the caller
 /// may not see.
 fn no_document(id: &str) -> KbError {
@@ -487,21 +507,7 @@ impl KnowledgeBase {
             }
         }
         Retention::of_metadata(id.as_str(), &retention).map_err(invalid)?;
-        let scope = match &new.scope {
-            Some(s) => Scope::new(s).map_err(invalid)?,
-            None => caller
-                .scopes
-                .first()
-                .cloned()
-                .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
-        };
-        if !caller.sees(&scope) {
-            return Err(KbError::Forbidden(format!(
-                "{} may not write to scope {scope}",
-                caller.name
-            )));
-        }
-        Ok((id, scope))
+        Ok((id, writable_scope(caller, new.scope.as_deref())?))
     }
 
     fn put_many(

@@ -81,20 +81,7 @@ impl KnowledgeBase {
                 caller.name
             )));
         }
-        let scope = match &w.scope {
-            Some(s) => Scope::new(s).map_err(|e| KbError::Invalid(e.to_string()))?,
-            None => caller
-                .scopes
-                .first()
-                .cloned()
-                .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
-        };
-        if !caller.sees(&scope) {
-            return Err(KbError::Forbidden(format!(
-                "{} may not write to scope {scope}",
-                caller.name
-            )));
-        }
+        let scope = crate::kb::writable_scope(caller, w.scope.as_deref())?;
         let (policy, now) = {
             let inner = self.read();
             (inner.store.settings.write_back, inner.store.now_utc())

@@ -446,3 +446,19 @@ impl Drop for CatalogBlocked {
         let _ = self.0.execute_batch("ROLLBACK");
     }
 }
+
+/// A Python with the official `mcp` package (`ZHIKU_MCP_PYTHON`, or the venv
+/// `scripts/setup-mcp-client.sh` makes), when there is one.
+pub fn mcp_python() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("ZHIKU_MCP_PYTHON").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/zhiku/venv-mcp/bin/python")),
+    ];
+    candidates.into_iter().flatten().find(|p| {
+        p.exists()
+            && Command::new(p)
+                .args(["-c", "import mcp"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+    })
+}
