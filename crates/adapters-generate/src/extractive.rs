@@ -208,8 +208,9 @@ impl ExtractiveGenerator {
             }
             blocks.push(units);
         }
+        add_document_leads(request, &blocks, &mut candidates);
         self.add_semantic(&request.question, &blocks, &mut candidates);
-        let weight = term_weights(&question, &candidates);
+        let weight = term_weights(&question, &frame_terms(&request.question), &candidates);
         let total: f64 = weight.values().sum();
         if total <= 0.0 {
             return request.no_material.clone();
@@ -336,30 +337,26 @@ impl ExtractiveGenerator {
         if !matches!(unit.kind, Kind::Intro | Kind::List) {
             return unit.text.clone();
         }
-        let mut text = unit.text.clone();
-        let chinese = has_cjk(&unit.text) || has_cjk(&unit.label);
-        let mut first = true;
-        for &item in &unit.items {
-            let t = blocks[c.block][item]
-                .text
-                .trim_end_matches(['。', '.', '；', ';', '，', ',']);
-            let sep = if first {
-                if chinese || text.is_empty() { "" } else { " " }
-            } else if chinese {
-                "；"
-            } else {
-                "; "
-            };
-            if text.chars().count() + sep.chars().count() + t.chars().count()
-                > self.config.max_chars
-            {
-                break;
-            }
-            text.push_str(sep);
-            text.push_str(t);
-            first = false;
+        let items: Vec<&str> = unit
+            .items
+            .iter()
+            .map(|&i| blocks[c.block][i].text.as_str())
+            .collect();
+        let whole = join_items(&unit.text, &unit.label, &items, usize::MAX);
+        if whole.chars().count() <= self.config.max_chars {
+            return whole;
         }
-        text
+        // Too long to quote whole: each item by its first clause, so that the answer still
+        // names every item of the list.
+        let mut seen = BTreeSet::new();
+        let heads: Vec<&str> = unit
+            .items
+            .iter()
+            .map(|&i| &blocks[c.block][i])
+            .filter(|u| seen.insert(u.line))
+            .map(|u| first_clause(&u.text))
+            .collect();
+        join_items(&unit.text, &unit.label, &heads, self.config.max_chars)
     }
 
     fn render(&self, blocks: &[Vec<Unit>], candidates: &[Candidate], picked: &[usize]) -> String {
@@ -466,6 +463,35 @@ impl Generator for ExtractiveGenerator {
     }
 }
 
+/// A document's opening sentence names its subject ("zhiku is a Cargo workspace …"): when the
+/// evidence holds a document's first chunk, the terms of its first sentence are context for
+/// every sentence of that document's blocks.
+fn add_document_leads(
+    request: &GenerationRequest,
+    blocks: &[Vec<Unit>],
+    candidates: &mut [Candidate],
+) {
+    let leads: BTreeMap<&str, BTreeSet<String>> = request
+        .sources
+        .iter()
+        .zip(blocks)
+        .filter(|(s, _)| s.chunk_id.as_str().rsplit(':').nth(1) == Some("0"))
+        .filter_map(|(s, units)| {
+            let lead = units.iter().find(|u| u.kind == Kind::Prose)?;
+            Some((s.source.as_str(), match_terms(&lead.text)))
+        })
+        .collect();
+    if leads.is_empty() {
+        return;
+    }
+    for c in candidates.iter_mut() {
+        if let Some(lead) = leads.get(request.sources[c.block].source.as_str()) {
+            c.context
+                .extend(lead.iter().filter(|t| !c.terms.contains(*t)).cloned());
+        }
+    }
+}
+
 /// Counts the question terms `c` holds (itself or in its context) as covered.
 fn mark_done<'w>(done: &mut BTreeSet<&'w str>, weight: &BTreeMap<&'w str, f64>, c: &Candidate) {
     done.extend(
@@ -499,6 +525,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 /// characters are in found bigrams of the question), which weighs nothing.
 fn term_weights<'q>(
     question: &'q BTreeSet<String>,
+    frame: &BTreeSet<String>,
     candidates: &[Candidate],
 ) -> BTreeMap<&'q str, f64> {
     let n = candidates.len() as f64;
@@ -508,10 +535,11 @@ fn term_weights<'q>(
             .filter(|c| c.terms.contains(t) || c.context.contains(t))
             .count()
     };
+    // Found terms and frame terms mark word boundaries.
     let found: Vec<&str> = question
         .iter()
         .map(String::as_str)
-        .filter(|t| df(t) > 0)
+        .filter(|t| df(t) > 0 || frame.contains(*t))
         .collect();
     question
         .iter()
@@ -523,6 +551,12 @@ fn term_weights<'q>(
                 // hold both its characters, half when they hold one.
                 w *= 1.0 - 0.5 * boundary_chars(t, &found) as f64;
             }
+            if frame.contains(t) {
+                // The question's frame (what kind of thing it asks for, how the answer relates
+                // to its subject) is seldom written in the answer itself, and where another
+                // sentence writes it, that says little about whether it answers.
+                w *= FRAME_WEIGHT;
+            }
             if t.chars().count() == 1 && t.chars().all(is_cjk) {
                 // A lone character left between function characters says little.
                 w *= 0.5;
@@ -530,6 +564,54 @@ fn term_weights<'q>(
             (t.as_str(), w)
         })
         .collect()
+}
+
+/// What a frame term of the question (see [`frame_terms`]) weighs, relative to a content term
+/// as rare.
+const FRAME_WEIGHT: f64 = 0.25;
+
+/// Words that relate a list to what it belongs to: "X 包含哪些 Y", "what makes up X".
+const RELATION_WORDS: &[&str] = &[
+    "包含", "包括", "含有", "组成", "构成", "contain", "include", "consist", "comprise", "make",
+    "compose",
+];
+
+/// Words after which the next word names the kind of answer wanted ("哪些数字", "which crates").
+const ASKING_WORDS: &[&str] = &["哪些", "哪几", "哪种", "什么", "which", "what"];
+
+/// The question's frame terms: its relation words and the word naming the kind of answer it
+/// asks for (the CJK word right after 哪些/什么, the English word after which/what). An answer
+/// lists instances ("added, changed, …") without writing the kind ("numbers").
+fn frame_terms(question: &str) -> BTreeSet<String> {
+    let question = to_simplified(question).to_lowercase();
+    let mut frame: BTreeSet<String> = RELATION_WORDS
+        .iter()
+        .filter(|w| question.contains(*w))
+        .flat_map(|w| match_terms(w))
+        .collect();
+    for asking in ASKING_WORDS {
+        for (at, _) in question.match_indices(asking) {
+            let rest = &question[at + asking.len()..];
+            let rest = rest.trim_start_matches(['个', '种', '些']);
+            let word: String = if asking.is_ascii() {
+                if !rest.starts_with(' ') {
+                    continue;
+                }
+                rest.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .collect()
+            } else {
+                rest.chars().take(2).take_while(|&c| is_cjk(c)).collect()
+            };
+            if word.chars().count() >= 2 {
+                frame.extend(match_terms(&word));
+            }
+        }
+    }
+    frame
 }
 
 /// How many characters of the CJK bigram `t` the found CJK terms of the question hold (0 for
@@ -559,10 +641,10 @@ fn match_terms(text: &str) -> BTreeSet<String> {
 
 /// English words the domain's list keeps that say nothing about what a question asks.
 const EXTRA_STOP: &[&str] = &[
-    "多少", "几种", "几个", "多久", "多长", "多大", "哪里", "哪儿", "没", "么办", "about", "also",
-    "been", "being", "could", "get", "had", "has", "have", "into", "many", "much", "our", "should",
-    "so", "than", "their", "them", "then", "these", "they", "those", "up", "us", "we", "will",
-    "would",
+    "多少", "几种", "几个", "多久", "多长", "多大", "哪里", "哪儿", "没", "么办", "情况", "况下",
+    "时候", "about", "also", "been", "being", "could", "get", "had", "has", "have", "into", "many",
+    "much", "our", "should", "so", "than", "their", "them", "then", "these", "they", "those", "up",
+    "us", "we", "will", "would",
 ];
 
 /// A light English stemmer for matching only: plural and verb endings, a final e, a doubled
@@ -897,8 +979,16 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
     // A chunk that does not start its document may start inside a sentence.
     let starts_mid = block.chunk_id.as_str().rsplit(':').nth(1) != Some("0");
     let lines = block.text.lines().count();
+    // The header row of the table under way.
+    let mut table_header: Option<Vec<String>> = None;
     for (line_no, raw) in block.text.lines().enumerate() {
         let shape = classify(raw);
+        if !matches!(shape, Line::Table) && table_header.take().is_some() {
+            // A table ends its paragraph and its list.
+            para += 1;
+            in_list = false;
+            intro = None;
+        }
         if in_fence {
             if matches!(shape, Line::Fence) {
                 in_fence = false;
@@ -922,9 +1012,57 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
                 continue;
             }
             Line::Table => {
-                para += 1;
-                intro = None;
-                in_list = false;
+                // A table's rows are read like list items: each row one unit, "key：value",
+                // under the sentence introducing the table (or its heading). The header row
+                // names the columns; the separator row says nothing.
+                let cells = table_cells(raw);
+                if cells.iter().all(|c| is_separator_cell(c)) {
+                    continue;
+                }
+                let Some(columns) = &table_header else {
+                    table_header = Some(cells);
+                    if !in_list
+                        && intro.is_none()
+                        && units.last().is_some_and(|u| u.kind == Kind::Heading)
+                    {
+                        intro = Some(units.len());
+                        units.push(Unit {
+                            kind: Kind::List,
+                            text: String::new(),
+                            line: line_no,
+                            para,
+                            context: base.clone(),
+                            answers_question: false,
+                            label: heading.clone(),
+                            items: Vec::new(),
+                        });
+                    }
+                    in_list = true;
+                    continue;
+                };
+                let row = table_row(columns, &cells);
+                if row.is_empty() {
+                    continue;
+                }
+                let mut context = format!("{base} {heading} {}", columns.join(" "));
+                if let Some(i) = intro {
+                    context.push(' ');
+                    context.push_str(&units[i].text);
+                    context.push(' ');
+                    context.push_str(&units[i].label);
+                    let index = units.len();
+                    units[i].items.push(index);
+                }
+                units.push(Unit {
+                    kind: Kind::Item,
+                    text: row,
+                    line: line_no,
+                    para,
+                    context,
+                    answers_question: false,
+                    label: String::new(),
+                    items: Vec::new(),
+                });
                 continue;
             }
             Line::Heading(h) => {
@@ -1076,6 +1214,82 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
         }
     }
     units
+}
+
+/// An introducing sentence (empty for a list under a heading) with its items, "；"- or
+/// "; "-separated, as many items as fit in `max_chars`.
+fn join_items(intro: &str, label: &str, items: &[&str], max_chars: usize) -> String {
+    let mut text = intro.to_string();
+    let chinese = has_cjk(intro) || has_cjk(label);
+    let mut first = true;
+    for item in items {
+        let t = item.trim_end_matches(['。', '.', '；', ';', '，', ',']);
+        let sep = if first {
+            if chinese || text.is_empty() { "" } else { " " }
+        } else if chinese {
+            "；"
+        } else {
+            "; "
+        };
+        if text.chars().count() + sep.chars().count() + t.chars().count() > max_chars {
+            break;
+        }
+        text.push_str(sep);
+        text.push_str(t);
+        first = false;
+    }
+    text
+}
+
+/// A sentence up to its first clause separator (`：`, `，`, `;`, …), when what comes before
+/// it is long enough to say something; else the whole sentence.
+fn first_clause(sentence: &str) -> &str {
+    sentence
+        .char_indices()
+        .filter(|(_, c)| matches!(c, '：' | ':' | '，' | ',' | '；' | ';' | '（' | '('))
+        .map(|(i, _)| sentence[..i].trim_end())
+        .find(|head| !too_short(head))
+        .unwrap_or(sentence)
+}
+
+/// The cells of a Markdown table row, inline markup taken off.
+fn table_cells(raw: &str) -> Vec<String> {
+    let t = raw.trim().trim_start_matches('>').trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t.strip_suffix('|').unwrap_or(t);
+    t.split('|').map(|c| clean_inline(c.trim())).collect()
+}
+
+/// A cell of a table's separator row (`---`, `:--:`).
+fn is_separator_cell(cell: &str) -> bool {
+    !cell.is_empty() && cell.chars().all(|c| matches!(c, '-' | ':' | ' '))
+}
+
+/// A table row as a quotable unit: "key：value" for two columns, "key：column value，…" for
+/// more (the header naming each further column), in the table's language.
+fn table_row(columns: &[String], cells: &[String]) -> String {
+    let Some((key, rest)) = cells.split_first() else {
+        return String::new();
+    };
+    let chinese = cells.iter().chain(columns).any(|c| has_cjk(c));
+    let (colon, comma) = if chinese {
+        ("：", "，")
+    } else {
+        (": ", ", ")
+    };
+    let values: Vec<String> = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(i, v)| match columns.get(i + 1) {
+            Some(h) if rest.len() > 1 && !h.is_empty() => format!("{h} {v}"),
+            _ => v.clone(),
+        })
+        .collect();
+    if key.is_empty() || values.is_empty() {
+        return String::new();
+    }
+    format!("{key}{colon}{}", values.join(comma))
 }
 
 /// Clauses that end in a semicolon joined with the clause after them, up to a sentence's
@@ -1258,6 +1472,101 @@ mod tests {
             vec![block(1, "每次索引结束都会给出一份报告，包含这些内容：\n")],
         );
         assert_eq!(a, NO_MATERIAL_ZH);
+    }
+
+    #[test]
+    fn table_rows_are_quoted_under_the_sentence_introducing_them() {
+        let text = "## 延迟\n\n在 4 核机器上测得的查询延迟如下：\n\n| 模式 | p50 | p99 |\n|:--|--:|--:|\n| 词法 | 2.1 ms | 6.0 ms |\n| 混合 | 9.8 ms | 21 ms |\n\n以上为热缓存。\n";
+        // The row that answers, read with its header.
+        let a = answer("混合模式的查询延迟是多少？", vec![block(1, text)]);
+        assert_eq!(a, "混合：p50 9.8 ms，p99 21 ms[1]。");
+        // A question about the whole table gets it whole, under its introducing sentence.
+        let a = answer("4 核机器上测得的查询延迟如何？", vec![block(1, text)]);
+        assert_eq!(
+            a,
+            "在 4 核机器上测得的查询延迟如下：词法：p50 2.1 ms，p99 6.0 ms；混合：p50 9.8 ms，p99 21 ms[1]。"
+        );
+        // The numbers quoted are the table's, so the support check's numbers rule holds.
+        let checks = zhiku_domain::rules::support::check(&a, "混合", &[(1, text)]);
+        assert!(checks.iter().all(|c| c.verdict.passes()), "{checks:?}");
+        // Two columns read "key: value"; an English table reads in English.
+        let a = answer(
+            "What is the default port?",
+            vec![block(
+                1,
+                "## Defaults\n\n| Setting | Value |\n|---|---|\n| default port | 7070 |\n| default host | 127.0.0.1 |\n",
+            )],
+        );
+        assert!(a.contains("default port: 7070"), "{a}");
+    }
+
+    #[test]
+    fn a_question_for_a_kind_of_thing_is_answered_by_its_instances() {
+        // Neither "包括" nor "颜色" is written in the answer: they frame the question.
+        let sources = vec![
+            block(
+                1,
+                "## 信号灯\n\n路口的信号灯有三种状态：\n\n- 红灯；\n- 黄灯；\n- 绿灯。\n",
+            ),
+            block(2, "这种颜色搭配包括很多种，本页不讨论。"),
+        ];
+        let a = answer("信号灯的状态包括哪些颜色？", sources.clone());
+        assert_eq!(a, "路口的信号灯有三种状态：红灯；黄灯；绿灯[1]。");
+        let a = answer(
+            "Which colours make up the signal states?",
+            vec![block(
+                1,
+                "## Signals\n\nA signal has three states:\n\n- red;\n- amber;\n- green.\n",
+            )],
+        );
+        assert!(
+            a.starts_with("A signal has three states: red; amber; green"),
+            "{a}"
+        );
+        // The subject must still be there: a frame alone answers nothing.
+        assert_eq!(answer("天气包括哪些颜色？", sources), NO_MATERIAL_ZH);
+    }
+
+    #[test]
+    fn a_list_too_long_to_quote_whole_names_every_item_by_its_first_clause() {
+        let long = "它负责很多事情，包括读取配置、检查权限、记录日志、处理错误、汇报指标、清理临时文件、维护缓存、调度后台任务、轮换密钥、压缩归档、校验签名和通知值班人员";
+        let text = format!(
+            "## 组件\n\n系统由这些组件构成：\n\n- 网关，{long}；\n- 调度器，{long}；\n- 存储层，{long}；\n- 队列，{long}；\n- 缓存，{long}；\n- 监控面板，{long}。\n"
+        );
+        let a = answer("系统由哪些组件构成？", vec![block(1, &text)]);
+        assert_eq!(
+            a,
+            "系统由这些组件构成：网关，它负责很多事情；调度器，它负责很多事情；存储层，它负责很多事情；队列，它负责很多事情；缓存，它负责很多事情；监控面板，它负责很多事情[1]。"
+        );
+    }
+
+    #[test]
+    fn a_documents_opening_sentence_is_context_for_its_other_chunks() {
+        let lead = SourceBlock {
+            chunk_id: ChunkId::derive(&DocId::new("pump").unwrap(), 0, &sha256_hex("lead")),
+            source: "pump.md".into(),
+            ..block(
+                2,
+                "# Pump\n\nThe P-40 is a centrifugal water pump for small farms.\n",
+            )
+        };
+        let later = SourceBlock {
+            chunk_id: ChunkId::derive(&DocId::new("pump").unwrap(), 900, &sha256_hex("later")),
+            source: "pump.md".into(),
+            ..block(
+                1,
+                "## Maintenance\n\nReplace the seal every 500 hours of running.\n",
+            )
+        };
+        let other = block(
+            3,
+            "A diesel generator needs its oil replaced every 250 hours.",
+        );
+        let question = "How often is the P-40 centrifugal pump seal replaced?";
+        let a = answer(question, vec![later.clone(), lead, other.clone()]);
+        assert_eq!(a, "Replace the seal every 500 hours of running[1].");
+        // Without the document's opening, nothing says which machine the seal belongs to.
+        assert_eq!(answer(question, vec![later, other]), NO_MATERIAL_EN);
     }
 
     #[test]

@@ -419,17 +419,18 @@ fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
     // Measured 0.9091 / 1.0 when this test was written; the floor catches regressions.
     assert!(v["hit@1"].as_f64().unwrap() >= 0.85, "{v}");
     assert!(v["hit@5"].as_f64().unwrap() >= 0.95, "{v}");
-    // The extractive generator's answers over the same cases. Measured: 30 of 33 answerable
-    // cases answered (27 with v1), 27 of them citing an expected document, all citations
-    // valid, 6 of 6 no-answer cases not_found, none blocked.
+    // The extractive generator's answers over the same cases. Measured: 33 of 33 answerable
+    // cases answered (27 with v1, 30 with v2 before tables and list questions), 32 of them
+    // citing an expected document, all citations valid, 6 of 6 no-answer cases not_found,
+    // none blocked. The floors are the targets: 31 of 33 answered, 0.95 citing.
     let a = &v["answers"];
     assert_eq!(a["cases"], 39, "{a}");
     assert_eq!(a["citation_validity"], 1.0, "{a}");
     assert_eq!(a["no_answer_not_found_rate"], 1.0, "{a}");
     assert_eq!(a["blocked"], 0, "{a}");
     assert_eq!(a["cannot_retrieve"], 0, "{a}");
-    assert!(a["answered_rate"].as_f64().unwrap() >= 0.88, "{a}");
-    assert!(a["cites_expected_rate"].as_f64().unwrap() >= 0.85, "{a}");
+    assert!(a["answered_rate"].as_f64().unwrap() >= 31.0 / 33.0, "{a}");
+    assert!(a["cites_expected_rate"].as_f64().unwrap() >= 0.95, "{a}");
     assert!(a["generator"].as_str().unwrap().starts_with("extractive"));
 }
 
