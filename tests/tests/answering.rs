@@ -1424,6 +1424,124 @@ fn an_uncited_fact_beside_a_cited_one_is_rejected() {
     assert!(feedback.contains("cites no source"), "{feedback}");
 }
 
+/// A judge double with a real, meaning-blind rule: a claim is stated when the evidence holds
+/// every comma-separated phrase of it. `down` makes it fail like an unreachable model.
+struct PhraseJudge {
+    down: bool,
+    asked: Mutex<usize>,
+}
+
+impl zhiku_domain::ports::Judge for PhraseJudge {
+    fn identity(&self) -> String {
+        "phrase-judge".into()
+    }
+    fn supports(
+        &self,
+        claim: &str,
+        evidence: &str,
+    ) -> Result<bool, zhiku_domain::ports::JudgeError> {
+        *self.asked.lock().unwrap() += 1;
+        if self.down {
+            return Err(zhiku_domain::ports::JudgeError::Unavailable(
+                "refused".into(),
+            ));
+        }
+        Ok(claim
+            .trim_end_matches('。')
+            .split(['，', '、'])
+            .all(|p| evidence.contains(p.trim())))
+    }
+    fn relevant(&self, _: &str, _: &str) -> Result<bool, zhiku_domain::ports::JudgeError> {
+        Ok(true)
+    }
+    fn states_knowledge(&self, _: &str) -> Result<bool, zhiku_domain::ports::JudgeError> {
+        Ok(true)
+    }
+}
+
+#[test]
+fn a_judge_rejects_what_borrows_the_sources_words_and_its_failure_leaves_the_lexical_check() {
+    let kb = Kb::new(corpus());
+    let retriever = kb.retriever();
+    let question = "块的 ID 由什么组成？";
+    let probe = Scripted::new(&["[1]"]);
+    let _ = ask_with(
+        &retriever,
+        &probe,
+        AnswerPolicy::default(),
+        question,
+        &public(),
+    );
+    let m = probe.seen.lock().unwrap()[0]
+        .sources
+        .iter()
+        .find(|b| b.text.contains("内容哈希"))
+        .unwrap()
+        .marker;
+    // The block's words, one of them changed: the lexical check passes it, it is false.
+    let borrowed = format!("块的 ID 由文档 ID、起始位置和文件大小组成[{m}]。");
+    let stated = format!("块的 ID 由文档 ID、起始位置和内容哈希组成[{m}]。");
+    let run = |judge: &PhraseJudge| {
+        let generator = Scripted::new(&[borrowed.as_str(), stated.as_str()]);
+        let sink = MemoryTraceSink::new();
+        let answerer = Answerer::new(
+            &retriever,
+            &generator,
+            &sink,
+            &FrozenClock,
+            AnswerPolicy::default(),
+        )
+        .with_judge(judge);
+        let frame = answerer.ask(question, &public(), "t-1").unwrap();
+        (frame, as_json(&sink.events_for("t-1")))
+    };
+
+    let judge = PhraseJudge {
+        down: false,
+        asked: Mutex::new(0),
+    };
+    let (frame, events) = run(&judge);
+    assert_eq!(frame.status, AnswerStatus::Answered, "{frame:#?}");
+    assert_eq!(frame.attempts, 2);
+    assert_eq!(frame.answer, stated);
+    assert_eq!(frame.support.as_ref().unwrap().method, "phrase-judge");
+    let checks: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.stage == "support_check")
+        .collect();
+    assert_eq!(checks[0].data["method"], "phrase-judge");
+    assert_eq!(checks[0].data["claims"][0]["judged"], false);
+    assert_eq!(checks[0].data["claims"][0]["verdict"], "not_supported");
+    assert_eq!(checks[1].data["claims"][0]["judged"], true);
+    let rejected = events
+        .iter()
+        .find(|e| e.stage == "citation_rejected")
+        .unwrap();
+    assert_eq!(rejected.data["code"], "claim_not_supported");
+
+    // A judge that cannot answer is asked once; the lexical check decides (and here passes
+    // the borrowed wording: what the judge is for), with a notice.
+    let down = PhraseJudge {
+        down: true,
+        asked: Mutex::new(0),
+    };
+    let (frame, events) = run(&down);
+    assert_eq!(frame.status, AnswerStatus::Answered);
+    assert_eq!(frame.attempts, 1);
+    assert_eq!(frame.answer, borrowed);
+    assert_eq!(frame.support.as_ref().unwrap().method, "lexical-v1");
+    assert!(
+        frame
+            .notices
+            .iter()
+            .any(|n| n.contains("phrase-judge") && n.contains("lexical")),
+        "{:?}",
+        frame.notices
+    );
+    assert_eq!(event(&events, "support_check")["method"], "lexical-v1");
+    assert_eq!(*down.asked.lock().unwrap(), 1);
+}
+
 // ---- Conversation, routing and decomposition (issue 18) ----
 
 fn cities() -> Vec<Document> {

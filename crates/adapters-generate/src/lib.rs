@@ -18,16 +18,21 @@
 //!   windows); it shares the HTTP call with [`OpenAiGenerator`].
 //! - [`LlmPlanner`] — a [`Planner`](zhiku_domain::ports::Planner) that asks the same chat
 //!   model to make a follow-up question standalone (the rules read intent and parts).
+//! - [`LlmJudge`] — a [`Judge`](zhiku_domain::ports::Judge) over the same kind of server:
+//!   yes-or-no readings of a claim against its evidence, a text against a question, a
+//!   finding offered for write-back.
 
 mod chat;
 mod extractive;
 mod fallback;
+mod judge;
 mod openai;
 mod planner;
 mod rerank;
 
 pub use extractive::{ExtractiveConfig, ExtractiveGenerator};
 pub use fallback::FallbackGenerator;
+pub use judge::LlmJudge;
 pub use openai::{OpenAiConfig, OpenAiGenerator};
 pub use planner::LlmPlanner;
 pub use rerank::{ListwiseOutcome, LlmRerankConfig, LlmReranker};

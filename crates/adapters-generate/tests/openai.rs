@@ -142,3 +142,51 @@ fn the_llm_planner_makes_a_follow_up_standalone() {
         }
     }
 }
+
+#[test]
+fn the_llm_judge_tells_a_stated_claim_from_a_borrowed_wording() {
+    use zhiku_adapters_generate::LlmJudge;
+    use zhiku_domain::ports::Judge;
+    use zhiku_domain::rules::support::{self, ClaimVerdict};
+    let Some(config) = server() else { return };
+    let judge = LlmJudge::new(&config);
+    let shanghai = "上海是中国的直辖市，位于长江入海口，2020 年常住人口约 2487 万。";
+    // The misattribution the lexical check lets through: the words are the block's, the
+    // city is not. The judge reads it as unsupported; the right city, as supported.
+    let wrong = "北京是中国的直辖市，位于长江入海口。";
+    let lexical = support::check(&format!("{wrong}[1]"), "北京在哪里？", &[(1, shanghai)]);
+    assert_eq!(lexical[0].verdict, ClaimVerdict::Supported, "{lexical:?}");
+    let mut judged = lexical.clone();
+    let outcome = support::apply_judge(&mut judged, &[(1, shanghai)], &judge);
+    eprintln!("judge on the borrowed wording: {outcome:?} {judged:?}");
+    assert_eq!(outcome, Ok(1));
+    assert_eq!(judged[0].verdict, ClaimVerdict::NotSupported, "{judged:?}");
+    assert_eq!(
+        judge.supports("上海位于长江入海口。", shanghai),
+        Ok(true),
+        "a claim the block states"
+    );
+    // Relevance and the write-back gate.
+    assert_eq!(judge.relevant("上海有多少人？", shanghai), Ok(true));
+    assert_eq!(
+        judge.states_knowledge("抱歉，我无法回答这个问题。"),
+        Ok(false)
+    );
+    assert_eq!(judge.states_knowledge(shanghai), Ok(true));
+}
+
+#[test]
+fn an_unreachable_judge_is_unavailable_at_once() {
+    use zhiku_adapters_generate::LlmJudge;
+    use zhiku_domain::ports::{Judge, JudgeError};
+    // Nothing listens on port 9 of the loopback.
+    let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "none");
+    config.timeout = Duration::from_secs(5);
+    let judge = LlmJudge::new(&config);
+    let started = Instant::now();
+    assert!(matches!(
+        judge.supports("a", "b"),
+        Err(JudgeError::Unavailable(_))
+    ));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

@@ -24,8 +24,14 @@ const EDITED: &str = "alpha 仓库的夜间发货截止时间是晚上九点，�
 const QUESTION: &str = "alpha 仓库的夜间发货截止时间是几点？";
 
 fn open_kb(kb: &Path) -> KnowledgeBase {
+    open_kb_with(kb, &[])
+}
+
+/// The knowledge base of `kb` with `env` (variable, value) as the process environment.
+fn open_kb_with(kb: &Path, env: &[(&str, String)]) -> KnowledgeBase {
     let root = kb.canonicalize().unwrap();
-    let config = Config::resolve(Some(&root.join("zhiku.toml")), None, &|_| None).unwrap();
+    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+    let config = Config::resolve(Some(&root.join("zhiku.toml")), None, &lookup).unwrap();
     let store = Store::open(
         &root.join(".zhiku"),
         config,
@@ -70,6 +76,67 @@ fn decision(v: &Value) -> (String, String) {
 
 fn pair(a: &str, b: &str) -> (String, String) {
     (a.to_string(), b.to_string())
+}
+
+/// Filler that passes every offline rule (long enough, no refusal phrase, not the question).
+const FILLER: &str =
+    "关于这一点我们还在继续整理和讨论，之后会再补充更多的内容与细节，请大家耐心等待后续的更新。";
+
+#[test]
+fn the_judge_has_the_gates_last_word_and_an_unreachable_one_leaves_the_rules() {
+    // Unreachable (nothing listens on port 9): the rules alone decide, and the entry says so.
+    let dir = tempfile::tempdir().unwrap();
+    let kb_dir = two_scope_kb(dir.path(), "", "");
+    let env = |url: &str, model: &str| {
+        vec![
+            ("ZHIKU_JUDGE", "llm".to_string()),
+            ("ZHIKU_LLM_URL", url.to_string()),
+            ("ZHIKU_LLM_MODEL", model.to_string()),
+            ("ZHIKU_LLM_TIMEOUT_MS", "300000".to_string()),
+        ]
+    };
+    let kb = open_kb_with(&kb_dir, &env("http://127.0.0.1:9/v1", "none"));
+    let v = write(&kb, FILLER, None);
+    assert_eq!(decision(&v), pair("accepted", "new"), "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the rules alone: judge unavailable"),
+        "{v}"
+    );
+    drop(kb);
+
+    let Ok(url) = std::env::var("ZHIKU_TEST_LLM_URL") else {
+        eprintln!(
+            "SKIPPED (the real judge): set ZHIKU_TEST_LLM_URL=http://127.0.0.1:8088/v1 \
+             (scripts/llm-server.sh starts one) to run it"
+        );
+        return;
+    };
+    let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
+    let dir = tempfile::tempdir().unwrap();
+    let kb_dir = two_scope_kb(dir.path(), "", "");
+    let kb = open_kb_with(&kb_dir, &env(&url, &model));
+    let v = write(&kb, FILLER, None);
+    eprintln!("the judge on filler: {v}");
+    assert_eq!(decision(&v), pair("refused", "states_nothing"), "{v}");
+    let v = write(&kb, FINDING, Some(QUESTION));
+    assert_eq!(decision(&v), pair("accepted", "new"), "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("judged by llm-judge:"),
+        "{v}"
+    );
+    let reasons: Vec<String> = kb
+        .audit_entries(&agent())
+        .unwrap()
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(reasons, vec!["states_nothing".to_string(), "new".into()]);
 }
 
 #[test]

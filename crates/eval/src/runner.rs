@@ -9,7 +9,8 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 use zhiku_domain::Filter;
-use zhiku_domain::ports::Turn;
+use zhiku_domain::Revision;
+use zhiku_domain::ports::{DocumentChunks, Judge, JudgeError, Turn};
 use zhiku_domain::rules::fusion::Route;
 use zhiku_domain::rules::grading::{
     ChunkLocation, MetricTotals, first_relevant_rank, span_hit_at_k,
@@ -236,8 +237,13 @@ pub struct AnswerSummary {
     /// Of those, sentences the blocks they cite support.
     pub claims_supported: usize,
     /// Sum over answered answerable cases of the share of the question's terms the answer
-    /// holds (offline answer relevance).
+    /// holds (offline answer relevance), or of the judge's yes (1) and no (0).
     pub relevance_sum: f64,
+    /// Who graded faithfulness and answer relevance: `lexical-v1` (the answerer's own check,
+    /// 1.0 by construction for what it shows) or a judge's identity (an independent reading).
+    pub graded_by: String,
+    /// Readings the judge could not give (that case's figures are the offline ones).
+    pub judge_failures: usize,
     /// Sum over answerable cases of the context's average precision (evidence in an expected
     /// document, rank-weighted).
     pub context_precision_sum: f64,
@@ -370,16 +376,78 @@ impl AnswerSummary {
     }
 }
 
+/// A judge grading answers, and where it reads the cited chunks' text.
+pub struct Grader<'g> {
+    /// Reads each claim against the chunks it cites, and the answer against the question.
+    pub judge: &'g dyn Judge,
+    /// The chunks of a cited document at the revision the citation names.
+    pub chunks: &'g dyn DocumentChunks,
+}
+
+impl std::fmt::Debug for Grader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grader")
+            .field("judge", &self.judge.identity())
+            .finish()
+    }
+}
+
+/// The judge's grades of one answered frame: (claims stated, claims supported, relevance),
+/// or the judge's error.
+fn judge_grades(
+    grader: &Grader<'_>,
+    frame: &AnswerFrame,
+    question: &str,
+) -> Result<(usize, usize, f64), JudgeError> {
+    let mut blocks: Vec<(u32, String)> = Vec::new();
+    for c in &frame.citations {
+        if blocks.iter().any(|(m, _)| *m == c.marker) {
+            continue;
+        }
+        let text = Revision::new(&c.revision)
+            .ok()
+            .and_then(|r| grader.chunks.chunks(&c.doc_id, &r).ok().flatten())
+            .and_then(|chunks| chunks.into_iter().find(|k| *k.chunk_id() == c.chunk_id))
+            .map(|k| k.content().to_string())
+            .ok_or_else(|| JudgeError::NoVerdict(format!("the text of {} is gone", c.chunk_id)))?;
+        blocks.push((c.marker, text));
+    }
+    let blocks: Vec<(u32, &str)> = blocks.iter().map(|(m, t)| (*m, t.as_str())).collect();
+    let mut checks = support::check(&frame.answer, question, &blocks);
+    support::apply_judge(&mut checks, &blocks, grader.judge)?;
+    let stated = checks
+        .iter()
+        .filter(|c| c.verdict != support::ClaimVerdict::NotAClaim)
+        .count();
+    let supported = checks
+        .iter()
+        .filter(|c| c.verdict == support::ClaimVerdict::Supported)
+        .count();
+    let relevant = grader
+        .judge
+        .relevant(question, &support::strip_markers(&frame.answer))?;
+    Ok((stated, supported, if relevant { 1.0 } else { 0.0 }))
+}
+
 /// Asks every case of `set` and grades the answers: statuses, citation validity against each
-/// round's own evidence, and whether no-answer cases end `not_found`.
+/// round's own evidence, and whether no-answer cases end `not_found`. With a `grader`,
+/// faithfulness and answer relevance are the judge's readings of each answer shown (the
+/// answerer's own check stays whatever it was configured with).
 pub fn evaluate_answers(
     answerer: &Answerer<'_>,
     filter: &Filter,
     set: &EvalSet,
+    grader: Option<&Grader<'_>>,
     new_trace_id: &dyn Fn() -> String,
     on_case: &mut dyn FnMut(&AnswerResult),
 ) -> Result<AnswerSummary, AskError> {
-    let mut s = AnswerSummary::default();
+    let mut s = AnswerSummary {
+        graded_by: grader.map_or_else(
+            || support::LEXICAL_CHECK.to_string(),
+            |g| g.judge.identity(),
+        ),
+        ..AnswerSummary::default()
+    };
     for case in &set.queries {
         if case.text.trim().is_empty() {
             continue;
@@ -407,9 +475,29 @@ pub fn evaluate_answers(
                 .to_string();
             s.stage_ms.entry(group).or_default().push(phase.ms);
         }
-        if let Some(sup) = &frame.support {
-            s.claims += sup.claims;
-            s.claims_supported += sup.supported;
+        let question = frame.rewritten.as_deref().unwrap_or(&frame.question);
+        let judged = match grader {
+            Some(g) if frame.status == AnswerStatus::Answered => {
+                match judge_grades(g, &frame, question) {
+                    Ok(grades) => Some(grades),
+                    Err(_) => {
+                        s.judge_failures += 1;
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        match (&judged, &frame.support) {
+            (Some((stated, supported, _)), _) => {
+                s.claims += stated;
+                s.claims_supported += supported;
+            }
+            (None, Some(sup)) => {
+                s.claims += sup.claims;
+                s.claims_supported += sup.supported;
+            }
+            (None, None) => {}
         }
         match frame.status {
             AnswerStatus::Answered => s.answered += 1,
@@ -473,9 +561,10 @@ pub fn evaluate_answers(
                 }
             }
             if frame.status == AnswerStatus::Answered {
-                let question = frame.rewritten.as_deref().unwrap_or(&frame.question);
-                s.relevance_sum +=
-                    support::support(question, &support::strip_markers(&frame.answer));
+                s.relevance_sum += match judged {
+                    Some((_, _, relevance)) => relevance,
+                    None => support::support(question, &support::strip_markers(&frame.answer)),
+                };
             }
         }
         if case.no_answer {

@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    AuditLog, DocumentStore, Generator, MemoryAuditLog, Origin, Planner, PutRequest, Staged,
+    AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, Planner, PutRequest, Staged,
     StoredTraceEvent, TraceSink, TraceStore, Turn,
 };
 use zhiku_domain::rules::retention::{self, Retention};
@@ -56,6 +56,8 @@ pub struct KnowledgeBase {
     generator: Box<dyn Generator>,
     /// Reads questions in their conversation (the rules planner when `None`).
     planner: Option<Box<dyn Planner>>,
+    /// Decides claims' support and write-backs beside the rules (the rules alone when `None`).
+    pub(crate) judge: Option<Box<dyn Judge>>,
     clock: MonotonicClock,
     traces: Arc<dyn TraceStore>,
     started: Instant,
@@ -139,6 +141,7 @@ impl KnowledgeBase {
                 documents,
                 generator,
                 planner: None,
+                judge: None,
                 clock: MonotonicClock::default(),
                 traces,
                 started: Instant::now(),
@@ -153,6 +156,18 @@ impl KnowledgeBase {
     pub fn with_planner(mut self, planner: Option<Box<dyn Planner>>) -> Self {
         self.planner = planner;
         self
+    }
+
+    /// The same knowledge base, letting `judge` decide the support of answers' claims (after
+    /// the rules' hard checks) and have the last word on write-backs.
+    pub fn with_judge(mut self, judge: Option<Box<dyn Judge>>) -> Self {
+        self.judge = judge;
+        self
+    }
+
+    /// The judge, when one is configured.
+    pub fn judge(&self) -> Option<&dyn Judge> {
+        self.judge.as_deref()
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Inner> {
@@ -278,6 +293,9 @@ impl KnowledgeBase {
         }
         if let Some(planner) = &self.planner {
             answerer = answerer.with_planner(planner.as_ref());
+        }
+        if let Some(judge) = &self.judge {
+            answerer = answerer.with_judge(judge.as_ref());
         }
         let result = answerer.converse(history, &q.query, &filter, trace_id);
         // A run that ended early (no `answer` event) is written too.

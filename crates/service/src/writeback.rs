@@ -8,6 +8,8 @@
 //! 1. the caller must have the write right and see the scope (an error, not audited: no write
 //!    was judged);
 //! 2. the quality gate ([`gate`]): `too_short`, `echoes_question`, `refusal` → refused;
+//!    then, with `judge = "llm"`, the judge ([`Judge::states_knowledge`]): `states_nothing`
+//!    → refused (an unreachable judge leaves the rules' verdict, said in the entry's detail);
 //! 3. duplicates among the documents of the same scope (but the one a given ID updates): the same normalised
 //!    content hash is `duplicate`, Jaccard of shingles ≥ the threshold is `near_duplicate`.
 //!    With `write_back_duplicates = "refuse"` both are refused; with `"merge"` a duplicate is
@@ -26,6 +28,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 use zhiku_domain::ports::AuditEntry;
+#[cfg(doc)]
+use zhiku_domain::ports::Judge;
 use zhiku_domain::rules::writeback::{content_hash, gate, jaccard, normalise, shingles};
 use zhiku_domain::{DocId, Scope};
 
@@ -123,6 +127,19 @@ impl KnowledgeBase {
         if let Err((refusal, detail)) = gate(&w.text, w.question.as_deref(), policy.min_chars) {
             return record("refused", refusal.code(), detail, &id, None, None);
         }
+        // The judge, when configured, has the gate's last word; when it cannot be reached the
+        // rules alone decide and the audit entry says so.
+        let mut judged = String::new();
+        if let Some(judge) = &self.judge {
+            match judge.states_knowledge(&w.text) {
+                Ok(true) => judged = format!(" (judged by {})", judge.identity()),
+                Ok(false) => {
+                    let detail = format!("{} read it as stating no fact", judge.identity());
+                    return record("refused", "states_nothing", detail, &id, None, None);
+                }
+                Err(e) => judged = format!(" (the rules alone: {e})"),
+            }
+        }
 
         // The closest document of the scope, and whether it is the same text. An ID the caller
         // gives names the document it updates, which is no duplicate of itself; a derived ID
@@ -206,8 +223,8 @@ impl KnowledgeBase {
                     _ => ("accepted", "new"),
                 };
                 let detail = match decision {
-                    "merged" => format!("replaced the text of {doc_id}"),
-                    _ => format!("written as {}", ingested.path),
+                    "merged" => format!("replaced the text of {doc_id}{judged}"),
+                    _ => format!("written as {}{judged}", ingested.path),
                 };
                 let dup = (decision == "merged").then(|| doc_id.clone());
                 record(decision, reason, detail, &doc_id, dup, Some(ingested))

@@ -19,7 +19,7 @@ use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::{AnswerPolicy, AnswerStatus, Answerer, DocumentReader, RetrievalMode};
 use zhiku_domain::{Chunk, ChunkingPolicy, DocId, Document, Filter, Revision};
 use zhiku_eval::beir::{EvalSet, load_beir, load_golden, passage_document};
-use zhiku_eval::runner::{AnswerResult, evaluate, evaluate_answers};
+use zhiku_eval::runner::{AnswerResult, Grader, evaluate, evaluate_answers};
 use zhiku_service::{MonotonicClock, new_trace_id};
 
 use super::ctx::{Ctx, build_filter, origin_for, refresh};
@@ -139,6 +139,13 @@ pub(crate) fn run(
                 store.config.policy,
             );
             let planner = wiring::planner::planner_for(&store.config);
+            // The judge grades; the answerer keeps the rules, so the grade is an independent
+            // reading of what the rules let through.
+            let judge = wiring::judge::judge_for(&store.config);
+            let grader = judge.as_deref().map(|judge| Grader {
+                judge,
+                chunks: &reader,
+            });
             let mut answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
                 .with_document_chunks(&reader);
             if let Some(p) = &planner {
@@ -158,6 +165,7 @@ pub(crate) fn run(
                 &answerer,
                 &filter,
                 &set,
+                grader.as_ref(),
                 &new_trace_id,
                 &mut |r: &AnswerResult| {
                     if let Some(out) = answers_out.as_mut() {

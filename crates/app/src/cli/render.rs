@@ -295,9 +295,17 @@ pub(crate) fn eval(
             "  answerable answered   {} ({} of {}); citing an expected document {}",
             v["answered_rate"], a.answerable_answered, a.answerable, v["cites_expected_rate"]
         );
+        let failures = if a.judge_failures > 0 {
+            format!(
+                "; {} readings failed, those cases graded offline",
+                a.judge_failures
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "  faithfulness          {} ({} of {} sentences supported by their citations)",
-            v["faithfulness"], a.claims_supported, a.claims
+            "  faithfulness          {} ({} of {} sentences supported by their citations; graded by {}{failures})",
+            v["faithfulness"], a.claims_supported, a.claims, a.graded_by
         );
         println!(
             "  answer relevance      {}   context precision {}   context recall {}",

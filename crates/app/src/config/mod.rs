@@ -269,6 +269,17 @@ pub enum GeneratorKind {
     Openai,
 }
 
+/// Who decides whether an answer's claims are supported, grades answers in `eval --answers`
+/// and has the last word on write-back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JudgeKind {
+    /// The offline rules alone (the lexical support check, the write-back rules).
+    Lexical,
+    /// The chat model of `llm_url` / `llm_model`, after the rules' hard checks.
+    Llm,
+}
+
 /// The default model of the candle embedder.
 pub const DEFAULT_MODEL: &str = "BAAI/bge-small-zh-v1.5";
 
@@ -330,6 +341,8 @@ pub struct Config {
     /// What answers when the chat server of `llm_url` is unreachable or times out, in order
     /// (`generator = "openai"` only; empty: the error is the run's).
     pub generator_fallback: Vec<FallbackStep>,
+    /// Who judges claims, answers and write-backs beside the rules.
+    pub judge: JudgeKind,
     /// Generation attempts before an answer run ends `blocked`.
     pub ask_attempts: u32,
     /// What an answer's context may hold (`context_chunks`, `context_chars`).
@@ -418,6 +431,7 @@ struct Keys {
     llm_timeout_ms: Option<u64>,
     llm_max_tokens: Option<u32>,
     generator_fallback: Option<Vec<String>>,
+    judge: Option<JudgeKind>,
     ask_attempts: Option<u32>,
     context_chunks: Option<usize>,
     context_chars: Option<usize>,
@@ -465,7 +479,7 @@ fn scope_caps(entries: &[String]) -> Result<std::collections::BTreeMap<Scope, us
 }
 
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 60] = [
+const KEYS: [&str; 61] = [
     "vectors",
     "embedder",
     "lexical",
@@ -502,6 +516,7 @@ const KEYS: [&str; 60] = [
     "llm_timeout_ms",
     "llm_max_tokens",
     "generator_fallback",
+    "judge",
     "ask_attempts",
     "context_chunks",
     "context_chars",
@@ -545,7 +560,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 60] = [
+const ENV: [EnvKey; 61] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -590,6 +605,7 @@ const ENV: [EnvKey; 60] = [
         var: "ZHIKU_GENERATOR_FALLBACK",
         list: true,
     },
+    var("judge", "ZHIKU_JUDGE"),
     var("ask_attempts", "ZHIKU_ASK_ATTEMPTS"),
     var("context_chunks", "ZHIKU_CONTEXT_CHUNKS"),
     var("context_chars", "ZHIKU_CONTEXT_CHARS"),
@@ -731,6 +747,7 @@ llm_api_key_env = "ZHIKU_LLM_API_KEY"
 llm_timeout_ms = 60000
 llm_max_tokens = 512
 generator_fallback = ["extractive"]
+judge = "lexical"
 ask_attempts = 3
 context_chunks = 6
 context_chars = 4000
@@ -964,6 +981,7 @@ impl Config {
                     .ok_or_else(|| required("generator_fallback"))?,
                 keys.llm_model.as_deref().unwrap_or_default(),
             )?,
+            judge: keys.judge.ok_or_else(|| required("judge"))?,
             ask_attempts: keys.ask_attempts.ok_or_else(|| required("ask_attempts"))?,
             context: RetrievalBudget::new(
                 keys.context_chunks

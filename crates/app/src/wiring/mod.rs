@@ -5,6 +5,7 @@
 pub mod corpus;
 pub mod embed_server;
 pub mod generator;
+pub mod judge;
 pub mod planner;
 pub mod qdrant;
 pub mod rerank;
@@ -127,8 +128,13 @@ pub fn open_service(
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     let planner = planner::planner_for(&store_config);
-    KnowledgeBase::new(core, documents, refresh_from, generator, traces)
-        .map(|(kb, refreshed)| (kb.with_planner(planner).with_audit(audit), refreshed))
+    let judge = judge::judge_for(&store_config);
+    KnowledgeBase::new(core, documents, refresh_from, generator, traces).map(|(kb, refreshed)| {
+        (
+            kb.with_planner(planner).with_judge(judge).with_audit(audit),
+            refreshed,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod embedder;
 mod errors;
 mod generator;
 mod index;
+mod judge;
 mod planner;
 mod rerank;
 mod source;
@@ -37,6 +38,7 @@ pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
 };
+pub use judge::{Judge, JudgeError};
 pub use planner::{Intent, Plan, PlanError, Planner, Turn};
 pub use rerank::{RerankCandidate, Reranker};
 pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};

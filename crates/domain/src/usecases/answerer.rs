@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::contracts::{Chunk, ChunkId, DocId, Filter, PageSpan, SectionId};
 use crate::ports::{
     AnswerStep, BudgetStep, CitedChunk, Clock, ContextStep, DocumentChunks, DroppedChunk,
-    FusedEntry, FusionStep, GenerateError, GenerationStep, Generator, Intent, IntentStep,
+    FusedEntry, FusionStep, GenerateError, GenerationStep, Generator, Intent, IntentStep, Judge,
     PhaseTime, Plan, Planner, QueryStep, RankedHit, ReformulationStep, RejectionStep, RerankScore,
     RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome, RouteScore, RouteStep, SourceBlock,
     SourceError, Stage, SubQuestionStep, SupportStep, TraceEvent, TraceSink, Turn, ValidationStep,
@@ -227,6 +227,7 @@ pub struct Answerer<'a> {
     policy: AnswerPolicy,
     chunks: Option<&'a dyn DocumentChunks>,
     planner: &'a dyn Planner,
+    judge: Option<&'a dyn Judge>,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -245,6 +246,11 @@ struct Run<'r> {
     support: Option<SupportSummary>,
     /// The generator that wrote the last answer (a fallback chain's delegate).
     answered_by: Option<String>,
+    /// The support check that passed the last accepted answer (a judge's identity, or the
+    /// lexical check's).
+    support_method: Option<String>,
+    /// Whether the judge already failed in this run (it is not asked again).
+    judge_failed: bool,
     trace_id: &'r str,
     sink: &'r dyn TraceSink,
     clock: &'r dyn Clock,
@@ -294,6 +300,7 @@ impl<'a> Answerer<'a> {
             policy,
             chunks: None,
             planner: &RulesPlanner,
+            judge: None,
         }
     }
 
@@ -301,6 +308,15 @@ impl<'a> Answerer<'a> {
     /// planner by default; it stands in whenever `planner` fails).
     pub fn with_planner(mut self, planner: &'a dyn Planner) -> Self {
         self.planner = planner;
+        self
+    }
+
+    /// The same answerer, letting `judge` decide whether each cited claim is supported (the
+    /// hard rules of the lexical check still apply first; see
+    /// [`support::apply_judge`]). When the judge cannot be reached the lexical check decides,
+    /// with a notice in the frame.
+    pub fn with_judge(mut self, judge: &'a dyn Judge) -> Self {
+        self.judge = Some(judge);
         self
     }
 
@@ -406,6 +422,8 @@ impl<'a> Answerer<'a> {
             attempts: 0,
             support: None,
             answered_by: None,
+            support_method: None,
+            judge_failed: false,
             trace_id,
             sink: self.trace,
             clock: self.clock,
@@ -579,7 +597,10 @@ impl<'a> Answerer<'a> {
         let (answer, status, cited) = combine(question, &parts, outcomes, self.policy.max_attempts);
         let support = (status == AnswerStatus::Answered).then(|| SupportSummary {
             claims,
-            method: support::LEXICAL_CHECK.to_string(),
+            method: run
+                .support_method
+                .clone()
+                .unwrap_or_else(|| support::LEXICAL_CHECK.to_string()),
             supported: claims,
         });
         let citations = citations_for(&answer, &cited, &retrieval.evidence);
@@ -789,7 +810,8 @@ impl<'a> Answerer<'a> {
             // Each sentence against the blocks it cites.
             let blocks = round.blocks(sources);
             let blocks: Vec<(u32, &str)> = blocks.iter().map(|(m, t)| (*m, t.as_str())).collect();
-            let claims = support::check(&text, question, &blocks);
+            let mut claims = support::check(&text, question, &blocks);
+            let method = self.judge_claims(run, &mut claims, &blocks);
             // An answer must state something: markers alone ("[1] [2] [3]") say nothing.
             let ok = claims.iter().all(|c| c.verdict.passes())
                 && claims.iter().any(|c| c.verdict == ClaimVerdict::Supported);
@@ -797,7 +819,7 @@ impl<'a> Answerer<'a> {
                 attempt,
                 claims: claims.clone(),
                 floor: support::SUPPORT_FLOOR,
-                method: support::LEXICAL_CHECK.to_string(),
+                method: method.clone(),
                 ok,
             }));
             if !ok && claims.iter().all(|c| c.verdict.passes()) {
@@ -857,6 +879,7 @@ impl<'a> Answerer<'a> {
                 .iter()
                 .filter(|c| c.verdict != ClaimVerdict::NotAClaim)
                 .count();
+            run.support_method = Some(method);
             return Ok(Outcome::Answered {
                 text,
                 cited: resolved.cited,
@@ -867,6 +890,31 @@ impl<'a> Answerer<'a> {
         Ok(Outcome::Blocked {
             attempts: last + 1 - first,
         })
+    }
+
+    /// Lets the judge, if any, decide the claims the hard rules let through; returns the
+    /// check that decided (the judge's identity, or the lexical check's when there is no
+    /// judge or it failed — said once per run in the frame's notices).
+    fn judge_claims(
+        &self,
+        run: &mut Run<'_>,
+        claims: &mut [support::ClaimCheck],
+        blocks: &[(u32, &str)],
+    ) -> String {
+        let Some(judge) = self.judge.filter(|_| !run.judge_failed) else {
+            return support::LEXICAL_CHECK.to_string();
+        };
+        match support::apply_judge(claims, blocks, judge) {
+            Ok(_) => judge.identity(),
+            Err(e) => {
+                run.judge_failed = true;
+                run.notices.push(format!(
+                    "the support judge {} gave no verdict ({e}): the lexical check decided",
+                    judge.identity()
+                ));
+                support::LEXICAL_CHECK.to_string()
+            }
+        }
     }
 
     fn record_retrieval(&self, run: &Run<'_>, retrieval: &Retrieval) {
