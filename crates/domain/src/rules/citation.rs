@@ -70,8 +70,8 @@ struct Written {
     refs: Vec<CitationRef>,
 }
 
-/// Scans `text` for citations: `[1]`, `[2][3]`, `[1, 2]`, `[1，2]`, `【1】` and bracketed chunk
-/// IDs. Brackets holding anything else are prose, not citations.
+/// Scans `text` for citations: `[1]`, `[2][3]`, `[1, 2]`, `[1，2]`, `[1、2]`, `【1】` and
+/// bracketed chunk IDs. Brackets holding anything else are prose, not citations.
 fn scan(text: &str) -> Vec<Written> {
     let mut out = Vec::new();
     let mut at = 0;
@@ -85,7 +85,7 @@ fn scan(text: &str) -> Vec<Written> {
         let close = at + found;
         let inside = text[at..close].trim();
         let parts: Vec<&str> = inside
-            .split([',', '，', ';', '；'])
+            .split([',', '，', ';', '；', '、'])
             .map(str::trim)
             .collect();
         let numbers: Option<Vec<u32>> = parts.iter().map(|p| p.parse::<u32>().ok()).collect();
@@ -145,6 +145,19 @@ pub fn neutralise(text: &str) -> std::borrow::Cow<'_, str> {
         out.push_str(&text[at..]);
         text = std::borrow::Cow::Owned(out);
     }
+}
+
+/// `text` without its citations (the brackets and what they hold), trimmed; everything else,
+/// bracketed prose included, unchanged.
+pub fn strip(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for w in scan(text) {
+        out.push_str(&text[at..w.open.start]);
+        at = w.close.end;
+    }
+    out.push_str(&text[at..]);
+    out.trim().to_string()
 }
 
 /// The `[n]` markers in `text`, in order of appearance (`[1]`, `[2][3]`, `[1, 2]`).
@@ -254,6 +267,16 @@ mod tests {
         );
         assert_eq!(markers("没有引用"), Vec::<u32>::new());
         assert_eq!(markers("中文【1】和[2；3]"), vec![1, 2, 3]);
+        assert_eq!(markers("见[1、2]"), vec![1, 2]);
+    }
+
+    #[test]
+    fn stripping_takes_off_exactly_what_the_parser_reads_as_citations() {
+        let chunk = id("a");
+        let text = format!(" A [1]. B [2][3]、C【4】[1, 2] [{chunk}] a[i] [注] [x1] ");
+        assert_eq!(strip(&text), "A . B 、C  a[i] [注] [x1]");
+        assert!(references(&strip(&text)).is_empty());
+        assert_eq!(strip("没有引用"), "没有引用");
     }
 
     #[test]

@@ -191,36 +191,10 @@ fn split_leading_markers(sentence: &str) -> (&str, &str) {
     (&sentence[..at], &sentence[at..])
 }
 
-/// `text` without its citation markers and their brackets.
+/// `text` without its citation markers and their brackets ([`citation::strip`]: what the
+/// citation parser reads as a citation, and nothing else).
 pub fn strip_markers(text: &str) -> String {
-    let refs = citation::references(text);
-    if refs.is_empty() {
-        return text.trim().to_string();
-    }
-    // Remove `[…]` and `【…】` groups that hold only digits, commas and spaces.
-    let mut out = String::with_capacity(text.len());
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '[' || c == '【' {
-            let close = if c == '[' { ']' } else { '】' };
-            if let Some(len) = chars[i + 1..].iter().position(|&x| x == close) {
-                let inner: String = chars[i + 1..i + 1 + len].iter().collect();
-                let is_marker = !inner.trim().is_empty()
-                    && inner
-                        .chars()
-                        .all(|x| x.is_ascii_digit() || matches!(x, ',' | '，' | ' ' | '、'));
-                if is_marker || !citation::references(&format!("[{inner}]")).is_empty() {
-                    i += len + 2;
-                    continue;
-                }
-            }
-        }
-        out.push(c);
-        i += 1;
-    }
-    out.trim().to_string()
+    citation::strip(text)
 }
 
 /// Terms for support matching: [`text::terms`], with a plural `s` of a longer Latin word
