@@ -1380,6 +1380,24 @@ fn a_fact_cited_to_the_wrong_block_is_rejected_with_feedback_and_retried() {
     assert!(!frame.answer.contains("内容哈希"));
 }
 
+/// The marker the block holding `needle` gets when `question` is asked (found by a probe run).
+fn marker_of(retriever: &Retriever<'_>, question: &str, needle: &str) -> u32 {
+    let probe = Scripted::new(&["[1]"]);
+    let _ = ask_with(
+        retriever,
+        &probe,
+        AnswerPolicy::default(),
+        question,
+        &public(),
+    );
+    probe.seen.lock().unwrap()[0]
+        .sources
+        .iter()
+        .find(|b| b.text.contains(needle))
+        .unwrap()
+        .marker
+}
+
 #[test]
 fn an_uncited_fact_beside_a_cited_one_is_rejected() {
     let kb = Kb::new(corpus());
@@ -1387,20 +1405,7 @@ fn an_uncited_fact_beside_a_cited_one_is_rejected() {
     let question = "块的 ID 由什么组成？";
     // The first reply cites one sentence and states another without a citation; the second
     // cites both.
-    let probe = Scripted::new(&["[1]"]);
-    let _ = ask_with(
-        &retriever,
-        &probe,
-        AnswerPolicy::default(),
-        question,
-        &public(),
-    );
-    let sources = probe.seen.lock().unwrap()[0].sources.clone();
-    let m = sources
-        .iter()
-        .find(|b| b.text.contains("内容哈希"))
-        .unwrap()
-        .marker;
+    let m = marker_of(&retriever, question, "内容哈希");
     let partly = format!("块的 ID 由文档 ID、起始位置和内容哈希组成[{m}]。内容不变时 ID 不变。");
     let fully =
         format!("块的 ID 由文档 ID、起始位置和内容哈希组成[{m}]。内容不变时 ID 不变[{m}]。");
@@ -1464,20 +1469,7 @@ fn a_judge_rejects_what_borrows_the_sources_words_and_its_failure_leaves_the_lex
     let kb = Kb::new(corpus());
     let retriever = kb.retriever();
     let question = "块的 ID 由什么组成？";
-    let probe = Scripted::new(&["[1]"]);
-    let _ = ask_with(
-        &retriever,
-        &probe,
-        AnswerPolicy::default(),
-        question,
-        &public(),
-    );
-    let m = probe.seen.lock().unwrap()[0]
-        .sources
-        .iter()
-        .find(|b| b.text.contains("内容哈希"))
-        .unwrap()
-        .marker;
+    let m = marker_of(&retriever, question, "内容哈希");
     // The block's words, one of them changed: the lexical check passes it, it is false.
     let borrowed = format!("块的 ID 由文档 ID、起始位置和文件大小组成[{m}]。");
     let stated = format!("块的 ID 由文档 ID、起始位置和内容哈希组成[{m}]。");

@@ -1021,21 +1021,8 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
                 }
                 let Some(columns) = &table_header else {
                     table_header = Some(cells);
-                    if !in_list
-                        && intro.is_none()
-                        && units.last().is_some_and(|u| u.kind == Kind::Heading)
-                    {
-                        intro = Some(units.len());
-                        units.push(Unit {
-                            kind: Kind::List,
-                            text: String::new(),
-                            line: line_no,
-                            para,
-                            context: base.clone(),
-                            answers_question: false,
-                            label: heading.clone(),
-                            items: Vec::new(),
-                        });
+                    if !in_list && intro.is_none() {
+                        intro = open_heading_list(&mut units, line_no, para, &base, &heading);
                     }
                     in_list = true;
                     continue;
@@ -1088,22 +1075,8 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
                 if !in_list && raw.starts_with([' ', '\t']) && !is_bullet(raw) {
                     (Kind::Prose, t)
                 } else {
-                    if !in_list
-                        && intro.is_none()
-                        && units.last().is_some_and(|u| u.kind == Kind::Heading)
-                    {
-                        // A list right under its heading: the heading introduces it.
-                        intro = Some(units.len());
-                        units.push(Unit {
-                            kind: Kind::List,
-                            text: String::new(),
-                            line: line_no,
-                            para,
-                            context: base.clone(),
-                            answers_question: false,
-                            label: heading.clone(),
-                            items: Vec::new(),
-                        });
+                    if !in_list && intro.is_none() {
+                        intro = open_heading_list(&mut units, line_no, para, &base, &heading);
                     }
                     in_list = true;
                     (Kind::Item, t)
@@ -1250,6 +1223,31 @@ fn first_clause(sentence: &str) -> &str {
         .map(|(i, _)| sentence[..i].trim_end())
         .find(|head| !too_short(head))
         .unwrap_or(sentence)
+}
+
+/// A list (or table) right under its heading: the heading introduces it, as a [`Kind::List`]
+/// unit the items join. Returns that unit's index, or `None` when no heading is right above.
+fn open_heading_list(
+    units: &mut Vec<Unit>,
+    line: usize,
+    para: usize,
+    base: &str,
+    heading: &str,
+) -> Option<usize> {
+    if units.last().is_none_or(|u| u.kind != Kind::Heading) {
+        return None;
+    }
+    units.push(Unit {
+        kind: Kind::List,
+        text: String::new(),
+        line,
+        para,
+        context: base.to_string(),
+        answers_question: false,
+        label: heading.to_string(),
+        items: Vec::new(),
+    });
+    Some(units.len() - 1)
 }
 
 /// The cells of a Markdown table row, inline markup taken off.
