@@ -1264,12 +1264,7 @@ fn a_section_or_neighbours_context_is_sent_as_citable_chunks_of_this_round() {
         .collect();
     let mut in_order = guide_blocks.clone();
     // Document order is the chunks' start offsets (`doc:start:sha16`), not their IDs' order.
-    in_order.sort_by_key(|id| {
-        id.as_str()
-            .rsplit(':')
-            .nth(1)
-            .and_then(|start| start.parse::<usize>().ok())
-    });
+    in_order.sort_by_key(|id| id.start());
     assert_eq!(guide_blocks, in_order);
     // Without the port the policy falls back to the evidence chunks alone.
     let (plain, _) = ask_with(

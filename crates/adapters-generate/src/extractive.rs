@@ -475,7 +475,7 @@ fn add_document_leads(
         .sources
         .iter()
         .zip(blocks)
-        .filter(|(s, _)| s.chunk_id.as_str().rsplit(':').nth(1) == Some("0"))
+        .filter(|(s, _)| s.chunk_id.start() == 0)
         .filter_map(|(s, units)| {
             let lead = units.iter().find(|u| u.kind == Kind::Prose)?;
             Some((s.source.as_str(), match_terms(&lead.text)))
@@ -977,7 +977,7 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
     let mut intro: Option<usize> = None;
     let mut in_list = false;
     // A chunk that does not start its document may start inside a sentence.
-    let starts_mid = block.chunk_id.as_str().rsplit(':').nth(1) != Some("0");
+    let starts_mid = block.chunk_id.start() != 0;
     let lines = block.text.lines().count();
     // The header row of the table under way.
     let mut table_header: Option<Vec<String>> = None;

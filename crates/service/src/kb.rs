@@ -165,11 +165,6 @@ impl KnowledgeBase {
         self
     }
 
-    /// The judge, when one is configured.
-    pub fn judge(&self) -> Option<&dyn Judge> {
-        self.judge.as_deref()
-    }
-
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Inner> {
         // A panic while holding the lock leaves the data as consistent as the last write.
         self.inner.read().unwrap_or_else(|e| e.into_inner())

@@ -55,6 +55,17 @@ impl ChunkId {
         &self.0
     }
 
+    /// The chunk's first character offset in its document, as the ID records it (0 for a
+    /// chunk that opens its document).
+    pub fn start(&self) -> usize {
+        // `parse` and `derive` guarantee a numeric middle part.
+        self.0
+            .rsplit(':')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_default()
+    }
+
     /// The document part of the ID.
     pub fn doc_part(&self) -> &str {
         let mut parts = self.0.rsplitn(3, ':');
@@ -380,6 +391,7 @@ mod tests {
         assert_eq!(id.as_str(), "guides/a:b.md:42:2d711642b726b044");
         assert_eq!(ChunkId::parse(id.as_str()).unwrap(), id);
         assert_eq!(id.doc_part(), "guides/a:b.md");
+        assert_eq!(id.start(), 42);
         assert!(ChunkId::parse("doc:1:XYZ").is_err());
         assert!(ChunkId::parse("doc:x:2d711642b726b044").is_err());
         assert!(ChunkId::parse(":1:2d711642b726b044").is_err());

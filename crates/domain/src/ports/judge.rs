@@ -6,8 +6,8 @@
 //! the source's words to say something else can fail. Where one is configured it decides the
 //! support of every cited claim that the hard rules let through (every number a claim states
 //! must be written in what it cites, every cited block must share a term with it), grades
-//! answers offline (faithfulness, answer relevance, context precision) and is the last gate
-//! of an agent's write-back. Its verdicts are recorded in the trace with its identity; when
+//! answers offline (faithfulness, answer relevance) and is the last gate of an agent's
+//! write-back. Its verdicts are recorded in the trace with its identity; when
 //! it cannot be reached the lexical check decides, and the trace says so.
 
 /// Why a judge gave no verdict. The caller then keeps the offline rules' verdict.
