@@ -271,6 +271,7 @@ impl ExtractiveGenerator {
             blocks.push(units);
         }
         add_document_leads(request, &blocks, &mut candidates);
+        add_lone_characters(&question, &mut candidates);
         self.add_semantic(&request.question, &blocks, &mut candidates);
         let weight = term_weights(&question, &frame_terms(&request.question), &candidates);
         let total: f64 = weight.values().sum();
@@ -604,6 +605,39 @@ fn mark_done<'w>(done: &mut BTreeSet<&'w str>, weight: &BTreeMap<&'w str, f64>, 
 /// Cosine similarity of two vectors of one space.
 fn similarity(a: &Embedding, b: &Embedding) -> f64 {
     f64::from(cosine(a.values(), b.values()))
+}
+
+/// A lone Chinese character of the question ("前" of "之前", "做" of "怎么做") is a term of
+/// its own only where function characters surround it; in the evidence the same character is
+/// usually inside a bigram ("排序之前生效": "前生"). A unit holds it when one of its bigrams does.
+fn add_lone_characters(question: &BTreeSet<String>, candidates: &mut [Candidate]) {
+    let lone: Vec<(&str, char)> = question
+        .iter()
+        .filter_map(|t| {
+            let mut chars = t.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) if is_cjk(c) => Some((t.as_str(), c)),
+                _ => None,
+            }
+        })
+        .collect();
+    if lone.is_empty() {
+        return;
+    }
+    let holds = |set: &BTreeSet<String>, c: char| set.iter().any(|t| t.contains(c));
+    for cand in candidates.iter_mut() {
+        for &(t, c) in &lone {
+            if cand.terms.contains(t) {
+                continue;
+            }
+            if holds(&cand.terms, c) {
+                cand.terms.insert(t.to_string());
+                cand.context.remove(t);
+            } else if holds(&cand.context, c) {
+                cand.context.insert(t.to_string());
+            }
+        }
+    }
 }
 
 /// Smoothed inverse frequency of each question term among the units; a term found in no unit
@@ -1489,6 +1523,30 @@ mod tests {
             NO_MATERIAL_EN
         );
         assert_eq!(answer("什么？", vec![]), NO_MATERIAL_ZH);
+    }
+
+    #[test]
+    fn a_lone_character_of_the_question_is_found_inside_the_evidences_words() {
+        // "融合是怎么做的？": "做" stands alone between function characters; the evidence
+        // writes it inside "时做". Counted as found nowhere, it would weigh as the rarest term
+        // and the question would go unanswered.
+        let filler: String = (1..=30)
+            .map(|i| format!("第{i}项配置与索引的存储位置有关。"))
+            .collect();
+        let sources = vec![
+            block(
+                1,
+                "两条路线的结果用倒数排名融合合并。得分相同时按片段 ID 排序。",
+            ),
+            block(2, "融合之后，知库会回到源头查找文档。"),
+            block(3, &filler),
+            block(4, "查询时做混合检索，之后再用倒数排名融合合并结果。"),
+        ];
+        let fused = answer("融合是怎么做的？", sources.clone());
+        assert!(fused.contains("之后再用倒数排名融合合并结果[4]"), "{fused}");
+        // Where the character is nowhere in the evidence, it still weighs: an unknown task
+        // stays unanswered.
+        assert_eq!(answer("融合是怎么训练的？", sources), NO_MATERIAL_ZH);
     }
 
     #[test]
