@@ -454,6 +454,7 @@ const QUESTION_WORDS_EN: &[&str] = &[
     "were", "do", "does", "did", "can", "could", "should", "would", "will",
 ];
 const PREPOSITIONS_EN: &[&str] = &["of", "about", "for", "in", "on", "at", "from", "with", "by"];
+const ARTICLES_EN: &[&str] = &["the", "a", "an"];
 
 fn topic_en(q: &str) -> Option<String> {
     let words: Vec<&str> = q.split_whitespace().collect();
@@ -480,6 +481,30 @@ fn topic_en(q: &str) -> Option<String> {
     };
     if let Some((s, e)) = best {
         return Some(clean(&words[s..e]));
+    }
+    let lower = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    // "Which crates make up the workspace", "What is the hashing embedder for": the noun
+    // phrase after the last article, without a trailing preposition.
+    if let Some(a) = words
+        .iter()
+        .rposition(|w| ARTICLES_EN.contains(&lower(w).as_str()))
+    {
+        let mut phrase = &words[a + 1..];
+        while let Some((last, rest)) = phrase.split_last()
+            && PREPOSITIONS_EN.contains(&lower(last).as_str())
+        {
+            phrase = rest;
+        }
+        if !phrase.is_empty()
+            && !phrase
+                .iter()
+                .any(|w| PREPOSITIONS_EN.contains(&lower(w).as_str()))
+        {
+            return Some(clean(phrase));
+        }
     }
     if let Some(p) = words
         .iter()
@@ -510,6 +535,35 @@ fn topic_en(q: &str) -> Option<String> {
     (!content.is_empty()).then(|| clean(&content[..content.len().min(4)]))
 }
 
+/// Whether an English text opens with a question word ("what is …", "how does …").
+fn starts_with_question_word(text: &str) -> bool {
+    text.split_whitespace().next().is_some_and(|w| {
+        QUESTION_WORDS_EN.contains(
+            &w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+                .as_str(),
+        )
+    })
+}
+
+/// "And what is X?", "Also, how …": the question without its opening connective.
+fn without_connective(q: &str) -> String {
+    let lower = q.to_lowercase();
+    for opener in ["and also ", "and ", "also, ", "also "] {
+        if let Some(rest) = lower.strip_prefix(opener)
+            && starts_with_question_word(rest)
+        {
+            let rest = q[q.len() - rest.len()..].trim_start();
+            let mut chars = rest.chars();
+            return chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default();
+        }
+    }
+    q.to_string()
+}
+
 /// An elliptical follow-up: "那北京呢？", "北京呢", "What about Beijing?" — the new topic.
 fn elliptical(q: &str) -> Option<String> {
     let q = trim_question_end(q);
@@ -523,6 +577,10 @@ fn elliptical(q: &str) -> Option<String> {
             "and ",
         ] {
             if let Some(rest) = lower.strip_prefix(opener) {
+                if opener == "and " && starts_with_question_word(rest) {
+                    // "And what is X?" asks a question of its own.
+                    return None;
+                }
                 let rest = &q[q.len() - rest.len()..];
                 let words = rest.split_whitespace().count();
                 return (words > 0 && words <= 6).then(|| rest.trim().to_string());
@@ -633,7 +691,8 @@ const POINTERS_EN: &[&str] = &["this", "that", "these", "those"];
 /// Rewrites `question` into a standalone question after `history`; the rule that applied, if
 /// any.
 pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
-    let q = without_greeting(question).trim();
+    let q = without_connective(without_greeting(question).trim());
+    let q = q.as_str();
     let Some(prev) = history
         .iter()
         .rev()
@@ -650,7 +709,21 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
             return (r, Some("replace_topic"));
         }
         let rewritten = match &earlier {
-            Some(t) if prev.contains(t.as_str()) => prev.replacen(t.as_str(), &new_topic, 1),
+            Some(t) if prev.contains(t.as_str()) => {
+                // "… the workspace" and "the domain crate": one article.
+                let at = prev.find(t.as_str()).unwrap_or_default();
+                let before = prev[..at].to_lowercase();
+                let new_topic = if is_latin(prev)
+                    && ARTICLES_EN
+                        .iter()
+                        .any(|a| before.ends_with(&format!("{a} ")))
+                {
+                    strip_article(&new_topic)
+                } else {
+                    &new_topic
+                };
+                prev.replacen(t.as_str(), new_topic, 1)
+            }
             _ if is_latin(prev) => format!("{} {new_topic}", trim_question_end(prev)),
             _ => format!("{new_topic}：{prev}"),
         };
@@ -690,6 +763,15 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
         );
     }
     (q.to_string(), None)
+}
+
+/// An English phrase without its leading article.
+fn strip_article(phrase: &str) -> &str {
+    let lower = phrase.to_lowercase();
+    ARTICLES_EN
+        .iter()
+        .find(|a| lower.starts_with(&format!("{a} ")))
+        .map_or(phrase, |a| phrase[a.len() + 1..].trim_start())
 }
 
 /// "那保修期限呢？" after "alpha 客户的退货期限是多少天？": the new words share a term with
@@ -901,6 +983,11 @@ mod tests {
             rewrite(&h, "What about Beijing?").0,
             "What is the population of Beijing?"
         );
+        let h = [turn("Which crates make up the workspace?")];
+        assert_eq!(
+            rewrite(&h, "What about the domain crate?").0,
+            "Which crates make up the domain crate?"
+        );
         let h = [turn("alpha 客户的退货期限是多少天？")];
         assert_eq!(
             rewrite(&h, "那保修期限呢？").0,
@@ -924,6 +1011,17 @@ mod tests {
         assert_eq!(
             rewrite(&h, "How is it computed?").0,
             "How is BM25 computed?"
+        );
+        // The noun phrase after the article is the topic, not the verb before it.
+        let h = [turn("What makes up an embedding space identity?")];
+        assert_eq!(
+            rewrite(&h, "Why does it matter?").0,
+            "Why does embedding space identity matter?"
+        );
+        let h = [turn("What is the hashing embedder for?")];
+        assert_eq!(
+            rewrite(&h, "What are its dimensions?").0,
+            "What are hashing embedder's dimensions?"
         );
         // "其他" is not a pointer; the question has its own topic.
         let h = [turn("知库用什么做向量索引？")];
@@ -953,6 +1051,15 @@ mod tests {
         assert_eq!(p, vec!["BM25用什么实现？", "向量索引用什么实现？"]);
         let p = split("What is a chunk ID? And how are citations checked?");
         assert_eq!(p.len(), 2);
+        // A part of its own after "And" is not an ellipsis of the one before.
+        let english = plan(
+            &[],
+            "What is a golden set? And what is the hashing embedder for?",
+        );
+        assert_eq!(
+            english.parts,
+            vec!["What is a golden set?", "What is the hashing embedder for?"]
+        );
         assert!(split("知库怎么切分文档？").is_empty());
         assert!(split("为什么？？").is_empty());
         let plan = plan(&[], "知库用什么做分词？它支持繁体吗？");
