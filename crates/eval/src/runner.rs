@@ -254,9 +254,10 @@ pub struct AnswerSummary {
     pub must_cite_cases: usize,
     /// Of those, answers citing every listed document.
     pub must_cite_met: usize,
-    /// Cases that are a turn of a conversation (with `history`).
+    /// Answerable cases that are a turn of a conversation (with `history`); a follow-up the
+    /// knowledge base cannot answer counts in the no-answer figures instead.
     pub conversation_cases: usize,
-    /// Of those (answerable), answers citing an expected document.
+    /// Of those, answers citing an expected document.
     pub conversation_cites_expected: usize,
     /// Evidence in an expected document found by the lexical route only.
     pub relevant_lexical_only: usize,
@@ -536,11 +537,10 @@ pub fn evaluate_answers(
                         .all(|d| cited_docs.contains(d.as_str())),
             );
         }
-        if !case.history.is_empty() {
+        if !case.history.is_empty() && !case.no_answer {
             s.conversation_cases += 1;
-            s.conversation_cites_expected += usize::from(
-                !case.no_answer && frame.status == AnswerStatus::Answered && cites_expected,
-            );
+            s.conversation_cites_expected +=
+                usize::from(frame.status == AnswerStatus::Answered && cites_expected);
         }
         if !case.no_answer && !case.relevant.is_empty() {
             s.context_precision_sum += context_precision(&frame, &case.relevant);
