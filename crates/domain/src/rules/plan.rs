@@ -456,6 +456,17 @@ const QUESTION_WORDS_EN: &[&str] = &[
 const PREPOSITIONS_EN: &[&str] = &["of", "about", "for", "in", "on", "at", "from", "with", "by"];
 const ARTICLES_EN: &[&str] = &["the", "a", "an"];
 
+/// An English word as the word lists spell it: lowercase, punctuation around it taken off.
+fn word_key(word: &str) -> String {
+    word.trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+}
+
+/// Whether the English `word` is one of `list`.
+fn is_one_of(word: &str, list: &[&str]) -> bool {
+    list.contains(&word_key(word).as_str())
+}
+
 fn topic_en(q: &str) -> Option<String> {
     let words: Vec<&str> = q.split_whitespace().collect();
     // A capitalised run after the first word: a name.
@@ -482,38 +493,22 @@ fn topic_en(q: &str) -> Option<String> {
     if let Some((s, e)) = best {
         return Some(clean(&words[s..e]));
     }
-    let lower = |w: &str| {
-        w.trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase()
-    };
     // "Which crates make up the workspace", "What is the hashing embedder for": the noun
     // phrase after the last article, without a trailing preposition.
-    if let Some(a) = words
-        .iter()
-        .rposition(|w| ARTICLES_EN.contains(&lower(w).as_str()))
-    {
+    if let Some(a) = words.iter().rposition(|w| is_one_of(w, ARTICLES_EN)) {
         let mut phrase = &words[a + 1..];
         while let Some((last, rest)) = phrase.split_last()
-            && PREPOSITIONS_EN.contains(&lower(last).as_str())
+            && is_one_of(last, PREPOSITIONS_EN)
         {
             phrase = rest;
         }
-        if !phrase.is_empty()
-            && !phrase
-                .iter()
-                .any(|w| PREPOSITIONS_EN.contains(&lower(w).as_str()))
-        {
+        if !phrase.is_empty() && !phrase.iter().any(|w| is_one_of(w, PREPOSITIONS_EN)) {
             return Some(clean(phrase));
         }
     }
     if let Some(p) = words
         .iter()
-        .rposition(|w| {
-            let l = w
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
-            PREPOSITIONS_EN.contains(&l.as_str())
-        })
+        .rposition(|w| is_one_of(w, PREPOSITIONS_EN))
         .filter(|p| p + 1 < words.len())
     {
         return Some(clean(&words[p + 1..]));
@@ -523,13 +518,10 @@ fn topic_en(q: &str) -> Option<String> {
         .iter()
         .copied()
         .filter(|w| {
-            let l = w
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
-            !l.is_empty()
-                && !QUESTION_WORDS_EN.contains(&l.as_str())
-                && !PREPOSITIONS_EN.contains(&l.as_str())
-                && !matches!(l.as_str(), "the" | "a" | "an")
+            !word_key(w).is_empty()
+                && !is_one_of(w, QUESTION_WORDS_EN)
+                && !is_one_of(w, PREPOSITIONS_EN)
+                && !is_one_of(w, ARTICLES_EN)
         })
         .collect();
     (!content.is_empty()).then(|| clean(&content[..content.len().min(4)]))
@@ -537,13 +529,9 @@ fn topic_en(q: &str) -> Option<String> {
 
 /// Whether an English text opens with a question word ("what is …", "how does …").
 fn starts_with_question_word(text: &str) -> bool {
-    text.split_whitespace().next().is_some_and(|w| {
-        QUESTION_WORDS_EN.contains(
-            &w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-                .as_str(),
-        )
-    })
+    text.split_whitespace()
+        .next()
+        .is_some_and(|w| is_one_of(w, QUESTION_WORDS_EN))
 }
 
 /// "And what is X?", "Also, how …": the question without its opening connective.
@@ -566,7 +554,9 @@ fn without_connective(q: &str) -> String {
 
 /// An elliptical follow-up: "那北京呢？", "北京呢", "What about Beijing?" — the new topic.
 fn elliptical(q: &str) -> Option<String> {
-    let q = trim_question_end(q);
+    // "And what is X?" asks a question of its own; "And what about X?" is "What about X?".
+    let q = without_connective(q);
+    let q = trim_question_end(&q);
     if is_latin(q) {
         let lower = q.to_lowercase();
         for opener in [
@@ -577,10 +567,6 @@ fn elliptical(q: &str) -> Option<String> {
             "and ",
         ] {
             if let Some(rest) = lower.strip_prefix(opener) {
-                if opener == "and " && starts_with_question_word(rest) {
-                    // "And what is X?" asks a question of its own.
-                    return None;
-                }
                 let rest = &q[q.len() - rest.len()..];
                 let words = rest.split_whitespace().count();
                 return (words > 0 && words <= 6).then(|| rest.trim().to_string());
@@ -708,10 +694,10 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
         if let Some(r) = replace_aspect(prev, &new_topic) {
             return (r, Some("replace_topic"));
         }
-        let rewritten = match &earlier {
-            Some(t) if prev.contains(t.as_str()) => {
+        let found = earlier.as_deref().and_then(|t| Some((t, prev.find(t)?)));
+        let rewritten = match found {
+            Some((t, at)) => {
                 // "… the workspace" and "the domain crate": one article.
-                let at = prev.find(t.as_str()).unwrap_or_default();
                 let before = prev[..at].to_lowercase();
                 let new_topic = if is_latin(prev)
                     && ARTICLES_EN
@@ -722,7 +708,7 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
                 } else {
                     &new_topic
                 };
-                prev.replacen(t.as_str(), new_topic, 1)
+                prev.replacen(t, new_topic, 1)
             }
             _ if is_latin(prev) => format!("{} {new_topic}", trim_question_end(prev)),
             _ => format!("{new_topic}：{prev}"),
@@ -896,11 +882,9 @@ pub fn reformulate(question: &str) -> Option<String> {
         let kept: Vec<&str> = out
             .split_whitespace()
             .filter(|w| {
-                let l = w
-                    .trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase();
-                !QUESTION_WORDS_EN.contains(&l.as_str())
-                    && !matches!(l.as_str(), "the" | "a" | "an" | "it" | "there")
+                !is_one_of(w, QUESTION_WORDS_EN)
+                    && !is_one_of(w, ARTICLES_EN)
+                    && !is_one_of(w, &["it", "there"])
             })
             .collect();
         out = kept.join(" ");
