@@ -404,16 +404,21 @@ fn on_sample_kb(store: &Path) -> Command {
     cmd
 }
 
-#[test]
-fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
+/// The JSON summary of `zhiku eval --golden evals/<set> --mode lexical` on examples/kb.
+fn golden_summary(set: &str) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let store = tempfile::tempdir().unwrap();
-    let v = json_of(
+    json_of(
         on_sample_kb(store.path())
             .args(["eval", "--golden"])
-            .arg(root.join("evals/retrieval.jsonl"))
+            .arg(root.join("evals").join(set))
             .args(["--mode", "lexical", "--json"]),
-    );
+    )
+}
+
+#[test]
+fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
+    let v = golden_summary("retrieval.jsonl");
     assert!(v["queries"].as_u64().unwrap() >= 30, "{v}");
     assert!(v["no_answer_cases"].as_u64().unwrap() >= 5, "{v}");
     // Measured 0.9091 / 1.0 when this test was written; the floor catches regressions.
@@ -436,14 +441,7 @@ fn the_golden_set_over_the_sample_knowledge_base_stays_good() {
 
 #[test]
 fn the_conversation_set_over_the_sample_knowledge_base_stays_good() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let store = tempfile::tempdir().unwrap();
-    let v = json_of(
-        on_sample_kb(store.path())
-            .args(["eval", "--golden"])
-            .arg(root.join("evals/conversations.jsonl"))
-            .args(["--mode", "lexical", "--json"]),
-    );
+    let v = golden_summary("conversations.jsonl");
     // Measured (3772bae, rules planner, extractive generator): 17 of 17 answerable answered,
     // 16 citing an expected document, follow-ups 11 of 12, several parts each cited 3 of 4,
     // 2 of 2 no-answer cases not_found. The floors leave one case of slack, none for parts.
