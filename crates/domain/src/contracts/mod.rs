@@ -4,6 +4,8 @@ mod chunk;
 mod document;
 mod filter;
 mod policy;
+#[cfg(test)]
+mod roundtrip_tests;
 mod section;
 mod space;
 mod time;
