@@ -126,8 +126,8 @@ pub(crate) enum Command {
         #[arg(long)]
         trace: bool,
         /// Earlier turns of the conversation (a JSON array of {question, answer} turns or
-        /// answer frames, or JSON Lines such as `zhiku ask --json` output): a follow-up is
-        /// answered as a standalone question.
+        /// answer frames, or JSON Lines such as `zhiku ask --json` output; of a longer
+        /// conversation, its last 100 turns): a follow-up is answered as a standalone question.
         #[arg(long, value_name = "FILE")]
         history: Option<PathBuf>,
     },

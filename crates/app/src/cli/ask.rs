@@ -3,12 +3,13 @@
 //!
 //! A conversation is held here, by the caller: `ask --history FILE` reads the earlier turns
 //! (a JSON array, one object, or JSON Lines — `zhiku ask --json` output appended to a file is
-//! a history), `chat` keeps them in memory and can append each turn to a file with `--save`.
+//! a history; of a longer conversation, its last [`MAX_HISTORY_TURNS`]), `chat` keeps them in
+//! memory and can append each turn to a file with `--save`.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use zhiku_app::wiring::generator::generator_for;
 use zhiku_domain::Filter;
 use zhiku_domain::ports::Turn;
@@ -58,7 +59,8 @@ fn with_answerer<R>(
     );
     let planner = wiring::planner::planner_for(&store.config);
     let mut answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
-        .with_document_chunks(&reader);
+        .with_document_chunks(&reader)
+        .with_max_query_chars(store.settings.limits.max_query_chars);
     if let Some(p) = &planner {
         answerer = answerer.with_planner(p.as_ref());
     }
@@ -196,7 +198,9 @@ pub(crate) fn chat(
 }
 
 /// The turns of a history file: a JSON array of turns (or answer frames), one such object, or
-/// one per line (JSON Lines, as `zhiku ask --json` and `chat --save` write them).
+/// one per line (JSON Lines, as `zhiku ask --json` and `chat --save` write them). A conversation
+/// is read from its end: of a file with more than [`MAX_HISTORY_TURNS`] turns (`chat --save`
+/// appends every turn), the last [`MAX_HISTORY_TURNS`].
 pub(crate) fn read_history(path: &Path) -> Result<Vec<Turn>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the history file {}", path.display()))?;
@@ -207,14 +211,14 @@ pub(crate) fn read_history(path: &Path) -> Result<Vec<Turn>> {
             path.display()
         )
     })?;
-    if turns.len() > MAX_HISTORY_TURNS {
-        bail!(
-            "{}: {} turns, at most {MAX_HISTORY_TURNS} are read",
-            path.display(),
-            turns.len()
-        );
-    }
-    Ok(turns)
+    Ok(last_turns(turns))
+}
+
+/// The last [`MAX_HISTORY_TURNS`] of `turns`, in order.
+fn last_turns(mut turns: Vec<Turn>) -> Vec<Turn> {
+    let older = turns.len().saturating_sub(MAX_HISTORY_TURNS);
+    turns.drain(..older);
+    turns
 }
 
 fn parse_history(text: &str) -> Result<Vec<Turn>> {
@@ -238,7 +242,7 @@ fn parse_history(text: &str) -> Result<Vec<Turn>> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_history;
+    use super::{MAX_HISTORY_TURNS, parse_history, read_history};
 
     #[test]
     fn a_history_is_an_array_an_object_or_json_lines_of_turns_or_frames() {
@@ -254,5 +258,28 @@ mod tests {
         assert!(parse_history("").unwrap().is_empty());
         let err = parse_history("{\"question\":1}\n").unwrap_err();
         assert!(format!("{err:#}").contains("line 1"), "{err:#}");
+    }
+
+    #[test]
+    fn a_history_file_longer_than_a_request_gives_its_last_turns() {
+        // What `chat --save` writes after 150 turns: one answer frame per line.
+        let lines: String = (1..=150)
+            .map(|i| {
+                format!(
+                    "{{\"question\":\"问题 {i}？\",\"answer\":\"回答 {i}\",\"status\":\"answered\",\"rewritten\":null}}\n"
+                )
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conv.jsonl");
+        std::fs::write(&path, &lines).unwrap();
+        let turns = read_history(&path).unwrap();
+        assert_eq!(turns.len(), MAX_HISTORY_TURNS);
+        assert_eq!(turns[0].question, "问题 51？");
+        assert_eq!(turns[MAX_HISTORY_TURNS - 1].question, "问题 150？");
+        // A file within the bound is read whole.
+        let short: String = lines.lines().take(3).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, short).unwrap();
+        assert_eq!(read_history(&path).unwrap().len(), 3);
     }
 }

@@ -872,6 +872,59 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
     }
 }
 
+/// Characters a rewrite may add beyond the question and the earlier question it reads (a
+/// joining space or `：`, an `'s`), with room to spare.
+const REWRITE_SLACK: usize = 16;
+
+/// The turns of `history` read before `question` when no retrieval query may be longer than
+/// `max_chars` characters: those after the last turn whose standalone question
+/// ([`Turn::standalone`]) is too long to carry — longer than `max_chars` less the question and
+/// a few characters of joining text.
+///
+/// An over-long turn is ignored, not cut (a cut question would retrieve for words nobody
+/// asked), and every turn before it with it: the question is read as if the conversation began
+/// after that turn, never against an older topic it skipped over.
+pub fn carried_history<'h>(history: &'h [Turn], question: &str, max_chars: usize) -> &'h [Turn] {
+    let room = max_chars.saturating_sub(question.chars().count() + REWRITE_SLACK);
+    let from = history
+        .iter()
+        .rposition(|t| t.standalone().chars().nth(room).is_some())
+        .map_or(0, |i| i + 1);
+    &history[from..]
+}
+
+/// Whether every retrieval query of `p` (its standalone question and each part) is at most
+/// `max_chars` characters.
+pub fn plan_fits(p: &Plan, max_chars: usize) -> bool {
+    std::iter::once(&p.standalone)
+        .chain(&p.parts)
+        .all(|q| q.chars().nth(max_chars).is_none())
+}
+
+/// The rules' plan for `question` after `history` in which no retrieval query (the standalone
+/// question, each part) is longer than `max_chars` characters, or than the question itself
+/// when that is longer (the question as asked is its caller's to bound).
+///
+/// The question is read after the [`carried_history`]; should a rewrite still run over (parts
+/// rewritten one against the other), it is read alone, without the conversation, and as a last
+/// resort each query is cut at `max_chars` characters (on a character boundary).
+pub fn plan_within(history: &[Turn], question: &str, max_chars: usize) -> Plan {
+    let max_chars = max_chars.max(question.chars().count());
+    let p = plan(carried_history(history, question, max_chars), question);
+    if plan_fits(&p, max_chars) {
+        return p;
+    }
+    let mut p = plan(&[], question);
+    if !plan_fits(&p, max_chars) {
+        let cut = |q: &str| q.chars().take(max_chars).collect::<String>();
+        p.standalone = cut(&p.standalone);
+        for part in &mut p.parts {
+            *part = cut(part);
+        }
+    }
+    p
+}
+
 /// The question reduced to its content words, for one more retrieval when the first found
 /// little: polite openers, question words and particles removed ("文本块的编号是怎么生成的？" →
 /// "文本块 编号 生成").
@@ -1062,5 +1115,80 @@ mod tests {
             Some("chunk IDs generated")
         );
         assert_eq!(reformulate("知库"), None);
+    }
+
+    #[test]
+    fn an_over_long_turn_never_makes_a_retrieval_query_past_the_bound() {
+        // Issue 35: a 20,000-character rewrite in the history carried "为什么？" into a
+        // 20,005-character retrieval query, past `max_query_chars`.
+        let long = "上海".repeat(10_000);
+        let h = [
+            turn("北京的人口是多少？"),
+            Turn {
+                question: "那上海呢？".into(),
+                answer: String::new(),
+                rewritten: Some(long.clone()),
+            },
+        ];
+        let unbounded = plan(&h, "为什么？");
+        assert!(unbounded.standalone.chars().count() > 20_000);
+        // The turn is ignored, and the turns before it: the question is read as asked.
+        assert!(carried_history(&h, "为什么？", 2000).is_empty());
+        let p = plan_within(&h, "为什么？", 2000);
+        assert_eq!(p.standalone, "为什么？");
+        assert_eq!(p.rewrite, None);
+        assert!(plan_fits(&p, 2000));
+        // Turns after the over-long one are still read.
+        let mut later = h.to_vec();
+        later.push(turn("广州的人口是多少？"));
+        assert_eq!(carried_history(&later, "为什么？", 2000).len(), 1);
+        assert_eq!(
+            plan_within(&later, "为什么？", 2000).standalone,
+            "广州的人口是多少？为什么？"
+        );
+        // A turn that fits is carried as before.
+        let short = [turn("上海的人口是多少？")];
+        assert_eq!(carried_history(&short, "为什么？", 2000).len(), 1);
+        assert_eq!(
+            plan_within(&short, "为什么？", 2000).standalone,
+            "上海的人口是多少？为什么？"
+        );
+        // Every part of a several-part question is bounded too, and a question longer than
+        // the bound is never cut (its caller bounds it).
+        let p = plan_within(&h, "为什么？它的面积是多少？", 30);
+        assert!(plan_fits(&p, 30), "{p:?}");
+        let asked = format!("{}是多少？", "上海的人口".repeat(5));
+        let p = plan_within(&h, &asked, 10);
+        assert_eq!(p.standalone, asked);
+    }
+
+    #[test]
+    fn a_bounded_plan_fits_whatever_the_history() {
+        let filler = ["上海的人口是多少？", "What is it?", "为什么？", "它", "x"];
+        for n in [0, 1, 10, 100, 1000, 5000] {
+            for q in [
+                "为什么？",
+                "那北京呢？",
+                "它的面积呢？",
+                "What about its size?",
+                "A？B？C？D？",
+            ] {
+                let history: Vec<Turn> = filler
+                    .iter()
+                    .map(|f| Turn {
+                        question: (*f).into(),
+                        answer: String::new(),
+                        rewritten: Some(f.repeat(n)),
+                    })
+                    .collect();
+                for max in [1, 20, 200, 2000] {
+                    let p = plan_within(&history, q, max);
+                    assert!(
+                        plan_fits(&p, max.max(q.chars().count())),
+                        "{n} {q} {max}: {p:?}"
+                    );
+                }
+            }
+        }
     }
 }

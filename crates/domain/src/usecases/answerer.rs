@@ -29,6 +29,10 @@ use super::retriever::{
     RouteStatus,
 };
 
+/// The longest retrieval query an answerer runs unless told otherwise
+/// ([`Answerer::with_max_query_chars`]): the default of `[serve] max_query_chars`.
+pub const DEFAULT_MAX_QUERY_CHARS: usize = 2000;
+
 /// How an answer run is shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AnswerPolicy {
@@ -228,6 +232,7 @@ pub struct Answerer<'a> {
     chunks: Option<&'a dyn DocumentChunks>,
     planner: &'a dyn Planner,
     judge: Option<&'a dyn Judge>,
+    max_query_chars: usize,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -235,6 +240,7 @@ impl std::fmt::Debug for Answerer<'_> {
         f.debug_struct("Answerer")
             .field("generator", &self.generator.identity())
             .field("policy", &self.policy)
+            .field("max_query_chars", &self.max_query_chars)
             .finish()
     }
 }
@@ -301,7 +307,20 @@ impl<'a> Answerer<'a> {
             chunks: None,
             planner: &RulesPlanner,
             judge: None,
+            max_query_chars: DEFAULT_MAX_QUERY_CHARS,
         }
+    }
+
+    /// The same answerer, retrieving for no query longer than `max` characters, or than the
+    /// question as asked when that is longer (the question is its caller's to bound): the
+    /// standalone rewrite, each part and each reformulation. The planner reads the
+    /// conversation only after its last turn too long to carry into such a query
+    /// ([`plan::carried_history`]: ignored, not cut); a plan that still runs over is replaced by
+    /// the rules' plan within the bound ([`plan::plan_within`]), and a reformulation that runs
+    /// over is not retrieved. [`DEFAULT_MAX_QUERY_CHARS`] unless set.
+    pub fn with_max_query_chars(mut self, max: usize) -> Self {
+        self.max_query_chars = max.max(1);
+        self
     }
 
     /// The same answerer, reading questions in their conversation with `planner` (the rules
@@ -624,9 +643,17 @@ impl<'a> Answerer<'a> {
     /// The plan for `question` after `history`: the configured planner's, or the rules' when
     /// it fails or returns a plan that breaks the planner contract (then with a notice).
     fn plan(&self, history: &[Turn], question: &str) -> (Plan, String, Option<String>) {
-        let rules = || plan::plan(history, question);
+        let limit = self.query_limit(question);
+        let history = plan::carried_history(history, question, limit);
+        let rules = || plan::plan_within(history, question, limit);
         match self.planner.plan(history, question) {
-            Ok(p) if plan_is_sound(&p, question) => (p, self.planner.identity(), None),
+            Ok(p) if plan_is_sound(&p, question) && plan::plan_fits(&p, limit) => {
+                (p, self.planner.identity(), None)
+            }
+            // The rules' own plan over the bound: the rules again, within it.
+            Ok(_) if self.planner.identity() == RULES_PLANNER => {
+                (rules(), RULES_PLANNER.to_string(), None)
+            }
             Ok(_) => (
                 rules(),
                 RULES_PLANNER.to_string(),
@@ -641,6 +668,12 @@ impl<'a> Answerer<'a> {
                 Some(format!("{e}; the rules planned instead")),
             ),
         }
+    }
+
+    /// The longest query retrieved for `question`: the configured bound, or the question's
+    /// own length when that is longer.
+    fn query_limit(&self, question: &str) -> usize {
+        self.max_query_chars.max(question.chars().count())
     }
 
     /// Retrieves for one standalone question, once more with the planner's other wording when
@@ -664,6 +697,7 @@ impl<'a> Answerer<'a> {
             .reformulate(question)
             .or_else(|| plan::reformulate(question))
             .filter(|o| o.trim() != question.trim())
+            .filter(|o| o.chars().nth(self.query_limit(question)).is_none())
         else {
             return Ok(Ok(first));
         };

@@ -9,8 +9,8 @@ mod reader;
 mod retriever;
 
 pub use answerer::{
-    AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, EvidenceSummary,
-    SupportSummary, THIN_EVIDENCE_FLOOR, evidence_coverage,
+    AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, DEFAULT_MAX_QUERY_CHARS,
+    EvidenceSummary, SupportSummary, THIN_EVIDENCE_FLOOR, evidence_coverage,
 };
 pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
