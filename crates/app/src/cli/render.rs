@@ -1,5 +1,14 @@
 //! Everything the commands print, as text or as JSON: index summaries, search results, answers,
 //! evaluation summaries and the store's status.
+//!
+//! Text output carries values from untrusted input (document IDs, titles, paths, audit
+//! entries, reasons, answers quoting documents). Every such value MUST be printed through
+//! [`escape`] (or [`escape_lines`] for text whose line breaks are its own): a newline or tab
+//! then cannot forge a line or a column, and an escape sequence, a C1 control or a
+//! bidirectional override cannot drive the terminal or reorder what it shows. JSON output
+//! needs nothing more: serde escapes every control character.
+
+use std::borrow::Cow;
 
 use serde_json::json;
 use zhiku_app::wiring::store::Store;
@@ -10,6 +19,60 @@ use zhiku_eval::runner::{AnswerSummary, Summary};
 use zhiku_service::Refreshed;
 
 use super::ctx::Ctx;
+
+/// Whether `c` must not reach a terminal as it is: C0 and C1 controls (newline, tab, ESC, BEL,
+/// CSI …) and DEL, the line and paragraph separators, and the bidirectional formatting
+/// characters (embeddings, overrides, isolates, marks).
+fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// Writes `c` as a visible escape: `\n`, `\r`, `\t`, else `\u{…}` in hex.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+    }
+}
+
+/// `text` as one line of terminal output: every character that could end the line, move the
+/// cursor or drive the terminal ([`is_unsafe`]) as a visible escape (`\n`, `\t`, `\u{1b}`,
+/// `\u{202e}`); the rest (backslashes included) as it is. Borrowed when nothing needs escaping.
+pub(crate) fn escape(text: &str) -> Cow<'_, str> {
+    escape_where(text, is_unsafe)
+}
+
+/// `text` as lines of terminal output: as [`escape`], but its line breaks (`\n`) kept.
+pub(crate) fn escape_lines(text: &str) -> Cow<'_, str> {
+    escape_where(text, |c| c != '\n' && is_unsafe(c))
+}
+
+fn escape_where(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            push_escaped(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// Which refresh an index summary reports, which decides how it is printed.
 #[derive(Debug, Clone, Copy)]
@@ -33,7 +96,11 @@ pub(crate) fn index_summary(ctx: &Ctx, indexed: &Refreshed, after: After) {
     let changed = r.docs_added + r.docs_changed + r.docs_removed > 0;
     let note_skipped = || {
         for s in &indexed.skipped {
-            ctx.note(&format!("skipped {}: {}", s.path, s.reason));
+            ctx.note(&format!(
+                "skipped {}: {}",
+                escape(&s.path),
+                escape(&s.reason)
+            ));
         }
     };
     match after {
@@ -54,10 +121,14 @@ pub(crate) fn index_summary(ctx: &Ctx, indexed: &Refreshed, after: After) {
         }
         After::Index { json: false } => {
             for s in &indexed.skipped {
-                eprintln!("skipped {}: {}", s.path, s.reason);
+                eprintln!("skipped {}: {}", escape(&s.path), escape(&s.reason));
             }
             for s in &indexed.swept {
-                ctx.note(&format!("swept {} ({})", s.doc_id, s.reason.code()));
+                ctx.note(&format!(
+                    "swept {} ({})",
+                    escape(s.doc_id.as_str()),
+                    s.reason.code()
+                ));
             }
             if !changed {
                 ctx.note(&format!(
@@ -127,7 +198,11 @@ pub(crate) fn search(
     } else {
         for r in &retrieval.routes {
             if let RouteStatus::Unavailable { reason } = &r.status {
-                ctx.note(&format!("{} route unavailable: {reason}", r.route));
+                ctx.note(&format!(
+                    "{} route unavailable: {}",
+                    r.route,
+                    escape(reason)
+                ));
             }
         }
         if retrieval.evidence.is_empty() {
@@ -159,35 +234,39 @@ pub(crate) fn search(
             println!(
                 "{:>2}. {}  score {:.4}  [{}]",
                 e.rank,
-                e.chunk_id,
+                escape(e.chunk_id.as_str()),
                 e.score,
                 routes.join(", ")
             );
             println!(
                 "    {} — {}",
-                e.chunk.doc().title,
+                escape(e.chunk.doc().title.as_str()),
                 place(
                     e.chunk.doc().source.as_ref(),
                     e.chunk.pages(),
                     e.chunk.heading_path()
                 )
             );
-            println!("    {snippet}");
+            println!("    {}", escape(&snippet));
         }
         for d in &retrieval.dropped {
-            ctx.note(&format!("dropped {} ({})", d.chunk_id, d.reason.code()));
+            ctx.note(&format!(
+                "dropped {} ({})",
+                escape(d.chunk_id.as_str()),
+                d.reason.code()
+            ));
         }
     }
 }
 
-/// Where a chunk lies: its file, its pages (a PDF's) and its section.
+/// Where a chunk lies: its file, its pages (a PDF's) and its section, escaped for one line.
 fn place(source: &str, pages: Option<zhiku_domain::PageSpan>, headings: &[String]) -> String {
-    let mut out = source.to_string();
+    let mut out = escape(source).into_owned();
     if let Some(p) = pages {
         out.push_str(&format!(" · {p}"));
     }
     if !headings.is_empty() {
-        out.push_str(&format!(" · {}", headings.join(" › ")));
+        out.push_str(&format!(" · {}", escape(&headings.join(" › "))));
     }
     out
 }
@@ -195,17 +274,18 @@ fn place(source: &str, pages: Option<zhiku_domain::PageSpan>, headings: &[String
 /// An answer as text: the answer, its citations with their quotes, and a status line.
 pub(crate) fn answer(frame: &AnswerFrame) {
     for n in &frame.notices {
-        eprintln!("notice: {n}");
+        eprintln!("notice: {}", escape(n));
     }
+    let answer = escape_lines(&frame.answer);
     match frame.status {
         AnswerStatus::Answered | AnswerStatus::NotFound | AnswerStatus::SmallTalk => {
             if let Some(r) = &frame.rewritten {
-                println!("(asked as: {r})");
+                println!("(asked as: {})", escape(r));
             }
-            println!("{}", frame.answer);
+            println!("{answer}");
         }
-        AnswerStatus::CannotRetrieve => println!("error: {}", frame.answer),
-        AnswerStatus::Blocked => println!("blocked: {}", frame.answer),
+        AnswerStatus::CannotRetrieve => println!("error: {answer}"),
+        AnswerStatus::Blocked => println!("blocked: {answer}"),
     }
     if !frame.citations.is_empty() {
         println!();
@@ -213,11 +293,11 @@ pub(crate) fn answer(frame: &AnswerFrame) {
             println!(
                 "[{}] {} — {}  ({})",
                 c.marker,
-                c.title,
+                escape(&c.title),
                 place(&c.source, c.pages, &c.heading_path),
-                c.chunk_id
+                escape(c.chunk_id.as_str())
             );
-            println!("    “{}”", c.quote);
+            println!("    “{}”", escape(&c.quote));
         }
     }
     let ran: Vec<String> = frame
@@ -360,7 +440,7 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
     if json {
         println!("{status}");
     } else {
-        println!("store       {}", store.dir.display());
+        println!("store       {}", escape(&store.dir.display().to_string()));
         println!("documents   {}", counts.documents);
         println!("chunks      {}", counts.chunks);
         println!(
@@ -370,20 +450,49 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
         );
         println!(
             "space       {}",
-            c.space.as_deref().unwrap_or("none (lexical only)")
+            escape(c.space.as_deref().unwrap_or("none (lexical only)"))
         );
-        println!("analyzer    {}", c.analyzer);
+        println!("analyzer    {}", escape(&c.analyzer));
         println!("on disk     {:.1} KiB", store.disk_bytes() as f64 / 1024.0);
         for (port, choice) in &store.picked {
-            println!("{port:<11} {choice}");
+            println!("{:<11} {}", escape(port), escape(choice));
         }
         if ctx.global.verbose {
             for (key, from) in &store.config.origins {
-                println!("  {key} from {from}");
+                println!("  {} from {}", escape(key), escape(from));
             }
         }
         if let Some(n) = &store.dense_notice {
-            println!("notice      {n}");
+            println!("notice      {}", escape(n));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{escape, escape_lines};
+
+    #[test]
+    fn untrusted_text_cannot_forge_lines_or_drive_the_terminal() {
+        // An audit ID that forges a second entry, recolours the terminal, rings the bell,
+        // sends a C1 CSI, and reverses what follows.
+        let hostile = "a\n2026-01-01T00:00:00Z\tadmin\u{1b}[31m\u{7}\u{9b}2J\r\u{202e}gpj.exe\u{2028}\u{7f}\u{0}";
+        let shown = escape(hostile);
+        assert_eq!(
+            shown,
+            "a\\n2026-01-01T00:00:00Z\\tadmin\\u{1b}[31m\\u{7}\\u{9b}2J\\r\\u{202e}gpj.exe\\u{2028}\\u{7f}\\u{0}"
+        );
+        assert!(!shown.chars().any(|c| c.is_control()));
+        for c in [
+            '\u{200e}', '\u{200f}', '\u{61c}', '\u{202a}', '\u{2066}', '\u{2069}', '\u{2029}',
+        ] {
+            assert_ne!(escape(&c.to_string()), c.to_string(), "{:x}", u32::from(c));
+        }
+        // Ordinary text, CJK, emoji and backslashes are printed as they are, without a copy.
+        for plain in ["guides/切分.md", "Title — with “quotes” 😀", "C:\\path", ""] {
+            assert!(matches!(escape(plain), std::borrow::Cow::Borrowed(p) if p == plain));
+        }
+        // Text with lines of its own keeps its line breaks and nothing else.
+        assert_eq!(escape_lines("one\ntwo\t\u{1b}[2J"), "one\ntwo\\t\\u{1b}[2J");
     }
 }

@@ -1,6 +1,9 @@
 //! `zhiku documents` (what is indexed, when, and until when), `zhiku sweep` (the retention
 //! sweep: expired documents and the oldest beyond a scope's cap leave the store) and `zhiku
 //! audit` (the write-back audit trail).
+//!
+//! Document IDs, titles and every field of an audit entry come from writers, so their text
+//! output escapes control, line-breaking and bidirectional characters ([`escape`]).
 
 use anyhow::{Result, bail};
 use serde_json::json;
@@ -11,6 +14,7 @@ use zhiku_domain::ports::AuditLog;
 use super::ctx::Ctx;
 use super::exit::Exit;
 use super::open::done_with;
+use super::render::escape;
 
 /// Lists the catalog's documents, in ID order, with their indexing and expiry times.
 pub(crate) fn documents(ctx: &Ctx, json: bool) -> Result<Exit> {
@@ -39,12 +43,13 @@ pub(crate) fn documents(ctx: &Ctx, json: bool) -> Result<Exit> {
                 t.map_or_else(|| "-".to_string(), |t| t.to_string())
             };
             println!(
-                "{id}\t{}\tindexed {}\texpires {}{}\t{}",
-                about.map_or("-", |a| a.scope.as_str()),
+                "{}\t{}\tindexed {}\texpires {}{}\t{}",
+                escape(id.as_str()),
+                escape(about.map_or("-", |a| a.scope.as_str())),
                 show(entry.indexed_at),
                 show(entry.expires_at),
                 if expired { " (expired)" } else { "" },
-                about.map_or("", |a| a.title.as_str()),
+                escape(about.map_or("", |a| a.title.as_str())),
             );
         }
     }
@@ -67,7 +72,11 @@ pub(crate) fn sweep(ctx: &Ctx, json: bool) -> Result<Exit> {
         println!("{}", serde_json::to_string(&swept)?);
     } else {
         for s in &swept.removed {
-            println!("removed {} ({})", s.doc_id, s.reason.code());
+            println!(
+                "removed {} ({})",
+                escape(s.doc_id.as_str()),
+                s.reason.code()
+            );
         }
         println!(
             "swept at {}: {} documents removed, {} chunks removed",
@@ -90,7 +99,13 @@ pub(crate) fn audit(ctx: &Ctx, json: bool) -> Result<Exit> {
         } else {
             println!(
                 "{}\t{}\t{}\t{}\t{} ({})\t{}",
-                e.at, e.who, e.scope, e.doc_id, e.decision, e.reason, e.detail
+                e.at,
+                escape(&e.who),
+                escape(&e.scope),
+                escape(&e.doc_id),
+                escape(&e.decision),
+                escape(&e.reason),
+                escape(&e.detail)
             );
         }
     }
