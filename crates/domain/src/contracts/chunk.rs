@@ -248,6 +248,18 @@ impl Chunk {
 
     /// Rebuilds a chunk from stored parts, checking every invariant.
     pub fn from_record(record: ChunkRecord) -> Result<Self, InvalidValue> {
+        // A stored start so large that its end cannot be counted is refused, not overflowed.
+        if record
+            .start
+            .checked_add(record.content.chars().count())
+            .is_none()
+        {
+            return Err(InvalidValue::new(
+                "chunk",
+                record.chunk_id.as_str(),
+                "start + content length overflows",
+            ));
+        }
         let chunk = Self::new(
             record.doc_id,
             record.start,
@@ -445,6 +457,11 @@ mod tests {
         assert_eq!(back, chunk);
         let tampered = json.replace("\"content\":\"hello\"", "\"content\":\"hellO\"");
         assert!(serde_json::from_str::<Chunk>(&tampered).is_err());
+        // A start whose end cannot be counted is refused, never overflowed.
+        let far = json.replace("\"start\":0", &format!("\"start\":{}", usize::MAX - 2));
+        assert_ne!(far, json);
+        let err = serde_json::from_str::<Chunk>(&far).unwrap_err().to_string();
+        assert!(err.contains("overflows"), "{err}");
     }
 
     #[test]
