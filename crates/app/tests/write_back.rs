@@ -430,3 +430,235 @@ fn post_knowledge_writes_back_over_http_through_the_same_gate_and_audit() {
         .unwrap();
     assert_eq!(audit.len(), 3, "{audit:?}");
 }
+
+fn beta_agent() -> Caller {
+    Caller {
+        name: "agent-b".into(),
+        scopes: vec![Scope::new("beta").unwrap()],
+        write: true,
+    }
+}
+
+fn write_as(kb: &KnowledgeBase, caller: &Caller, w: KnowledgeWrite) -> Value {
+    serde_json::to_value(kb.add_knowledge(caller, w).unwrap()).unwrap()
+}
+
+#[test]
+fn a_derived_id_belongs_to_its_scope_so_no_scope_can_probe_or_squat_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb_dir = two_scope_kb(dir.path(), "", "");
+    let kb = open_kb(&kb_dir);
+    let text = |t: &str| KnowledgeWrite {
+        text: t.into(),
+        ..KnowledgeWrite::default()
+    };
+    // Alpha writes a text first (as a squatter would, ahead of beta's write-back of it).
+    let alpha = write_as(&kb, &agent(), text(FINDING));
+    assert_eq!(decision(&alpha), pair("accepted", "new"), "{alpha}");
+    // Beta writing the same text learns nothing of alpha's and is not blocked by it: its own
+    // document, under its own ID (the ID was the text's alone, so this was 404, not found).
+    let beta = write_as(&kb, &beta_agent(), text(FINDING));
+    assert_eq!(decision(&beta), pair("accepted", "new"), "{beta}");
+    assert_ne!(alpha["doc_id"], beta["doc_id"]);
+    assert!(beta["doc_id"].as_str().unwrap().starts_with("kb-"));
+    // Within a scope the ID is still the text's: the same text again is the same document.
+    let again = write_as(&kb, &beta_agent(), text(&FINDING.replace('，', ", ")));
+    assert_eq!(decision(&again), pair("refused", "duplicate"), "{again}");
+    assert_eq!(again["doc_id"], beta["doc_id"]);
+    assert_eq!(again["duplicate_of"], beta["doc_id"]);
+    // Each scope reads its own and not the other's.
+    let alpha_id = alpha["doc_id"].as_str().unwrap();
+    let beta_id = beta["doc_id"].as_str().unwrap();
+    assert!(kb.document(&agent(), alpha_id).is_ok());
+    assert!(kb.document(&agent(), beta_id).is_err());
+    assert!(kb.document(&beta_agent(), alpha_id).is_err());
+    assert!(kb.document(&beta_agent(), beta_id).is_ok());
+}
+
+#[test]
+fn an_invalid_id_is_refused_before_it_is_audited_and_audited_escaped_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb_dir = two_scope_kb(dir.path(), "", "");
+    let kb = open_kb(&kb_dir);
+    let audit_file = kb_dir.canonicalize().unwrap().join(".zhiku/audit.jsonl");
+    let with_id = |id: String| KnowledgeWrite {
+        id: Some(id),
+        text: FINDING.into(),
+        ..KnowledgeWrite::default()
+    };
+    // An ID that would forge a second line of `zhiku audit`, recolour the terminal and ring
+    // the bell is refused; its entry keeps it escaped, on one line.
+    let forged = "x\n2030-01-01T00:00:00Z\tadmin\taccepted\tnew\u{1b}[31m\u{7}".to_string();
+    let err = kb.add_knowledge(&agent(), with_id(forged)).unwrap_err();
+    assert!(matches!(err, zhiku_service::KbError::Invalid(_)), "{err:?}");
+    let entries = kb.audit_entries(&agent()).unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = &entries[0];
+    assert_eq!(
+        (entry.decision.as_str(), entry.reason.as_str()),
+        ("refused", "invalid")
+    );
+    for field in [&entry.doc_id, &entry.detail] {
+        assert!(!field.chars().any(char::is_control), "{field:?}");
+    }
+    assert!(entry.doc_id.starts_with("x\\n2030"), "{:?}", entry.doc_id);
+    let size = std::fs::metadata(&audit_file).unwrap().len();
+    assert_eq!(
+        std::fs::read_to_string(&audit_file)
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+
+    // A megabyte ID costs the trail a bounded entry and the client a bounded message.
+    let huge = "y".repeat(1 << 20);
+    let err = kb.add_knowledge(&agent(), with_id(huge)).unwrap_err();
+    assert!(
+        err.to_string().len() < 1_000,
+        "{} bytes",
+        err.to_string().len()
+    );
+    let grown = std::fs::metadata(&audit_file).unwrap().len() - size;
+    assert!(grown < 2_000, "the entry took {grown} bytes");
+    let entries = kb.audit_entries(&agent()).unwrap();
+    assert!(
+        entries[1].doc_id.ends_with("more bytes)"),
+        "{}",
+        entries[1].doc_id
+    );
+    // Nothing was written.
+    let (docs, _) = kb.documents(&agent(), 0, 100);
+    assert!(
+        docs.iter().all(|d| d.id.as_str().starts_with("alpha-")),
+        "{docs:?}"
+    );
+}
+
+#[test]
+fn when_the_audit_cannot_be_written_nothing_is_written_and_no_path_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb_dir = two_scope_kb(dir.path(), "", "");
+    let kb = open_kb(&kb_dir);
+    let root = kb_dir.canonicalize().unwrap();
+    // A folder where the trail's file should be: no append can succeed, not even as root.
+    std::fs::create_dir_all(root.join(".zhiku/audit.jsonl")).unwrap();
+    let files_before = files_of(&root);
+    let err = kb
+        .add_knowledge(
+            &agent(),
+            KnowledgeWrite {
+                text: FINDING.into(),
+                ..KnowledgeWrite::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, zhiku_service::KbError::Unavailable(_)),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains("audit log"), "{message}");
+    assert!(!message.contains('/'), "a server path in {message:?}");
+    assert!(!message.contains(root.to_str().unwrap()), "{message}");
+    // Nothing was committed: no document, no file, nothing to find.
+    let (docs, _) = kb.documents(&agent(), 0, 100);
+    assert!(
+        docs.iter().all(|d| !d.id.as_str().starts_with("kb-")),
+        "{docs:?}"
+    );
+    assert_eq!(files_of(&root), files_before);
+    // A gate refusal cannot be recorded either, and says so the same way.
+    let err = kb
+        .add_knowledge(
+            &agent(),
+            KnowledgeWrite {
+                text: "九点。".into(),
+                ..KnowledgeWrite::default()
+            },
+        )
+        .unwrap_err();
+    assert!(!err.to_string().contains('/'), "{err}");
+    // Once the trail can be written again, the same write goes through, audited.
+    std::fs::remove_dir(root.join(".zhiku/audit.jsonl")).unwrap();
+    let v = write(&kb, FINDING, None);
+    assert_eq!(decision(&v), pair("accepted", "new"), "{v}");
+    assert_eq!(kb.audit_entries(&agent()).unwrap().len(), 1);
+}
+
+/// The knowledge base's files (outside the store), relative.
+fn files_of(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.ends_with(".zhiku") {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                out.push(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn over_http_another_scopes_text_is_no_probe_and_an_unwritable_audit_is_a_503_without_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let post = |token: &str, body: Value| {
+        support::call("POST", &s.url("/v1/knowledge"), Some(token), Some(&body))
+    };
+    let finding = "alpha 仓库的周末发货截止时间是周五下午四点，之后的订单在下周一发出。";
+    let a = post("tok-a", json!({"text": finding}));
+    assert_eq!(decision(&a.body), pair("accepted", "new"), "{}", a.text);
+    // The same text from beta: its own write (this answered 404 while IDs were the text's).
+    let b = post("tok-b", json!({"text": finding}));
+    assert_eq!(b.status, 200, "{}", b.text);
+    assert_eq!(decision(&b.body), pair("accepted", "new"), "{}", b.text);
+    assert_ne!(a.body["doc_id"], b.body["doc_id"]);
+
+    let root = kb.canonicalize().unwrap();
+    let trail = root.join(".zhiku/audit.jsonl");
+    std::fs::remove_file(&trail).unwrap();
+    std::fs::create_dir(&trail).unwrap();
+    let other = "alpha 仓库的节假日发货安排是提前两天截单，节后第一个工作日统一发出。";
+    let refused = post("tok-a", json!({"text": other}));
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert!(
+        !refused.text.contains(root.to_str().unwrap()),
+        "{}",
+        refused.text
+    );
+    assert!(!refused.text.contains(".zhiku"), "{}", refused.text);
+    assert!(!refused.text.contains("/tmp"), "{}", refused.text);
+    // Nothing was committed: the text is found nowhere.
+    let hits = support::call(
+        "POST",
+        &s.url("/v1/search"),
+        Some("tok-a"),
+        Some(&json!({"query": "节假日发货安排", "mode": "lexical"})),
+    );
+    assert!(
+        hits.body["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h.to_string().contains("节假日")),
+        "{}",
+        hits.text
+    );
+    let listed = support::call("GET", &s.url("/v1/documents"), Some("tok-a"), None);
+    assert!(!listed.text.contains("节假日"), "{}", listed.text);
+    let kb_docs = files_of(&root)
+        .into_iter()
+        .filter(|f| f.starts_with("kb-") || f.contains("/kb-"))
+        .count();
+    assert_eq!(kb_docs, 2, "{:?}", files_of(&root));
+}

@@ -2,6 +2,15 @@
 
 use crate::KbError;
 
+/// An ID a writer gives a document over the API, checked: first as every document ID (at most
+/// 512 characters, no control character; the error quotes at most 80 of them), then by
+/// [`check_new_id`], so no error message ever carries a long or multi-line ID whole.
+pub(crate) fn checked_new_id(id: &str) -> Result<zhiku_domain::DocId, KbError> {
+    let checked = zhiku_domain::DocId::new(id).map_err(|e| KbError::Invalid(e.to_string()))?;
+    check_new_id(id)?;
+    Ok(checked)
+}
+
 /// An ID a writer gives a document over the API reads as what it is: Unicode NFC (a decomposed
 /// `é` is another ID that looks the same) and no invisible formatting character (zero-width
 /// spaces and joiners, bidirectional overrides, the byte-order mark, soft hyphens, tags), so no

@@ -31,7 +31,7 @@ use zhiku_domain::usecases::{
 };
 use zhiku_domain::{DocId, Document, Scope, SectionId};
 
-use crate::ids::check_new_id;
+use crate::ids::checked_new_id;
 use crate::refresh::{index_loaded, refresh};
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
@@ -77,6 +77,15 @@ pub type SharedKb = Arc<KnowledgeBase>;
 
 fn invalid(e: impl std::fmt::Display) -> KbError {
     KbError::Invalid(e.to_string())
+}
+
+/// One document of a put about to be written, once every check has passed.
+#[derive(Debug)]
+pub(crate) struct PlannedPut<'a> {
+    /// The path it is written to.
+    pub(crate) path: &'a str,
+    /// Whether it replaces a recorded document.
+    pub(crate) updates: bool,
 }
 
 /// The scope a write of `caller` goes to: `requested`, or the caller's first scope; refused
@@ -282,7 +291,8 @@ impl KnowledgeBase {
             sink,
             &self.clock,
             policy,
-        );
+        )
+        .with_max_query_chars(store.settings.limits.max_query_chars);
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
         }
@@ -485,7 +495,20 @@ impl KnowledgeBase {
     /// exactly as an unknown one. Document, indexes and catalog change together: when indexing
     /// or saving the catalog fails, the document and the indexes are put back.
     pub fn put_document(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
-        self.put_many(caller, vec![new])
+        self.put_one(caller, new, &mut |_| Ok(()))
+    }
+
+    /// [`Self::put_document`], calling `before_write` with what is about to be written once
+    /// every check has passed and before anything is written: an error it returns stops the
+    /// write with nothing changed (the write-back's audit entry is appended there, so nothing
+    /// is committed unaudited).
+    pub(crate) fn put_one(
+        &self,
+        caller: &Caller,
+        new: NewDocument,
+        before_write: &mut dyn FnMut(&PlannedPut<'_>) -> Result<(), KbError>,
+    ) -> Result<Ingested, KbError> {
+        self.put_many_then(caller, vec![new], before_write)
             .map(|(mut done, report)| {
                 let mut one = done.pop().expect("one document in, one out");
                 one.report = report;
@@ -510,8 +533,7 @@ impl KnowledgeBase {
 
     /// Checks the caller may write `new`; returns its ID and scope.
     fn checked_new(&self, caller: &Caller, new: &NewDocument) -> Result<(DocId, Scope), KbError> {
-        check_new_id(&new.id)?;
-        let id = DocId::new(&new.id).map_err(invalid)?;
+        let id = checked_new_id(&new.id)?;
         // An unreadable `expires_at` or `ttl` is the writer's mistake, named with the document.
         let mut retention = zhiku_domain::Metadata::new();
         for key in [retention::EXPIRES_AT, retention::TTL] {
@@ -527,6 +549,15 @@ impl KnowledgeBase {
         &self,
         caller: &Caller,
         news: Vec<NewDocument>,
+    ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
+        self.put_many_then(caller, news, &mut |_| Ok(()))
+    }
+
+    fn put_many_then(
+        &self,
+        caller: &Caller,
+        news: Vec<NewDocument>,
+        before_write: &mut dyn FnMut(&PlannedPut<'_>) -> Result<(), KbError>,
     ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
         if !caller.write {
             return Err(KbError::Forbidden(format!(
@@ -603,6 +634,14 @@ impl KnowledgeBase {
                 .collect();
             (planned, prepared, before)
         };
+
+        // Every check has passed: what is about to be written is told first (and may stop it).
+        for (id, plan) in &planned {
+            before_write(&PlannedPut {
+                path: &plan.path,
+                updates: before.contains_key(id),
+            })?;
+        }
 
         // Write the documents, indexes and catalog under the write lock: searches wait briefly.
         let mut inner = self.write();

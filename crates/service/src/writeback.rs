@@ -19,6 +19,17 @@
 //!    already is its update, reason `update`) through `put_document`, whose own refusals
 //!    (a bad path, an unreadable `ttl`) are audited as refused with reason `invalid`.
 //!
+//! The audit comes first: an ID given is checked before anything else is recorded (an invalid
+//! one is refused, audited shortened and escaped: [`for_audit`]), and an accepted or merged
+//! write is audited once every check of the write has passed and before anything is written,
+//! so a trail that cannot be written stops the write (503, naming no server path) and nothing
+//! is committed unaudited; a write that then fails is put back and audited again as refused,
+//! reason `write_failed`. Every writer-given text of an entry is escaped and bounded.
+//!
+//! An ID not given is derived from the scope and the text ([`derived_id`]): the same text in
+//! the same scope is the same document, and one scope can neither probe another's texts
+//! through the IDs nor take the IDs another scope's write-backs will have.
+//!
 //! The duplicate check reads the scope's documents from the document store, so its cost grows
 //! with the scope (fine for a cache of a few hundred entries; a large curated scope wants an
 //! index of shingle sketches, left for later).
@@ -30,15 +41,18 @@ use serde_json::Value;
 use zhiku_domain::ports::AuditEntry;
 #[cfg(doc)]
 use zhiku_domain::ports::Judge;
-use zhiku_domain::rules::writeback::{content_hash, gate, jaccard, normalise, shingles};
+use zhiku_domain::rules::writeback::{
+    content_hash, derived_id, gate, jaccard, normalise, shingles,
+};
 use zhiku_domain::{DocId, Scope};
 
+use crate::ids::checked_new_id;
 use crate::{Caller, DuplicatePolicy, Ingested, KbError, KnowledgeBase, NewDocument};
 
 /// One write-back.
 #[derive(Debug, Clone, Default)]
 pub struct KnowledgeWrite {
-    /// Its ID (default: `kb-` and 16 hex digits of its content hash).
+    /// Its ID (default: `kb-` and 16 hex digits of the hash of its scope and content hash).
     pub id: Option<String>,
     /// Title (default: the first heading).
     pub title: Option<String>,
@@ -91,9 +105,26 @@ impl KnowledgeBase {
             (inner.store.settings.write_back, inner.store.now_utc())
         };
         let hash = content_hash(&w.text);
-        let id =
-            w.id.clone()
-                .unwrap_or_else(|| format!("kb-{}", &hash[..16]));
+        let append = |decision: &str,
+                      reason: &str,
+                      detail: &str,
+                      doc_id: &str,
+                      duplicate_of: Option<&str>|
+         -> Result<(), KbError> {
+            self.audit
+                .append(&AuditEntry {
+                    at: now,
+                    who: for_audit(&caller.name),
+                    doc_id: for_audit(doc_id),
+                    scope: scope.to_string(),
+                    decision: decision.into(),
+                    reason: reason.into(),
+                    detail: for_audit(detail),
+                    duplicate_of: duplicate_of.map(for_audit),
+                    content_hash: hash.clone(),
+                })
+                .map_err(audit_unavailable)
+        };
         let record = |decision: &str,
                       reason: &str,
                       detail: String,
@@ -101,19 +132,7 @@ impl KnowledgeBase {
                       duplicate_of: Option<String>,
                       ingested: Option<Ingested>|
          -> Result<WriteBackOutcome, KbError> {
-            self.audit
-                .append(&AuditEntry {
-                    at: now,
-                    who: caller.name.clone(),
-                    doc_id: doc_id.to_string(),
-                    scope: scope.to_string(),
-                    decision: decision.into(),
-                    reason: reason.into(),
-                    detail: detail.clone(),
-                    duplicate_of: duplicate_of.clone(),
-                    content_hash: hash.clone(),
-                })
-                .map_err(|e| KbError::Unavailable(e.to_string()))?;
+            append(decision, reason, &detail, doc_id, duplicate_of.as_deref())?;
             Ok(WriteBackOutcome {
                 decision: decision.into(),
                 reason: reason.into(),
@@ -123,6 +142,18 @@ impl KnowledgeBase {
                 ingested,
             })
         };
+
+        // A given ID is checked before anything is recorded: an invalid one (a megabyte long,
+        // holding line breaks or terminal escapes) is audited shortened and escaped, and
+        // refused.
+        if let Some(given) = &w.id
+            && let Err(e) = checked_new_id(given)
+        {
+            append("refused", "invalid", &e.to_string(), given, None)?;
+            return Err(e);
+        }
+        // A derived ID is the text's within its scope only (`derived_id`).
+        let id = w.id.clone().unwrap_or_else(|| derived_id(&scope, &hash));
 
         if let Err((refusal, detail)) = gate(&w.text, w.question.as_deref(), policy.min_chars) {
             return record("refused", refusal.code(), detail, &id, None, None);
@@ -202,8 +233,12 @@ impl KnowledgeBase {
             }
         }
         let (doc_id, path, reason) = target;
-        let updating = self.read().docs.keys().any(|d| d.as_str() == doc_id);
-        let written = self.put_document(
+        // The decision is audited once every check of the write has passed and before anything
+        // is written: an audit log that cannot be written stops the write, so nothing is ever
+        // committed unaudited.
+        let mut audited: Option<(&str, &str, String, Option<String>)> = None;
+        let mut audit_failed = false;
+        let written = self.put_one(
             caller,
             NewDocument {
                 id: doc_id.clone(),
@@ -214,23 +249,50 @@ impl KnowledgeBase {
                 locale: None,
                 metadata: w.metadata.clone(),
             },
-        );
-        match written {
-            Ok(ingested) => {
+            &mut |planned| {
                 let (decision, reason) = match reason {
                     "near_duplicate" => ("merged", "near_duplicate"),
-                    _ if updating => ("accepted", "update"),
+                    _ if planned.updates => ("accepted", "update"),
                     _ => ("accepted", "new"),
                 };
                 let detail = match decision {
                     "merged" => format!("replaced the text of {doc_id}{judged}"),
-                    _ => format!("written as {}{judged}", ingested.path),
+                    _ => format!("written as {}{judged}", planned.path),
                 };
                 let dup = (decision == "merged").then(|| doc_id.clone());
-                record(decision, reason, detail, &doc_id, dup, Some(ingested))
+                append(decision, reason, &detail, &doc_id, dup.as_deref())
+                    .inspect_err(|_| audit_failed = true)?;
+                audited = Some((decision, reason, detail, dup));
+                Ok(())
+            },
+        );
+        match (written, audited) {
+            (Ok(ingested), Some((decision, reason, detail, duplicate_of))) => {
+                Ok(WriteBackOutcome {
+                    decision: decision.into(),
+                    reason: reason.into(),
+                    detail,
+                    doc_id,
+                    duplicate_of,
+                    ingested: Some(ingested),
+                })
             }
-            Err(e) => {
-                record("refused", "invalid", e.to_string(), &doc_id, None, None)?;
+            (Ok(_), None) => Err(KbError::Internal(anyhow::anyhow!(
+                "a write-back was written without its audit entry"
+            ))),
+            (Err(e), _) if audit_failed => Err(e),
+            (Err(e), Some(_)) => {
+                // Accepted and audited, then the write failed and was put back: the trail says
+                // so (best effort: the failure is the answer either way).
+                let detail = format!(
+                    "accepted, but the write failed; nothing was written: {}",
+                    shown(&e)
+                );
+                let _ = append("refused", "write_failed", &detail, &doc_id, None);
+                Err(e)
+            }
+            (Err(e), None) => {
+                record("refused", "invalid", shown(&e), &doc_id, None, None)?;
                 Err(e)
             }
         }
@@ -238,10 +300,12 @@ impl KnowledgeBase {
 
     /// The audit entries of the caller's scopes, oldest first.
     pub fn audit_entries(&self, caller: &Caller) -> Result<Vec<AuditEntry>, KbError> {
-        let entries = self
-            .audit
-            .entries()
-            .map_err(|e| KbError::Unavailable(e.to_string()))?;
+        let entries = self.audit.entries().map_err(|e| {
+            tracing::error!(target: "zhiku::error", error = %e, "cannot read the audit log");
+            KbError::Unavailable(
+                "the audit log cannot be read now; the server's log has the details".into(),
+            )
+        })?;
         Ok(entries
             .into_iter()
             .filter(|e| Scope::new(&e.scope).is_ok_and(|s| caller.sees(&s)))
@@ -252,5 +316,69 @@ impl KnowledgeBase {
     pub fn with_audit(mut self, audit: std::sync::Arc<dyn zhiku_domain::ports::AuditLog>) -> Self {
         self.audit = audit;
         self
+    }
+}
+
+/// What a client is told when the audit log cannot be written: the details (the log's path on
+/// the server, the system's message) go to the server's log only.
+fn audit_unavailable(e: zhiku_domain::ports::AuditError) -> KbError {
+    tracing::error!(target: "zhiku::error", error = %e, "cannot append to the audit log");
+    KbError::Unavailable(
+        "the audit log cannot be written now, so nothing was written; the server's log has the details"
+            .into(),
+    )
+}
+
+/// An error as the audit trail records it: an internal error's details stay in the server's
+/// log, as they do for the client.
+fn shown(e: &KbError) -> String {
+    match e {
+        KbError::Internal(_) => crate::INTERNAL_MESSAGE.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The longest text of one audit field, in characters.
+const AUDIT_FIELD_CHARS: usize = 512;
+
+/// A writer's text as the audit trail keeps it: control characters (line breaks, tabs,
+/// terminal escapes) escaped, and at most [`AUDIT_FIELD_CHARS`] characters, the rest counted,
+/// so a field can neither forge a line of a text listing nor grow the trail without bound.
+pub(crate) fn for_audit(text: &str) -> String {
+    let mut out = String::new();
+    for (shown, (at, c)) in text.char_indices().enumerate() {
+        if shown >= AUDIT_FIELD_CHARS {
+            out.push_str(&format!("… ({} more bytes)", text.len() - at));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_audit_field_is_escaped_and_bounded() {
+        assert_eq!(for_audit("kb-1"), "kb-1");
+        assert_eq!(for_audit("文档 一"), "文档 一");
+        assert_eq!(
+            for_audit("a\n{\"decision\":\"accepted\"}\t\u{1b}[31mred\u{7}"),
+            "a\\n{\"decision\":\"accepted\"}\\t\\u{1b}[31mred\\u{7}"
+        );
+        let huge = "x".repeat(1 << 20);
+        let kept = for_audit(&huge);
+        assert!(kept.len() < 600, "{}", kept.len());
+        assert!(
+            kept.ends_with(&format!("… ({} more bytes)", (1 << 20) - 512)),
+            "{kept}"
+        );
+        assert!(!for_audit(&"\n".repeat(10_000)).contains('\n'));
     }
 }

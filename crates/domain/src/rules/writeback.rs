@@ -23,7 +23,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::contracts::sha256_hex;
+use crate::contracts::{Scope, sha256_hex};
 
 /// The default near-duplicate threshold (Jaccard of 5-character shingles).
 pub const NEAR_DUPLICATE: f64 = 0.6;
@@ -73,6 +73,15 @@ pub fn normalise(text: &str) -> String {
 /// The hash two texts share when they are the same once normalised.
 pub fn content_hash(text: &str) -> String {
     sha256_hex(normalise(text))
+}
+
+/// The ID of a write-back given none: `kb-` and 16 hex digits of the sha256 of its scope and
+/// its [`content_hash`]. The same text in the same scope always gets the same ID; in another
+/// scope it gets another, so a scope can neither learn from an ID whether another scope holds
+/// a text nor take the ID another scope's write-back of it will have.
+pub fn derived_id(scope: &Scope, content_hash: &str) -> String {
+    let digest = sha256_hex(format!("zhiku write-back\n{scope}\n{content_hash}"));
+    format!("kb-{}", &digest[..16])
 }
 
 /// The character 5-shingles of a normalised text (the whole text when shorter).
@@ -174,6 +183,19 @@ mod tests {
             content_hash("退货期限, 三十天")
         );
         assert_ne!(content_hash("退货期限三十天"), content_hash("退货期限七天"));
+    }
+
+    #[test]
+    fn a_derived_id_is_the_texts_within_its_scope_only() {
+        let alpha = Scope::new("alpha").unwrap();
+        let beta = Scope::new("beta").unwrap();
+        let hash = content_hash("退货期限是三十天。");
+        let id = derived_id(&alpha, &hash);
+        assert_eq!(id, derived_id(&alpha, &content_hash("退货期限是三十天")));
+        assert_ne!(id, derived_id(&beta, &hash));
+        assert_ne!(id, format!("kb-{}", &hash[..16]));
+        assert!(id.starts_with("kb-") && id.len() == 19, "{id}");
+        assert!(crate::contracts::DocId::new(&id).is_ok());
     }
 
     #[test]
