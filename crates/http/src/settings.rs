@@ -9,6 +9,9 @@
 //! header_timeout_ms = 10000            # connection limits, see `conn`
 //! max_connections = 512
 //! traces_max_bytes = 16777216          # trace rotation of the store's trace log
+//! mcp_max_sessions = 256               # MCP sessions open at once, in all (503 beyond)
+//! mcp_max_sessions_per_token = 16      # … per token (or for anonymous callers; 429 beyond)
+//! mcp_session_idle_ms = 300000         # an MCP session idle this long is closed
 //!
 //! [[serve.tokens]]
 //! name = "support-team"
@@ -70,6 +73,9 @@ pub struct ServeTable {
     traces_max_bytes: Option<u64>,
     traces_keep_files: Option<usize>,
     traces_max_age_days: Option<u64>,
+    mcp_max_sessions: Option<usize>,
+    mcp_max_sessions_per_token: Option<usize>,
+    mcp_session_idle_ms: Option<u64>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
     #[serde(default)]
@@ -110,6 +116,15 @@ pub struct ServeSettings {
     pub traces_keep_files: usize,
     /// Rotated trace files older than this are removed (0: no age limit).
     pub traces_max_age_days: u64,
+    /// MCP sessions (`/mcp`) open at once in all; a new one beyond is refused with 503 and
+    /// `Retry-After`. Each holds a session worker and its buffers (about 50 KiB) until it is
+    /// closed or idles out.
+    pub mcp_max_sessions: usize,
+    /// MCP sessions one token (or the anonymous caller) may hold open at once; a new one
+    /// beyond is refused with 429 and `Retry-After`, so one client cannot take them all.
+    pub mcp_max_sessions_per_token: usize,
+    /// An MCP session with no request for this long is closed (and its slot freed).
+    pub mcp_session_idle_ms: u64,
     /// Host names (or `host:port`) accepted in `Host` besides IP addresses and `localhost`:
     /// DNS-rebinding protection for a server reached by name.
     pub allowed_hosts: Vec<String>,
@@ -141,6 +156,9 @@ impl Default for ServeSettings {
             traces_max_bytes: 16 * 1024 * 1024,
             traces_keep_files: 8,
             traces_max_age_days: 30,
+            mcp_max_sessions: 256,
+            mcp_max_sessions_per_token: 16,
+            mcp_session_idle_ms: 300_000,
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
             metrics_token_sha256: None,
@@ -180,6 +198,11 @@ impl ServeSettings {
             traces_max_bytes: t.traces_max_bytes.unwrap_or(d.traces_max_bytes),
             traces_keep_files: t.traces_keep_files.unwrap_or(d.traces_keep_files),
             traces_max_age_days: t.traces_max_age_days.unwrap_or(d.traces_max_age_days),
+            mcp_max_sessions: t.mcp_max_sessions.unwrap_or(d.mcp_max_sessions),
+            mcp_max_sessions_per_token: t
+                .mcp_max_sessions_per_token
+                .unwrap_or(d.mcp_max_sessions_per_token),
+            mcp_session_idle_ms: t.mcp_session_idle_ms.unwrap_or(d.mcp_session_idle_ms),
             allowed_hosts: t.allowed_hosts,
             tokens: t.tokens,
             metrics_token_sha256: t.metrics_token_sha256,
@@ -197,6 +220,14 @@ impl ServeSettings {
         {
             bail!(
                 "[serve] max_k, max_query_chars, max_concurrent, timeout_ms, header_timeout_ms, body_timeout_ms, idle_timeout_ms, max_connections and traces_max_bytes must be at least 1"
+            );
+        }
+        if s.mcp_max_sessions == 0
+            || s.mcp_max_sessions_per_token == 0
+            || s.mcp_session_idle_ms == 0
+        {
+            bail!(
+                "[serve] mcp_max_sessions, mcp_max_sessions_per_token and mcp_session_idle_ms must be at least 1"
             );
         }
         for rule in &s.tokens {

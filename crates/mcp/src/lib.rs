@@ -10,6 +10,9 @@
 
 use std::sync::Arc;
 
+mod sessions;
+pub use sessions::SessionLimits;
+
 use axum::http::request::Parts;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -384,10 +387,12 @@ pub async fn serve_stdio(kb: SharedKb, caller: Caller) -> anyhow::Result<()> {
 }
 
 /// The streamable-HTTP MCP endpoint, to be mounted at `/mcp` behind the token check, with the
-/// server's `gate`; and what ends its sessions (open event streams) at shutdown.
+/// server's `gate` and its sessions bounded by `limits` (per caller, in all, idle time: see
+/// [`SessionLimits`]); and what ends its sessions (open event streams) at shutdown.
 pub fn http_router<S: Clone + Send + Sync + 'static>(
     kb: SharedKb,
     gate: Gate,
+    limits: SessionLimits,
 ) -> (axum::Router<S>, impl FnOnce() + Send + 'static) {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
@@ -396,13 +401,17 @@ pub fn http_router<S: Clone + Send + Sync + 'static>(
     // The server's own Host check covers every route, /mcp included, with one rule.
     config.allowed_hosts = Vec::new();
     let sessions = config.cancellation_token.clone();
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(limits.idle);
+    let manager = Arc::new(manager);
+    let bound = Arc::new(sessions::Sessions::new(limits, manager.clone()));
     let service: StreamableHttpService<ZhikuMcp, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(ZhikuMcp::per_request(kb.clone(), gate.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager,
         config,
     );
-    (
-        axum::Router::new().nest_service("/mcp", service),
-        move || sessions.cancel(),
-    )
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(bound, sessions::bound));
+    (router, move || sessions.cancel())
 }

@@ -51,7 +51,15 @@ pub(crate) fn run(
     let kb = service.clone();
     let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
     let gate = state.gate().clone();
-    let (mcp, end_mcp_sessions) = zhiku_mcp::http_router(service, gate.clone());
+    let (mcp, end_mcp_sessions) = zhiku_mcp::http_router(
+        service,
+        gate.clone(),
+        zhiku_mcp::SessionLimits {
+            total: settings.mcp_max_sessions,
+            per_caller: settings.mcp_max_sessions_per_token,
+            idle: std::time::Duration::from_millis(settings.mcp_session_idle_ms),
+        },
+    );
     let app = serve::router(state, Some(mcp));
     let (limits, lowered) = serve::conn::Limits::of(&settings);
     if let Some(lowered) = lowered {
