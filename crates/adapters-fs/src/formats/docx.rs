@@ -23,6 +23,7 @@
 //! extractors share.
 
 use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
 
 use anyhow::{Result, anyhow, bail};
 use quick_xml::events::Event;
@@ -767,6 +768,11 @@ pub(super) enum Item {
 }
 
 impl Node {
+    /// The bytes of its attributes' names and values.
+    fn attribute_bytes(&self) -> usize {
+        self.attrs.iter().map(|(k, v)| k.len() + v.len()).sum()
+    }
+
     /// The value of the first attribute whose local name is `local`.
     pub(super) fn attr(&self, local: &str) -> Option<&str> {
         self.attrs
@@ -836,48 +842,94 @@ fn local_part(name: &str) -> &str {
     name.rsplit(':').next().unwrap_or(name)
 }
 
-/// Reads and parses part `name` of `pkg`; `None` when the package has no such part.
+/// Reads and parses part `name` of `pkg` as a stream (the part is never held in memory: only
+/// the tree, whose text and attributes are bounded); `None` when the package has no such part.
 pub(super) fn read_xml(
     pkg: &mut Package<'_>,
     name: &str,
     skip: &[&str],
     limits: &Limits,
 ) -> Result<Option<Node>> {
-    let Some(bytes) = pkg.read(name)? else {
+    let Some(part) = pkg.read_stream(name)? else {
         return Ok(None);
     };
-    let text = super::decode_text(&bytes).map_err(|e| anyhow!("{name}: {e}"))?;
-    parse_xml(&text, name, skip, limits).map(Some)
+    let mut input = std::io::BufReader::with_capacity(64 << 10, part);
+    // The text encodings `decode_text` reads: UTF-8 with or without a BOM, UTF-16 with one.
+    let head = input
+        .fill_buf()
+        .map_err(|e| anyhow!("{name}: {e}"))?
+        .get(..3)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+    let big_endian = match head.get(..2) {
+        Some(b"\xFF\xFE") => Some(false),
+        Some(b"\xFE\xFF") => Some(true),
+        _ => None,
+    };
+    if let Some(big_endian) = big_endian {
+        input.consume(2);
+        let utf8 = std::io::BufReader::with_capacity(64 << 10, Utf16::new(input, big_endian));
+        return parse_stream(utf8, name, skip, limits).map(Some);
+    }
+    if head == b"\xEF\xBB\xBF" {
+        input.consume(3);
+    }
+    parse_stream(input, name, skip, limits).map(Some)
 }
 
-/// Parses `text` (part `part` of a package, for messages) into its document element, dropping
-/// the elements whose local name is in `skip` with everything under them. A part with more
-/// than [`max_elements`] elements (skipped ones included) is refused, and the deadline is
-/// checked every [`EVENTS_PER_TIME_CHECK`] events.
+/// Parses `text` (part `part` of a package, for messages): see [`parse_stream`].
 pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) -> Result<Node> {
-    let mut reader = quick_xml::Reader::from_str(text);
+    parse_stream(text.as_bytes(), part, skip, limits)
+}
+
+/// A part may hold this many times `max_text_bytes` of text in its tree (text boxes are there
+/// twice, as the choice and the fallback of `mc:AlternateContent`), and this many times more
+/// of attribute values (which every run and paragraph has).
+const TREE_TEXT_FACTOR: usize = 4;
+const TREE_ATTRIBUTE_FACTOR: usize = 16;
+
+/// Parses the UTF-8 XML read from `input` (part `part` of a package, for messages) into its
+/// document element, dropping the elements whose local name is in `skip` with everything
+/// under them. The part is read as a stream, one token at a time, and refused past any of
+/// these bounds: [`max_elements`] elements (skipped ones included), [`TREE_TEXT_FACTOR`] ×
+/// `max_text_bytes` of text kept in the tree, [`TREE_ATTRIBUTE_FACTOR`] × `max_text_bytes`
+/// of attribute values, and tokens (a tag, a run of text) of more than `max_text_bytes`.
+/// The deadline is checked every [`EVENTS_PER_TIME_CHECK`] events.
+fn parse_stream<R: std::io::BufRead>(
+    input: R,
+    part: &str,
+    skip: &[&str],
+    limits: &Limits,
+) -> Result<Node> {
+    let max_token = limits.max_text_bytes.max(1 << 20) as u64;
+    let mut reader = quick_xml::Reader::from_reader(Tokens::new(input, max_token));
+    let mut buf = Vec::new();
     let mut stack: Vec<Node> = vec![Node::default()];
     let mut skipping = 0usize;
     let most = max_elements(limits);
-    let mut elements = 0usize;
-    let mut events = 0usize;
+    let most_text = limits.max_text_bytes.saturating_mul(TREE_TEXT_FACTOR);
+    let most_attributes = limits.max_text_bytes.saturating_mul(TREE_ATTRIBUTE_FACTOR);
+    let (mut elements, mut events, mut text, mut attributes) = (0usize, 0usize, 0usize, 0usize);
     loop {
         events += 1;
         if events.is_multiple_of(EVENTS_PER_TIME_CHECK) {
             limits.check_time()?;
         }
-        let event = reader.read_event().map_err(|e| {
-            anyhow!(
+        buf.clear();
+        reader.get_mut().mark();
+        let event = match reader.read_event_into(&mut buf) {
+            Ok(event) => event,
+            // A read error says what went wrong (a damaged package, a spent budget, a token
+            // too long) in its message.
+            Err(quick_xml::Error::Io(e)) => bail!("{e}"),
+            Err(e) => bail!(
                 "not well-formed XML in {part} at byte {}: {e}",
                 reader.error_position()
-            )
-        })?;
-        let bad = |e: &dyn std::fmt::Display| {
-            anyhow!(
-                "not well-formed XML in {part} at byte {}: {e}",
-                reader.buffer_position()
-            )
+            ),
         };
+        let at = reader.buffer_position();
+        let bad =
+            |e: &dyn std::fmt::Display| anyhow!("not well-formed XML in {part} at byte {at}: {e}");
         if matches!(event, Event::Start(_) | Event::Empty(_)) {
             elements += 1;
             if elements > most {
@@ -887,13 +939,13 @@ pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) 
                 );
             }
         }
-        match event {
+        let kept = match event {
             Event::Start(e) => {
                 if skipping > 0 {
                     skipping += 1;
                     continue;
                 }
-                let node = element(&e, reader.decoder(), &bad)?;
+                let node = element(&e, &bad)?;
                 if skip.contains(&node.name.as_str()) {
                     skipping = 1;
                     continue;
@@ -901,19 +953,23 @@ pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) 
                 if stack.len() > MAX_DEPTH {
                     bail!("{part}: XML nested more than {MAX_DEPTH} levels deep: refused");
                 }
+                attributes += node.attribute_bytes();
                 stack.push(node);
+                0
             }
             Event::Empty(e) => {
                 if skipping > 0 {
                     continue;
                 }
-                let node = element(&e, reader.decoder(), &bad)?;
+                let node = element(&e, &bad)?;
                 if skip.contains(&node.name.as_str()) {
                     continue;
                 }
+                attributes += node.attribute_bytes();
                 if let Some(top) = stack.last_mut() {
                     top.children.push(Item::Node(node));
                 }
+                0
             }
             Event::End(_) => {
                 if skipping > 0 {
@@ -928,28 +984,43 @@ pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) 
                 {
                     top.children.push(Item::Node(node));
                 }
+                0
             }
-            Event::Text(_) | Event::CData(_) | Event::GeneralRef(_) if skipping > 0 => {}
+            Event::Text(_) | Event::CData(_) | Event::GeneralRef(_) if skipping > 0 => 0,
             Event::Text(t) => {
-                let s = t.decode().map_err(|e| bad(&e))?;
-                push_text(&mut stack, &s);
+                let s = std::str::from_utf8(&t).map_err(|e| bad(&e))?;
+                push_text(&mut stack, s)
             }
             Event::CData(t) => {
-                let s = t.decode().map_err(|e| bad(&e))?;
-                push_text(&mut stack, &s);
+                let s = std::str::from_utf8(&t).map_err(|e| bad(&e))?;
+                push_text(&mut stack, s)
             }
             Event::GeneralRef(r) => {
                 if let Some(c) = r.resolve_char_ref().map_err(|e| bad(&e))? {
-                    push_text(&mut stack, c.encode_utf8(&mut [0; 4]));
+                    push_text(&mut stack, c.encode_utf8(&mut [0; 4]))
                 } else {
-                    let name = r.decode().map_err(|e| bad(&e))?;
-                    if let Some(s) = quick_xml::escape::resolve_predefined_entity(&name) {
-                        push_text(&mut stack, s);
+                    let name = std::str::from_utf8(&r).map_err(|e| bad(&e))?;
+                    match quick_xml::escape::resolve_predefined_entity(name) {
+                        Some(s) => push_text(&mut stack, s),
+                        None => 0,
                     }
                 }
             }
             Event::Eof => break,
-            _ => {}
+            _ => 0,
+        };
+        text += kept;
+        if text > most_text {
+            bail!(
+                "{part} holds more than {most_text} bytes of text: refused \
+                 ({TREE_TEXT_FACTOR} × loader.max_file_bytes)"
+            );
+        }
+        if attributes > most_attributes {
+            bail!(
+                "{part} holds more than {most_attributes} bytes of attribute values: refused \
+                 ({TREE_ATTRIBUTE_FACTOR} × loader.max_file_bytes)"
+            );
         }
     }
     if stack.len() != 1 {
@@ -965,9 +1036,131 @@ pub(super) fn parse_xml(text: &str, part: &str, skip: &[&str], limits: &Limits) 
         .ok_or_else(|| anyhow!("not well-formed XML in {part}: no element"))
 }
 
+/// The input of [`parse_stream`]: refuses a token (what is read between two
+/// [`Tokens::mark`]s, one XML event) longer than its bound, before it is all in memory.
+struct Tokens<R> {
+    inner: R,
+    since_mark: u64,
+    most: u64,
+}
+
+impl<R> Tokens<R> {
+    fn new(inner: R, most: u64) -> Self {
+        Self {
+            inner,
+            since_mark: 0,
+            most,
+        }
+    }
+
+    /// A new event starts.
+    fn mark(&mut self) {
+        self.since_mark = 0;
+    }
+}
+
+impl<R: std::io::BufRead> std::io::Read for Tokens<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(out.len());
+        out[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: std::io::BufRead> std::io::BufRead for Tokens<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.since_mark > self.most {
+            return Err(std::io::Error::other(format!(
+                "an XML token (a tag or a run of text) longer than {} bytes: refused",
+                self.most
+            )));
+        }
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.since_mark += n as u64;
+        self.inner.consume(n);
+    }
+}
+
+/// UTF-16 (after its byte order mark) read as UTF-8.
+struct Utf16<R> {
+    inner: R,
+    big_endian: bool,
+    /// UTF-8 decoded and not yet read, from `at`.
+    out: Vec<u8>,
+    at: usize,
+    /// A byte of an unfinished code unit; a high surrogate waiting for its low half.
+    odd: Option<u8>,
+    high: Option<u16>,
+}
+
+impl<R> Utf16<R> {
+    fn new(inner: R, big_endian: bool) -> Self {
+        Self {
+            inner,
+            big_endian,
+            out: Vec::new(),
+            at: 0,
+            odd: None,
+            high: None,
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Utf16<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let invalid = || std::io::Error::other("not valid UTF-16");
+        while self.at == self.out.len() {
+            self.out.clear();
+            self.at = 0;
+            let mut raw = [0u8; 8192];
+            let n = self.inner.read(&mut raw)?;
+            if n == 0 {
+                if self.odd.is_some() || self.high.is_some() {
+                    return Err(invalid());
+                }
+                return Ok(0);
+            }
+            let mut bytes = raw[..n].iter().copied();
+            while let Some(b) = self.odd.take().or_else(|| bytes.next()) {
+                let Some(c) = bytes.next() else {
+                    self.odd = Some(b);
+                    break;
+                };
+                let unit = if self.big_endian {
+                    u16::from_be_bytes([b, c])
+                } else {
+                    u16::from_le_bytes([b, c])
+                };
+                let ch = match (self.high.take(), unit) {
+                    (None, 0xD800..=0xDBFF) => {
+                        self.high = Some(unit);
+                        continue;
+                    }
+                    (Some(high), 0xDC00..=0xDFFF) => char::decode_utf16([high, unit])
+                        .next()
+                        .and_then(Result::ok)
+                        .ok_or_else(invalid)?,
+                    (None, _) => char::from_u32(u32::from(unit)).ok_or_else(invalid)?,
+                    (Some(_), _) => return Err(invalid()),
+                };
+                self.out
+                    .extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+        }
+        let n = (self.out.len() - self.at).min(buf.len());
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 fn element(
     e: &quick_xml::events::BytesStart<'_>,
-    decoder: quick_xml::encoding::Decoder,
     bad: &dyn Fn(&dyn std::fmt::Display) -> anyhow::Error,
 ) -> Result<Node> {
     let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
@@ -975,8 +1168,8 @@ fn element(
     for a in e.attributes() {
         let a = a.map_err(|err| bad(&err))?;
         let key = String::from_utf8_lossy(a.key.as_ref()).into_owned();
-        let value = a
-            .decode_and_unescape_value(decoder)
+        let raw = std::str::from_utf8(&a.value).map_err(|err| bad(&err))?;
+        let value = quick_xml::escape::unescape(raw)
             .map_err(|err| bad(&err))?
             .into_owned();
         attrs.push((key, value));
@@ -988,17 +1181,21 @@ fn element(
     })
 }
 
-fn push_text(stack: &mut [Node], s: &str) {
-    let Some(top) = stack.last_mut() else { return };
+/// Adds text to the element being read; the bytes kept.
+fn push_text(stack: &mut [Node], s: &str) -> usize {
+    let Some(top) = stack.last_mut() else {
+        return 0;
+    };
     if let Some(Item::Text(last)) = top.children.last_mut() {
         last.push_str(s);
-        return;
+        return s.len();
     }
     // Whitespace between elements is layout, except inside a text element.
     if s.trim().is_empty() && !matches!(top.name.as_str(), "t" | "title" | "language") {
-        return;
+        return 0;
     }
     top.children.push(Item::Text(s.to_string()));
+    s.len()
 }
 
 /// A relationship of a package part.
@@ -1068,9 +1265,17 @@ pub(super) fn core_properties(
     pkg: &mut Package<'_>,
     limits: &Limits,
 ) -> Result<(Option<String>, Option<String>)> {
-    let Some(bytes) = pkg.read("docProps/core.xml")? else {
+    // Metadata: a core part past this size is passed over (read no further than that).
+    const MOST: u64 = 1 << 20;
+    let Some(part) = pkg.read_stream("docProps/core.xml")? else {
         return Ok((None, None));
     };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(part, MOST + 1), &mut bytes)
+        .map_err(|e| anyhow!("{e}"))?;
+    if bytes.len() as u64 > MOST {
+        return Ok((None, None));
+    }
     let Ok(text) = super::decode_text(&bytes) else {
         return Ok((None, None));
     };
@@ -1470,6 +1675,86 @@ pub(super) mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("time limit"), "{err}");
+    }
+
+    #[test]
+    fn a_part_is_read_as_a_stream_within_bounds_of_its_tree() {
+        let mut small = limits();
+        small.max_text_bytes = 1 << 20;
+        small.max_unpacked_bytes = 1 << 30;
+        // Text runs that deflate well (the docx of issue 35 inflated to 512 MiB of them): the
+        // tree may hold 4 × max_text_bytes of text, and the part is refused there, long before
+        // it is all read.
+        let run = format!("<w:p><w:r><w:t>{}</w:t></w:r></w:p>", "a".repeat(60_000));
+        let bomb = docx(&run.repeat(200), &[]);
+        assert!(bomb.len() < 200_000, "{}", bomb.len());
+        let err = extract(&bomb, &small).unwrap_err().to_string();
+        assert!(
+            err.contains("word/document.xml holds more than 4194304 bytes of text"),
+            "{err}"
+        );
+        // One token longer than max_text_bytes is refused before it is all in memory.
+        let long = format!("<w:p><w:r><w:t>{}</w:t></w:r></w:p>", "a".repeat(3 << 20));
+        let err = extract(&docx(&long, &[]), &small).unwrap_err().to_string();
+        assert!(err.contains("an XML token"), "{err}");
+        // So are attribute values past 16 × max_text_bytes.
+        let attrs = format!(r#"<w:p w:rsidR="{}"/>"#, "0".repeat(900_000)).repeat(20);
+        let err = extract(&docx(&attrs, &[]), &small).unwrap_err().to_string();
+        assert!(err.contains("bytes of attribute values"), "{err}");
+        // The unpacking budget is spent as the part is read.
+        let mut tight = limits();
+        tight.max_unpacked_bytes = 100_000;
+        let err = extract(&bomb, &tight).unwrap_err().to_string();
+        assert!(err.contains("zip bomb"), "{err}");
+    }
+
+    #[test]
+    fn parts_in_utf16_or_with_a_byte_order_mark_are_read() {
+        let doc = document(&p("", "双字节 text 𝄞 and &amp; more"));
+        let want = "双字节 text 𝄞 and & more\n";
+        let bom8 = format!("\u{feff}{doc}");
+        assert_eq!(
+            extract(&docx_of(bom8.as_bytes()), &limits()).unwrap().text,
+            want
+        );
+        for big_endian in [false, true] {
+            let mut bytes = if big_endian {
+                vec![0xFE, 0xFF]
+            } else {
+                vec![0xFF, 0xFE]
+            };
+            for unit in doc.encode_utf16() {
+                bytes.extend(if big_endian {
+                    unit.to_be_bytes()
+                } else {
+                    unit.to_le_bytes()
+                });
+            }
+            let got = extract(&docx_of(&bytes), &limits()).unwrap();
+            assert_eq!(got.text, want, "big endian: {big_endian}");
+            // A lone surrogate is no UTF-16.
+            bytes.extend(if big_endian {
+                [0xD8, 0x00]
+            } else {
+                [0x00, 0xD8]
+            });
+            let err = extract(&docx_of(&bytes), &limits())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("UTF-16"), "{err}");
+        }
+    }
+
+    /// A docx of a `word/document.xml` of these bytes.
+    fn docx_of(document: &[u8]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        zip.start_file(
+            "word/document.xml",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        zip.write_all(document).unwrap();
+        zip.finish().unwrap().into_inner()
     }
 
     #[test]

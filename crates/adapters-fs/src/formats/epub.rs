@@ -35,16 +35,15 @@ const FONT_OBFUSCATION: &[&str] = &[
 /// Extracts an EPUB file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     let mut pkg = Package::open(bytes, limits)?;
-    if let Some(enc) = pkg.read("META-INF/encryption.xml")?
+    if let Some(enc) = read_bytes(&mut pkg, "META-INF/encryption.xml", limits)?
         && is_drm(&String::from_utf8_lossy(&enc))
     {
         bail!("encrypted (DRM) EPUB: unsupported");
     }
-    let container = pkg
-        .read_text("META-INF/container.xml")?
+    let container = read_part(&mut pkg, "META-INF/container.xml", limits)?
         .ok_or_else(|| anyhow!("not an EPUB: META-INF/container.xml is missing"))?;
     let opf_path = rootfile(&container)?;
-    let opf_text = read_part(&mut pkg, &opf_path)?.ok_or_else(|| {
+    let opf_text = read_part(&mut pkg, &opf_path, limits)?.ok_or_else(|| {
         anyhow!("damaged EPUB: the package document {opf_path} named by META-INF/container.xml is missing")
     })?;
     let opf = Opf::parse(&opf_text)
@@ -79,7 +78,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         if nav.as_deref() == Some(path.as_str()) || !is_html(item) {
             continue;
         }
-        let Some(text) = read_part(&mut pkg, &path)? else {
+        let Some(text) = read_part(&mut pkg, &path, limits)? else {
             continue;
         };
         let page = html::parse(&text, html::Mode::Chapter, limits)
@@ -142,14 +141,54 @@ fn is_html(item: &Item) -> bool {
         .any(|e| href.ends_with(e))
 }
 
-/// Reads a part as text, trying the path as given when its percent-decoded form is missing.
-fn read_part(pkg: &mut Package<'_>, path: &str) -> Result<Option<String>> {
-    match pkg.read(path)? {
-        Some(bytes) => super::decode_text(&bytes)
+/// A part may be this many times `max_text_bytes` (the bound of a web page: a chapter is one),
+/// and at least [`PART_FLOOR`] bytes.
+const PART_FACTOR: usize = 8;
+const PART_FLOOR: usize = 16 << 20;
+
+/// Reads a part as text (UTF-8, or UTF-16 with a BOM): see [`read_bytes`].
+fn read_part(pkg: &mut Package<'_>, path: &str, limits: &Limits) -> Result<Option<String>> {
+    let Some(mut bytes) = read_bytes(pkg, path, limits)? else {
+        return Ok(None);
+    };
+    if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+        return super::decode_text(&bytes)
             .map(Some)
-            .with_context(|| format!("EPUB part {path}")),
-        None => Ok(None),
+            .with_context(|| format!("EPUB part {path}"));
     }
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    // Decoded in place: the part is in memory once.
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        anyhow!(
+            "EPUB part {path}: not valid UTF-8 (first bad byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Reads a part, unpacking no more than [`PART_FACTOR`] × `max_text_bytes` of it (or
+/// [`PART_FLOOR`]): a larger part is refused before it is all in memory.
+fn read_bytes(pkg: &mut Package<'_>, path: &str, limits: &Limits) -> Result<Option<Vec<u8>>> {
+    let most = limits
+        .max_text_bytes
+        .saturating_mul(PART_FACTOR)
+        .max(PART_FLOOR) as u64;
+    let Some(part) = pkg.read_stream(path)? else {
+        return Ok(None);
+    };
+    let hint = part.declared_size().min(most + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
+    std::io::Read::read_to_end(&mut std::io::Read::take(part, most + 1), &mut bytes)
+        .map_err(|e| anyhow!("{e}"))?;
+    if bytes.len() as u64 > most {
+        bail!(
+            "EPUB part {path} is larger than {most} bytes: refused \
+             ({PART_FACTOR} × loader.max_file_bytes)"
+        );
+    }
+    Ok(Some(bytes))
 }
 
 /// Whether `META-INF/encryption.xml` encrypts anything with an algorithm other than font
@@ -325,7 +364,7 @@ fn toc_labels(
         .find(|i| i.properties.split_ascii_whitespace().any(|p| p == "nav"));
     if let Some(nav) = nav {
         let path = resolve(base, &nav.href);
-        if let Some(text) = read_part(pkg, &path)? {
+        if let Some(text) = read_part(pkg, &path, limits)? {
             let dir = parent_dir(&path);
             for (href, label) in html::toc_links(&text, limits).unwrap_or_default() {
                 labels.entry(resolve(&dir, &href)).or_insert(label);
@@ -344,7 +383,7 @@ fn toc_labels(
             });
         if let Some(ncx) = ncx {
             let path = resolve(base, &ncx.href);
-            if let Some(text) = read_part(pkg, &path)? {
+            if let Some(text) = read_part(pkg, &path, limits)? {
                 let dir = parent_dir(&path);
                 for (src, label) in ncx_points(&text) {
                     labels.entry(resolve(&dir, &src)).or_insert(label);
@@ -671,6 +710,19 @@ mod tests {
         let mut tight = limits();
         tight.max_text_bytes = 50;
         assert!(err(&book(), &tight).contains("max_text_bytes"));
+        // A chapter past the part bound (8 × max_text_bytes, at least 16 MiB) is refused before
+        // it is all unpacked.
+        let mut one = limits();
+        one.max_text_bytes = 1 << 20;
+        let huge = chapter(&format!("<p>{}x</p>", " ".repeat(17 << 20)));
+        let big = zip(&[
+            ("META-INF/container.xml", CONTAINER),
+            ("OEBPS/content.opf", OPF),
+            ("OEBPS/Text/c2.xhtml", &huge),
+        ]);
+        assert!(big.len() < 1 << 20, "{}", big.len());
+        let e = err(&big, &one);
+        assert!(e.contains("larger than 16777216 bytes"), "{e}");
         let mut late = limits();
         late.deadline = Instant::now();
         std::thread::sleep(Duration::from_millis(2));

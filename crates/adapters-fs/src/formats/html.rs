@@ -33,7 +33,10 @@
 //!    a source line break between two CJK characters disappears (CSS Text's segment-break
 //!    rule: `向量\n检索` reads `向量检索`, `vector\nsearch` reads `vector search`).
 //!
-//! Bounds: a page larger than 8× `max_text_bytes` is refused before parsing; elements nested
+//! Bounds: a page larger than 8× `max_text_bytes` is refused before parsing, and so is a page
+//! of more than one element per 8 bytes of `max_text_bytes`, or with a tag
+//! of more than [`MAX_ATTRIBUTES`] attributes (or attributes enough in all that the tokenizer's
+//! duplicate check, quadratic per tag, would outlast the deadline); elements nested
 //! more than [`MAX_DEPTH`] deep are flattened before parsing (html5ever's scope checks are
 //! linear in the depth, so 100 000 nested `<div>`s would otherwise take quadratic time) — the
 //! depth is followed with the tokenizer's own rules and a model of the tree builder's stack, so
@@ -56,6 +59,18 @@ pub const MAX_DEPTH: usize = 512;
 
 /// A page may be this many times `max_text_bytes` (markup is most of a saved page).
 const INPUT_FACTOR: usize = 8;
+
+/// Bytes of `max_text_bytes` per element a page may have (a page of 10 MiB of text may have
+/// 1.3 million elements; real pages have a few hundred thousand at most).
+const TEXT_BYTES_PER_ELEMENT: usize = 8;
+
+/// Most attributes of one tag (real tags have a handful; the tokenizer's duplicate check
+/// costs the square of the count: 200,000 attributes took 35 s).
+pub const MAX_ATTRIBUTES: usize = 1024;
+
+/// Most of the sum, over all tags, of the square of their attribute counts (a real page sums
+/// to a few million; this much is a fraction of a second of the tokenizer's checks).
+const MAX_ATTRIBUTE_WORK: usize = 1 << 27;
 
 /// How a document is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,7 +252,8 @@ impl Doc {
                 .trim_start_matches('\u{feff}')
                 .trim_start()
                 .starts_with("<?xml");
-        let prepared = prepare(text, xhtml)?;
+        let max_elements = (limits.max_text_bytes / TEXT_BYTES_PER_ELEMENT).max(1 << 16);
+        let prepared = prepare_bounded(text, xhtml, max_elements)?;
         limits.check_time()?;
         let html = std::panic::catch_unwind(|| Html::parse_document(&prepared))
             .map_err(|_| anyhow::anyhow!("damaged HTML: the parser failed on it"))?;
@@ -2599,8 +2615,16 @@ impl Tree {
 /// formatting elements would be reopened more than [`max_reopened`] times is refused, and a
 /// formatting start tag past [`MAX_FORMATTING`] list entries is dropped like a too deep one.
 /// `tests::repeated_markup_stays_shallow` checks the result against html5ever itself.
+#[cfg(test)]
 fn prepare(src: &str, xhtml: bool) -> Result<Cow<'_, str>> {
+    prepare_bounded(src, xhtml, usize::MAX)
+}
+
+/// [`prepare`], refusing a source of more than `max_elements` start tags (each becomes a node
+/// of some 200 bytes in the parser's tree: 2 million `<br>`, 8 MB, took 400 MB).
+fn prepare_bounded(src: &str, xhtml: bool, max_elements: usize) -> Result<Cow<'_, str>> {
     let b = src.as_bytes();
+    let mut elements = 0usize;
     let mut out = String::new();
     let mut copied = 0usize;
     let mut edited = false;
@@ -2615,6 +2639,7 @@ fn prepare(src: &str, xhtml: bool) -> Result<Cow<'_, str>> {
     let mut quirks_known = false;
     let mut dropped: HashMap<String, usize> = HashMap::new();
     let mut names = Vec::new();
+    let mut attribute_work = 0usize;
     let mut i = 0usize;
     while let Some(off) = src[i..].find('<') {
         let p = i + off;
@@ -2683,9 +2708,31 @@ fn prepare(src: &str, xhtml: bool) -> Result<Cow<'_, str>> {
             name_end += 1;
         }
         let name = src[name_start..name_end].to_ascii_lowercase();
-        let Some((tag_end, self_closing)) = scan_tag(b, name_end, &mut names) else {
+        let scanned = scan_tag(b, name_end, &mut names);
+        // The tokenizer checks each attribute against the tag's earlier ones: bound that
+        // quadratic work per tag and in all (a tag the source ends inside is tokenized too).
+        if names.len() > MAX_ATTRIBUTES {
+            bail!(
+                "HTML with a tag of more than {MAX_ATTRIBUTES} attributes (<{name} …> has {}): refused",
+                names.len()
+            );
+        }
+        attribute_work += names.len() * names.len();
+        if attribute_work > MAX_ATTRIBUTE_WORK {
+            bail!("HTML with more attributes per tag than the parser reads in time: refused");
+        }
+        let Some((tag_end, self_closing)) = scanned else {
             break;
         };
+        if !closing {
+            elements += 1;
+            if elements > max_elements {
+                bail!(
+                    "HTML of more than {max_elements} elements: refused \
+                     (one per {TEXT_BYTES_PER_ELEMENT} bytes of loader.max_file_bytes)"
+                );
+            }
+        }
         i = tag_end;
         if !quirks_known {
             quirks_known = true;
@@ -3167,6 +3214,50 @@ pub(crate) mod tests {
         );
         let got = text(&page);
         assert!(got.starts_with("x\n\ny\n\ny"), "{}", &got[..20]);
+    }
+
+    #[test]
+    fn a_tag_of_too_many_attributes_is_refused_before_parsing() {
+        let tag = |count: usize, close: &str| {
+            let attrs: Vec<String> = (0..count).map(|i| format!("a{i}=\"\"")).collect();
+            format!("<!DOCTYPE html><html><body><p {}{close}", attrs.join(" "))
+        };
+        // 200,000 attributes in one tag took the tokenizer 35 s: refused at once now, whether
+        // the tag closes or the source ends inside it.
+        for close in [">text</p></body></html>", ""] {
+            let err = extract(&tag(200_000, close), &limits())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("more than 1024 attributes"), "{err}");
+        }
+        // A tag of many (but not absurdly many) attributes reads.
+        let page = tag(1000, ">kept text</p></body></html>");
+        assert!(
+            extract(&page, &limits())
+                .unwrap()
+                .text
+                .contains("kept text")
+        );
+        // Many tags of 1,000 attributes add up to the same quadratic work: refused too.
+        let attrs: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
+        let many = format!("<p {}>x</p>", attrs.join(" ")).repeat(200);
+        let err = extract(&many, &limits()).unwrap_err().to_string();
+        assert!(err.contains("attributes"), "{err}");
+    }
+
+    #[test]
+    fn a_page_of_too_many_elements_is_refused_before_parsing() {
+        let mut l = limits();
+        l.max_text_bytes = 64 << 10;
+        // At least 65,536 elements are always allowed; one per 8 bytes of text beyond.
+        let page = |n: usize| format!("<html><body>{}text</body></html>", "<br>".repeat(n));
+        assert!(extract(&page(60_000), &l).is_ok());
+        let err = extract(&page(70_000), &l).unwrap_err().to_string();
+        assert!(err.contains("more than 65536 elements"), "{err}");
+        // End tags and text are no elements.
+        let ends = format!("<html><body>{}text</body></html>", "</b>".repeat(100_000));
+        let got = extract(&ends, &l);
+        assert!(got.is_ok(), "{got:?}");
     }
 
     #[test]

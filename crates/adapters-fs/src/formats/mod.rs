@@ -30,7 +30,7 @@ pub mod pptx;
 pub mod sheet;
 
 /// A document format zhiku reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Format {
     /// Markdown, with optional YAML front matter.
     Markdown,
@@ -255,8 +255,8 @@ impl Limits {
     }
 }
 
-/// A file rendered for the chunker.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A file rendered for the chunker (sent from an extraction [worker](crate::worker) as JSON).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Extracted {
     /// Headings, paragraphs and page breaks, as described in the [module docs](self).
     pub text: String,
@@ -379,6 +379,72 @@ impl<'a> Package<'a> {
             Some(bytes) => decode_text(&bytes).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Part `name` (case-insensitive) as a stream, `None` when there is no such part: nothing
+    /// of it is held in memory but what the reader keeps. Reading fails, with an error, once
+    /// the package has given out its unpacking budget (shared with [`Package::read`]).
+    pub fn read_stream(&mut self, name: &str) -> Result<Option<PartReader<'_, 'a>>> {
+        let Some(index) = (0..self.archive.len()).find(|&i| {
+            self.archive
+                .name_for_index(i)
+                .is_some_and(|n| n.is_ok_and(|n| n.eq_ignore_ascii_case(name)))
+        }) else {
+            return Ok(None);
+        };
+        let part = self
+            .archive
+            .by_index(index)
+            .map_err(|e| anyhow::anyhow!("damaged zip package: part {name}: {e}"))?;
+        if part.encrypted() {
+            bail!("encrypted zip package: part {name} cannot be read");
+        }
+        Ok(Some(PartReader {
+            part,
+            budget: &mut self.budget,
+            limit: self.limit,
+            name: name.to_string(),
+        }))
+    }
+}
+
+/// A part of a [`Package`] read as a stream ([`Package::read_stream`]). Its read errors say
+/// what went wrong (a damaged package, or the unpacking budget spent) in their message.
+pub struct PartReader<'p, 'a> {
+    part: zip::read::ZipFile<'p, std::io::Cursor<&'a [u8]>>,
+    budget: &'p mut u64,
+    limit: u64,
+    name: String,
+}
+
+impl PartReader<'_, '_> {
+    /// The size the package declares for the part once unpacked (a hint: it may lie).
+    pub fn declared_size(&self) -> u64 {
+        self.part.size()
+    }
+}
+
+impl Read for PartReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.part.read(buf).map_err(|e| {
+            std::io::Error::other(format!("damaged zip package: part {}: {e}", self.name))
+        })?;
+        if read as u64 > *self.budget {
+            return Err(std::io::Error::other(format!(
+                "unpacks to more than {} bytes (loader.max_unpacked_bytes): refused as a possible zip bomb",
+                self.limit
+            )));
+        }
+        *self.budget -= read as u64;
+        Ok(read)
+    }
+}
+
+impl std::fmt::Debug for PartReader<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartReader")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 

@@ -83,7 +83,10 @@ pub fn extract_xlsx(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             continue;
         }
         limits.check_time()?;
-        pkg.read(name)?;
+        // Unpacked to count it against the budget, not kept.
+        if let Some(mut part) = pkg.read_stream(name)? {
+            std::io::copy(&mut part, &mut std::io::sink()).map_err(|e| anyhow!("{e}"))?;
+        }
     }
     drop(pkg);
 

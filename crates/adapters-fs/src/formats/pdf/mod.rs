@@ -8,10 +8,13 @@
 //! one page of the output, so every chunk knows its pages.
 //!
 //! Refused, with the reason: a password-protected file, more pages than
-//! [`Limits::max_pages`], a file with no text layer at all (a scan: "no text layer"), and a
-//! file the parser cannot read (damaged, truncated beyond repair). A page that fails alone
-//! is kept as an empty page, so page numbers stay true.
+//! [`Limits::max_pages`], a file with no text layer at all (a scan: "no text layer"), a file
+//! the parser cannot read (damaged, truncated beyond repair), and a file whose objects or page
+//! content nest deeper than the parser's stack allows, wherever they hide (object streams, page
+//! content, forms: the `check` module). A page that fails alone is kept as an empty page, so
+//! page numbers stay true.
 
+mod check;
 pub mod layout;
 
 use std::collections::HashSet;
@@ -30,17 +33,16 @@ const MAX_OUTLINE: usize = 5_000;
 /// Glyphs read from one page at most (a real page has a few thousand).
 const MAX_GLYPHS_PER_PAGE: usize = 200_000;
 
-/// Deepest nesting of arrays and dictionaries accepted (real files stay below ten).
-const MAX_NESTING: usize = 256;
-
-/// Stack of the thread the parser runs on: it parses nested objects recursively.
-const PARSER_STACK: usize = 256 << 20;
+/// Stack of the thread the parser runs on: it parses nested objects recursively, as deep as the
+/// nesting check lets a file go (about 6 MiB of stack at that bound); small enough to leave an
+/// extraction worker's address space to the file.
+const PARSER_STACK: usize = 32 << 20;
 
 /// Extracts a PDF.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     // The parser recurses into nested objects: refuse what would overflow a stack (an
-    // overflow aborts the process, which no unwinding catches), and give it a large one.
-    check_nesting(bytes)?;
+    // overflow aborts the process, which no unwinding catches), checked before the parser
+    // reads anything (see the `check` module), and give it a large one.
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("zhiku-pdf".into())
@@ -48,7 +50,10 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             .spawn_scoped(scope, || {
                 // The parser is a large body of code run on untrusted bytes: a panic in it is
                 // this file's failure, not the load's.
-                catch_unwind(AssertUnwindSafe(|| extract_inner(bytes, limits)))
+                catch_unwind(AssertUnwindSafe(|| {
+                    let mut checker = check::Checker::before_parsing(bytes, limits)?;
+                    extract_inner(bytes, limits, &mut checker)
+                }))
             })
             .map_err(|e| anyhow!("cannot start the PDF reader: {e}"))?;
         match worker.join() {
@@ -65,68 +70,11 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     })
 }
 
-/// Refuses a file whose arrays and dictionaries nest deeper than [`MAX_NESTING`] outside its
-/// streams (strings, comments and stream bodies are skipped). Objects inside compressed object
-/// streams are not seen here; the parser's large stack is the bound there.
-fn check_nesting(bytes: &[u8]) -> Result<()> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
-                    i += 1;
-                }
-            }
-            b'(' => {
-                // A literal string: balanced parentheses, backslash escapes.
-                let mut open = 0usize;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'\\' => i += 1,
-                        b'(' => open += 1,
-                        b')' => {
-                            open -= 1;
-                            if open == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                    i += 1;
-                }
-            }
-            b'[' => depth += 1,
-            b']' => depth = depth.saturating_sub(1),
-            b'<' if bytes.get(i + 1) == Some(&b'<') => {
-                depth += 1;
-                i += 1;
-            }
-            b'>' if bytes.get(i + 1) == Some(&b'>') => {
-                depth = depth.saturating_sub(1);
-                i += 1;
-            }
-            b's' if bytes[i..].starts_with(b"stream") && !bytes[..i].ends_with(b"end") => {
-                match find(&bytes[i..], b"endstream") {
-                    Some(at) => i += at + 8,
-                    None => return Ok(()),
-                }
-            }
-            _ => {}
-        }
-        if depth > MAX_NESTING {
-            bail!("damaged PDF: objects nested deeper than {MAX_NESTING} levels");
-        }
-        i += 1;
-    }
-    Ok(())
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+fn extract_inner(
+    bytes: &[u8],
+    limits: &Limits,
+    checker: &mut check::Checker<'_>,
+) -> Result<Extracted> {
     // A PDF ends with `%%EOF` (give or take trailing bytes some writers add). Without it the
     // file was cut short: the parser could rebuild part of it, but indexing part of a document
     // as if it were whole would lose the rest silently.
@@ -139,6 +87,7 @@ fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     if doc.is_encrypted() && !doc.is_authenticated() && !doc.authenticate(b"").unwrap_or(false) {
         bail!("encrypted PDF (password-protected): cannot be read");
     }
+    checker.opened(&doc);
     let count = doc.page_count().map_err(|e| match e {
         pdf_oxide::error::Error::EncryptedPdf => {
             anyhow!("encrypted PDF (password-protected): cannot be read")
@@ -162,6 +111,8 @@ fn extract_inner(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
             .get_page_media_box(index)
             .map(|(_, y0, _, y1)| (y1 - y0).abs())
             .unwrap_or(0.0);
+        // The page's content (and the forms it draws) is checked before the parser reads it.
+        checker.page(&doc, index)?;
         let chars = doc.extract_chars(index).unwrap_or_default();
         if chars.len() > MAX_GLYPHS_PER_PAGE {
             bail!(
@@ -317,6 +268,10 @@ fn info(doc: &PdfDocument) -> (Option<String>, Option<String>) {
 mod tests {
     use super::*;
 
+    fn check_nesting(bytes: &[u8]) -> Result<()> {
+        check::check_depth(bytes, "", &limits())
+    }
+
     #[test]
     fn nesting_past_the_bound_is_refused_before_parsing() {
         let deep = |n: usize| {
@@ -327,15 +282,37 @@ mod tests {
             pdf
         };
         assert!(check_nesting(&deep(10)).is_ok());
+        assert!(check_nesting(&deep(4000)).is_ok());
         let err = check_nesting(&deep(10_000)).unwrap_err().to_string();
         assert!(err.contains("nested deeper"), "{err}");
-        // Brackets inside strings, comments and streams are no nesting.
+        // Brackets balanced inside strings, comments and streams pass, as do unbalanced ones
+        // below the bound.
         let mut quiet = b"%PDF-1.7\n% [[[[[[\n1 0 obj\n<< /T (".to_vec();
-        quiet.extend(std::iter::repeat_n(b'[', 10_000));
-        quiet.extend(b") /Length 3 >>\nstream\n");
-        quiet.extend(std::iter::repeat_n(b'<', 10_000));
+        quiet.extend(b"[".repeat(1000));
+        quiet.extend(b"]".repeat(1000));
+        quiet.extend(b"\\) [[[ (a) ) /Length 3 >>\nstream\n");
+        quiet.extend(b"<".repeat(3000));
         quiet.extend(b"\nendstream\nendobj\n%%EOF\n");
         assert!(check_nesting(&quiet).is_ok());
+        // But nesting the parser can be sent to is nesting, wherever it hides: in a comment
+        // (an offset points past the `%`), in a string (an offset points inside it), in a
+        // stream's data, after a name that reads `/stream`.
+        for (before, after) in [
+            (&b"%"[..], &b"\n"[..]),
+            (b"(", b")"),
+            (b"<< /Length 9 >>\nstream\n", b"\nendstream"),
+            (b"[ /stream ", b" /endstream ]"),
+        ] {
+            let mut hidden = b"%PDF-1.7\n1 0 obj\n".to_vec();
+            hidden.extend(before);
+            hidden.extend(b"1 0 obj [ ");
+            hidden.extend(b"[".repeat(10_000));
+            hidden.extend(b"]".repeat(10_000));
+            hidden.extend(after);
+            hidden.extend(b"\nendobj\n%%EOF\n");
+            let err = check_nesting(&hidden).unwrap_err().to_string();
+            assert!(err.contains("nested deeper"), "{err}");
+        }
         // And a file that aborted the process before is one refused file now.
         assert!(extract(&deep(50_000), &limits()).is_err());
     }
