@@ -9,6 +9,10 @@
 //! ```
 //!
 //! Pages are the document content split on the form feed the loader puts between them.
+//!
+//! `--workers` runs the parsers in extraction worker processes, as the `zhiku` binary does
+//! (this example re-run in worker mode), instead of in this process: the two runs over the
+//! same folder measure what the isolation costs.
 use std::path::{Path, PathBuf};
 
 fn pdfs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -38,10 +42,28 @@ fn peak_rss_kb() -> Option<u64> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let dir = PathBuf::from(std::env::args().nth(1).expect("a folder"));
+    use zhiku_adapters_fs::worker::{Parsers, WORKER_ARG, WorkerLimits, serve};
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(WORKER_ARG) {
+        return serve(args.into_iter().skip(2));
+    }
+    let workers = args.iter().any(|a| a == "--workers");
+    let dir = PathBuf::from(
+        args.iter()
+            .skip(1)
+            .find(|a| !a.starts_with("--"))
+            .expect("a folder"),
+    );
     let mut files = Vec::new();
     pdfs(&dir, &mut files)?;
-    let config = zhiku_adapters_fs::loader::LoaderConfig::default();
+    let mut config = zhiku_adapters_fs::loader::LoaderConfig::default();
+    if workers {
+        config.parsers = Parsers::workers(
+            std::env::current_exe()?,
+            Vec::new(),
+            WorkerLimits::default(),
+        );
+    }
     let start = std::time::Instant::now();
     let (mut pages_total, mut errors) = (0usize, 0usize);
     let stdout = std::io::stdout();
@@ -85,6 +107,7 @@ fn main() -> anyhow::Result<()> {
         "wall_s": (wall * 1000.0).round() / 1000.0,
         "pages_per_s": if wall > 0.0 { (pages_total as f64 / wall * 10.0).round() / 10.0 } else { 0.0 },
         "peak_rss_kb": peak_rss_kb(),
+        "parsers": config.parsers.isolation(),
     });
     std::io::Write::write_all(&mut out, format!("{summary}\n").as_bytes())?;
     Ok(())

@@ -11,12 +11,15 @@
 //! - [`atomic`] — replacing a file atomically (write, fsync, rename, fsync the folder).
 //! - [`vector_file`] — the `vectors.bin` format of earlier stores, read to migrate them.
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
+//! - [`worker`] — the format parsers in child processes under OS limits, so that a parser's
+//!   crash costs one file, never the process that owns the store.
 
 pub mod atomic;
 pub mod audit_log;
 pub mod folder;
 pub mod folder_source;
 pub mod formats;
+pub mod front_matter;
 pub mod loader;
 pub mod lock;
 pub mod manifest;
@@ -24,3 +27,4 @@ pub mod paths;
 pub mod stamp;
 pub mod trace_log;
 pub mod vector_file;
+pub mod worker;

@@ -31,6 +31,7 @@ use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
 
 use crate::formats::{self, Format, Limits};
 use crate::stamp::Stamper;
+use crate::worker::Parsers;
 
 /// Loader settings.
 #[derive(Debug, Clone)]
@@ -60,6 +61,10 @@ pub struct LoaderConfig {
     /// that re-checking a hit at its source does not extract a large file again. Shared by
     /// the clones of one configuration.
     pub extracted: ExtractCache,
+    /// Where the format extractors and the front-matter parser run: the binary sets
+    /// [worker processes](crate::worker), so that a parser's crash costs one file; the
+    /// default runs them in this process (tests, benchmarks).
+    pub parsers: Parsers,
 }
 
 /// Documents extracted lately, each kept with the [stamp](crate::stamp) of its file when it
@@ -133,6 +138,7 @@ impl Default for LoaderConfig {
             store_dir: None,
             racy_window: crate::stamp::RACY_WINDOW,
             extracted: ExtractCache::default(),
+            parsers: Parsers::default(),
         }
     }
 }
@@ -424,20 +430,18 @@ fn split_front_matter(text: &str) -> Result<(Option<&str>, &str)> {
     bail!("malformed front matter: no closing '---' line")
 }
 
-fn parse_yaml(text: &str, what: &str) -> Result<BTreeMap<String, serde_json::Value>> {
+/// Parses YAML metadata where the configuration's [parsers](LoaderConfig::parsers) run,
+/// within the extraction time limit.
+fn parse_yaml(
+    text: &str,
+    what: &str,
+    config: &LoaderConfig,
+) -> Result<BTreeMap<String, serde_json::Value>> {
     if text.trim().is_empty() {
         return Ok(BTreeMap::new());
     }
-    let value: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(text).map_err(|e| anyhow::anyhow!("malformed {what}: {e}"))?;
-    if !value.is_mapping() {
-        bail!("malformed {what}: expected a mapping of keys to values");
-    }
-    let json = serde_json::to_value(value).map_err(|e| anyhow::anyhow!("malformed {what}: {e}"))?;
-    match json {
-        serde_json::Value::Object(map) => Ok(map.into_iter().collect()),
-        _ => bail!("malformed {what}: expected a mapping"),
-    }
+    let deadline = std::time::Instant::now() + config.max_extract_time;
+    config.parsers.metadata(text, what, deadline)
 }
 
 fn string_key(meta: &BTreeMap<String, serde_json::Value>, key: &str) -> Result<Option<String>> {
@@ -489,8 +493,20 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         return Ok(doc);
     }
     let bytes = std::fs::read(path).context("cannot read file")?;
-    let format = formats::detect(announced, &bytes)?;
-    if (format.is_text() || matches!(format, Format::Html | Format::Csv))
+    let limits = Limits {
+        max_unpacked_bytes: config.max_unpacked_bytes,
+        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
+        max_pages: config.max_pages,
+        deadline: std::time::Instant::now() + config.max_extract_time,
+    };
+    // A zip package's format is told by its parts: reading its directory is parsing, left to
+    // the extractor. Every other signature is a prefix comparison, made here.
+    let format = if bytes.starts_with(b"PK\x03\x04") {
+        None
+    } else {
+        Some(formats::detect(announced, &bytes)?)
+    };
+    if format.is_some_and(|f| f.is_text() || matches!(f, Format::Html | Format::Csv))
         && bytes.len() as u64 > config.max_file_bytes
     {
         bail!(
@@ -499,7 +515,7 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
             config.max_file_bytes
         );
     }
-    if format.is_text() {
+    if format.is_some_and(Format::is_text) {
         if bytes.contains(&0) {
             bail!("binary file (contains NUL bytes)");
         }
@@ -511,14 +527,11 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         })?;
         return load_text(path, rel, &text, config);
     }
-    let limits = Limits {
-        max_unpacked_bytes: config.max_unpacked_bytes,
-        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
-        max_pages: config.max_pages,
-        deadline: std::time::Instant::now() + config.max_extract_time,
+    let announced = match format {
+        Some(f) => formats::Announced::Known(f),
+        None => announced,
     };
-    let extracted = formats::extract(format, &bytes, &limits)
-        .with_context(|| format!("{} file", format.name()))?;
+    let extracted = config.parsers.extract(announced, &bytes, &limits)?;
     drop(bytes);
     let doc = build_document(path, rel, config, extracted, None)?;
     if let Some(stamp) = stamp {
@@ -577,10 +590,10 @@ fn build_document(
     if sidecar.is_file() {
         let yaml = read_text(&sidecar, config.max_file_bytes)
             .with_context(|| format!("sidecar {}", crate::paths::sidecar_of(rel)))?;
-        meta.extend(parse_yaml(&yaml, "sidecar metadata")?);
+        meta.extend(parse_yaml(&yaml, "sidecar metadata", config)?);
     }
     if let Some(yaml) = front {
-        meta.extend(parse_yaml(yaml, "front matter")?);
+        meta.extend(parse_yaml(yaml, "front matter", config)?);
     }
     let id = match string_key(&meta, "id")? {
         Some(id) => DocId::new(id)?,

@@ -25,6 +25,19 @@ use cli::exit::Exit;
 /// Parses the command line, runs the command, and turns how it ended into the exit status (an
 /// error is printed first).
 fn main() -> ExitCode {
+    // The hidden extraction-worker mode: this executable re-run by the loader to parse one
+    // untrusted file after another in a process of its own (`wiring::extraction_workers`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if zhiku_app::wiring::is_extraction_worker(&args) {
+        return match zhiku_app::wiring::run_extraction_worker(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("extraction worker: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    zhiku_app::wiring::run_extractors_in_this_executable();
     let cli = Cli::parse();
     match run(cli) {
         Ok(exit) => exit.into(),

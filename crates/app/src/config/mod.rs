@@ -313,6 +313,8 @@ pub struct Config {
     pub max_pages: usize,
     /// Longest extraction of one file, in seconds.
     pub max_extract_seconds: u64,
+    /// Address space of one extraction worker process, in bytes.
+    pub max_extract_memory: u64,
     /// Follow symbolic links whose target is inside the knowledge-base folder (links to outside
     /// it are never followed).
     pub follow_links_inside: bool,
@@ -408,6 +410,7 @@ struct Keys {
     max_unpacked_bytes: Option<u64>,
     max_pages: Option<usize>,
     max_extract_seconds: Option<u64>,
+    max_extract_memory: Option<u64>,
     follow_links_inside: Option<bool>,
     k: Option<usize>,
     candidates: Option<usize>,
@@ -478,8 +481,12 @@ fn scope_caps(entries: &[String]) -> Result<std::collections::BTreeMap<Scope, us
     Ok(caps)
 }
 
+/// The least address space an extraction worker can run in (its program, a job's 256 MiB
+/// stack, the PDF reader's own, and the file).
+const MIN_EXTRACT_MEMORY: u64 = 1 << 30;
+
 /// The top-level keys, in the order `status` lists them.
-const KEYS: [&str; 61] = [
+const KEYS: [&str; 62] = [
     "vectors",
     "embedder",
     "lexical",
@@ -493,6 +500,7 @@ const KEYS: [&str; 61] = [
     "max_unpacked_bytes",
     "max_pages",
     "max_extract_seconds",
+    "max_extract_memory",
     "follow_links_inside",
     "k",
     "candidates",
@@ -560,7 +568,7 @@ struct File {
 }
 
 /// The variables of the top-level keys.
-const ENV: [EnvKey; 61] = [
+const ENV: [EnvKey; 62] = [
     var("vectors", "ZHIKU_VECTORS"),
     var("embedder", "ZHIKU_EMBEDDER"),
     var("lexical", "ZHIKU_LEXICAL"),
@@ -578,6 +586,7 @@ const ENV: [EnvKey; 61] = [
     var("max_unpacked_bytes", "ZHIKU_MAX_UNPACKED_BYTES"),
     var("max_pages", "ZHIKU_MAX_PAGES"),
     var("max_extract_seconds", "ZHIKU_MAX_EXTRACT_SECONDS"),
+    var("max_extract_memory", "ZHIKU_MAX_EXTRACT_MEMORY"),
     var("follow_links_inside", "ZHIKU_FOLLOW_LINKS_INSIDE"),
     var("k", "ZHIKU_K"),
     var("candidates", "ZHIKU_CANDIDATES"),
@@ -724,6 +733,7 @@ max_document_bytes = {}
 max_unpacked_bytes = {}
 max_pages = {}
 max_extract_seconds = {}
+max_extract_memory = {}
 follow_links_inside = false
 k = 8
 candidates = 50
@@ -781,6 +791,7 @@ write_back_min_chars = 20
         512u64 << 20,
         10_000,
         60,
+        4u64 << 30,
     );
     toml::from_str(&text).expect("the built-in defaults parse")
 }
@@ -915,6 +926,13 @@ impl Config {
                 .max_extract_seconds
                 .filter(|n| *n > 0)
                 .ok_or_else(|| required("max_extract_seconds (at least 1)"))?,
+            max_extract_memory: match keys.max_extract_memory {
+                Some(n) if n >= MIN_EXTRACT_MEMORY => n,
+                Some(n) => anyhow::bail!(
+                    "max_extract_memory = {n} is too small: an extraction worker needs at least {MIN_EXTRACT_MEMORY} bytes (1 GiB)"
+                ),
+                None => return Err(required("max_extract_memory")),
+            },
             follow_links_inside: keys
                 .follow_links_inside
                 .ok_or_else(|| required("follow_links_inside"))?,

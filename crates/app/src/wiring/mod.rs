@@ -18,6 +18,7 @@ use zhiku_adapters_fs::audit_log::JsonlAuditLog;
 use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
 use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
+use zhiku_adapters_fs::worker::{Parsers, WORKER_ARG, WorkerLimits};
 use zhiku_domain::ports::{DocumentStore, Origin};
 use zhiku_domain::usecases::Progress;
 use zhiku_eval::corpus_documents::CorpusDocuments;
@@ -42,8 +43,74 @@ fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<Loa
         follow_links_inside: config.follow_links_inside,
         // A store kept inside the folder (`--store kb/store`) is never read as documents.
         store_dir: store_dir.canonicalize().ok(),
+        parsers: extraction_workers(config)?,
         ..LoaderConfig::default()
     })
+}
+
+/// The executable extraction workers run: set by the `zhiku` binary's `main` to itself.
+static WORKER_PROGRAM: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Makes this executable (the `zhiku` binary) the program of the extraction workers; `main`
+/// calls it first.
+pub fn run_extractors_in_this_executable() {
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = WORKER_PROGRAM.set(exe);
+    }
+}
+
+/// The program extraction workers run: the `zhiku` binary itself, or, for the crate's tests and
+/// benches (which link this library into executables of their own), the `zhiku` executable
+/// cargo built beside them (`target/<profile>/zhiku`, next to their `deps/`).
+fn worker_program() -> Option<std::path::PathBuf> {
+    if let Some(program) = WORKER_PROGRAM.get() {
+        return Some(program.clone());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        Some(dir.join("zhiku")),
+        dir.parent().map(|d| d.join("zhiku")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file())
+}
+
+/// The format parsers of this binary: worker processes of its own executable (started with
+/// [`WORKER_ARG`], which `main` hands to [`run_extraction_worker`]), so that a parser's crash,
+/// overflow or blow-up costs one file and never the process that holds the store. Only an
+/// executable that is neither `zhiku` nor built beside it (a library user's) parses in process.
+fn extraction_workers(config: &Config) -> Result<Parsers> {
+    let Some(program) = worker_program() else {
+        return Ok(Parsers::InProcess);
+    };
+    Ok(Parsers::workers(
+        program,
+        Vec::new(),
+        WorkerLimits {
+            memory_bytes: config.max_extract_memory,
+        },
+    ))
+}
+
+/// True when the command line asks for an extraction worker (the binary's hidden mode).
+pub fn is_extraction_worker(args: &[std::ffi::OsString]) -> bool {
+    args.get(1).is_some_and(|a| a == WORKER_ARG)
+}
+
+/// Serves extraction jobs on stdin/stdout until stdin closes (the worker side of
+/// [`extraction_workers`]).
+pub fn run_extraction_worker(args: Vec<std::ffi::OsString>) -> Result<()> {
+    let args = args
+        .into_iter()
+        .skip(2)
+        .map(|a| {
+            a.into_string()
+                .map_err(|_| anyhow::anyhow!("a worker argument is not UTF-8"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    zhiku_adapters_fs::worker::serve(args.into_iter())
 }
 
 /// The document store of `origin`: the folder (writable) or the BEIR corpus (read-only). The
@@ -152,5 +219,21 @@ mod tests {
         assert_eq!(ours.max_unpacked_bytes, theirs.max_unpacked_bytes);
         assert_eq!(ours.max_pages, theirs.max_pages);
         assert_eq!(ours.max_extract_time, theirs.max_extract_time);
+    }
+
+    /// The binary never parses a file in its own process: its loader hands every format
+    /// extractor and the front-matter parser to worker processes.
+    #[test]
+    fn the_binarys_loader_runs_parsers_in_worker_processes() {
+        // What `main` does first (here the program is this test executable; nothing runs it).
+        run_extractors_in_this_executable();
+        let config = Config::resolve(None, None, &|_| None).unwrap();
+        let ours = loader_config_for(&config, std::path::Path::new("/nonexistent")).unwrap();
+        assert!(
+            matches!(ours.parsers, Parsers::Workers(_)),
+            "{:?}",
+            ours.parsers
+        );
+        assert_eq!(config.max_extract_memory, 4 << 30);
     }
 }
