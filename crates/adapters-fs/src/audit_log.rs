@@ -7,6 +7,8 @@ use std::sync::Mutex;
 
 use zhiku_domain::ports::{AuditEntry, AuditError, AuditLog};
 
+use crate::atomic::{open_store_file, open_store_file_to_read};
+
 /// `audit.jsonl`, appended under a lock so lines never interleave within this process.
 #[derive(Debug)]
 pub struct JsonlAuditLog {
@@ -42,18 +44,18 @@ impl AuditLog for JsonlAuditLog {
         let mut line =
             serde_json::to_vec(entry).map_err(|e| failed("encode for", &self.path, e))?;
         line.push(b'\n');
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(|e| failed("open", &self.path, e))?;
+        let mut file = open_store_file(
+            &self.path,
+            std::fs::OpenOptions::new().create(true).append(true),
+        )
+        .map_err(|e| failed("open", &self.path, e))?;
         file.write_all(&line)
             .and_then(|()| file.sync_data())
             .map_err(|e| failed("append to", &self.path, e))
     }
 
     fn entries(&self) -> Result<Vec<AuditEntry>, AuditError> {
-        let file = match std::fs::File::open(&self.path) {
+        let file = match open_store_file_to_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(failed("open", &self.path, e)),

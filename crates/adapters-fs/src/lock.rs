@@ -2,10 +2,12 @@
 //! operating system releases when the process dies (also after `kill -9`).
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
+
+use crate::atomic::{open_store_file, open_store_file_to_read};
 
 /// The name of the store lock file inside the store directory.
 pub const LOCK_FILE: &str = "writer.lock";
@@ -65,17 +67,21 @@ impl StoreLock {
             return Err(anyhow!(e).context(format!("cannot create store {}", dir.display())));
         }
         let path = dir.join(LOCK_FILE);
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-        {
+        // Never through a link: a `writer.lock` linking elsewhere would have every writer
+        // truncate the link's target and write its pid there.
+        let file = match open_store_file(
+            &path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        ) {
             Ok(f) => f,
             Err(e) if is_read_only_error(&e) => {
                 return Err(read_only(format!("cannot open {}", path.display()), &e).into());
             }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(anyhow!(e)),
             Err(e) => return Err(anyhow!(e).context(format!("cannot open {}", path.display()))),
         };
         // A reader asking who holds the lock (`holder`) takes a shared lock for an instant:
@@ -113,7 +119,7 @@ impl StoreLock {
     /// The pid of the process holding the lock of the store in `dir`, if one does.
     pub fn holder(dir: &Path) -> Option<String> {
         let path = dir.join(LOCK_FILE);
-        let file = File::open(&path).ok()?;
+        let file = open_store_file_to_read(&path).ok()?;
         match file.try_lock_shared() {
             Ok(()) => None,
             Err(std::fs::TryLockError::WouldBlock) => Some(read_pid(&path)),
@@ -123,11 +129,48 @@ impl StoreLock {
 }
 
 fn read_pid(path: &Path) -> String {
-    std::fs::read_to_string(path)
+    let mut text = String::new();
+    open_store_file_to_read(path)
+        .and_then(|f| f.take(64).read_to_string(&mut text))
         .ok()
+        .map(|_| text)
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// Refuses a store folder holding a symbolic link anywhere inside it (its files, the lexical
+/// index's folder and files, rotated traces): every store file is opened by path, some by
+/// libraries (SQLite, tantivy, usearch) that would follow a link, so a link planted in the
+/// store is refused before anything is opened. The folder itself may be a link (an operator
+/// may keep the store on another disk); a missing folder has nothing to refuse.
+pub fn refuse_linked_entries(dir: &Path) -> Result<()> {
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(anyhow!(e).context(format!("cannot read {}", folder.display()))),
+        };
+        for entry in entries {
+            let entry = entry
+                .map_err(|e| anyhow!(e).context(format!("cannot read {}", folder.display())))?;
+            let kind = entry.file_type().map_err(|e| {
+                anyhow!(e).context(format!("cannot read {}", entry.path().display()))
+            })?;
+            if kind.is_symlink() {
+                return Err(anyhow!(
+                    "the store at {} holds a symbolic link, {}: a store is never read or written through links; remove the link and retry (`zhiku index --rebuild` rebuilds what it stood for)",
+                    dir.display(),
+                    entry.path().display()
+                ));
+            }
+            if kind.is_dir() {
+                folders.push(entry.path());
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -157,5 +200,36 @@ mod tests {
         drop(first);
         assert_eq!(StoreLock::holder(&store), None);
         let _again = StoreLock::acquire(&store).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_linking_elsewhere_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("precious.txt");
+        std::fs::write(&outside, "do not truncate me\n").unwrap();
+        let store = dir.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        std::os::unix::fs::symlink(&outside, store.join(LOCK_FILE)).unwrap();
+
+        let err = StoreLock::acquire(&store).unwrap_err().to_string();
+        assert!(err.contains("writer.lock is a symbolic link"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "do not truncate me\n"
+        );
+        assert_eq!(StoreLock::holder(&store), None);
+        let err = refuse_linked_entries(&store).unwrap_err().to_string();
+        assert!(err.contains("holds a symbolic link"), "{err}");
+
+        // A link deeper in the store (the lexical index's folder) is refused as well; a store
+        // without links, or none at all, passes.
+        std::fs::remove_file(store.join(LOCK_FILE)).unwrap();
+        refuse_linked_entries(&store).unwrap();
+        refuse_linked_entries(&dir.path().join("missing")).unwrap();
+        std::fs::create_dir_all(store.join("lexical")).unwrap();
+        std::os::unix::fs::symlink(&outside, store.join("lexical/meta.json")).unwrap();
+        assert!(refuse_linked_entries(&store).is_err());
+        assert!(StoreLock::acquire(&store).is_ok());
     }
 }

@@ -54,7 +54,10 @@ impl ManifestFile {
 impl CatalogStore for ManifestFile {
     fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
         let location = self.path.display().to_string();
-        let text = match std::fs::read_to_string(&self.path) {
+        let text = match crate::atomic::open_store_file_to_read(&self.path).and_then(|mut f| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).map(|_| text)
+        }) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {

@@ -13,6 +13,15 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use zhiku_domain::ports::{BoxError, StoredTraceEvent, TraceEvent, TraceSink, TraceStore};
 
+use crate::atomic::{open_store_file, open_store_file_to_read};
+
+/// The text of the store file at `path`, never read through a link.
+fn read_store_text(path: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut open_store_file_to_read(path)?, &mut text)?;
+    Ok(text)
+}
+
 fn unix_ms() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -169,7 +178,8 @@ impl JsonlTraceSink {
             if let Some(parent) = self.path.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            let append = |p: &Path| OpenOptions::new().create(true).append(true).open(p);
+            let append =
+                |p: &Path| open_store_file(p, OpenOptions::new().create(true).append(true));
             let data = append(&self.path)?;
             let index_path = index_of(&self.path);
             let fresh_index = !index_path.exists();
@@ -268,7 +278,7 @@ fn legacy_index(path: &Path) -> std::io::Result<String> {
     let mut ranges: Vec<(String, u64, u64)> = Vec::new();
     let mut at: HashMap<String, usize> = Default::default();
     let mut offset = 0u64;
-    let mut reader = BufReader::new(File::open(path)?);
+    let mut reader = BufReader::new(open_store_file_to_read(path)?);
     let mut line = String::new();
     loop {
         line.clear();
@@ -347,7 +357,7 @@ impl Drop for JsonlTraceSink {
 /// The events of `trace_id` in the byte range `offset..offset + len` of `data`, in order.
 fn read_range(data: &Path, trace_id: &str, offset: u64, len: u64) -> Result<Vec<StoredTraceEvent>> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = match File::open(data) {
+    let mut file = match open_store_file_to_read(data) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", data.display())),
@@ -384,7 +394,7 @@ pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<StoredTraceEvent>> 
     let mut files = vec![path.to_path_buf()];
     files.extend(rotated(&rotated_dir(path)));
     for data in files {
-        let index = match std::fs::read_to_string(index_of(&data)) {
+        let index = match read_store_text(&index_of(&data)) {
             Ok(index) => index,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let found = scan(&data, trace_id)?;

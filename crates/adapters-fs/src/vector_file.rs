@@ -9,7 +9,6 @@
 //! [`write`] produces the same layout; the binary never writes it any more, but the migration
 //! is tested against files in exactly the layout earlier versions wrote.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -42,7 +41,7 @@ fn backend(path: &Path, e: impl std::fmt::Display) -> IndexError {
 /// another format is refused with [`IndexError::ConfigMismatch`], one written for another space
 /// with [`IndexError::SpaceMismatch`], a damaged one with the offset where reading failed.
 pub fn read(path: &Path, space: &EmbeddingSpace) -> Result<Option<Vec<EmbeddedChunk>>, IndexError> {
-    let file = match File::open(path) {
+    let file = match crate::atomic::open_store_file_to_read(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(backend(path, e)),

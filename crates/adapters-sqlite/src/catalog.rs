@@ -149,12 +149,17 @@ impl SqliteCatalog {
     }
 
     fn open(&self) -> Result<Connection, CatalogError> {
+        // Never through a symbolic link (`SQLITE_OPEN_NOFOLLOW`): a link planted in the store
+        // under the catalog's name is refused, its target neither read nor written.
         let flags = if self.read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW
         } else {
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW
         };
         let conn = match Connection::open_with_flags(&self.path, flags).and_then(|c| {
             c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
@@ -649,5 +654,29 @@ mod tests {
             immutable_uri(Path::new("/kb/笔 记?#%/catalog.sqlite")),
             "file:/kb/%E7%AC%94%20%E8%AE%B0%3F%23%25/catalog.sqlite?immutable=1"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_catalog_that_is_a_link_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("precious.txt");
+        std::fs::write(&outside, "not a database\n").unwrap();
+        let store = dir.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        std::os::unix::fs::symlink(&outside, store.join(CATALOG_FILE)).unwrap();
+        let empty = StoredCatalog::empty(Catalog::new(
+            ChunkingPolicy::with_sizes(640, 64).unwrap(),
+            None,
+            "a/1".into(),
+        ));
+        assert!(SqliteCatalog::in_store(&store, false).save(&empty).is_err());
+        assert!(SqliteCatalog::in_store(&store, false).load().is_err());
+        assert!(SqliteCatalog::in_store(&store, true).load().is_err());
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "not a database\n"
+        );
+        assert!(!store.join(format!("{CATALOG_FILE}-wal")).exists());
     }
 }

@@ -99,8 +99,18 @@ pub(crate) fn write(path: &Path, attrs: &Attrs, generation: u64) -> Result<bool,
     let bytes = encode(attrs, generation, slots);
     let tmp = path.with_extension("attrs.tmp");
     let written = (|| {
-        std::fs::write(&tmp, &bytes)?;
-        std::fs::File::open(&tmp)?.sync_all()?;
+        // A leftover temporary file (or a link in its place) is removed, never written
+        // through: the new one is created afresh (`create_new` does not follow a link).
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        std::io::Write::write_all(&mut file, &bytes)?;
+        file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {

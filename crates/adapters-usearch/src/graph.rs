@@ -264,6 +264,12 @@ impl Graph {
     pub(crate) fn save(&self, path: &Path) -> Result<(), IndexError> {
         let tmp = path.with_extension("usearch.tmp");
         let written = (|| {
+            // usearch opens the file by name: a leftover temporary file, or a link in its
+            // place, is removed first so nothing is written through a link.
+            match std::fs::remove_file(&tmp) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(backend(e)),
+                _ => {}
+            }
             self.index
                 .save(path_str(&tmp)?)
                 .map_err(|e| usearch_error("save", e))?;

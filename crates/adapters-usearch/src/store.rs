@@ -72,7 +72,11 @@ fn sql(e: rusqlite::Error) -> IndexError {
 
 /// Opens (creating) the database for writing.
 pub(crate) fn open_writer(path: &Path) -> Result<Connection, IndexError> {
-    let conn = Connection::open(path).map_err(sql)?;
+    // Never through a symbolic link (`SQLITE_OPEN_NOFOLLOW`): a link planted in the store under
+    // this file's name is refused, its target neither read nor written.
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW)
+            .map_err(sql)?;
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
         .map_err(sql)?;
     // Pages of 16 KiB (set before the first table exists; a store created with another size
@@ -90,7 +94,9 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, IndexError> {
 
 /// Opens the database read-only (it must exist).
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, IndexError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let opened = Connection::open_with_flags(path, flags).and_then(|c| {
         c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         Ok(c)

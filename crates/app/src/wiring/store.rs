@@ -15,6 +15,11 @@
 //! writer.lock     the store lock: held by the one process that may write (holds its pid)
 //! ```
 //!
+//! No entry of a store is a symbolic link: every open of a store refuses one anywhere inside
+//! it ([`refuse_linked_entries`]) before any file is opened, and the store's own files are
+//! opened with `O_NOFOLLOW` (SQLite's `SQLITE_OPEN_NOFOLLOW`), so a link planted in the store
+//! (say `writer.lock` pointing at a file elsewhere) is never truncated, written or read through.
+//!
 //! Every process that writes (`index`, `index --rebuild`, a refreshing `search` or `ask`,
 //! `serve`, `mcp`) opens the store with [`Store::open`], which takes the store lock first; a
 //! second writer is refused with [`StoreLocked::Busy`], and destructive steps (the deletions of
@@ -73,7 +78,7 @@ use zhiku_service::Dense;
 pub use super::qdrant::VectorsUnavailable;
 use crate::config::{Config, EmbedderKind, LexicalKind, VectorsKind};
 pub use zhiku_adapters_fs::atomic::write_atomically;
-pub use zhiku_adapters_fs::lock::{LOCK_FILE, StoreLock, StoreLocked};
+pub use zhiku_adapters_fs::lock::{LOCK_FILE, StoreLock, StoreLocked, refuse_linked_entries};
 pub use zhiku_adapters_sqlite::CATALOG_FILE;
 pub use zhiku_domain::ports::Origin;
 
@@ -621,6 +626,11 @@ impl Store {
         header_only: bool,
     ) -> Result<Self> {
         let persistent = config.is_persistent();
+        // A symbolic link anywhere in the store is refused before anything is opened: the
+        // libraries below open their files by name and would follow it.
+        if persistent {
+            refuse_linked_entries(dir)?;
+        }
         let lock = if persistent && !read_only {
             Some(StoreLock::acquire(dir)?)
         } else {
