@@ -52,7 +52,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 missing=()
 for pin in "${PINS[@]}"; do
-  have="$("$VENV/bin/pip" show "${pin%%==*}" 2>/dev/null | sed -n 's/^Version: //p')"
+  have="$("$VENV/bin/pip" show "${pin%%==*}" 2>/dev/null | sed -n 's/^Version: //p' || true)"
   [[ "$have" == "${pin##*==}" ]] || missing+=("$pin")
 done
 if (( ${#missing[@]} )); then
@@ -81,6 +81,8 @@ NPROC="$(nproc)"
 say "load before: $LOAD_BEFORE (nproc $NPROC)"
 
 CMD_ZHIKU=("$BIN" "$CORPUS")
+# The same extraction in worker processes, as the zhiku binary runs it (the isolation's cost).
+CMD_WORKERS=("$BIN" --workers "$CORPUS")
 CMD_PYPDF=("$PY" "$HERE/peers.py" pypdf "$CORPUS")
 CMD_PDFMINER=("$PY" "$HERE/peers.py" pdfminer "$CORPUS")
 run() {
@@ -90,6 +92,7 @@ run() {
   tail -n 1 "$OUT/$name.jsonl" >&2
 }
 run zhiku "${CMD_ZHIKU[@]}"
+run zhiku-workers "${CMD_WORKERS[@]}"
 LOAD_MID="$(uptime)"
 run pypdf "${CMD_PYPDF[@]}"
 run pdfminer "${CMD_PDFMINER[@]}"
@@ -98,6 +101,7 @@ say "load after: $LOAD_AFTER"
 
 SCORE_CMD=("$PY" "$HERE/score.py" --truth "$TRUTH" --out "$OUT"
   "zhiku=$OUT/zhiku.jsonl:$OUT/zhiku.time"
+  "zhiku-workers=$OUT/zhiku-workers.jsonl:$OUT/zhiku-workers.time"
   "pypdf=$OUT/pypdf.jsonl:$OUT/pypdf.time"
   "pdfminer=$OUT/pdfminer.jsonl:$OUT/pdfminer.time")
 "${SCORE_CMD[@]}" > /dev/null
@@ -125,6 +129,7 @@ CPU="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
   echo "$PY bench/formats/make_corpus.py $CORPUS   # only when $TRUTH/.complete is missing"
   echo "${BUILD_CMD[*]}"
   echo "/usr/bin/time -v ${CMD_ZHIKU[*]}"
+  echo "/usr/bin/time -v ${CMD_WORKERS[*]}"
   echo "/usr/bin/time -v ${CMD_PYPDF[*]}"
   echo "/usr/bin/time -v ${CMD_PDFMINER[*]}"
   echo "${SCORE_CMD[*]}"

@@ -110,7 +110,7 @@ def main():
         jsonl, _, timefile = rest.partition(":")
         docs, summary = load_jsonl(jsonl)
         wall_v, rss_v = time_v(timefile)
-        is_zhiku = tool == "zhiku"
+        is_zhiku = tool.startswith("zhiku")
         variants = [("", False)] if is_zhiku else [("", False), (", no header/footer", True)]
         for suffix, strip in variants:
             scores = []  # (file, page, lang, two_col, sim)

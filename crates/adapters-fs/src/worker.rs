@@ -626,11 +626,7 @@ fn run_job(job: Job, payload: Vec<u8>, stack: usize) -> Reply {
         Ok(handle) => match handle.join() {
             Ok(Ok(reply)) => reply,
             Ok(Err(panic)) | Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let what = formats::panic_message(panic.as_ref());
                 Reply::Failed(format!("the extractor failed on this file: {what}"))
             }
         },

@@ -344,20 +344,9 @@ impl<'a> Package<'a> {
     /// The bytes of part `name` (case-insensitive), `None` when there is no such part. Reading
     /// stops, with an error, once the package has given out its unpacking budget.
     pub fn read(&mut self, name: &str) -> Result<Option<Vec<u8>>> {
-        let Some(index) = (0..self.archive.len()).find(|&i| {
-            self.archive
-                .name_for_index(i)
-                .is_some_and(|n| n.is_ok_and(|n| n.eq_ignore_ascii_case(name)))
-        }) else {
+        let Some(mut part) = open_part(&mut self.archive, name)? else {
             return Ok(None);
         };
-        let mut part = self
-            .archive
-            .by_index(index)
-            .map_err(|e| anyhow::anyhow!("damaged zip package: part {name}: {e}"))?;
-        if part.encrypted() {
-            bail!("encrypted zip package: part {name} cannot be read");
-        }
         let mut out = Vec::new();
         let read = (&mut part)
             .take(self.budget + 1)
@@ -385,20 +374,9 @@ impl<'a> Package<'a> {
     /// of it is held in memory but what the reader keeps. Reading fails, with an error, once
     /// the package has given out its unpacking budget (shared with [`Package::read`]).
     pub fn read_stream(&mut self, name: &str) -> Result<Option<PartReader<'_, 'a>>> {
-        let Some(index) = (0..self.archive.len()).find(|&i| {
-            self.archive
-                .name_for_index(i)
-                .is_some_and(|n| n.is_ok_and(|n| n.eq_ignore_ascii_case(name)))
-        }) else {
+        let Some(part) = open_part(&mut self.archive, name)? else {
             return Ok(None);
         };
-        let part = self
-            .archive
-            .by_index(index)
-            .map_err(|e| anyhow::anyhow!("damaged zip package: part {name}: {e}"))?;
-        if part.encrypted() {
-            bail!("encrypted zip package: part {name} cannot be read");
-        }
         Ok(Some(PartReader {
             part,
             budget: &mut self.budget,
@@ -446,6 +424,28 @@ impl std::fmt::Debug for PartReader<'_, '_> {
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
+}
+
+/// Part `name` (case-insensitive) of `archive`, opened for reading and not encrypted; `None`
+/// when there is no such part.
+fn open_part<'z, 'a>(
+    archive: &'z mut zip::ZipArchive<std::io::Cursor<&'a [u8]>>,
+    name: &str,
+) -> Result<Option<zip::read::ZipFile<'z, std::io::Cursor<&'a [u8]>>>> {
+    let Some(index) = (0..archive.len()).find(|&i| {
+        archive
+            .name_for_index(i)
+            .is_some_and(|n| n.is_ok_and(|n| n.eq_ignore_ascii_case(name)))
+    }) else {
+        return Ok(None);
+    };
+    let part = archive
+        .by_index(index)
+        .map_err(|e| anyhow::anyhow!("damaged zip package: part {name}: {e}"))?;
+    if part.encrypted() {
+        bail!("encrypted zip package: part {name} cannot be read");
+    }
+    Ok(Some(part))
 }
 
 /// Writes the chunker's text shape (see the [module docs](self)), keeping within
@@ -551,6 +551,15 @@ impl TextBuilder {
         self.text.push_str(s);
         Ok(())
     }
+}
+
+/// What a caught panic said (its `&str` or `String` payload; empty for any other).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 /// Collapses whitespace (line breaks included) into single spaces.

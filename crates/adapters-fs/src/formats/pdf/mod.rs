@@ -59,11 +59,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         match worker.join() {
             Ok(Ok(result)) => result,
             Ok(Err(panic)) | Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let what = super::panic_message(panic.as_ref());
                 bail!("damaged or unsupported PDF (the parser failed: {what})")
             }
         }
