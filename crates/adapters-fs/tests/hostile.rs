@@ -2,14 +2,15 @@
 //! reason, in bounded time and memory, and never takes the process down.
 //!
 //! The files are those `scripts/make-hostile-fixtures.py` writes; the tests here build the
-//! same shapes in code. `extract_one_file` is a harness for measuring one file (peak memory
-//! with `/usr/bin/time -v`):
+//! same shapes in code. One file is measured (peak memory, time) with the `extract` example:
 //!
 //! ```text
 //! python3 scripts/make-hostile-fixtures.py /tmp/hostile
-//! ZHIKU_EXTRACT_FILE=/tmp/hostile/bomb.docx /usr/bin/time -v \
-//!     cargo test -p zhiku-adapters-fs --test hostile -- --ignored --exact extract_one_file
+//! /usr/bin/time -v cargo run --release -p zhiku-adapters-fs --example extract -- /tmp/hostile/bomb.docx
 //! ```
+//!
+//! The inputs the fuzzers found (`fuzz/regressions/<target>/`) are replayed here too, so that
+//! every test run keeps them fixed without a fuzzing build.
 
 use std::time::{Duration, Instant};
 
@@ -32,21 +33,40 @@ fn extract(name: &str, bytes: &[u8]) -> anyhow::Result<formats::Extracted> {
     formats::extract(format, bytes, &limits())
 }
 
+/// Every input a fuzzer once found (`fuzz/regressions/<target>/`, the target named after the
+/// format) extracts or is refused with a reason: no panic escapes, nothing hangs.
 #[test]
-#[ignore = "a measuring harness: set ZHIKU_EXTRACT_FILE and run with --ignored"]
-fn extract_one_file() {
-    let path = std::env::var("ZHIKU_EXTRACT_FILE").expect("ZHIKU_EXTRACT_FILE");
-    let bytes = std::fs::read(&path).unwrap();
-    let started = Instant::now();
-    let result = extract(&path, &bytes);
-    let took = started.elapsed();
-    match result {
-        Ok(e) => eprintln!(
-            "{path}: extracted {} bytes of text in {took:?}",
-            e.text.len()
-        ),
-        Err(e) => eprintln!("{path}: refused in {took:?}: {e:#}"),
+fn the_fuzzers_findings_stay_fixed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
+    let mut replayed = 0;
+    for target in std::fs::read_dir(&root).unwrap() {
+        let target = target.unwrap().path();
+        let format = match target.file_name().and_then(|n| n.to_str()) {
+            Some("pdf") => Format::Pdf,
+            Some("docx") => Format::Docx,
+            Some("pptx") => Format::Pptx,
+            Some("epub") => Format::Epub,
+            Some("html") => Format::Html,
+            Some("sheet_csv") => Format::Csv,
+            Some("sheet_xlsx") => Format::Xlsx,
+            _ => continue,
+        };
+        for input in std::fs::read_dir(&target).unwrap() {
+            let input = input.unwrap().path();
+            let bytes = std::fs::read(&input).unwrap();
+            let started = Instant::now();
+            let result = formats::extract(format, &bytes, &limits());
+            assert!(started.elapsed() < Duration::from_secs(60), "{input:?}");
+            if let Err(e) = result {
+                assert!(!format!("{e:#}").is_empty(), "{input:?}");
+            }
+            replayed += 1;
+        }
     }
+    assert!(
+        replayed >= 2,
+        "the saved findings are replayed ({replayed})"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
