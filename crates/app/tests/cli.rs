@@ -570,6 +570,36 @@ fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
     assert_eq!(stderr.matches(&url).count(), 1, "{stderr}");
 }
 
+/// `zhiku ask` answers through the service, so the configured judge is asked on the command
+/// line as it is over HTTP and MCP (it was silently left out): an unreachable one is named in
+/// the frame's notices and the lexical check decides.
+#[test]
+fn ask_on_the_command_line_asks_the_configured_judge() {
+    let store = tempfile::tempdir().unwrap();
+    let port = zhiku_tests::local::unused_local_port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = on_sample_kb(store.path())
+        .env("ZHIKU_JUDGE", "llm")
+        .env("ZHIKU_LLM_URL", &url)
+        .args(["ask", "默认 max_chars 为什么是 480？", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(frame["status"], "answered", "{frame}");
+    let notices = frame["notices"].as_array().unwrap();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("support judge")),
+        "{frame}"
+    );
+}
+
 /// The README's first command, exactly as written there, on the embedded default without a
 /// model (lexical route only): it must print a cited answer, not the no-material sentence.
 #[test]

@@ -9,15 +9,13 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use zhiku_app::wiring::generator::generator_for;
-use zhiku_domain::Filter;
+use anyhow::{Context, Result, anyhow};
+use zhiku_app::wiring;
 use zhiku_domain::ports::Turn;
-use zhiku_service::{MAX_HISTORY_TURNS, MonotonicClock, Tee, new_trace_id};
+use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, RetrievalMode};
+use zhiku_service::{Caller, KnowledgeBase, MAX_HISTORY_TURNS, SearchQuery, new_trace_id};
 
 use super::chain::{Recorded, render_chain};
-use zhiku_app::wiring::{self, source_for};
-use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, Answerer, DocumentReader, RetrievalMode};
 
 use super::args::QueryArgs;
 use super::ctx::{Ctx, build_filter};
@@ -25,13 +23,21 @@ use super::exit::Exit;
 use super::open::open_for_query;
 use super::render;
 
-/// Opens the store (refreshing it unless told not to), builds the answerer, and hands it to
-/// `body` with the filter and the recorded events; returns what `body` returns and the
-/// number of files the refresh skipped.
-fn with_answerer<R>(
+/// What every turn of one command asks with: the local user narrowed to `--scope`, and the
+/// query's mode, `k`, metadata terms and locale.
+struct Asking {
+    caller: Caller,
+    template: SearchQuery,
+}
+
+/// Opens the store (refreshing it unless told not to) as the service every transport answers
+/// through — the same planner, judge, generator chain, bounds and trace log as HTTP and MCP —
+/// and hands it to `body` with what the turns ask with and the recorded events; returns what
+/// `body` returns and the number of files the refresh skipped.
+fn with_service<R>(
     ctx: &Ctx,
     q: &QueryArgs,
-    body: impl FnOnce(&Answerer<'_>, &Filter, &Recorded) -> Result<R>,
+    body: impl FnOnce(&KnowledgeBase, &Asking, &Recorded) -> Result<R>,
 ) -> Result<(R, usize)> {
     let mode = RetrievalMode::from(q.mode);
     let (store, skipped) = open_for_query(ctx, q.no_refresh)?;
@@ -40,45 +46,55 @@ fn with_answerer<R>(
     {
         ctx.note(&format!("notice: {notice}"));
     }
+    // The filter is built here first so that a bad --scope or --filter is a usage error.
     let filter = build_filter(&store, &q.scopes, &q.filters, q.locale.as_deref())?;
-    let documents = source_for(&store)?;
-    let source = documents.source_store(store.source_paths());
-    let clock = MonotonicClock::default();
-    let retriever = store.retriever(source.as_ref()).with_clock(&clock);
-    let generator = generator_for(&store.config, store.dense_embedder())?;
-    let policy = store
-        .settings
-        .answer_policy(mode, q.k.unwrap_or(store.config.k));
-    let file_sink = wiring::trace_log(&store);
-    let memory = Recorded::default();
-    let sink = Tee(vec![&file_sink, &memory]);
-    let reader = DocumentReader::new(
-        documents.as_ref(),
-        store.source_paths(),
-        store.settings.policy,
-    );
-    let planner = wiring::planner::planner_for(&store.config);
-    let mut answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
-        .with_document_chunks(&reader)
-        .with_max_query_chars(store.settings.limits.max_query_chars);
-    if let Some(p) = &planner {
-        answerer = answerer.with_planner(p.as_ref());
+    let (kb, _) = wiring::open_service(store, None)?;
+    let mut metadata = Vec::new();
+    for f in &q.filters {
+        if let Some((k, v)) = f.split_once('=') {
+            metadata.push((k.to_string(), v.to_string()));
+        }
     }
-    Ok((body(&answerer, &filter, &memory)?, skipped))
+    let asking = Asking {
+        caller: Caller {
+            name: "local".into(),
+            scopes: filter.scopes().iter().cloned().collect(),
+            write: false,
+        },
+        template: SearchQuery {
+            query: String::new(),
+            k: q.k,
+            mode,
+            metadata,
+            locale: q.locale.clone(),
+            request_id: None,
+        },
+    };
+    let memory = Recorded::default();
+    Ok((body(&kb, &asking, &memory)?, skipped))
 }
 
 /// One turn: answers `question` after `history`, prints the chain when asked, returns the
 /// frame.
 fn turn(
-    answerer: &Answerer<'_>,
-    filter: &Filter,
+    kb: &KnowledgeBase,
+    asking: &Asking,
     memory: &Recorded,
     history: &[Turn],
     question: &str,
     trace: bool,
 ) -> Result<AnswerFrame> {
     let trace_id = new_trace_id();
-    let frame = answerer.converse(history, question, filter, &trace_id)?;
+    // The local user sees the service's whole message (HTTP callers get its public form).
+    let checked = SearchQuery::checked(question, "the question", asking.template.k, &kb.limits())
+        .map_err(|e| anyhow!("{e}"))?;
+    let q = SearchQuery {
+        query: checked.query,
+        ..asking.template.clone()
+    };
+    let frame = kb
+        .converse(&asking.caller, &q, history, &trace_id, Some(memory))
+        .map_err(|e| anyhow!("{e}"))?;
     if trace {
         eprint!("{}", render_chain(&memory.events_of(&trace_id)));
     }
@@ -106,8 +122,8 @@ pub(crate) fn run(
         Some(path) => read_history(path)?,
         None => Vec::new(),
     };
-    let (frame, skipped) = with_answerer(ctx, q, |answerer, filter, memory| {
-        turn(answerer, filter, memory, &turns, question, trace)
+    let (frame, skipped) = with_service(ctx, q, |kb, asking, memory| {
+        turn(kb, asking, memory, &turns, question, trace)
     })?;
     if q.json {
         println!("{}", serde_json::to_string(&frame)?);
@@ -142,7 +158,7 @@ pub(crate) fn chat(
         ),
         None => None,
     };
-    let (last, skipped) = with_answerer(ctx, q, |answerer, filter, memory| {
+    let (last, skipped) = with_service(ctx, q, |kb, asking, memory| {
         if interactive {
             eprintln!("zhiku chat: ask a question; /reset starts over, /quit ends.");
         }
@@ -169,7 +185,7 @@ pub(crate) fn chat(
                 }
                 _ => {}
             }
-            let frame = turn(answerer, filter, memory, &turns, question, trace)?;
+            let frame = turn(kb, asking, memory, &turns, question, trace)?;
             if q.json {
                 println!("{}", serde_json::to_string(&frame)?);
             } else {
