@@ -117,6 +117,13 @@ pub(crate) fn write(path: &Path, attrs: &Attrs, generation: u64) -> Result<bool,
         let _ = std::fs::remove_file(&tmp);
         return Err(backend(format!("cannot write {}: {e}", path.display())));
     }
+    // The rename is durable only once the folder's entry is: without this sync a power loss
+    // could leave the old attributes beside a newer graph (the other atomic replaces sync it).
+    if let Some(parent) = path.parent()
+        && let Ok(dir) = std::fs::File::open(parent)
+    {
+        let _ = dir.sync_all();
+    }
     Ok(true)
 }
 
