@@ -5,7 +5,7 @@
 //! (no retrieval route could run); 6 `verify` found an inconsistency; 7 `ask` was blocked (the
 //! generator's citations kept failing validation). Each is a variant of [`cli::exit::Exit`].
 
-// Opt-in (`--features mimalloc`): faster lexical builds, more memory; see the README.
+// Opt-in (`--features mimalloc`): faster lexical builds, more memory; see docs/measurements.md, "Embeddings (candle)".
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

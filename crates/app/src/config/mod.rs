@@ -1250,7 +1250,7 @@ mod tests {
     #[test]
     fn fusion_and_reranking_are_configured_and_checked() {
         let c = Config::resolve(None, None, &no_env).unwrap();
-        // Measured (README, "Fusion"): a convex combination, the dense route at 0.2.
+        // Measured (docs/measurements.md, "Fusion"): a convex combination, the dense route at 0.2.
         assert_eq!(c.fusion.method_name(), "convex_min_max");
         assert_eq!(c.fusion.weight(Route::Dense), 0.2);
         assert_eq!(c.reranker, RerankerKind::None);

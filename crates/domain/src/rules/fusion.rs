@@ -1,6 +1,6 @@
 //! Fusing the routes' ranked lists into one ranking.
 //!
-//! Two methods, chosen by measurement (README, "Fusion"):
+//! Two methods, chosen by measurement (docs/measurements.md, "Fusion"):
 //!
 //! - **Reciprocal rank fusion** (`rrf`): `score(d) = Σ_r w_r / (k + rank_r(d))`. Ranks only, so
 //!   it needs no calibration, but it is flat: a route that is weak for the corpus's language
