@@ -256,6 +256,34 @@ fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     files
 }
 
+/// **Architecture Invariant:** the domain's layers point one way: contracts know no port and
+/// no use case, ports know contracts but no use case (a port that stores a use case's type
+/// made the two depend on each other), use cases know both.
+#[test]
+fn ports_and_contracts_import_no_use_case() {
+    let domain = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/domain/src");
+    for (layer, forbidden) in [
+        ("contracts", &["crate::usecases", "crate::ports"][..]),
+        ("ports", &["crate::usecases"][..]),
+    ] {
+        // A test module (`*_tests.rs`, compiled only for tests) may reach across layers: the
+        // round-trip properties cover every stored type, the audit entry of a port included.
+        for file in rust_files(&domain.join(layer))
+            .into_iter()
+            .filter(|f| !f.to_string_lossy().ends_with("_tests.rs"))
+        {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for word in forbidden {
+                assert!(
+                    !text.contains(word),
+                    "{} ({layer}) imports {word}",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
 /// **Architecture Invariant:** every source file of every crate starts with a module doc
 /// (`//!`) saying what it is for.
 #[test]

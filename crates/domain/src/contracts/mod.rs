@@ -1,5 +1,6 @@
 //! Contracts: validated value types shared by every part of zhiku.
 
+mod catalog;
 mod chunk;
 mod document;
 mod filter;
@@ -11,6 +12,7 @@ mod space;
 mod time;
 mod values;
 
+pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
 pub use document::{
     DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,

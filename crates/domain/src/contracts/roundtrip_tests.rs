@@ -21,9 +21,9 @@ use super::{
     Metadata, Normalization, PageSpan, Pooling, Revision, Scope, SectionId, Source, TimeToLive,
     Timestamp, Title, sha256_hex,
 };
+use crate::contracts::{CatalogEntry, DocAbout};
 use crate::ports::AuditEntry;
 use crate::rules::retention::{EXPIRES_AT, Retention, TTL};
-use crate::usecases::{CatalogEntry, DocAbout};
 
 /// `v` survives serde JSON, and the JSON reads back to the same JSON.
 fn json_round_trips<T>(v: &T) -> Result<(), TestCaseError>

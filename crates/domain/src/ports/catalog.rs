@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::contracts::DocId;
-use crate::usecases::{Catalog, CatalogChanges, CatalogEntry};
+use crate::contracts::{Catalog, CatalogChanges, CatalogEntry};
 
 use super::errors::BoxError;
 

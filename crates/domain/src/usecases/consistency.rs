@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::contracts::{ChunkId, DocId};
 use crate::ports::{IndexError, LexicalIndex, VectorIndex};
 
-use super::catalog::Catalog;
+use crate::contracts::Catalog;
 
 /// Where a catalog and its indexes disagree, chunk by chunk.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]

@@ -12,7 +12,7 @@ use crate::ports::{
 
 use crate::rules::retention::{Retention, RetentionError};
 
-use super::catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
+use crate::contracts::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 
 /// Whether documents absent from the input are removed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,6 @@
 //! and repair of a catalog against its indexes.
 
 mod answerer;
-mod catalog;
 mod consistency;
 mod indexer;
 mod reader;
@@ -12,7 +11,8 @@ pub use answerer::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, DEFAULT_MAX_QUERY_CHARS,
     EvidenceSummary, SupportSummary, THIN_EVIDENCE_FLOOR, evidence_coverage,
 };
-pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
+// The catalog is a contract (ports store it); re-exported where the use cases always had it.
+pub use crate::contracts::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
 pub use reader::DocumentReader;
