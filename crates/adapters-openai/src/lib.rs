@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use zhiku_domain::ports::{EmbedError, Embedder};
-use zhiku_domain::{Embedding, EmbeddingSpace, Normalization};
+use zhiku_domain::{Embedding, EmbeddingSpace, Normalization, is_cjk};
 
 pub use http::RetryPolicy;
 pub use input::InputStyle;
@@ -508,11 +508,6 @@ pub fn estimate_tokens(text: &str) -> usize {
     }
     flush(&mut word, &mut tokens);
     tokens
-}
-
-fn is_cjk(c: char) -> bool {
-    matches!(u32::from(c),
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
 #[cfg(test)]
