@@ -245,7 +245,9 @@ fn killing_extraction_workers_mid_index_costs_files_never_the_indexer() {
             std::thread::sleep(Duration::from_millis(5 + next(40)));
             if next(3) == 0 {
                 for pid in workers_of(parent) {
-                    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                    let _ = Command::new("sh")
+                        .args(["-c", &format!("kill -9 {pid}")])
+                        .status();
                     kills += 1;
                 }
             }
