@@ -96,7 +96,11 @@ fn turn(
         .converse(&asking.caller, &q, history, &trace_id, Some(memory))
         .map_err(|e| anyhow!("{e}"))?;
     if trace {
-        eprint!("{}", render_chain(&memory.events_of(&trace_id)));
+        // Trace values come from documents and callers: control characters are shown, not run.
+        eprint!(
+            "{}",
+            render::escape_lines(&render_chain(&memory.events_of(&trace_id)))
+        );
     }
     Ok(frame)
 }

@@ -7,6 +7,7 @@ use zhiku_app::wiring;
 use super::ctx::Ctx;
 use super::exit::Exit;
 use super::open::open_for_query;
+use super::render::{escape, escape_lines};
 
 /// `DOC#SECTION` split at its last `#` when what follows has the shape of a section ID (a
 /// document ID may hold `#` itself).
@@ -37,19 +38,25 @@ pub(crate) fn run(ctx: &Ctx, what: &str, json: bool, no_refresh: bool) -> Result
         } else {
             read.heading_path.join(" › ")
         };
+        // A document's ID, title, headings and text are its author's: control characters
+        // (escape sequences, bidi overrides) are shown, never sent to the terminal.
         ctx.note(&format!(
-            "{} — {} · {place} · revision {} · {} characters",
-            read.doc_id, read.title, read.revision, read.chars
+            "{} — {} · {} · revision {} · {} characters",
+            escape(read.doc_id.as_str()),
+            escape(read.title.as_str()),
+            escape(&place),
+            read.revision,
+            read.chars
         ));
-        println!("{}", read.text.trim_end());
+        println!("{}", escape_lines(read.text.trim_end()));
         if read.outline.len() > 1 {
             ctx.note("sections:");
             for s in &read.outline {
                 ctx.note(&format!(
                     "  {}#{}  {}  ({} characters)",
-                    read.doc_id,
+                    escape(read.doc_id.as_str()),
                     s.section,
-                    s.heading_path.join(" › "),
+                    escape(&s.heading_path.join(" › ")),
                     s.chars
                 ));
             }
