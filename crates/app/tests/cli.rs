@@ -86,8 +86,16 @@ fn first_index_then_an_unchanged_reindex_embeds_nothing() {
     sample(kb.path());
     let first = index_json(kb.path());
     assert_eq!(first["docs_added"], 4);
-    let chunks = status(kb.path())["chunks"].as_u64().unwrap();
+    let status = status(kb.path());
+    let chunks = status["chunks"].as_u64().unwrap();
     assert_eq!(first["chunks_embedded"].as_u64().unwrap(), chunks);
+    // Files are parsed in extraction workers, and status says so with their limits.
+    assert!(
+        status["extraction"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("worker processes (4096 MiB")),
+        "{status}"
+    );
     let again = index_json(kb.path());
     assert_eq!(again["docs_unchanged"], 4);
     assert_eq!(again["chunks_embedded"], 0);

@@ -424,6 +424,10 @@ pub(crate) fn eval(
 pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
     let c = &store.recorded.catalog;
     let counts = store.counts();
+    // Where files are parsed: the binary's extraction workers and their limits.
+    let extraction = zhiku_app::wiring::loader_config(store)
+        .map(|l| l.parsers.isolation())
+        .unwrap_or_else(|e| format!("unavailable: {e:#}"));
     let status = json!({
         "store": store.dir,
         "documents": counts.documents,
@@ -435,6 +439,7 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
         "disk_bytes": store.disk_bytes(),
         "adapters": store.picked.iter().map(|(k, v)| json!({"port": k, "choice": v})).collect::<Vec<_>>(),
         "config_origins": store.config.origins.iter().map(|(k, v)| json!({"key": k, "from": v})).collect::<Vec<_>>(),
+        "extraction": extraction,
         "notice": store.dense_notice,
     });
     if json {
@@ -454,6 +459,7 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
         );
         println!("analyzer    {}", escape(&c.analyzer));
         println!("on disk     {:.1} KiB", store.disk_bytes() as f64 / 1024.0);
+        println!("extraction  {}", escape(&extraction));
         for (port, choice) in &store.picked {
             println!("{:<11} {}", escape(port), escape(choice));
         }
