@@ -493,12 +493,6 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         return Ok(doc);
     }
     let bytes = std::fs::read(path).context("cannot read file")?;
-    let limits = Limits {
-        max_unpacked_bytes: config.max_unpacked_bytes,
-        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
-        max_pages: config.max_pages,
-        deadline: std::time::Instant::now() + config.max_extract_time,
-    };
     // A zip package's format is told by its parts: reading its directory is parsing, left to
     // the extractor. Every other signature is a prefix comparison, made here.
     let format = if bytes.starts_with(b"PK\x03\x04") {
@@ -530,6 +524,12 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
     let announced = match format {
         Some(f) => formats::Announced::Known(f),
         None => announced,
+    };
+    let limits = Limits {
+        max_unpacked_bytes: config.max_unpacked_bytes,
+        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
+        max_pages: config.max_pages,
+        deadline: std::time::Instant::now() + config.max_extract_time,
     };
     let extracted = config.parsers.extract(announced, &bytes, &limits)?;
     drop(bytes);

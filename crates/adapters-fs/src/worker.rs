@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::formats::{self, Announced, Extracted, Format, Limits};
+use crate::formats::{self, Announced, Extracted, Limits};
 use crate::front_matter;
 
 /// The first argument that starts a program in worker mode.
@@ -86,7 +86,7 @@ enum Job {
     /// Choose the format of a file's bytes (by content, then by the `announced` one) and
     /// extract it.
     Extract {
-        announced: Option<Format>,
+        announced: Announced,
         max_unpacked_bytes: u64,
         max_text_bytes: usize,
         max_pages: usize,
@@ -124,10 +124,10 @@ impl Parsers {
         limits: &Limits,
     ) -> Result<Extracted> {
         match self {
-            Self::InProcess => extract_here(announced_format(announced), bytes, limits),
+            Self::InProcess => extract_here(announced, bytes, limits),
             Self::Workers(pool) => {
                 let job = Job::Extract {
-                    announced: announced_format(announced),
+                    announced,
                     max_unpacked_bytes: limits.max_unpacked_bytes,
                     max_text_bytes: limits.max_text_bytes,
                     max_pages: limits.max_pages,
@@ -177,13 +177,6 @@ impl Parsers {
     }
 }
 
-fn announced_format(announced: Announced) -> Option<Format> {
-    match announced {
-        Announced::Known(f) => Some(f),
-        Announced::Legacy => None,
-    }
-}
-
 fn millis_until(deadline: Instant) -> u64 {
     u64::try_from(
         deadline
@@ -194,8 +187,7 @@ fn millis_until(deadline: Instant) -> u64 {
 }
 
 /// Detects and extracts in this process.
-fn extract_here(announced: Option<Format>, bytes: &[u8], limits: &Limits) -> Result<Extracted> {
-    let announced = announced.map_or(Announced::Legacy, Announced::Known);
+fn extract_here(announced: Announced, bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     let format = formats::detect(announced, bytes)?;
     if format.is_text() {
         bail!("{} is read as text, not extracted", format.name());
@@ -697,6 +689,7 @@ fn limit_cpu(seconds: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::Format;
 
     #[test]
     fn frames_round_trip_and_are_bounded() {
@@ -739,7 +732,7 @@ mod tests {
     #[test]
     fn a_request_header_reads_back() {
         let job = Job::Extract {
-            announced: Some(Format::Pdf),
+            announced: Announced::Known(Format::Pdf),
             max_unpacked_bytes: 1,
             max_text_bytes: 2,
             max_pages: 3,
@@ -750,7 +743,7 @@ mod tests {
         assert!(matches!(
             back,
             Job::Extract {
-                announced: Some(Format::Pdf),
+                announced: Announced::Known(Format::Pdf),
                 millis: 4,
                 ..
             }

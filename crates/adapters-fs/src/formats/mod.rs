@@ -96,7 +96,7 @@ impl Format {
 }
 
 /// What a file's extension announces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Announced {
     /// A format zhiku reads.
     Known(Format),
@@ -341,38 +341,9 @@ impl<'a> Package<'a> {
             .collect()
     }
 
-    /// The bytes of part `name` (case-insensitive), `None` when there is no such part. Reading
-    /// stops, with an error, once the package has given out its unpacking budget.
-    pub fn read(&mut self, name: &str) -> Result<Option<Vec<u8>>> {
-        let Some(mut part) = open_part(&mut self.archive, name)? else {
-            return Ok(None);
-        };
-        let mut out = Vec::new();
-        let read = (&mut part)
-            .take(self.budget + 1)
-            .read_to_end(&mut out)
-            .map_err(|e| anyhow::anyhow!("damaged zip package: part {name}: {e}"))?;
-        if read as u64 > self.budget {
-            bail!(
-                "unpacks to more than {} bytes (loader.max_unpacked_bytes): refused as a possible zip bomb",
-                self.limit
-            );
-        }
-        self.budget -= read as u64;
-        Ok(Some(out))
-    }
-
-    /// The text of part `name` (UTF-8 or UTF-16 with a BOM).
-    pub fn read_text(&mut self, name: &str) -> Result<Option<String>> {
-        match self.read(name)? {
-            Some(bytes) => decode_text(&bytes).map(Some),
-            None => Ok(None),
-        }
-    }
-
     /// Part `name` (case-insensitive) as a stream, `None` when there is no such part: nothing
     /// of it is held in memory but what the reader keeps. Reading fails, with an error, once
-    /// the package has given out its unpacking budget (shared with [`Package::read`]).
+    /// the package has given out its unpacking budget.
     pub fn read_stream(&mut self, name: &str) -> Result<Option<PartReader<'_, 'a>>> {
         let Some(part) = open_part(&mut self.archive, name)? else {
             return Ok(None);
