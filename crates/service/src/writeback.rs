@@ -286,13 +286,20 @@ impl KnowledgeBase {
                 // so (best effort: the failure is the answer either way).
                 let detail = format!(
                     "accepted, but the write failed; nothing was written: {}",
-                    shown(&e)
+                    e.public_message()
                 );
                 let _ = append("refused", "write_failed", &detail, &doc_id, None);
                 Err(e)
             }
             (Err(e), None) => {
-                record("refused", "invalid", shown(&e), &doc_id, None, None)?;
+                record(
+                    "refused",
+                    "invalid",
+                    e.public_message(),
+                    &doc_id,
+                    None,
+                    None,
+                )?;
                 Err(e)
             }
         }
@@ -327,15 +334,6 @@ fn audit_unavailable(e: zhiku_domain::ports::AuditError) -> KbError {
         "the audit log cannot be written now, so nothing was written; the server's log has the details"
             .into(),
     )
-}
-
-/// An error as the audit trail records it: an internal error's details stay in the server's
-/// log, as they do for the client.
-fn shown(e: &KbError) -> String {
-    match e {
-        KbError::Internal(_) => crate::INTERNAL_MESSAGE.to_string(),
-        other => other.to_string(),
-    }
 }
 
 /// The longest text of one audit field, in characters.
