@@ -534,15 +534,13 @@ fn no_extractive_answer_over_the_golden_set_carries_artefacts() {
     assert!(n >= 29, "only {n} answers");
 }
 
-/// An unreachable chat server (a closed local port) is a degraded answer, not an error: the
-/// default chain ends with the extractive generator, the frame names it and says why.
-#[test]
-fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
-    let store = tempfile::tempdir().unwrap();
+/// `zhiku ask --json` over the sample knowledge base with the chat server at a closed local
+/// port and `setting` pointing something at it: the URL and the frame, which must be answered.
+fn answer_with_an_unreachable_llm(store: &Path, setting: (&str, &str)) -> (String, Value) {
     let port = zhiku_tests::local::unused_local_port();
     let url = format!("http://127.0.0.1:{port}/v1");
-    let out = on_sample_kb(store.path())
-        .env("ZHIKU_GENERATOR", "openai")
+    let out = on_sample_kb(store)
+        .env(setting.0, setting.1)
         .env("ZHIKU_LLM_URL", &url)
         .args(["ask", "默认 max_chars 为什么是 480？", "--json"])
         .output()
@@ -554,6 +552,15 @@ fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
     );
     let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(frame["status"], "answered", "{frame}");
+    (url, frame)
+}
+
+/// An unreachable chat server (a closed local port) is a degraded answer, not an error: the
+/// default chain ends with the extractive generator, the frame names it and says why.
+#[test]
+fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
+    let store = tempfile::tempdir().unwrap();
+    let (url, frame) = answer_with_an_unreachable_llm(store.path(), ("ZHIKU_GENERATOR", "openai"));
     assert!(
         frame["generator"]
             .as_str()
@@ -584,21 +591,7 @@ fn an_unreachable_llm_falls_back_to_the_extractive_generator() {
 #[test]
 fn ask_on_the_command_line_asks_the_configured_judge() {
     let store = tempfile::tempdir().unwrap();
-    let port = zhiku_tests::local::unused_local_port();
-    let url = format!("http://127.0.0.1:{port}/v1");
-    let out = on_sample_kb(store.path())
-        .env("ZHIKU_JUDGE", "llm")
-        .env("ZHIKU_LLM_URL", &url)
-        .args(["ask", "默认 max_chars 为什么是 480？", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(frame["status"], "answered", "{frame}");
+    let (_, frame) = answer_with_an_unreachable_llm(store.path(), ("ZHIKU_JUDGE", "llm"));
     let notices = frame["notices"].as_array().unwrap();
     assert!(
         notices

@@ -18,7 +18,7 @@ use zhiku_service::{Caller, KnowledgeBase, MAX_HISTORY_TURNS, SearchQuery, new_t
 use super::chain::{Recorded, render_chain};
 
 use super::args::QueryArgs;
-use super::ctx::{Ctx, build_filter};
+use super::ctx::{Ctx, build_filter, metadata_terms};
 use super::exit::Exit;
 use super::open::open_for_query;
 use super::render;
@@ -49,12 +49,6 @@ fn with_service<R>(
     // The filter is built here first so that a bad --scope or --filter is a usage error.
     let filter = build_filter(&store, &q.scopes, &q.filters, q.locale.as_deref())?;
     let (kb, _) = wiring::open_service(store, None)?;
-    let mut metadata = Vec::new();
-    for f in &q.filters {
-        if let Some((k, v)) = f.split_once('=') {
-            metadata.push((k.to_string(), v.to_string()));
-        }
-    }
     let asking = Asking {
         caller: Caller {
             name: "local".into(),
@@ -65,7 +59,7 @@ fn with_service<R>(
             query: String::new(),
             k: q.k,
             mode,
-            metadata,
+            metadata: metadata_terms(&q.filters)?,
             locale: q.locale.clone(),
             request_id: None,
         },

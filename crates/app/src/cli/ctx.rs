@@ -153,14 +153,18 @@ pub(crate) fn build_filter(
             .map(|s| Ok(Scope::new(s)?))
             .collect::<Result<_>>()?
     };
-    let mut metadata = Vec::new();
-    for f in filters {
-        let Some((k, v)) = f.split_once('=') else {
-            bail!("--filter {f:?} must be key=value")
-        };
-        metadata.push((k.to_string(), v.to_string()));
-    }
-    zhiku_service::filter_for(scopes, &metadata, locale)
+    zhiku_service::filter_for(scopes, &metadata_terms(filters)?, locale)
+}
+
+/// The `--filter key=value` terms as pairs.
+pub(crate) fn metadata_terms(filters: &[String]) -> Result<Vec<(String, String)>> {
+    filters
+        .iter()
+        .map(|f| match f.split_once('=') {
+            Some((k, v)) => Ok((k.to_string(), v.to_string())),
+            None => bail!("--filter {f:?} must be key=value"),
+        })
+        .collect()
 }
 
 /// What a reader does when the store cannot be written now: another process holds its lock, or
