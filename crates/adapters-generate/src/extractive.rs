@@ -11,11 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use ferrous_opencc::OpenCC;
-use ferrous_opencc::config::BuiltinConfig;
-use zhiku_domain::contracts::{Embedding, cosine, is_cjk};
+use zhiku_domain::contracts::{Embedding, cosine};
 use zhiku_domain::ports::{Embedder, GenerateError, GenerationRequest, Generator, SourceBlock};
-use zhiku_domain::rules::text::{sentences, terms};
+use zhiku_text::{is_cjk, sentences, terms, to_simplified};
 
 /// Tuning of the extractive strategy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -803,17 +801,6 @@ fn stem(word: &str) -> String {
         w.pop();
     }
     w
-}
-
-fn to_simplified(text: &str) -> std::borrow::Cow<'_, str> {
-    static T2S: OnceLock<Option<OpenCC>> = OnceLock::new();
-    if !text.chars().any(is_cjk) {
-        return text.into();
-    }
-    match T2S.get_or_init(|| OpenCC::from_config(BuiltinConfig::T2s).ok()) {
-        Some(t2s) => t2s.convert(text).into(),
-        None => text.into(),
-    }
 }
 
 fn has_cjk(text: &str) -> bool {

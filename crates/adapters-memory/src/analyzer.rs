@@ -1,6 +1,6 @@
 //! A dictionary-free analyzer shared by the hashing embedder and the memory lexical index.
 
-use zhiku_domain::is_cjk;
+use zhiku_text::is_cjk;
 
 /// Lower-cased runs of letters and digits; CJK text as single characters and overlapping
 /// bigrams. Punctuation and whitespace produce no tokens.

@@ -47,7 +47,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use zhiku_domain::ports::{EmbedError, Embedder};
-use zhiku_domain::{Embedding, EmbeddingSpace, Normalization, is_cjk};
+use zhiku_domain::{Embedding, EmbeddingSpace, Normalization};
+use zhiku_text::is_cjk;
 
 pub use http::RetryPolicy;
 pub use input::InputStyle;

@@ -14,14 +14,14 @@
 //! overlap a better candidate's by at least the configured Jaccard similarity loses the
 //! duplicate penalty, so the context is not five copies of one paragraph.
 //!
-//! Terms are those of the domain's overlap scoring (`rules::text::terms`: lower-cased words and
+//! Terms are those of the domain's overlap scoring (`zhiku_text::terms`: lower-cased words and
 //! CJK character bigrams), so Chinese and English questions are treated alike.
 
 use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use zhiku_domain::ports::{RerankCandidate, RerankError, Reranker};
-use zhiku_domain::rules::text::terms;
+use zhiku_text::terms;
 
 /// A metadata value that lifts a candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

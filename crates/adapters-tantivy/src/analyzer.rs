@@ -4,7 +4,7 @@
 //!
 //! jieba's dictionary is Simplified: on Traditional text it falls back to short pieces and the
 //! BM25 terms of a Traditional question and a Simplified passage never meet. So every text is
-//! first converted with OpenCC's Traditional→Simplified tables (`script::to_simplified`), at
+//! first converted with OpenCC's Traditional→Simplified tables (`zhiku_text::to_simplified`), at
 //! index and at query time alike, and segmented in its Simplified form.
 
 use std::borrow::Cow;
@@ -96,14 +96,14 @@ pub fn jieba() -> Arc<Jieba> {
 
 /// Analyses `text` into index terms with their byte offsets in `text`.
 ///
-/// The text is segmented in its Simplified form ([`crate::script::to_simplified`]); a
+/// The text is segmented in its Simplified form ([`zhiku_text::to_simplified`]); a
 /// converted text of as many characters maps back character by character, so the offsets are
 /// exact. Where a phrase conversion changed the length (rare: t2s converts character for
 /// character except for a few phrases), a token's offsets are those of the same character
 /// positions in `text`, clamped to its end: still within the text and in order, which is all
 /// the index needs (it records no offsets or positions).
 pub fn analyze(jieba: &Jieba, text: &str) -> Vec<(String, usize, usize)> {
-    let simplified = crate::script::to_simplified(text);
+    let simplified = zhiku_text::to_simplified(text);
     let back = match &simplified {
         Cow::Borrowed(_) => None,
         Cow::Owned(converted) => Some(OffsetMap::new(text, converted)),
@@ -282,7 +282,7 @@ mod tests {
         }
         for latin in ["BM25 over chunk content, title weighted", "naïve café, Ærø"] {
             assert!(matches!(
-                crate::script::to_simplified(latin),
+                zhiku_text::to_simplified(latin),
                 Cow::Borrowed(_)
             ));
         }

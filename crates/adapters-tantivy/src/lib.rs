@@ -28,7 +28,6 @@
 //!   is too.
 
 mod analyzer;
-mod script;
 mod top;
 
 use std::collections::{HashMap, HashSet};

@@ -22,4 +22,4 @@ pub use policy::{CHUNKER_VERSION, ChunkingPolicy};
 pub use section::{SectionId, normalise_heading};
 pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
 pub use time::{TimeToLive, Timestamp};
-pub use values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, is_cjk, sha256_hex};
+pub use values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, sha256_hex};

@@ -258,7 +258,7 @@ impl Locale {
     pub fn detect(text: &str) -> Self {
         let (mut cjk, mut letters) = (0usize, 0usize);
         for c in text.chars().take(4000) {
-            if is_cjk(c) {
+            if zhiku_text::is_cjk(c) {
                 cjk += 1;
                 letters += 1;
             } else if c.is_alphabetic() {
@@ -290,13 +290,6 @@ impl Locale {
         }
         out
     }
-}
-
-/// True for characters of the CJK ideograph blocks and the kana/hangul syllabaries.
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF |
-        0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
 #[cfg(test)]

@@ -12,5 +12,4 @@ pub mod retention;
 pub mod revision;
 pub mod section;
 pub mod support;
-pub mod text;
 pub mod writeback;

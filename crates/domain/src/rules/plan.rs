@@ -14,7 +14,7 @@
 use crate::contracts::Locale;
 use crate::ports::{Intent, Plan, PlanError, Planner, Turn};
 
-use super::text;
+use zhiku_text as text;
 
 /// The rules planner's identity.
 pub const RULES_PLANNER: &str = "rules-v1";
@@ -118,7 +118,7 @@ const TALK: &[(&str, Talk, bool)] = &[
 /// Characters that may surround small talk without making it a question.
 fn is_filler(c: char) -> bool {
     c.is_whitespace()
-        || (!c.is_alphanumeric() && !crate::contracts::is_cjk(c))
+        || (!c.is_alphanumeric() && !text::is_cjk(c))
         || "呀啊啦哦喔嘛吧呢哈~～".contains(c)
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::citation;
 use super::context;
-use super::text;
+use zhiku_text as text;
 
 /// Share of a claim's terms its cited blocks must contain (chosen; `evals/README.md` says what
 /// it has and has not been measured against).

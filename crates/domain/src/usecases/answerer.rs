@@ -22,7 +22,7 @@ use crate::rules::fusion::Route;
 use crate::rules::plan::{self, RULES_PLANNER, RulesPlanner};
 use crate::rules::revision::DropReason;
 use crate::rules::support::{self, ClaimVerdict};
-use crate::rules::text;
+use zhiku_text as text;
 
 use super::retriever::{
     Evidence, Retrieval, RetrievalMode, RetrievalRequest, RetrieveError, Retriever, RouteReport,

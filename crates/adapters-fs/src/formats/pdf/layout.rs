@@ -652,7 +652,7 @@ fn starts_cjk(text: &str) -> bool {
 
 /// CJK ideographs, kana, hangul, and the full-width and CJK punctuation between them.
 fn is_cjk(c: char) -> bool {
-    zhiku_domain::is_cjk(c)
+    zhiku_text::is_cjk(c)
         || matches!(c as u32,
             0x3000..=0x303F   // CJK symbols and punctuation
             | 0xFF00..=0xFFEF // full-width forms

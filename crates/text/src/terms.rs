@@ -1,9 +1,9 @@
-//! Small text rules shared by answer composition: sentences of a piece of evidence, and the
-//! terms two texts can share.
+//! Sentences of a piece of evidence, and the terms two texts can share: what answer
+//! composition, support checks, rerankers and planners measure overlap with.
 
 use std::collections::BTreeSet;
 
-use crate::contracts::is_cjk;
+use crate::cjk::{is_cjk, is_cjk_str};
 
 fn ends_sentence(c: char) -> bool {
     matches!(c, '。' | '！' | '？' | '!' | '?' | '；' | ';')
@@ -189,10 +189,6 @@ pub fn terms(text: &str) -> BTreeSet<String> {
     // A lone Latin letter or digit says nothing; a lone Chinese character may.
     out.retain(|t| !STOP.contains(&t.as_str()) && (t.chars().count() != 1 || is_cjk_str(t)));
     out
-}
-
-fn is_cjk_str(t: &str) -> bool {
-    t.chars().all(is_cjk)
 }
 
 #[cfg(test)]

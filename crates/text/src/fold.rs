@@ -65,7 +65,7 @@ fn folder() -> &'static Folder {
 }
 
 /// `text` with Traditional Chinese folded into Simplified; borrowed when nothing changes.
-pub(crate) fn to_simplified(text: &str) -> Cow<'_, str> {
+pub fn to_simplified(text: &str) -> Cow<'_, str> {
     if text.is_ascii() {
         return Cow::Borrowed(text);
     }
