@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zhiku_adapters_fs::formats::{self, Announced, Format};
+use zhiku_formats::{self as formats, Announced, Format};
 
 const EXTENSIONS: &[&str] = &[
     "pdf", "docx", "pptx", "xlsx", "xlsm", "epub", "html", "htm", "xhtml", "csv", "md", "txt",

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zhiku_adapters_fs::formats::{decode_text, html};
+use zhiku_formats::{decode_text, html};
 
 fuzz_target!(|data: &[u8]| {
     zhiku_fuzz::panics_caught_by_design();

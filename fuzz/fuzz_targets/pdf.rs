@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zhiku_adapters_fs::formats::pdf;
+use zhiku_formats::pdf;
 
 fuzz_target!(|data: &[u8]| {
     zhiku_fuzz::panics_caught_by_design();

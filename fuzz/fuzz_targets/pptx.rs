@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zhiku_adapters_fs::formats::pptx;
+use zhiku_formats::pptx;
 
 fuzz_target!(|data: &[u8]| {
     let limits = zhiku_fuzz::limits();

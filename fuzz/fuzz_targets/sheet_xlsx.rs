@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zhiku_adapters_fs::formats::sheet;
+use zhiku_formats::sheet;
 
 fuzz_target!(|data: &[u8]| {
     let limits = zhiku_fuzz::limits();

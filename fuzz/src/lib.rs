@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use zhiku_adapters_fs::formats::Limits;
+use zhiku_formats::Limits;
 
 /// Small per-file bounds for the extractors, far below the loader's defaults so that one input
 /// costs little: 16 MiB unpacked from a zip package, 1 MiB of text, 50 pages, and a deadline
@@ -19,7 +19,7 @@ pub fn limits() -> Limits {
 /// What every successful extraction must satisfy, whatever the format: the text is within
 /// its bound and not blank (`formats::extract` refuses blank text), and the page count stays
 /// within `max_pages`.
-pub fn check_extracted(extracted: &zhiku_adapters_fs::formats::Extracted, limits: &Limits) {
+pub fn check_extracted(extracted: &zhiku_formats::Extracted, limits: &Limits) {
     assert!(
         extracted.text.len() <= limits.max_text_bytes + 1,
         "extracted text of {} bytes is past max_text_bytes {}",

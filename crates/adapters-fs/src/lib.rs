@@ -13,12 +13,15 @@
 //! - [`trace_log`] — the JSONL trace log with its index and rotation.
 //! - [`worker`] — the format parsers in child processes under OS limits, so that a parser's
 //!   crash costs one file, never the process that owns the store.
+//!
+//! The formats themselves (PDF, HTML, Office, EPUB, CSV: bytes in, the chunker's text shape
+//! out) are the [`zhiku_formats`] crate; this crate only runs them, in the workers.
 
 pub mod atomic;
 pub mod audit_log;
 pub mod folder;
 pub mod folder_source;
-pub mod formats;
+
 pub mod front_matter;
 pub mod loader;
 pub mod lock;

@@ -4,7 +4,7 @@
 //! and skipping hidden files. Markdown (`.md`, `.markdown`) may carry YAML front matter and/or a
 //! sidecar `<name>.metadata.yaml` (front matter wins on conflicts); `.txt` is plain text. PDF,
 //! Word, HTML, EPUB, PowerPoint, CSV and Excel files are read by their
-//! [extractors](crate::formats), chosen by content as well as extension; their sidecar plays the
+//! [extractors](zhiku_formats), chosen by content as well as extension; their sidecar plays the
 //! part of front matter, and the title and language the file declares itself come next. Keys
 //! `id`, `title`, `locale` and `scope` set the document's attributes; every key (including
 //! `tags` and `category`) becomes filterable metadata. Without an `id` the document ID is the
@@ -29,9 +29,9 @@ use anyhow::{Context, Result, bail};
 use zhiku_domain::ports::{KnownFile, LoadedDocuments, SkippedFile};
 use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
 
-use crate::formats::{self, Format, Limits};
 use crate::stamp::Stamper;
 use crate::worker::Parsers;
+use zhiku_formats::{self as formats, Format, Limits};
 
 /// Loader settings.
 #[derive(Debug, Clone)]

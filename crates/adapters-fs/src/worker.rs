@@ -2,7 +2,7 @@
 //! or endless loop costs one file, never the process that owns the store.
 //!
 //! Every format parser the loader runs on a file's bytes — the extractors of
-//! [`formats`](crate::formats) (PDF, Office, EPUB, HTML, CSV) and the YAML of front matter and
+//! [`formats`](zhiku_formats) (PDF, Office, EPUB, HTML, CSV) and the YAML of front matter and
 //! sidecars ([`front_matter`](crate::front_matter)) — goes through [`Parsers`]. In the binary
 //! it is [`Parsers::Workers`]: a small pool of worker processes (the program re-executed with
 //! [`WORKER_ARG`], which calls [`serve`]), each reused for many files. A worker:
@@ -44,8 +44,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::formats::{self, Announced, Extracted, Limits};
 use crate::front_matter;
+use zhiku_formats::{self as formats, Announced, Extracted, Limits};
 
 /// The first argument that starts a program in worker mode.
 pub const WORKER_ARG: &str = "__extract-worker";
@@ -689,7 +689,7 @@ fn limit_cpu(seconds: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::Format;
+    use zhiku_formats::Format;
 
     #[test]
     fn frames_round_trip_and_are_bounded() {

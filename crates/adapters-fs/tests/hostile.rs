@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use zhiku_adapters_fs::formats::{self, Announced, Format, Limits};
+use zhiku_formats::{self as formats, Announced, Format, Limits};
 
 /// The loader's default bounds.
 fn limits() -> Limits {

@@ -749,8 +749,8 @@ mod tests {
 
     #[test]
     fn the_manual_fixture_reads_as_its_chapters() {
-        let bytes = include_bytes!("../../../../tests/fixtures/formats/zh-manual.epub");
-        let expect = include_str!("../../../../tests/fixtures/formats/zh-manual.epub.expect.json");
+        let bytes = include_bytes!("../../../tests/fixtures/formats/zh-manual.epub");
+        let expect = include_str!("../../../tests/fixtures/formats/zh-manual.epub.expect.json");
         let got = extract(bytes, &limits()).unwrap();
         let e: serde_json::Value = serde_json::from_str(expect).unwrap();
         assert_eq!(got.title.as_deref(), e["title"].as_str());

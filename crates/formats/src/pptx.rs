@@ -645,8 +645,8 @@ mod tests {
 
     #[test]
     fn pptx_fixture_zh_deck() {
-        let bytes = include_bytes!("../../../../tests/fixtures/formats/zh-deck.pptx");
-        let expect = include_str!("../../../../tests/fixtures/formats/zh-deck.pptx.expect.json");
+        let bytes = include_bytes!("../../../tests/fixtures/formats/zh-deck.pptx");
+        let expect = include_str!("../../../tests/fixtures/formats/zh-deck.pptx.expect.json");
         let out = extract(bytes, &limits()).unwrap();
         let expect = check_fixture(&out, expect);
         let paths: Vec<Vec<String>> = serde_json::from_value(expect["headings"].clone()).unwrap();

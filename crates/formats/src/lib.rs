@@ -255,7 +255,7 @@ impl Limits {
     }
 }
 
-/// A file rendered for the chunker (sent from an extraction [worker](crate::worker) as JSON).
+/// A file rendered for the chunker (sent from an extraction worker as JSON).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Extracted {
     /// Headings, paragraphs and page breaks, as described in the [module docs](self).

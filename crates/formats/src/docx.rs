@@ -1313,7 +1313,7 @@ pub(super) mod tests {
 
     use super::*;
 
-    pub(in crate::formats) fn limits() -> Limits {
+    pub(crate) fn limits() -> Limits {
         Limits {
             max_unpacked_bytes: 8 << 20,
             max_text_bytes: 1 << 20,
@@ -1323,7 +1323,7 @@ pub(super) mod tests {
     }
 
     /// A zip package holding `parts`.
-    pub(in crate::formats) fn package(parts: &[(&str, &str)]) -> Vec<u8> {
+    pub(crate) fn package(parts: &[(&str, &str)]) -> Vec<u8> {
         let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
         for (name, content) in parts {
             zip.start_file(*name, zip::write::SimpleFileOptions::default())
@@ -1572,7 +1572,7 @@ pub(super) mod tests {
     }
 
     /// The heading paths of extracted text, outermost first.
-    pub(in crate::formats) fn heading_paths(text: &str) -> Vec<Vec<String>> {
+    pub(crate) fn heading_paths(text: &str) -> Vec<Vec<String>> {
         let mut stack: Vec<(usize, String)> = Vec::new();
         let mut paths = Vec::new();
         for line in text.lines() {
@@ -1594,7 +1594,7 @@ pub(super) mod tests {
 
     /// Checks extracted output against a fixture's `.expect.json`: title, locale, and every
     /// line of its text (table cells, tab-separated there, are joined by ` | ` here).
-    pub(in crate::formats) fn check_fixture(out: &Extracted, expect: &str) -> serde_json::Value {
+    pub(crate) fn check_fixture(out: &Extracted, expect: &str) -> serde_json::Value {
         let expect: serde_json::Value = serde_json::from_str(expect).unwrap();
         assert_eq!(out.title.as_deref(), expect["title"].as_str(), "title");
         assert_eq!(out.locale.as_deref(), expect["locale"].as_str(), "locale");
@@ -1618,8 +1618,8 @@ pub(super) mod tests {
 
     #[test]
     fn docx_fixture_zh_policy() {
-        let bytes = include_bytes!("../../../../tests/fixtures/formats/zh-policy.docx");
-        let expect = include_str!("../../../../tests/fixtures/formats/zh-policy.docx.expect.json");
+        let bytes = include_bytes!("../../../tests/fixtures/formats/zh-policy.docx");
+        let expect = include_str!("../../../tests/fixtures/formats/zh-policy.docx.expect.json");
         let out = extract(bytes, &limits()).unwrap();
         let expect = check_fixture(&out, expect);
         let mut paths = expected_paths(&expect);

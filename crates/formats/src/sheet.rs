@@ -561,8 +561,8 @@ mod tests {
 
     #[test]
     fn csv_fixture_zh_contacts() {
-        let bytes = include_bytes!("../../../../tests/fixtures/formats/zh-contacts.csv");
-        let expect = include_str!("../../../../tests/fixtures/formats/zh-contacts.csv.expect.json");
+        let bytes = include_bytes!("../../../tests/fixtures/formats/zh-contacts.csv");
+        let expect = include_str!("../../../tests/fixtures/formats/zh-contacts.csv.expect.json");
         let out = extract_csv(bytes, &limits()).unwrap();
         let expect = check_fixture(&out, expect);
         let rows = expect["rows"].as_array().unwrap();
@@ -582,8 +582,8 @@ mod tests {
 
     #[test]
     fn xlsx_fixture_zh_sales() {
-        let bytes = include_bytes!("../../../../tests/fixtures/formats/zh-sales.xlsx");
-        let expect = include_str!("../../../../tests/fixtures/formats/zh-sales.xlsx.expect.json");
+        let bytes = include_bytes!("../../../tests/fixtures/formats/zh-sales.xlsx");
+        let expect = include_str!("../../../tests/fixtures/formats/zh-sales.xlsx.expect.json");
         let out = extract_xlsx(bytes, &limits()).unwrap();
         let expect = check_fixture(&out, expect);
         let sheets: Vec<Vec<String>> = serde_json::from_value(expect["headings"].clone()).unwrap();

@@ -2892,9 +2892,8 @@ pub(crate) mod tests {
 
     #[test]
     fn the_wiki_fixture_reads_as_its_article() {
-        let html = include_str!("../../../../tests/fixtures/formats/wiki-article.html");
-        let expect =
-            include_str!("../../../../tests/fixtures/formats/wiki-article.html.expect.json");
+        let html = include_str!("../../../tests/fixtures/formats/wiki-article.html");
+        let expect = include_str!("../../../tests/fixtures/formats/wiki-article.html.expect.json");
         let t = Instant::now();
         let got = extract(html, &limits()).unwrap();
         eprintln!("wiki-article.html: {:?}", t.elapsed());
@@ -2905,8 +2904,8 @@ pub(crate) mod tests {
 
     #[test]
     fn the_docs_fixture_reads_as_its_article() {
-        let html = include_str!("../../../../tests/fixtures/formats/docs-site.html");
-        let expect = include_str!("../../../../tests/fixtures/formats/docs-site.html.expect.json");
+        let html = include_str!("../../../tests/fixtures/formats/docs-site.html");
+        let expect = include_str!("../../../tests/fixtures/formats/docs-site.html.expect.json");
         let got = extract(html, &limits()).unwrap();
         assert_eq!(got.title.as_deref(), Some("Configuring Profiles"));
         check_fixture(&got, expect);
