@@ -1,0 +1,251 @@
+//! The resolved keys ([`Values`]) checked and built into the [`Config`]'s parsed values:
+//! the chunking policy, scopes, the embeddings server, the fallback chain, the budget, fusion,
+//! the reranker's bounds, the scope caps and the write-back policy.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, anyhow, bail};
+use zhiku_adapters_qdrant::QdrantConfig;
+use zhiku_adapters_usearch::AnnSettings;
+use zhiku_domain::rules::budget::RetrievalBudget;
+use zhiku_domain::rules::fusion::{FusionConfig, Route};
+use zhiku_domain::{ChunkingPolicy, Scope};
+use zhiku_http::settings::ServeSettings;
+
+use super::Config;
+use super::kinds::{EMBED_INPUTS, EmbedServer, FallbackStep};
+use super::settings::Values;
+
+/// The least address space an extraction worker can run in (its program, a job's 256 MiB
+/// stack, the PDF reader's own, and the file).
+const MIN_EXTRACT_MEMORY: u64 = 1 << 30;
+
+/// The sections, each already resolved and checked by the crate that owns its type.
+pub(super) struct Sections {
+    pub(super) qdrant: QdrantConfig,
+    pub(super) ann: AnnSettings,
+    pub(super) serve: ServeSettings,
+}
+
+/// `n` when it is at least 1.
+fn at_least_one<T: PartialOrd + Default>(n: T, key: &str) -> Result<T> {
+    if n > T::default() {
+        Ok(n)
+    } else {
+        Err(anyhow!(
+            "the built-in default of {key} (at least 1) is missing"
+        ))
+    }
+}
+
+/// The fusion keys as one [`FusionConfig`], checked.
+fn fusion_config(v: &Values) -> FusionConfig {
+    let weights = BTreeMap::from([
+        (Route::Dense, v.fusion_dense_weight),
+        (Route::Lexical, v.fusion_lexical_weight),
+    ]);
+    FusionConfig {
+        method: v.fusion,
+        k: v.fusion_k,
+        weights,
+        normalisation: v.fusion_normalisation,
+        confidence: v.fusion_confidence,
+        // 0 is no floor; a minimum similarity of -1 lets every cosine through.
+        dense_floor: (v.dense_floor > 0.0).then_some(v.dense_floor),
+        dense_min_score: (v.dense_min_score > -1.0).then_some(v.dense_min_score),
+    }
+}
+
+/// Parses `generator_fallback`: each entry `extractive` (last) or `URL [MODEL]`.
+fn fallback_steps(entries: &[String], llm_model: &str) -> Result<Vec<FallbackStep>> {
+    let mut steps = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let entry = entry.trim();
+        if entry.is_empty() || entry == "none" {
+            continue;
+        }
+        if steps.last() == Some(&FallbackStep::Extractive) {
+            bail!("generator_fallback: {entry:?} comes after \"extractive\", which never fails");
+        }
+        if entry == "extractive" {
+            steps.push(FallbackStep::Extractive);
+            continue;
+        }
+        let mut parts = entry.split_whitespace();
+        let url = parts.next().unwrap_or_default();
+        let model = parts.next().unwrap_or(llm_model);
+        if !(url.starts_with("http://") || url.starts_with("https://")) || parts.next().is_some() {
+            bail!(
+                "generator_fallback entry {} ({entry:?}): write \"extractive\" or \"URL [MODEL]\" with an http(s) URL",
+                i + 1
+            );
+        }
+        steps.push(FallbackStep::Chat {
+            url: url.to_string(),
+            model: model.to_string(),
+        });
+    }
+    Ok(steps)
+}
+
+/// `scope_caps`: each entry `scope=N` (N ≥ 1), a scope at most once.
+fn scope_caps(entries: &[String]) -> Result<BTreeMap<Scope, usize>> {
+    let mut caps = BTreeMap::new();
+    for entry in entries {
+        let Some((scope, cap)) = entry.split_once('=') else {
+            bail!("scope_caps entry {entry:?} must be scope=N, such as web=200");
+        };
+        let scope = Scope::new(scope.trim())
+            .with_context(|| format!("scope_caps entry {entry:?} names no valid scope"))?;
+        let cap: usize = match cap.trim().parse() {
+            Ok(n) if n >= 1 => n,
+            _ => bail!("scope_caps entry {entry:?}: the cap must be a whole number ≥ 1"),
+        };
+        if caps.insert(scope.clone(), cap).is_some() {
+            bail!("scope_caps names scope {scope} twice");
+        }
+    }
+    Ok(caps)
+}
+
+/// The `embed_*` keys as the embeddings server of `embedder = "openai"`.
+fn embed_server(v: &Values) -> Result<EmbedServer> {
+    let timeout_ms = at_least_one(v.embed_timeout_ms, "embed_timeout_ms")?;
+    if !EMBED_INPUTS.contains(&v.embed_input.as_str()) {
+        bail!("embed_input must be one of {}", EMBED_INPUTS.join(", "));
+    }
+    Ok(EmbedServer {
+        url: v.embed_url.clone(),
+        model: v.embed_model.clone(),
+        api_key_env: v.embed_api_key_env.clone(),
+        timeout_ms,
+        retries: v.embed_retries,
+        input: v.embed_input.clone(),
+        query_prefix: v.embed_query_prefix.clone(),
+        document_prefix: v.embed_document_prefix.clone(),
+        revision: v.embed_revision.clone(),
+        normalize: v.embed_normalize,
+        max_tokens: v.embed_max_tokens,
+    })
+}
+
+/// The write-back keys as the service's policy.
+fn write_back(v: &Values) -> Result<zhiku_service::WriteBackPolicy> {
+    Ok(zhiku_service::WriteBackPolicy {
+        duplicates: v.write_back_duplicates,
+        near_duplicate: match v.write_back_near_duplicate {
+            t if t > 0.0 && t <= 1.0 => t,
+            t => bail!("write_back_near_duplicate must be above 0 and at most 1, not {t}"),
+        },
+        min_chars: v.write_back_min_chars,
+    })
+}
+
+/// Checks the reranker's bounds: `rerank_depth`, `rerank_timeout_ms`, `rerank_chars`.
+fn check_rerank_bounds(v: &Values) -> Result<()> {
+    if v.rerank_depth == 0 {
+        bail!("rerank_depth must be at least 1");
+    }
+    if v.rerank_timeout_ms == 0 {
+        bail!("rerank_timeout_ms must be at least 1");
+    }
+    if v.rerank_chars < 2 {
+        bail!("rerank_chars must be at least 2");
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Checks the resolved keys of `profile` and builds the configuration over `sections`
+    /// (its origins left empty).
+    pub(super) fn from_values(v: Values, profile: String, sections: Sections) -> Result<Self> {
+        let fusion = fusion_config(&v);
+        fusion
+            .validate()
+            .map_err(|e| anyhow!("invalid fusion settings: {e}"))?;
+        if v.scopes.is_empty() {
+            bail!("no scopes configured: set `scopes` in zhiku.toml or ZHIKU_SCOPES");
+        }
+        let policy = ChunkingPolicy::with_sizes(v.max_chars, v.overlap_chars)?;
+        let scopes = v
+            .scopes
+            .iter()
+            .map(|s| Ok(Scope::new(s)?))
+            .collect::<Result<_>>()?;
+        let default_scope = Scope::new(&v.default_scope)?;
+        let max_pages = at_least_one(v.max_pages, "max_pages")?;
+        let max_extract_seconds = at_least_one(v.max_extract_seconds, "max_extract_seconds")?;
+        if v.max_extract_memory < MIN_EXTRACT_MEMORY {
+            bail!(
+                "max_extract_memory = {} is too small: an extraction worker needs at least {MIN_EXTRACT_MEMORY} bytes (1 GiB)",
+                v.max_extract_memory
+            );
+        }
+        let embed_server = embed_server(&v)?;
+        let index_batch = at_least_one(v.index_batch, "index_batch")?;
+        let generator_fallback = fallback_steps(&v.generator_fallback, &v.llm_model)?;
+        let context = RetrievalBudget::new(v.context_chunks, v.context_chars).map_err(|_| {
+            anyhow!("ask_attempts, context_chunks and context_chars must be at least 1")
+        })?;
+        if !(v.locale_boost.is_finite() && v.locale_boost >= 0.0) {
+            bail!("locale_boost must be a number ≥ 0, not {}", v.locale_boost);
+        }
+        check_rerank_bounds(&v)?;
+        let scope_caps = scope_caps(&v.scope_caps)?;
+        let write_back = write_back(&v)?;
+        if v.k == 0 {
+            bail!("k must be at least 1");
+        }
+        if v.ask_attempts == 0 {
+            bail!("ask_attempts, context_chunks and context_chars must be at least 1");
+        }
+        Ok(Config {
+            profile,
+            vectors: v.vectors,
+            embedder: v.embedder,
+            lexical: v.lexical,
+            model: v.model,
+            policy,
+            scopes,
+            default_scope,
+            max_file_bytes: v.max_file_bytes,
+            max_document_bytes: v.max_document_bytes,
+            max_unpacked_bytes: v.max_unpacked_bytes,
+            max_pages,
+            max_extract_seconds,
+            max_extract_memory: v.max_extract_memory,
+            follow_links_inside: v.follow_links_inside,
+            k: v.k,
+            candidates: v.candidates,
+            embed_batch: v.embed_batch,
+            embed_server,
+            index_batch,
+            generator: v.generator,
+            llm_url: v.llm_url,
+            llm_model: v.llm_model,
+            llm_api_key_env: v.llm_api_key_env,
+            llm_timeout_ms: v.llm_timeout_ms,
+            llm_max_tokens: v.llm_max_tokens,
+            generator_fallback,
+            judge: v.judge,
+            ask_attempts: v.ask_attempts,
+            context,
+            answer_context: v.answer_context,
+            fusion,
+            locale_boost: v.locale_boost,
+            reranker: v.reranker,
+            rerank_depth: v.rerank_depth,
+            rerank_model: v.rerank_model,
+            rerank_url: v.rerank_url,
+            rerank_api_key_env: v.rerank_api_key_env,
+            rerank_timeout_ms: v.rerank_timeout_ms,
+            rerank_chars: v.rerank_chars,
+            scope_caps,
+            write_back,
+            qdrant: sections.qdrant,
+            ann: sections.ann,
+            serve: sections.serve,
+            origins: Vec::new(),
+        })
+    }
+}
