@@ -129,7 +129,6 @@ fn main() -> anyhow::Result<()> {
         &kb.join(".zhiku"),
         config.clone(),
         Purpose::Write,
-        false,
         Some(&kb),
     )?;
     let t = Instant::now();

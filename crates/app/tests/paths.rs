@@ -433,14 +433,7 @@ fn a_delete_that_cannot_remove_the_file_changes_nothing() {
 fn open_kb(kb: &Path) -> KnowledgeBase {
     let root = kb.canonicalize().unwrap();
     let config = Config::resolve(Some(&root.join("zhiku.toml")), None, &|_| None).unwrap();
-    let store = Store::open(
-        &root.join(".zhiku"),
-        config,
-        Purpose::Write,
-        false,
-        Some(&root),
-    )
-    .unwrap();
+    let store = Store::open(&root.join(".zhiku"), config, Purpose::Write, Some(&root)).unwrap();
     zhiku_app::wiring::open_service(store, Some(Origin::Folder { root }))
         .unwrap()
         .0

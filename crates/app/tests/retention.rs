@@ -62,14 +62,7 @@ fn kb_with(dir: &Path, config_extra: &str) -> std::path::PathBuf {
 fn open_at(kb: &Path, clock: Arc<TestClock>) -> (KnowledgeBase, Refreshed) {
     let root = kb.canonicalize().unwrap();
     let config = Config::resolve(Some(&root.join("zhiku.toml")), None, &|_| None).unwrap();
-    let mut store = Store::open(
-        &root.join(".zhiku"),
-        config,
-        Purpose::Write,
-        false,
-        Some(&root),
-    )
-    .unwrap();
+    let mut store = Store::open(&root.join(".zhiku"), config, Purpose::Write, Some(&root)).unwrap();
     store.set_wall_clock(clock);
     let (kb, refreshed) =
         zhiku_app::wiring::open_service(store, Some(Origin::Folder { root })).unwrap();

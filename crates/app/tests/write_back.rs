@@ -32,14 +32,7 @@ fn open_kb_with(kb: &Path, env: &[(&str, String)]) -> KnowledgeBase {
     let root = kb.canonicalize().unwrap();
     let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
     let config = Config::resolve(Some(&root.join("zhiku.toml")), None, &lookup).unwrap();
-    let store = Store::open(
-        &root.join(".zhiku"),
-        config,
-        Purpose::Write,
-        false,
-        Some(&root),
-    )
-    .unwrap();
+    let store = Store::open(&root.join(".zhiku"), config, Purpose::Write, Some(&root)).unwrap();
     zhiku_app::wiring::open_service(store, Some(Origin::Folder { root }))
         .unwrap()
         .0

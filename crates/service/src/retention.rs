@@ -11,7 +11,7 @@ use zhiku_domain::ports::DocumentStore;
 use zhiku_domain::rules::retention::{Swept, sweep_plan};
 use zhiku_domain::usecases::IndexReport;
 
-use crate::kb::remove_recorded;
+use crate::removal::remove_recorded;
 use crate::{KbError, Store};
 
 /// What a sweep did.

@@ -103,6 +103,39 @@ impl Settings {
     }
 }
 
+/// The ports of one knowledge base as the composition root opened them, and the catalog it
+/// loaded: what a [`Store`] is made of.
+pub struct Parts {
+    /// What the configuration decides.
+    pub settings: Settings,
+    /// The lexical route.
+    pub lexical: Arc<dyn LexicalIndex>,
+    /// The dense route, when there is one.
+    pub dense: Option<Dense>,
+    /// Why the dense route is missing, when it is.
+    pub dense_notice: Option<String>,
+    /// The adapters picked and why (`port`, `choice`), for `status`.
+    pub picked: Vec<(String, String)>,
+    /// The catalog as last saved (only its header for [`Store::header_only`]).
+    pub recorded: StoredCatalog,
+    /// Where the catalog is saved.
+    pub catalog_store: Box<dyn CatalogStore>,
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts")
+            .field("picked", &self.picked)
+            .field("documents", &self.recorded.catalog.docs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lists the files in the lexical index's folder that its committed state does not reference
+/// (left by a writer killed mid-commit, or a running writer's work in progress), without
+/// touching them: what a read-only check reports ([`Store::problems`]).
+pub type StrayFiles = Box<dyn Fn() -> Result<Vec<String>> + Send + Sync>;
+
 /// One knowledge base's ports, with its catalog in memory.
 ///
 /// The catalog (`recorded`) changes only through [`Store::commit`] or [`Store::commit_catalog`],
@@ -128,6 +161,8 @@ pub struct Store {
     read_only: bool,
     /// Set when only the catalog's header was loaded: what its rows hold, counted.
     header_only: Option<CatalogCounts>,
+    /// Lists the lexical index's unreferenced files, when its adapter keeps it in a folder.
+    stray_files: Option<StrayFiles>,
     /// What time it is, for expiry (the system's clock unless a test stops it).
     wall_clock: Arc<dyn WallClock>,
     /// What the composition root holds for as long as the store is open (the writer lock).
@@ -144,18 +179,28 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// A store over these ports, whose catalog was loaded as `recorded` from `catalog_store`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        settings: Settings,
-        lexical: Arc<dyn LexicalIndex>,
-        dense: Option<Dense>,
-        dense_notice: Option<String>,
-        picked: Vec<(String, String)>,
-        recorded: StoredCatalog,
-        catalog_store: Box<dyn CatalogStore>,
-        read_only: bool,
-    ) -> Self {
+    /// A store over `parts` that writes: its indexes and catalog were opened for writing, and
+    /// the composition root holds the store lock ([`Store::holding`]) where there is one.
+    pub fn writing(parts: Parts) -> Self {
+        Self::of(parts, false)
+    }
+
+    /// A store over `parts` that only reads the last committed state: nothing is written, and
+    /// it is never repaired.
+    pub fn read_only(parts: Parts) -> Self {
+        Self::of(parts, true)
+    }
+
+    fn of(parts: Parts, read_only: bool) -> Self {
+        let Parts {
+            settings,
+            lexical,
+            dense,
+            dense_notice,
+            picked,
+            recorded,
+            catalog_store,
+        } = parts;
         Self {
             settings,
             lexical,
@@ -167,6 +212,7 @@ impl Store {
             catalog_store,
             read_only,
             header_only: None,
+            stray_files: None,
             wall_clock: Arc::new(SystemWallClock),
             _held: None,
         }
@@ -214,6 +260,20 @@ impl Store {
     pub fn holding(mut self, held: impl std::any::Any + Send + Sync) -> Self {
         self._held = Some(Box::new(held));
         self
+    }
+
+    /// The same store, listing its lexical index's unreferenced files with `list` (for an index
+    /// kept in a folder).
+    pub fn listing_stray_files(mut self, list: StrayFiles) -> Self {
+        self.stray_files = Some(list);
+        self
+    }
+
+    /// The lexical index's unreferenced files now; none when its adapter keeps no folder.
+    pub(crate) fn stray_files(&self) -> Result<Vec<String>> {
+        self.stray_files
+            .as_ref()
+            .map_or(Ok(Vec::new()), |list| list())
     }
 
     /// True when opened for reading only: nothing is written.

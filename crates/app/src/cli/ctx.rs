@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use zhiku_app::config::Config;
 use zhiku_app::wiring;
-use zhiku_app::wiring::store::{Origin, Purpose, Store};
+use zhiku_app::wiring::store::{Access, Origin, Purpose, Store};
 use zhiku_domain::{Filter, Scope};
 use zhiku_service::Refreshed;
 
@@ -62,12 +62,13 @@ impl Ctx {
         }
     }
 
-    /// Opens the store holding its lock and repairs what a crash left. `Purpose::Write` needs every
-    /// configured index writable; `Purpose::Read` may degrade to lexical retrieval.
-    pub(crate) fn open(&self, kb: Option<&Path>, purpose: Purpose, rebuild: bool) -> Result<Store> {
+    /// Opens the store with `access` (see [`Access`]) and says what the open repaired: a
+    /// writing open holds the lock and repairs what a crash left; `Purpose::Write` needs every
+    /// configured index writable, `Purpose::Read` may degrade to lexical retrieval.
+    pub(crate) fn open(&self, kb: Option<&Path>, access: Access) -> Result<Store> {
         let config = self.config(kb)?;
         let dir = self.store_dir(kb)?;
-        let store = Store::open(&dir, config, purpose, rebuild, kb)?;
+        let store = Store::open_as(&dir, config, access, kb)?;
         if store.repair.repaired() {
             self.note(&format!("repaired the store: {}", store.repair.describe()));
         }
@@ -186,13 +187,16 @@ pub(crate) fn open_to_refresh(
     kb: Option<&Path>,
     on_locked: OnLocked,
 ) -> Result<(Store, bool)> {
-    match ctx.open(kb, Purpose::Write, false).map_err(CliError::from) {
+    match ctx
+        .open(kb, Access::Writing(Purpose::Write))
+        .map_err(CliError::from)
+    {
         Ok(store) => Ok((store, true)),
         // The vector server is down: read what is indexed, lexically, rather than fail.
         Err(CliError::VectorsUnavailable(_)) => {
             // The open below reports the reason, as the store's dense notice.
             ctx.note("notice: the index was not refreshed: the vector index is unreachable");
-            Ok((ctx.open(kb, Purpose::Read, false)?, false))
+            Ok((ctx.open(kb, Access::Writing(Purpose::Read))?, false))
         }
         Err(CliError::Locked(e)) if on_locked == OnLocked::ReadLastCommitted => {
             ctx.note(&format!(

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use zhiku_app::wiring::store::{Origin, Purpose, Store};
+use zhiku_app::wiring::store::{Access, Origin, Purpose, Store};
 
 use super::ctx::{Ctx, origin_for, refresh};
 use super::exit::Exit;
@@ -23,7 +23,12 @@ pub(crate) fn run(
 ) -> Result<Exit> {
     let (origin, kb) = origin_for(ctx, dir, beir.clone())?;
     let store_kb = kb.clone().or(beir);
-    let mut store = ctx.open(store_kb.as_deref(), Purpose::Write, rebuild)?;
+    let access = if rebuild {
+        Access::Rebuilding
+    } else {
+        Access::Writing(Purpose::Write)
+    };
+    let mut store = ctx.open(store_kb.as_deref(), access)?;
     if let Some(notice) = &store.dense_notice {
         ctx.note(&format!("notice: {notice}"));
     }

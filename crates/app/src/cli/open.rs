@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use zhiku_app::wiring;
-use zhiku_app::wiring::store::{Purpose, Store};
+use zhiku_app::wiring::store::{Access, Purpose, Store};
 
 use super::ctx::{Ctx, OnLocked, open_to_refresh, origin_for, refresh};
 use super::render::{self, After};
@@ -32,7 +32,10 @@ pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usiz
 pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<zhiku_service::SharedKb> {
     let kb_dir = ctx.global.kb.clone();
     let (store, refresh_from) = if no_refresh || kb_dir.is_none() {
-        (ctx.open(kb_dir.as_deref(), Purpose::Read, false)?, None)
+        (
+            ctx.open(kb_dir.as_deref(), Access::Writing(Purpose::Read))?,
+            None,
+        )
     } else {
         let (store, writable) = open_to_refresh(ctx, kb_dir.as_deref(), OnLocked::Fail)?;
         if writable {

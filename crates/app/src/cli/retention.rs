@@ -8,7 +8,7 @@
 use anyhow::{Result, bail};
 use serde_json::json;
 use zhiku_app::wiring;
-use zhiku_app::wiring::store::Purpose;
+use zhiku_app::wiring::store::{Access, Purpose};
 use zhiku_domain::ports::AuditLog;
 
 use super::ctx::Ctx;
@@ -60,7 +60,7 @@ pub(crate) fn documents(ctx: &Ctx, json: bool) -> Result<Exit> {
 /// Sweeps the store now and prints what went.
 pub(crate) fn sweep(ctx: &Ctx, json: bool) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
-    let mut store = ctx.open(kb.as_deref(), Purpose::Write, false)?;
+    let mut store = ctx.open(kb.as_deref(), Access::Writing(Purpose::Write))?;
     let Some(documents) = wiring::recorded_documents(&store)? else {
         bail!("the store is empty: run zhiku index first");
     };

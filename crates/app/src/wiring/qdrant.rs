@@ -14,14 +14,13 @@
 //!
 //! The store keeps the manifest and the lexical index on local disk and the vectors in one
 //! collection per store and embedding space, named after the knowledge-base folder and a short
-//! hash of the store's absolute path (see [`kb_name`]).
+//! hash of the store's absolute path (see [`kb_name`]). The store's Qdrant opener
+//! (`wiring/store/qdrant.rs`) opens that collection.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
-use zhiku_domain::EmbeddingSpace;
 
 /// The knowledge-base part of the collection name of the store in `store_dir`: the folder's
 /// name (the knowledge base's when the store is its `.zhiku/`) and 8 hex digits of the sha256 of
@@ -65,43 +64,6 @@ pub fn drop_before_rebuild(settings: &QdrantConfig, dir: &Path) -> Result<()> {
 pub struct VectorsUnavailable {
     /// The adapter's error.
     pub reason: String,
-}
-
-/// Opens the collection of the store in `dir` for `space`. When the server cannot be reached,
-/// a read-only open returns `None` and says why in `notice` (retrieval goes lexical), and a
-/// writing open fails with [`VectorsUnavailable`]. Other adapter errors come back as
-/// [`IndexError`](zhiku_domain::ports::IndexError) inside the `anyhow` error.
-pub fn open_for_store(
-    settings: &QdrantConfig,
-    dir: &Path,
-    space: &EmbeddingSpace,
-    policy_fingerprint: &str,
-    read_only: bool,
-    picked: &mut Vec<(String, String)>,
-    notice: &mut Option<String>,
-) -> Result<Option<Arc<QdrantVectorIndex>>> {
-    let kb = kb_name(dir)?;
-    match QdrantVectorIndex::open(settings, &kb, space.clone(), Some(policy_fingerprint)) {
-        Ok(index) => {
-            picked.push((
-                "qdrant".into(),
-                format!("collection {} on {}", index.collection(), index.url()),
-            ));
-            Ok(Some(Arc::new(index)))
-        }
-        Err(e) if e.is_temporary() && read_only => {
-            picked.push(("qdrant".into(), format!("unreachable at {}", settings.url)));
-            *notice = Some(format!(
-                "Qdrant is unreachable, retrieval is lexical only: {e}"
-            ));
-            Ok(None)
-        }
-        Err(e) if e.is_temporary() => Err(VectorsUnavailable {
-            reason: e.to_string(),
-        }
-        .into()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 #[cfg(test)]

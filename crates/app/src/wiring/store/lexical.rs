@@ -1,0 +1,88 @@
+//! The lexical step of an open: the tantivy index the configuration asks for, in RAM or in the
+//! store folder.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+use zhiku_domain::ports::{ChunkRecords, LexicalIndex};
+use zhiku_service::StrayFiles;
+
+use super::request::Request;
+use crate::config::LexicalKind;
+
+/// The store of chunk records a lexical index may read instead of keeping its own.
+pub(super) type Records = Option<Arc<dyn ChunkRecords>>;
+
+/// An opened lexical index, with what the open did and how `status` names it.
+pub(super) struct Lexical {
+    /// The index.
+    pub(super) index: Arc<dyn LexicalIndex>,
+    /// The adapter as `status` shows it.
+    pub(super) described: String,
+    /// The unreferenced files a writing open removed before its first write.
+    pub(super) swept: Vec<String>,
+    /// Lists the unreferenced files now, for an index kept in a folder.
+    pub(super) stray_files: Option<StrayFiles>,
+}
+
+/// The lexical index the configuration asks for. On disk it keeps chunk IDs and reads the
+/// records from the store `records` returns when there is one (the vector index the same
+/// process writes, so the text lives once), and keeps them itself otherwise; `records` is
+/// called only for an index on disk, after it opened.
+pub(super) fn open(
+    request: &Request<'_>,
+    records: impl FnOnce() -> Result<Records>,
+) -> Result<Lexical> {
+    let lexical = match request.config.lexical {
+        LexicalKind::Ram => TantivyLexicalIndex::in_ram(LexicalConfig::default())?,
+        LexicalKind::Disk => {
+            let path = request.dir.join("lexical");
+            let opened = if request.access.is_read_only() {
+                TantivyLexicalIndex::open_read_only(&path, LexicalConfig::default())
+            } else {
+                TantivyLexicalIndex::open_or_create(&path, LexicalConfig::default())
+            };
+            let lexical = opened.map_err(|e| request.rebuild_or(e))?;
+            match records()? {
+                Some(records) => lexical.with_records_in(records),
+                None => lexical,
+            }
+        }
+    };
+    Ok(Lexical {
+        described: describe(&lexical, request.config.lexical),
+        swept: lexical.swept_files().to_vec(),
+        stray_files: stray_files(request),
+        index: Arc::new(lexical),
+    })
+}
+
+/// How `status` names the lexical index.
+fn describe(lexical: &TantivyLexicalIndex, kind: LexicalKind) -> String {
+    format!(
+        "tantivy {} ({}{})",
+        if kind == LexicalKind::Disk {
+            "on disk"
+        } else {
+            "in RAM"
+        },
+        lexical.analyzer(),
+        if lexical.records_elsewhere() {
+            "; records in the vector store"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The listing of the unreferenced files of an index on disk.
+fn stray_files(request: &Request<'_>) -> Option<StrayFiles> {
+    if request.config.lexical != LexicalKind::Disk {
+        return None;
+    }
+    let folder = request.dir.join("lexical");
+    Some(Box::new(move || {
+        Ok(TantivyLexicalIndex::stray_files(&folder)?)
+    }))
+}

@@ -1,0 +1,203 @@
+//! Whether a store's catalog and indexes agree, and the one-step repair when they do not: what
+//! every writing open runs first ([`Store::check_and_repair`]) and what `zhiku verify` reports
+//! ([`Store::problems`]).
+//!
+//! The catalog is the truth: both indexes commit before it is saved, so after a crash an index
+//! may hold chunks the catalog does not list (orphans, deleted) or lack chunks of a document it
+//! lists (the document is dropped and queued for re-indexing). See
+//! [`Consistency`](zhiku_domain::usecases::Consistency) for the chunk-by-chunk rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Result, anyhow};
+use serde::Serialize;
+use zhiku_domain::ports::StoredCatalog;
+use zhiku_domain::usecases::{Catalog, ChunkRepair, Consistency};
+use zhiku_domain::{ChunkId, DocId};
+
+use crate::Store;
+
+/// What [`Store::check_and_repair`] found and did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Repair {
+    /// Chunks present in an index but not in the manifest, deleted.
+    pub orphans_removed: usize,
+    /// Documents with chunks missing from an index, dropped from the manifest and from both
+    /// indexes so the next `zhiku index` re-indexes them.
+    pub docs_requeued: Vec<String>,
+    /// Files in the lexical index that its committed state does not reference (left by a writer
+    /// killed mid-commit), removed before writing.
+    pub stray_files_removed: Vec<String>,
+}
+
+impl Repair {
+    /// True when something was repaired.
+    pub fn repaired(&self) -> bool {
+        self.orphans_removed > 0
+            || !self.docs_requeued.is_empty()
+            || !self.stray_files_removed.is_empty()
+    }
+
+    /// One line saying what was repaired.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.stray_files_removed.is_empty() {
+            parts.push(format!(
+                "{} stray lexical-index files removed ({})",
+                self.stray_files_removed.len(),
+                self.stray_files_removed.join(", ")
+            ));
+        }
+        if self.orphans_removed > 0 {
+            parts.push(format!("{} orphan chunks removed", self.orphans_removed));
+        }
+        if !self.docs_requeued.is_empty() {
+            parts.push(format!(
+                "{} documents with missing chunks dropped and queued for re-indexing ({})",
+                self.docs_requeued.len(),
+                self.docs_requeued.join(", ")
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// Inconsistencies between manifest and indexes.
+#[derive(Debug, Default, Serialize)]
+pub struct Problems {
+    /// Files in the lexical index folder that its committed state does not reference: left by
+    /// a writer killed mid-commit (the next writing open removes them), or the work in progress
+    /// of a writer running now.
+    pub stray_files: Vec<String>,
+    /// Chunks in the lexical index that the manifest does not list.
+    pub lexical_orphans: Vec<ChunkId>,
+    /// Chunks in the vector index that the manifest does not list.
+    pub vector_orphans: Vec<ChunkId>,
+    /// Documents with at least one chunk missing from an index.
+    pub docs_missing_chunks: Vec<String>,
+}
+
+impl Problems {
+    /// True when manifest and indexes agree.
+    pub fn is_empty(&self) -> bool {
+        self.stray_files.is_empty()
+            && self.lexical_orphans.is_empty()
+            && self.vector_orphans.is_empty()
+            && self.docs_missing_chunks.is_empty()
+    }
+}
+
+impl Store {
+    /// Compares manifest, lexical index and vectors chunk by chunk and repairs from the manifest
+    /// in one step (see [`Consistency::repair`]); the manifest is saved after both indexes
+    /// committed, so a crash during the repair leaves a state the next repair finishes. Skipped
+    /// when both indexes still carry the generations recorded with the manifest.
+    pub fn check_and_repair(&mut self) -> Result<Repair> {
+        if self.is_read_only() {
+            return Err(anyhow!(
+                "the store was opened read-only and cannot be repaired"
+            ));
+        }
+        // Both indexes still carry the generations saved with the catalog: nothing committed
+        // since, so they hold what it lists (a crash after an index commit and before the
+        // catalog save changes a generation). Checked in O(1) instead of chunk by chunk.
+        if self.generations_match() {
+            return Ok(Repair::default());
+        }
+        // A writing open lists no stray files (it swept them): the repair is about chunks.
+        let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
+        let (catalog, done) =
+            Consistency::new(self.lexical.as_ref(), vectors).repair(&self.recorded.catalog)?;
+        if done.is_empty() {
+            self.record_vouched_generations()?;
+            return Ok(Repair::default());
+        }
+        self.commit_repaired(catalog, &done)?;
+        Ok(Repair {
+            orphans_removed: done.orphans_removed,
+            docs_requeued: done.docs_requeued.iter().map(ToString::to_string).collect(),
+            stray_files_removed: Vec::new(),
+        })
+    }
+
+    /// Consistent: records the generations the check vouched for, so the next open need not
+    /// check again.
+    fn record_vouched_generations(&mut self) -> Result<()> {
+        let current = self.generations();
+        if !current.is_unknown() && current != self.recorded.generations {
+            // Only the header changes: no document row is written.
+            self.commit(|_, _| {})?;
+        }
+        Ok(())
+    }
+
+    /// Saves `catalog`, what the repair left of the recorded one, with the sources and stamps
+    /// of the documents it kept: a requeued document's file must be read again.
+    fn commit_repaired(&mut self, catalog: Catalog, done: &ChunkRepair) -> Result<()> {
+        let mut sources = self.recorded.sources.clone();
+        for id in &done.docs_requeued {
+            sources.remove(id);
+        }
+        let mut next = StoredCatalog {
+            catalog,
+            sources,
+            stamps: BTreeMap::new(),
+            generations: Default::default(),
+            origin: self.recorded.origin.clone(),
+        };
+        next.stamps = next.stamps_of_sources(&self.recorded.stamps);
+        self.commit_catalog(next)?;
+        Ok(())
+    }
+
+    /// A full consistency check: every manifest chunk in every index, nothing else there.
+    pub fn problems(&self) -> Result<Problems> {
+        let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
+        let chunks =
+            Consistency::new(self.lexical.as_ref(), vectors).check(&self.recorded.catalog)?;
+        // A writing open swept what a killed writer left before its first write (reported in
+        // its repair); whatever is unreferenced later is this process's own work in progress (a
+        // commit's background merge), not damage. Only a read-only open lists stray files.
+        let stray_files = if self.is_read_only() {
+            self.stray_files()?
+        } else {
+            Vec::new()
+        };
+        Ok(Problems {
+            stray_files,
+            lexical_orphans: chunks.lexical_orphans,
+            vector_orphans: chunks.vector_orphans,
+            docs_missing_chunks: chunks
+                .docs_missing_chunks
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        })
+    }
+
+    /// Beside a running writer, this store's manifest was read before the indexes, and writes
+    /// may have committed in between (indexes first, then the manifest): what the manifest on
+    /// disk now explains is such a write, not damage. Drops from `problems` the orphans the
+    /// current manifest lists and the documents whose entry changed since this store's
+    /// manifest was read.
+    pub fn discount_later_writes(&self, problems: &mut Problems) -> Result<()> {
+        let Some(later) = self.load_catalog()? else {
+            return Ok(());
+        };
+        let listed: BTreeSet<&ChunkId> = later
+            .catalog
+            .docs
+            .values()
+            .flat_map(|e| e.chunk_ids.iter())
+            .collect();
+        problems.lexical_orphans.retain(|id| !listed.contains(id));
+        problems.vector_orphans.retain(|id| !listed.contains(id));
+        problems
+            .docs_missing_chunks
+            .retain(|doc| match DocId::new(doc) {
+                Ok(id) => later.catalog.docs.get(&id) == self.recorded.catalog.docs.get(&id),
+                Err(_) => true,
+            });
+        Ok(())
+    }
+}
