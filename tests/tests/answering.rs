@@ -8,10 +8,10 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use zhiku_adapters_generate::ExtractiveGenerator;
 use zhiku_adapters_memory::{
     HashingEmbedder, MemoryLexicalIndex, MemorySourceStore, MemoryTraceSink, MemoryVectorIndex,
 };
+use zhiku_adapters_offline::{ExtractiveGenerator, RulesPlanner};
 use zhiku_domain::ports::{
     Embedder, FrozenClock, GenerateError, GenerationRequest, Generator, SourceRecord, Stage,
     StoredTraceEvent, TraceEvent, VectorIndex,
@@ -22,6 +22,20 @@ use zhiku_domain::usecases::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, Indexer, Retriever, RouteStatus, SyncMode,
 };
 use zhiku_domain::{ChunkId, ChunkingPolicy, DocId, Document, Filter, Revision, Scope, Source};
+
+/// An answerer reading conversations with the offline rules planner, as the application
+/// composes it (the domain's own default takes every question as asked).
+fn new_answerer<'a>(
+    retriever: &'a Retriever<'a>,
+    generator: &'a dyn Generator,
+    trace: &'a dyn zhiku_domain::ports::TraceSink,
+    clock: &'a dyn zhiku_domain::ports::Clock,
+    policy: AnswerPolicy,
+) -> Answerer<'a> {
+    Answerer::new(retriever, generator, trace, clock, policy)
+        .with_planner(&RulesPlanner)
+        .with_fallback_planner(&RulesPlanner)
+}
 
 struct Kb {
     embedder: HashingEmbedder,
@@ -147,7 +161,7 @@ fn ask_typed(
     filter: &Filter,
 ) -> (AnswerFrame, Vec<TraceEvent>) {
     let sink = MemoryTraceSink::new();
-    let answerer = Answerer::new(retriever, generator, &sink, &FrozenClock, policy);
+    let answerer = new_answerer(retriever, generator, &sink, &FrozenClock, policy);
     let frame = answerer.ask(question, filter, "t-1").unwrap();
     assert_eq!(frame.trace_id, "t-1");
     (frame, sink.events_for("t-1"))
@@ -679,7 +693,7 @@ fn instructions_inside_documents_change_neither_citations_nor_scope() {
 
 /// The OpenAI-compatible generator on the server `ZHIKU_TEST_LLM_URL` names, or `None` after
 /// saying SKIPPED when none is set.
-fn real_model(max_tokens: u32) -> Option<zhiku_adapters_generate::OpenAiGenerator> {
+fn real_model(max_tokens: u32) -> Option<zhiku_adapters_openai::OpenAiGenerator> {
     let url = match std::env::var("ZHIKU_TEST_LLM_URL") {
         Ok(url) if !url.is_empty() => url,
         _ => {
@@ -691,10 +705,10 @@ fn real_model(max_tokens: u32) -> Option<zhiku_adapters_generate::OpenAiGenerato
         }
     };
     let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
-    let mut config = zhiku_adapters_generate::OpenAiConfig::new(url, model);
+    let mut config = zhiku_adapters_openai::ChatConfig::new(url, model);
     config.timeout = std::time::Duration::from_secs(300);
     config.max_tokens = max_tokens;
-    Some(zhiku_adapters_generate::OpenAiGenerator::new(config))
+    Some(zhiku_adapters_openai::OpenAiGenerator::new(config))
 }
 
 /// The same rules with a real model behind the OpenAI-compatible protocol. A small local model
@@ -841,7 +855,7 @@ fn markers_inside_evidence_neither_block_nor_redirect_citations() {
         .find(|b| b.text.contains("三十天"))
         .expect("the travel chunk is evidence");
     // Every sentence copied with its own marker after it: each claim cites what says it.
-    let copy: String = zhiku_domain::rules::text::sentences(&travel.text)
+    let copy: String = zhiku_text::sentences(&travel.text)
         .iter()
         .map(|s| format!("{s}[{}]", travel.marker))
         .collect::<Vec<_>>()
@@ -876,9 +890,9 @@ impl Generator for QuoteEach {
             .sources
             .iter()
             .filter_map(|b| {
-                let first = zhiku_domain::rules::text::sentences(&b.text)
+                let first = zhiku_text::sentences(&b.text)
                     .into_iter()
-                    .find(|s| zhiku_domain::rules::text::terms(s).len() >= 2)?;
+                    .find(|s| zhiku_text::terms(s).len() >= 2)?;
                 Some(format!("{first}[{}]", b.marker))
             })
             .collect::<Vec<_>>()
@@ -1082,7 +1096,7 @@ fn every_kind_of_run_traces_the_recorded_json() {
 
     // The generator is down: the run ends with an error event.
     let sink = MemoryTraceSink::new();
-    let answerer = Answerer::new(&hybrid, &Down, &sink, &FrozenClock, policy);
+    let answerer = new_answerer(&hybrid, &Down, &sink, &FrozenClock, policy);
     assert!(answerer.ask(q, &public(), "t-1").is_err());
     assert_trace_file("generator_down", &trace_lines(&sink.events_for("t-1")));
 
@@ -1199,7 +1213,7 @@ fn a_section_or_neighbours_context_is_sent_as_citable_chunks_of_this_round() {
         };
         let ask = |generator: &dyn Generator| {
             let sink = MemoryTraceSink::new();
-            Answerer::new(&retriever, generator, &sink, &FrozenClock, policy)
+            new_answerer(&retriever, generator, &sink, &FrozenClock, policy)
                 .with_document_chunks(&chunks)
                 .ask(question, &public(), "t-ctx")
                 .unwrap()
@@ -1246,7 +1260,7 @@ fn a_section_or_neighbours_context_is_sent_as_citable_chunks_of_this_round() {
         ..AnswerPolicy::default()
     };
     let sink = MemoryTraceSink::new();
-    let frame = Answerer::new(
+    let frame = new_answerer(
         &retriever,
         &ExtractiveGenerator::default(),
         &sink,
@@ -1471,7 +1485,7 @@ fn a_judge_rejects_what_borrows_the_sources_words_and_its_failure_leaves_the_lex
     let run = |judge: &PhraseJudge| {
         let generator = Scripted::new(&[borrowed.as_str(), stated.as_str()]);
         let sink = MemoryTraceSink::new();
-        let answerer = Answerer::new(
+        let answerer = new_answerer(
             &retriever,
             &generator,
             &sink,
@@ -1555,7 +1569,7 @@ fn converse(
     question: &str,
 ) -> (AnswerFrame, Vec<Event>) {
     let sink = MemoryTraceSink::new();
-    let answerer = Answerer::new(
+    let answerer = new_answerer(
         retriever,
         generator,
         &sink,

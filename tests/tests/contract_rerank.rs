@@ -1,6 +1,6 @@
 //! The reranker contract over the rerankers that need no model or server.
 
-use zhiku_adapters_rerank::RuleReranker;
+use zhiku_adapters_offline::RuleReranker;
 use zhiku_domain::ports::Reranker;
 
 mod rule_reranker {

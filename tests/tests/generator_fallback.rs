@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zhiku_adapters_generate::{
-    ExtractiveGenerator, FallbackGenerator, OpenAiConfig, OpenAiGenerator,
-};
+use zhiku_adapters_offline::{ExtractiveGenerator, FallbackGenerator};
+use zhiku_adapters_openai::{ChatConfig, OpenAiGenerator};
 use zhiku_domain::ports::{Generator, SourceBlock};
 use zhiku_domain::rules::context::build_request;
 use zhiku_domain::{ChunkId, DocId, sha256_hex};
@@ -30,7 +29,7 @@ fn block(marker: u32, text: &str) -> SourceBlock {
 }
 
 fn chat(port: u16, timeout: Duration) -> Arc<dyn Generator> {
-    let mut c = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "local");
+    let mut c = ChatConfig::new(format!("http://127.0.0.1:{port}/v1"), "local");
     c.timeout = timeout;
     Arc::new(OpenAiGenerator::new(c))
 }

@@ -3,10 +3,10 @@
 //! time drops its chunks in the revision check as `expired`, the answer's trace records it in
 //! the `revision_check` stage, and nothing of it reaches the context or the citations.
 
-use zhiku_adapters_generate::ExtractiveGenerator;
 use zhiku_adapters_memory::{
     HashingEmbedder, MemoryLexicalIndex, MemorySourceStore, MemoryTraceSink, MemoryVectorIndex,
 };
+use zhiku_adapters_offline::ExtractiveGenerator;
 use zhiku_domain::ports::{FrozenClock, Stage};
 use zhiku_domain::usecases::{
     AnswerPolicy, Answerer, Indexer, RetrievalMode, RetrievalRequest, Retriever, SyncMode,

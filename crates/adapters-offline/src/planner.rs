@@ -11,16 +11,13 @@
 //!   the earlier topic; a question with no topic of its own ("为什么？") is asked after the
 //!   earlier question. A question with its own topic is taken as asked.
 
-use crate::contracts::Locale;
-use crate::ports::{Intent, Plan, PlanError, Planner, Turn};
-
+use zhiku_domain::contracts::Locale;
+use zhiku_domain::ports::{Intent, Plan, PlanError, Planner, Turn};
+use zhiku_domain::rules::plan::MAX_PARTS;
 use zhiku_text as text;
 
 /// The rules planner's identity.
 pub const RULES_PLANNER: &str = "rules-v1";
-
-/// The most sub-questions one message is split into.
-pub const MAX_PARTS: usize = 4;
 
 /// The offline planner over these rules.
 #[derive(Debug, Clone, Copy, Default)]
@@ -188,7 +185,7 @@ fn looks_traditional(text: &str) -> bool {
 }
 
 /// The direct reply to `question` when it is small talk only.
-pub fn small_talk_reply(question: &str) -> Option<String> {
+pub(crate) fn small_talk_reply(question: &str) -> Option<String> {
     let (talk, rest) = read_talk(question);
     let talk = talk.filter(|_| rest.is_empty())?;
     let zh = Locale::detect(question).language() == "zh";
@@ -222,7 +219,7 @@ pub fn small_talk_reply(question: &str) -> Option<String> {
 }
 
 /// `question` without a greeting in front of it ("你好，知库怎么切分文档？").
-pub fn without_greeting(question: &str) -> &str {
+pub(crate) fn without_greeting(question: &str) -> &str {
     match read_talk(question) {
         (Some(_), rest) if !rest.is_empty() => rest,
         _ => question.trim(),
@@ -250,7 +247,7 @@ const FURTHER: &[&str] = &[
 const AND: &[&str] = &["以及", "和", "与", "與", "及", "跟", "、", "，", ","];
 
 /// The sub-questions of `question` (empty when it asks one thing).
-pub fn split(question: &str) -> Vec<String> {
+pub(crate) fn split(question: &str) -> Vec<String> {
     let q = without_greeting(question);
     // Pieces that end in a question mark, each with any statement before it.
     let mut pieces: Vec<String> = Vec::new();
@@ -416,7 +413,7 @@ fn is_latin(q: &str) -> bool {
 
 /// The topic of a standalone question: for Chinese, what comes before its first "的" or its
 /// predicate; for English, its capitalised name or the phrase after its last preposition.
-pub fn topic(question: &str) -> Option<String> {
+pub(crate) fn topic(question: &str) -> Option<String> {
     let q = trim_question_end(strip_polite(question));
     if q.is_empty() {
         return None;
@@ -676,7 +673,7 @@ const POINTERS_EN: &[&str] = &["this", "that", "these", "those"];
 
 /// Rewrites `question` into a standalone question after `history`; the rule that applied, if
 /// any.
-pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
+pub(crate) fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
     let q = without_connective(without_greeting(question).trim());
     let q = q.as_str();
     let Some(prev) = history
@@ -827,7 +824,7 @@ fn replace_pronoun_en(q: &str, topic: &str) -> Option<String> {
 }
 
 /// The plan for `question` after `history`, by the rules.
-pub fn plan(history: &[Turn], question: &str) -> Plan {
+pub(crate) fn plan(history: &[Turn], question: &str) -> Plan {
     if let Some(reply) = small_talk_reply(question) {
         return Plan {
             intent: Intent::SmallTalk,
@@ -872,63 +869,10 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
     }
 }
 
-/// Characters a rewrite may add beyond the question and the earlier question it reads (a
-/// joining space or `：`, an `'s`), with room to spare.
-const REWRITE_SLACK: usize = 16;
-
-/// The turns of `history` read before `question` when no retrieval query may be longer than
-/// `max_chars` characters: those after the last turn whose standalone question
-/// ([`Turn::standalone`]) is too long to carry — longer than `max_chars` less the question and
-/// a few characters of joining text.
-///
-/// An over-long turn is ignored, not cut (a cut question would retrieve for words nobody
-/// asked), and every turn before it with it: the question is read as if the conversation began
-/// after that turn, never against an older topic it skipped over.
-pub fn carried_history<'h>(history: &'h [Turn], question: &str, max_chars: usize) -> &'h [Turn] {
-    let room = max_chars.saturating_sub(question.chars().count() + REWRITE_SLACK);
-    let from = history
-        .iter()
-        .rposition(|t| t.standalone().chars().nth(room).is_some())
-        .map_or(0, |i| i + 1);
-    &history[from..]
-}
-
-/// Whether every retrieval query of `p` (its standalone question and each part) is at most
-/// `max_chars` characters.
-pub fn plan_fits(p: &Plan, max_chars: usize) -> bool {
-    std::iter::once(&p.standalone)
-        .chain(&p.parts)
-        .all(|q| q.chars().nth(max_chars).is_none())
-}
-
-/// The rules' plan for `question` after `history` in which no retrieval query (the standalone
-/// question, each part) is longer than `max_chars` characters, or than the question itself
-/// when that is longer (the question as asked is its caller's to bound).
-///
-/// The question is read after the [`carried_history`]; should a rewrite still run over (parts
-/// rewritten one against the other), it is read alone, without the conversation, and as a last
-/// resort each query is cut at `max_chars` characters (on a character boundary).
-pub fn plan_within(history: &[Turn], question: &str, max_chars: usize) -> Plan {
-    let max_chars = max_chars.max(question.chars().count());
-    let p = plan(carried_history(history, question, max_chars), question);
-    if plan_fits(&p, max_chars) {
-        return p;
-    }
-    let mut p = plan(&[], question);
-    if !plan_fits(&p, max_chars) {
-        let cut = |q: &str| q.chars().take(max_chars).collect::<String>();
-        p.standalone = cut(&p.standalone);
-        for part in &mut p.parts {
-            *part = cut(part);
-        }
-    }
-    p
-}
-
 /// The question reduced to its content words, for one more retrieval when the first found
 /// little: polite openers, question words and particles removed ("文本块的编号是怎么生成的？" →
 /// "文本块 编号 生成").
-pub fn reformulate(question: &str) -> Option<String> {
+pub(crate) fn reformulate(question: &str) -> Option<String> {
     let q = strip_polite(without_greeting(question));
     let mut out = trim_question_end(q).to_string();
     if is_latin(&out) {
@@ -960,6 +904,7 @@ pub fn reformulate(question: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zhiku_domain::rules::plan::{carried_history, plan_fits, plan_within};
 
     fn turn(q: &str) -> Turn {
         Turn {
@@ -1134,7 +1079,7 @@ mod tests {
         assert!(unbounded.standalone.chars().count() > 20_000);
         // The turn is ignored, and the turns before it: the question is read as asked.
         assert!(carried_history(&h, "为什么？", 2000).is_empty());
-        let p = plan_within(&h, "为什么？", 2000);
+        let p = plan_within(&RulesPlanner, &h, "为什么？", 2000);
         assert_eq!(p.standalone, "为什么？");
         assert_eq!(p.rewrite, None);
         assert!(plan_fits(&p, 2000));
@@ -1143,22 +1088,22 @@ mod tests {
         later.push(turn("广州的人口是多少？"));
         assert_eq!(carried_history(&later, "为什么？", 2000).len(), 1);
         assert_eq!(
-            plan_within(&later, "为什么？", 2000).standalone,
+            plan_within(&RulesPlanner, &later, "为什么？", 2000).standalone,
             "广州的人口是多少？为什么？"
         );
         // A turn that fits is carried as before.
         let short = [turn("上海的人口是多少？")];
         assert_eq!(carried_history(&short, "为什么？", 2000).len(), 1);
         assert_eq!(
-            plan_within(&short, "为什么？", 2000).standalone,
+            plan_within(&RulesPlanner, &short, "为什么？", 2000).standalone,
             "上海的人口是多少？为什么？"
         );
         // Every part of a several-part question is bounded too, and a question longer than
         // the bound is never cut (its caller bounds it).
-        let p = plan_within(&h, "为什么？它的面积是多少？", 30);
+        let p = plan_within(&RulesPlanner, &h, "为什么？它的面积是多少？", 30);
         assert!(plan_fits(&p, 30), "{p:?}");
         let asked = format!("{}是多少？", "上海的人口".repeat(5));
-        let p = plan_within(&h, &asked, 10);
+        let p = plan_within(&RulesPlanner, &h, &asked, 10);
         assert_eq!(p.standalone, asked);
     }
 
@@ -1182,7 +1127,7 @@ mod tests {
                     })
                     .collect();
                 for max in [1, 20, 200, 2000] {
-                    let p = plan_within(&history, q, max);
+                    let p = plan_within(&RulesPlanner, &history, q, max);
                     assert!(
                         plan_fits(&p, max.max(q.chars().count())),
                         "{n} {q} {max}: {p:?}"

@@ -1,60 +1,100 @@
-//! The one HTTP call both OpenAI-compatible adapters make: `POST {base}/chat/completions`.
+//! Chat completions, `POST {base}/chat/completions`: the one call the generator, the planner,
+//! the judge and the listwise reranker make, over the crate's one HTTP client ([`crate::http`]).
 //!
-//! [`ChatClient`] owns the agent, the endpoint and the key, and reports failures as a
-//! [`ChatError`] that each port maps to its own error type with the same rules: connection
-//! failures and timeouts are unavailable, 408/429/5xx temporary, 400/413/422 invalid input,
-//! other statuses permanent, an unreadable reply malformed.
+//! [`ChatClient`] sends a request once (no retries: a generator that fails is followed by the
+//! next in the answerer's chain) within the caller's deadline, and reports failures as a
+//! [`ChatError`] that each port maps to its own error type. Whether a status is temporary is
+//! decided by [`http::classify`], the same rule the embedder and the `/rerank` client follow.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::openai::OpenAiConfig;
+use crate::generator::ChatConfig;
+use crate::http::{self, Class, HttpError, HttpErrorKind, RetryPolicy};
+
+/// The settings a chat failure points at.
+const CHAT_HINTS: http::Hints = http::Hints {
+    api_key: "llm_api_key_env",
+    not_found: "is llm_url the API base up to /v1, and llm_model served?",
+    // The context sent is what makes a chat request large.
+    batch: "context_chars",
+    input: "context_chars",
+};
 
 /// What went wrong with one chat request, before it is named in a port's error type.
 #[derive(Debug)]
 pub(crate) enum ChatError {
     /// Not reached, refused, or no (complete) reply in time.
     Unavailable(String),
-    /// The server answered an error status.
-    Status { code: u16, message: String },
+    /// The server answered an error status; `class` is what the one rule makes of it.
+    Status {
+        code: u16,
+        class: Class,
+        message: String,
+    },
     /// The server answered something that is not a chat completion.
     Malformed(String),
 }
 
 impl ChatError {
-    /// True for the statuses a retry may cure (408, 429, 5xx).
-    pub(crate) fn status_is_temporary(code: u16) -> bool {
-        matches!(code, 408 | 429 | 500..=599)
+    /// True when asking again later may succeed (408, 429, 500, 502–599: [`http::classify`]).
+    pub(crate) fn is_temporary(&self) -> bool {
+        matches!(
+            self,
+            ChatError::Status {
+                class: Class::Temporary,
+                ..
+            }
+        )
     }
 
-    /// True for the statuses that say the request itself was refused (400, 413, 422).
-    pub(crate) fn status_is_invalid_input(code: u16) -> bool {
-        matches!(code, 400 | 413 | 422)
+    /// True when the request itself was refused (400, 413, 422, or an input over the model's
+    /// token limit).
+    pub(crate) fn is_invalid_input(&self) -> bool {
+        match self {
+            ChatError::Status { code, class, .. } => {
+                matches!(code, 400 | 413 | 422) || *class == Class::TooLong
+            }
+            _ => false,
+        }
     }
 }
 
-/// A blocking chat-completions client over ureq.
+impl From<HttpError> for ChatError {
+    fn from(e: HttpError) -> Self {
+        match (e.kind, e.status) {
+            (HttpErrorKind::Unreachable, _) | (_, None) => ChatError::Unavailable(e.message),
+            (_, Some(code)) => ChatError::Status {
+                code,
+                class: http::classify(code, &e.message),
+                message: e.message,
+            },
+        }
+    }
+}
+
+/// A blocking chat-completions client.
 #[derive(Debug, Clone)]
 pub(crate) struct ChatClient {
-    agent: ureq::Agent,
+    http: http::Client,
     endpoint: String,
-    api_key: Option<String>,
     timeout: Duration,
 }
 
 impl ChatClient {
-    /// A client for `config`'s base URL, key and timeout (connecting gets a fifth of it).
-    pub(crate) fn new(config: &OpenAiConfig) -> Self {
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(config.timeout / 5)
-            .timeout(config.timeout)
-            .build();
+    /// A client for `config`'s base URL, key and timeout (connecting gets a fifth of it, at
+    /// most 5 s).
+    pub(crate) fn new(config: &ChatConfig) -> Self {
+        let once = RetryPolicy {
+            retries: 0,
+            backoff: Duration::ZERO,
+        };
+        let http = http::Client::new(config.timeout, config.api_key.clone(), once, CHAT_HINTS);
         let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
         Self {
-            agent,
+            http,
             endpoint,
-            api_key: config.api_key.clone(),
             timeout: config.timeout,
         }
     }
@@ -71,21 +111,7 @@ impl ChatClient {
         body: &Value,
         deadline: Option<Instant>,
     ) -> Result<ureq::Response, ChatError> {
-        let mut call = self
-            .agent
-            .post(&self.endpoint)
-            .set("Content-Type", "application/json");
-        if let Some(deadline) = deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(self.timed_out("no time left before the deadline"));
-            }
-            call = call.timeout(left.min(self.timeout));
-        }
-        if let Some(key) = &self.api_key {
-            call = call.set("Authorization", &format!("Bearer {key}"));
-        }
-        call.send_json(body).map_err(|e| self.map_error(e))
+        Ok(self.http.post_once(&self.endpoint, body, deadline)?)
     }
 
     /// Sends a non-streaming `body` and returns `choices[0].message.content`.
@@ -117,24 +143,5 @@ impl ChatClient {
     /// A malformed-reply error naming the endpoint.
     pub(crate) fn malformed(&self, what: impl std::fmt::Display) -> ChatError {
         ChatError::Malformed(format!("{} sent a malformed reply: {what}", self.endpoint))
-    }
-
-    fn map_error(&self, error: ureq::Error) -> ChatError {
-        match error {
-            ureq::Error::Status(code, response) => {
-                let detail = response
-                    .into_string()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(300)
-                    .collect::<String>();
-                ChatError::Status {
-                    code,
-                    message: format!("{} answered HTTP {code}: {detail}", self.endpoint),
-                }
-            }
-            // ureq's message names the URL already.
-            ureq::Error::Transport(t) => ChatError::Unavailable(t.to_string()),
-        }
     }
 }

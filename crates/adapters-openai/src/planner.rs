@@ -1,20 +1,21 @@
 //! The LLM planner: a follow-up question made standalone by the chat model.
 //!
-//! Intent and several-part questions are read by the rules ([`zhiku_domain::rules::plan`]):
-//! they are cheap, deterministic and need no model. The model is asked only when a question
+//! Intent and several-part questions are read by the planner it is given (the offline rules
+//! planner, composed by the application): they are cheap, deterministic and need no model. The model is asked only when a question
 //! follows earlier turns and is not small talk: to rewrite it into one standalone question.
 //! Its reply is a retrieval query and nothing else — one line, bounded in length, checked
 //! before use; anything else is refused as a [`PlanError`], and the answerer then plans with
 //! the rules (and says so in the trace).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
 use zhiku_domain::ports::{Intent, Plan, PlanError, Planner, Turn};
-use zhiku_domain::rules::{citation, plan, support};
+use zhiku_domain::rules::{citation, support};
 
 use crate::chat::{ChatClient, ChatError};
-use crate::openai::OpenAiConfig;
+use crate::generator::ChatConfig;
 
 /// Earlier turns shown to the model (the most recent ones).
 const TURNS_SHOWN: usize = 4;
@@ -22,20 +23,33 @@ const TURNS_SHOWN: usize = 4;
 const ANSWER_CHARS: usize = 300;
 
 /// A planner that rewrites follow-ups with an OpenAI-compatible chat model.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LlmPlanner {
     client: ChatClient,
     model: String,
     max_tokens: u32,
+    /// Reads intent and parts, and reformulates; the model only makes follow-ups standalone.
+    reader: Arc<dyn Planner>,
+}
+
+impl std::fmt::Debug for LlmPlanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmPlanner")
+            .field("model", &self.model)
+            .field("reader", &self.reader.identity())
+            .finish_non_exhaustive()
+    }
 }
 
 impl LlmPlanner {
-    /// A planner over `config`'s server and model (at most 128 tokens per rewrite).
-    pub fn new(config: &OpenAiConfig) -> Self {
+    /// A planner over `config`'s server and model (at most 128 tokens per rewrite), reading
+    /// intent and parts with `reader` (which must not itself ask this model).
+    pub fn new(config: &ChatConfig, reader: Arc<dyn Planner>) -> Self {
         Self {
             client: ChatClient::new(config),
             model: config.model.clone(),
             max_tokens: config.max_tokens.min(128),
+            reader,
         }
     }
 
@@ -126,7 +140,7 @@ impl Planner for LlmPlanner {
     }
 
     fn plan(&self, history: &[Turn], question: &str) -> Result<Plan, PlanError> {
-        let rules = plan::plan(history, question);
+        let rules = self.reader.plan(history, question)?;
         // Nothing to resolve without a conversation; small talk and several parts are the
         // rules' (each part is rewritten against the one before it).
         if history.is_empty() || rules.intent != Intent::Knowledge {
@@ -158,7 +172,7 @@ impl Planner for LlmPlanner {
     }
 
     fn reformulate(&self, question: &str) -> Option<String> {
-        plan::reformulate(question)
+        self.reader.reformulate(question)
     }
 }
 
@@ -225,9 +239,14 @@ mod tests {
     #[test]
     fn without_history_no_request_is_made() {
         // A closed port: any request would fail, so a plan proves none was sent.
-        let planner = LlmPlanner::new(&OpenAiConfig::new("http://127.0.0.1:9/v1", "m"));
+        let planner = LlmPlanner::new(
+            &ChatConfig::new("http://127.0.0.1:9/v1", "m"),
+            Arc::new(zhiku_domain::rules::plan::AsAsked),
+        );
+        // Without history the reader's plan is the plan (the as-asked reader keeps the
+        // greeting; the rules reader would drop it).
         let p = planner.plan(&[], "你好，知库怎么切分文档？").unwrap();
-        assert_eq!(p.standalone, "知库怎么切分文档？");
+        assert_eq!(p.standalone, "你好，知库怎么切分文档？");
         let err = planner
             .plan(
                 &[Turn {

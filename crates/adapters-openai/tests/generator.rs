@@ -6,16 +6,16 @@
 
 use std::time::{Duration, Instant};
 
-use zhiku_adapters_generate::{OpenAiConfig, OpenAiGenerator};
+use zhiku_adapters_openai::{ChatConfig, OpenAiGenerator};
 use zhiku_domain::ports::{GenerateError, Generator, SourceBlock};
 use zhiku_domain::rules::context::build_request;
 use zhiku_domain::{ChunkId, DocId, sha256_hex};
 
-fn server() -> Option<OpenAiConfig> {
+fn server() -> Option<ChatConfig> {
     match std::env::var("ZHIKU_TEST_LLM_URL") {
         Ok(url) if !url.is_empty() => {
             let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
-            let mut c = OpenAiConfig::new(url, model);
+            let mut c = ChatConfig::new(url, model);
             c.timeout = Duration::from_secs(300);
             c.max_tokens = 160;
             Some(c)
@@ -97,7 +97,7 @@ fn a_prompt_beyond_the_context_is_a_permanent_error() {
 #[test]
 fn an_unreachable_server_is_unavailable_at_once() {
     // Nothing listens on port 9 of the loopback: connection refused, no hang.
-    let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "any");
+    let mut config = ChatConfig::new("http://127.0.0.1:9/v1", "any");
     config.timeout = Duration::from_secs(5);
     let generator = OpenAiGenerator::new(config);
     let request = build_request("q", sources(), None, 1);
@@ -115,10 +115,14 @@ fn an_unreachable_server_is_unavailable_at_once() {
 
 #[test]
 fn the_llm_planner_makes_a_follow_up_standalone() {
-    use zhiku_adapters_generate::LlmPlanner;
+    use zhiku_adapters_openai::LlmPlanner;
     use zhiku_domain::ports::{Planner, Turn};
     let Some(config) = server() else { return };
-    let planner = LlmPlanner::new(&config);
+    // The as-asked reader leaves every follow-up to the model.
+    let planner = LlmPlanner::new(
+        &config,
+        std::sync::Arc::new(zhiku_domain::rules::plan::AsAsked),
+    );
     let history = [Turn {
         question: "上海的常住人口是多少？".into(),
         answer: "上海的常住人口约为 2487 万[1]。".into(),
@@ -145,7 +149,7 @@ fn the_llm_planner_makes_a_follow_up_standalone() {
 
 #[test]
 fn the_llm_judge_tells_a_stated_claim_from_a_borrowed_wording() {
-    use zhiku_adapters_generate::LlmJudge;
+    use zhiku_adapters_openai::LlmJudge;
     use zhiku_domain::ports::Judge;
     use zhiku_domain::rules::support::{self, ClaimVerdict};
     let Some(config) = server() else { return };
@@ -177,10 +181,10 @@ fn the_llm_judge_tells_a_stated_claim_from_a_borrowed_wording() {
 
 #[test]
 fn an_unreachable_judge_is_unavailable_at_once() {
-    use zhiku_adapters_generate::LlmJudge;
+    use zhiku_adapters_openai::LlmJudge;
     use zhiku_domain::ports::{Judge, JudgeError};
     // Nothing listens on port 9 of the loopback.
-    let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "none");
+    let mut config = ChatConfig::new("http://127.0.0.1:9/v1", "none");
     config.timeout = Duration::from_secs(5);
     let judge = LlmJudge::new(&config);
     let started = Instant::now();

@@ -20,7 +20,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zhiku_adapters_generate::{LlmRerankConfig, LlmReranker, OpenAiConfig};
+use zhiku_adapters_openai::{ChatConfig, LlmRerankConfig, LlmReranker};
 use zhiku_domain::ports::{RerankError, Reranker};
 use zhiku_domain::{Chunk, DocId, Document, Locale, Scope, Source, Title};
 use zhiku_tests::contract::rerank::presented;
@@ -40,7 +40,7 @@ fn skipped(test: &str, why: &str) {
 }
 
 /// The server's configuration, or `None` after the loud notice (a failure when required).
-fn server(test: &str) -> Option<OpenAiConfig> {
+fn server(test: &str) -> Option<ChatConfig> {
     let url = match std::env::var(VAR) {
         Ok(url) if !url.trim().is_empty() => url.trim().trim_end_matches('/').to_string(),
         _ => {
@@ -66,7 +66,7 @@ fn server(test: &str) -> Option<OpenAiConfig> {
         return None;
     }
     let model = std::env::var("ZHIKU_TEST_LLM_MODEL").unwrap_or_else(|_| "local".into());
-    let mut config = OpenAiConfig::new(url, model);
+    let mut config = ChatConfig::new(url, model);
     // A 1-thread CPU server on a shared machine: a window of ten passages can take minutes.
     config.timeout = Duration::from_secs(900);
     Some(config)
@@ -106,7 +106,7 @@ fn chunk(doc: &str, title: &str, text: &str) -> Chunk {
 #[test]
 fn an_unreachable_server_is_unavailable_at_once() {
     // Nothing listens on port 9 of the loopback: connection refused, no hang.
-    let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "any");
+    let mut config = ChatConfig::new("http://127.0.0.1:9/v1", "any");
     config.timeout = Duration::from_secs(5);
     let reranker = LlmReranker::new(LlmRerankConfig::new(config));
     let chunks = vec![chunk("a", "A", "甲"), chunk("b", "B", "乙")];
@@ -133,7 +133,7 @@ fn a_server_that_never_answers_is_unavailable_within_the_timeout() {
         let mut sink = Vec::new();
         let _ = stream.read_to_end(&mut sink); // until the client gives up
     });
-    let mut config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "any");
+    let mut config = ChatConfig::new(format!("http://127.0.0.1:{port}/v1"), "any");
     config.timeout = Duration::from_secs(2);
     let reranker = LlmReranker::new(LlmRerankConfig::new(config));
     let chunks = vec![chunk("a", "A", "甲"), chunk("b", "B", "乙")];

@@ -94,6 +94,7 @@ fn measure_zhiku(set: &EvalSet, repeat: usize) -> Figures {
     let quality = (repeat == 1).then(|| {
         let summary = evaluate(
             &index.retriever(),
+            &zhiku_adapters_offline::RulesPlanner,
             &filter,
             RetrievalMode::Lexical,
             set,

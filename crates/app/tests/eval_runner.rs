@@ -85,6 +85,7 @@ fn known_answers_give_known_metrics() {
     let mut results = Vec::new();
     let summary = evaluate(
         &index.retriever(),
+        &zhiku_adapters_offline::RulesPlanner,
         &filter,
         RetrievalMode::Lexical,
         &set,
@@ -159,6 +160,7 @@ fn document_ids_play_no_part_in_ranking() {
     let mut top = Vec::new();
     evaluate(
         &index.retriever(),
+        &zhiku_adapters_offline::RulesPlanner,
         &filter,
         RetrievalMode::Lexical,
         &set,

@@ -7,7 +7,7 @@
 use std::sync::{Arc, OnceLock};
 
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
-use zhiku_adapters_generate::ExtractiveGenerator;
+use zhiku_adapters_offline::ExtractiveGenerator;
 use zhiku_adapters_openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 use zhiku_domain::ports::{Embedder, Generator, SourceBlock};
 use zhiku_domain::rules::context::{NO_MATERIAL_EN, build_request};

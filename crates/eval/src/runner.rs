@@ -10,12 +10,11 @@ use std::collections::HashSet;
 use serde::Serialize;
 use zhiku_domain::Filter;
 use zhiku_domain::Revision;
-use zhiku_domain::ports::{DocumentChunks, Judge, JudgeError, Turn};
+use zhiku_domain::ports::{DocumentChunks, Judge, JudgeError, Planner, Turn};
 use zhiku_domain::rules::fusion::Route;
 use zhiku_domain::rules::grading::{
     ChunkLocation, MetricTotals, first_relevant_rank, span_hit_at_k,
 };
-use zhiku_domain::rules::plan;
 use zhiku_domain::rules::support;
 use zhiku_domain::usecases::{
     AnswerFrame, AnswerStatus, Answerer, AskError, RetrievalMode, RetrievalRequest, RetrieveError,
@@ -80,6 +79,7 @@ impl Summary {
 /// Evaluates one query.
 pub fn evaluate_query(
     retriever: &Retriever<'_>,
+    planner: &dyn Planner,
     filter: &Filter,
     mode: RetrievalMode,
     query: &EvalQuery,
@@ -109,8 +109,8 @@ pub fn evaluate_query(
             warning: Some("empty query text: counted as a miss".into()),
         });
     }
-    // A follow-up is retrieved as the rules make it standalone from the earlier questions.
-    let standalone = standalone_query(query);
+    // A follow-up is retrieved as the planner makes it standalone from the earlier questions.
+    let standalone = standalone_query(query, planner);
     let request = RetrievalRequest {
         query: &standalone,
         filter,
@@ -150,8 +150,8 @@ pub fn evaluate_query(
 }
 
 /// The text a case's retrieval runs on: its question, made standalone from the earlier
-/// questions of its conversation by the rules planner.
-pub fn standalone_query(query: &EvalQuery) -> String {
+/// questions of its conversation by `planner` (the question as asked should it fail).
+pub fn standalone_query(query: &EvalQuery, planner: &dyn Planner) -> String {
     if query.history.is_empty() {
         return query.text.clone();
     }
@@ -163,12 +163,15 @@ pub fn standalone_query(query: &EvalQuery) -> String {
             ..Turn::default()
         })
         .collect();
-    plan::rewrite(&turns, &query.text).0
+    planner
+        .plan(&turns, &query.text)
+        .map_or_else(|_| query.text.clone(), |p| p.standalone)
 }
 
 /// Evaluates every query of `set`, passing each result to `on_query`.
 pub fn evaluate(
     retriever: &Retriever<'_>,
+    planner: &dyn Planner,
     filter: &Filter,
     mode: RetrievalMode,
     set: &EvalSet,
@@ -176,7 +179,7 @@ pub fn evaluate(
 ) -> Result<Summary, RetrieveError> {
     let mut summary = Summary::default();
     for query in &set.queries {
-        let result = evaluate_query(retriever, filter, mode, query, &mut summary)?;
+        let result = evaluate_query(retriever, planner, filter, mode, query, &mut summary)?;
         on_query(&result);
     }
     Ok(summary)

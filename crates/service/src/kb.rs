@@ -26,18 +26,38 @@ use zhiku_domain::ports::{
 use zhiku_domain::rules::retention::{self, Retention};
 use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
-    AnswerFrame, Answerer, Catalog, CatalogEntry, DocumentReader, IndexReport, RetrievalRequest,
-    SyncMode,
+    AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest, SyncMode,
 };
 use zhiku_domain::{DocId, Document, Scope, SectionId};
 
 use crate::ids::checked_new_id;
 use crate::refresh::{index_loaded, refresh};
+use crate::removal::{reindex, remove_recorded, set_entry};
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
     QueryLimits, Refreshed, SearchQuery, SearchResult, SectionView, Status, Store, SweepReport,
     Tee, WithRequestId, filter_for,
 };
+
+/// The planners a knowledge base reads conversations with.
+#[derive(Default)]
+pub struct Planners {
+    /// Reads each question in its conversation; the domain's as-asked planner when `None`.
+    pub primary: Option<Box<dyn Planner>>,
+    /// Plans whenever the primary fails or breaks the planner contract, and offers another
+    /// wording when the primary has none; the as-asked planner when `None`.
+    pub fallback: Option<Box<dyn Planner>>,
+}
+
+impl std::fmt::Debug for Planners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let identity = |p: &Option<Box<dyn Planner>>| p.as_ref().map(|p| p.identity());
+        f.debug_struct("Planners")
+            .field("primary", &identity(&self.primary))
+            .field("fallback", &identity(&self.fallback))
+            .finish()
+    }
+}
 
 /// The most characters one read (a document or a section) returns: a larger one is refused
 /// with its size, and its sections can be read one by one.
@@ -54,8 +74,9 @@ pub struct KnowledgeBase {
     writer: Mutex<()>,
     documents: Option<Box<dyn DocumentStore>>,
     generator: Box<dyn Generator>,
-    /// Reads questions in their conversation (the rules planner when `None`).
-    planner: Option<Box<dyn Planner>>,
+    /// Reads questions in their conversation, and the planner standing in when it fails
+    /// (the domain's as-asked planner for each one missing).
+    planners: Planners,
     /// Decides claims' support and write-backs beside the rules (the rules alone when `None`).
     pub(crate) judge: Option<Box<dyn Judge>>,
     clock: MonotonicClock,
@@ -149,7 +170,7 @@ impl KnowledgeBase {
                 writer: Mutex::new(()),
                 documents,
                 generator,
-                planner: None,
+                planners: Planners::default(),
                 judge: None,
                 clock: MonotonicClock::default(),
                 traces,
@@ -160,10 +181,9 @@ impl KnowledgeBase {
         ))
     }
 
-    /// The same knowledge base, reading questions in their conversation with `planner` (the
-    /// rules planner stands in whenever it fails).
-    pub fn with_planner(mut self, planner: Option<Box<dyn Planner>>) -> Self {
-        self.planner = planner;
+    /// The same knowledge base, reading questions in their conversation with `planners`.
+    pub fn with_planners(mut self, planners: Planners) -> Self {
+        self.planners = planners;
         self
     }
 
@@ -296,8 +316,11 @@ impl KnowledgeBase {
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
         }
-        if let Some(planner) = &self.planner {
+        if let Some(planner) = &self.planners.primary {
             answerer = answerer.with_planner(planner.as_ref());
+        }
+        if let Some(fallback) = &self.planners.fallback {
+            answerer = answerer.with_fallback_planner(fallback.as_ref());
         }
         if let Some(judge) = &self.judge {
             answerer = answerer.with_judge(judge.as_ref());
@@ -852,104 +875,6 @@ impl KnowledgeBase {
             .map(|(s, (d, c))| (s.to_string(), d, c))
             .collect()
     }
-}
-
-/// Removes recorded document `id` from `documents` (moved aside first), both indexes and the
-/// catalog, together: the one delete path (an API delete and a retention sweep). When the
-/// indexes or the catalog cannot be changed, the document is put back and re-indexed; a writer
-/// killed midway leaves the moved-aside file, which the next refresh puts back
-/// ([`DocumentStore::settle`]), so the store never lists a document it does not hold.
-pub(crate) fn remove_recorded(
-    store: &mut Store,
-    documents: &dyn DocumentStore,
-    id: &DocId,
-) -> Result<IndexReport, KbError> {
-    let rel = store.recorded.sources.get(id).cloned();
-    // Move the document aside before any index changes.
-    let (current, staged) = match &rel {
-        Some(rel) => {
-            let (current, staged) = documents.remove(id, rel, &store.recorded.sources)?;
-            (current, Some(staged))
-        }
-        None => (None, None),
-    };
-    let removed = {
-        let store = &*store;
-        store
-            .indexer()
-            .map_err(KbError::Internal)
-            .and_then(|indexer| {
-                indexer
-                    .remove(&store.recorded.catalog, std::slice::from_ref(id))
-                    .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
-            })
-    };
-    // Puts the file back and re-indexes it where a route already dropped it.
-    let undo_all = |store: &mut Store, staged: Option<Box<dyn Staged>>, current| {
-        if let Some(s) = staged {
-            s.undo();
-        }
-        if let Ok(entry) = reindex(store, id, current) {
-            set_entry(&mut store.recorded.catalog, id, entry);
-        }
-    };
-    let (changes, report) = match removed {
-        Ok(done) => done,
-        Err(e) => {
-            undo_all(store, staged, current);
-            return Err(e);
-        }
-    };
-    if let Err(e) = store.commit(|stored, changed| stored.apply(&changes, changed)) {
-        undo_all(store, staged, current);
-        return Err(KbError::Internal(anyhow!(
-            "cannot save the manifest; nothing was deleted: {:#}",
-            anyhow::Error::from(e)
-        )));
-    }
-    if let Some(s) = staged {
-        s.keep();
-    }
-    Ok(report)
-}
-
-/// Puts document `id` back in both indexes as `doc` (or out of them when there is none),
-/// whatever a failed or unrecorded change left there: every chunk of the document is removed
-/// from both indexes, then `doc` is indexed again. Returns the document's catalog entry that
-/// matches the indexes now (`None`: not indexed).
-fn reindex(store: &Store, id: &DocId, doc: Option<Document>) -> Result<Option<CatalogEntry>> {
-    let indexer = store.indexer()?;
-    // `remove` acts on the documents the catalog lists: list this one whatever it held.
-    let mut start = indexer.empty_catalog();
-    start.docs.insert(
-        id.clone(),
-        CatalogEntry {
-            revision: zhiku_domain::Revision::of_content(""),
-            fingerprint: String::new(),
-            chunk_ids: Vec::new(),
-            about: None,
-            indexed_at: None,
-            expires_at: None,
-        },
-    );
-    indexer.remove(&start, std::slice::from_ref(id))?;
-    Ok(match doc {
-        Some(doc) => {
-            let empty = indexer.empty_catalog();
-            let prepared = indexer.prepare(&empty, [doc], SyncMode::Partial, &mut |_| {})?;
-            let (changes, _) = indexer.apply(prepared)?;
-            changes.written().get(id).cloned()
-        }
-        None => None,
-    })
-}
-
-/// Sets (or, with `None`, drops) document `id`'s entry in the catalog in memory.
-fn set_entry(catalog: &mut Catalog, id: &DocId, entry: Option<CatalogEntry>) {
-    match entry {
-        Some(entry) => catalog.docs.insert(id.clone(), entry),
-        None => catalog.docs.remove(id),
-    };
 }
 
 /// Every document the catalog holds, as the catalog describes it. Documents of a catalog

@@ -4,6 +4,8 @@
 //! - [`Store`] — the opened ports of one knowledge base (lexical index, embedder and vector
 //!   index, catalog store) with the catalog in memory; every writer commits the indexes, then
 //!   [`Store::commit_catalog`] (the catalog is saved last).
+//! - [`Store::check_and_repair`] and [`Store::problems`] — whether catalog and indexes agree,
+//!   and the repair from the catalog when they do not.
 //! - [`refresh`] — brings the indexes up to date with a [`DocumentStore`](zhiku_domain::ports::DocumentStore).
 //! - [`KnowledgeBase`] — search, ask, documents, ingest and delete for a [`Caller`] whose scopes
 //!   the transport established; what the caller may not see is reported as not found.
@@ -19,6 +21,8 @@ mod ids;
 mod kb;
 mod query;
 mod refresh;
+mod removal;
+mod repair;
 mod retention;
 mod store;
 mod trace;
@@ -28,11 +32,14 @@ mod writeback;
 pub use caller::Caller;
 pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
-pub use kb::{KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, SharedKb};
+pub use kb::{
+    KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, Planners, SharedKb,
+};
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
+pub use repair::{Problems, Repair};
 pub use retention::{SweepReport, sweep_store};
-pub use store::{Dense, DuplicatePolicy, Settings, Store, WriteBackPolicy};
+pub use store::{Dense, DuplicatePolicy, Parts, Settings, Store, StrayFiles, WriteBackPolicy};
 pub use trace::{Tee, WithRequestId};
 pub use views::{
     ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView, Status,

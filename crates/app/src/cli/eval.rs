@@ -11,7 +11,7 @@ use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_
 use zhiku_app::wiring::embed_server::openai_embedder_config;
 use zhiku_app::wiring::generator::generator_for;
 use zhiku_app::wiring::rerank::reranker_for;
-use zhiku_app::wiring::store::Purpose;
+use zhiku_app::wiring::store::{Access, Purpose};
 use zhiku_app::wiring::{self, source_for};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{DocumentChunks, NullTraceSink, SourceError};
@@ -42,6 +42,9 @@ pub(crate) fn run(
         )),
         None => None,
     };
+    // Follow-ups are retrieved as the offline rules make them standalone, whatever the
+    // configured planner: retrieval figures must not depend on a model.
+    let rules = wiring::planner::rules_planner();
     let mut warnings = 0usize;
     let mut on_query = |r: &zhiku_eval::runner::QueryResult| {
         if let Some(w) = &r.warning {
@@ -89,7 +92,14 @@ pub(crate) fn run(
             if let Some(r) = &reranker {
                 retriever = retriever.with_reranker(r.as_ref(), config.rerank_depth);
             }
-            let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
+            let summary = evaluate(
+                &retriever,
+                rules.as_ref(),
+                &filter,
+                mode,
+                &set,
+                &mut on_query,
+            )?;
             if let Some(context) = context {
                 // The answers' context under the policy, over the same corpus.
                 let passages = CorpusChunks::new(&set, config.policy)?;
@@ -117,7 +127,7 @@ pub(crate) fn run(
         (None, Some(path)) => {
             let set = load_golden(&path)?;
             let kb = ctx.kb()?;
-            let mut store = ctx.open(Some(&kb), Purpose::Write, false)?;
+            let mut store = ctx.open(Some(&kb), Access::Writing(Purpose::Write))?;
             let (origin, _) = origin_for(ctx, Some(kb.clone()), None)?;
             refresh(ctx, &mut store, origin)?;
             let documents = source_for(&store)?;
@@ -125,7 +135,14 @@ pub(crate) fn run(
             let filter = build_filter(&store, &[], &[], None)?;
             let clock = MonotonicClock::default();
             let retriever = store.retriever(source.as_ref()).with_clock(&clock);
-            let summary = evaluate(&retriever, &filter, mode, &set, &mut on_query)?;
+            let summary = evaluate(
+                &retriever,
+                rules.as_ref(),
+                &filter,
+                mode,
+                &set,
+                &mut on_query,
+            )?;
             // Grounded answers over the same cases: statuses and citation validity.
             let generator = generator_for(&store.config, store.dense_embedder())?;
             let mut policy = store.settings.answer_policy(mode, store.config.k);
@@ -138,7 +155,7 @@ pub(crate) fn run(
                 store.source_paths(),
                 store.config.policy,
             );
-            let planner = wiring::planner::planner_for(&store.config);
+            let planners = wiring::planner::planners_for(&store.config);
             // The judge grades; the answerer keeps the rules, so the grade is an independent
             // reading of what the rules let through.
             let judge = wiring::judge::judge_for(&store.config);
@@ -148,8 +165,11 @@ pub(crate) fn run(
             });
             let mut answerer = Answerer::new(&retriever, generator.as_ref(), &sink, &clock, policy)
                 .with_document_chunks(&reader);
-            if let Some(p) = &planner {
+            if let Some(p) = &planners.primary {
                 answerer = answerer.with_planner(p.as_ref());
+            }
+            if let Some(p) = &planners.fallback {
+                answerer = answerer.with_fallback_planner(p.as_ref());
             }
             if context.is_some() {
                 context_figures(&answerer, &filter, &set, policy.context, json)?;

@@ -4,9 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use zhiku_adapters_generate::{
-    ExtractiveGenerator, FallbackGenerator, OpenAiConfig, OpenAiGenerator,
-};
+use zhiku_adapters_offline::{ExtractiveGenerator, FallbackGenerator};
+use zhiku_adapters_openai::{ChatConfig, OpenAiGenerator};
 use zhiku_domain::ports::{Embedder, Generator};
 
 use crate::config::{Config, FallbackStep, GeneratorKind};
@@ -43,8 +42,8 @@ pub fn generator_for(
 }
 
 /// The chat-completions server of `llm_url` / `llm_model`, its key and limits.
-pub fn chat_config(config: &Config) -> OpenAiConfig {
-    let mut c = OpenAiConfig::new(&config.llm_url, &config.llm_model);
+pub fn chat_config(config: &Config) -> ChatConfig {
+    let mut c = ChatConfig::new(&config.llm_url, &config.llm_model);
     c.api_key = std::env::var(&config.llm_api_key_env)
         .ok()
         .filter(|k| !k.is_empty());

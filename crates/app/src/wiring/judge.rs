@@ -1,7 +1,7 @@
 //! The judge the configuration names: the chat model of `llm_url` / `llm_model` for
 //! `judge = "llm"`, none (the rules alone) for `judge = "lexical"`.
 
-use zhiku_adapters_generate::LlmJudge;
+use zhiku_adapters_openai::LlmJudge;
 use zhiku_domain::ports::Judge;
 
 use super::generator::chat_config;

@@ -194,11 +194,13 @@ pub fn open_service(
     let audit = Arc::new(audit_log(&store));
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
-    let planner = planner::planner_for(&store_config);
+    let planners = planner::planners_for(&store_config);
     let judge = judge::judge_for(&store_config);
     KnowledgeBase::new(core, documents, refresh_from, generator, traces).map(|(kb, refreshed)| {
         (
-            kb.with_planner(planner).with_judge(judge).with_audit(audit),
+            kb.with_planners(planners)
+                .with_judge(judge)
+                .with_audit(audit),
             refreshed,
         )
     })

@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use zhiku_adapters_candle::{CrossEncoder, CrossEncoderOptions, ModelSource};
-use zhiku_adapters_generate::{LlmRerankConfig, LlmReranker};
-use zhiku_adapters_openai::{OpenAiReranker, OpenAiRerankerConfig};
+use zhiku_adapters_offline::RuleReranker;
+use zhiku_adapters_openai::{LlmRerankConfig, LlmReranker, OpenAiReranker, OpenAiRerankerConfig};
 use zhiku_domain::ports::{RerankCandidate, RerankError, Reranker};
 
 use super::generator::chat_config;
@@ -22,7 +22,7 @@ use crate::config::{Config, RerankerKind};
 pub fn reranker_for(config: &Config) -> Option<Box<dyn Reranker>> {
     Some(match config.reranker {
         RerankerKind::None => return None,
-        RerankerKind::Rules => Box::new(zhiku_adapters_rerank::RuleReranker::default()),
+        RerankerKind::Rules => Box::new(RuleReranker::default()),
         RerankerKind::CrossEncoder => {
             let model = config.cross_encoder_model().to_string();
             Box::new(Deferred::new(

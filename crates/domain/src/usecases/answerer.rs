@@ -19,7 +19,7 @@ use crate::rules::citation::{self, CitationViolation};
 use crate::rules::context::{self, build_request, feedback_for};
 use crate::rules::expand::{ContextPolicy, expand};
 use crate::rules::fusion::Route;
-use crate::rules::plan::{self, RULES_PLANNER, RulesPlanner};
+use crate::rules::plan::{self, AsAsked};
 use crate::rules::revision::DropReason;
 use crate::rules::support::{self, ClaimVerdict};
 use zhiku_text as text;
@@ -231,6 +231,8 @@ pub struct Answerer<'a> {
     policy: AnswerPolicy,
     chunks: Option<&'a dyn DocumentChunks>,
     planner: &'a dyn Planner,
+    /// Plans whenever `planner` fails or breaks its contract.
+    fallback_planner: &'a dyn Planner,
     judge: Option<&'a dyn Judge>,
     max_query_chars: usize,
 }
@@ -305,7 +307,8 @@ impl<'a> Answerer<'a> {
             clock,
             policy,
             chunks: None,
-            planner: &RulesPlanner,
+            planner: &AsAsked,
+            fallback_planner: &AsAsked,
             judge: None,
             max_query_chars: DEFAULT_MAX_QUERY_CHARS,
         }
@@ -316,17 +319,25 @@ impl<'a> Answerer<'a> {
     /// standalone rewrite, each part and each reformulation. The planner reads the
     /// conversation only after its last turn too long to carry into such a query
     /// ([`plan::carried_history`]: ignored, not cut); a plan that still runs over is replaced by
-    /// the rules' plan within the bound ([`plan::plan_within`]), and a reformulation that runs
-    /// over is not retrieved. [`DEFAULT_MAX_QUERY_CHARS`] unless set.
+    /// the fallback planner's plan within the bound ([`plan::plan_within`]), and a
+    /// reformulation that runs over is not retrieved. [`DEFAULT_MAX_QUERY_CHARS`] unless set.
     pub fn with_max_query_chars(mut self, max: usize) -> Self {
         self.max_query_chars = max.max(1);
         self
     }
 
-    /// The same answerer, reading questions in their conversation with `planner` (the rules
-    /// planner by default; it stands in whenever `planner` fails).
+    /// The same answerer, reading questions in their conversation with `planner` ([`AsAsked`]
+    /// by default: every message one question, taken as asked).
     pub fn with_planner(mut self, planner: &'a dyn Planner) -> Self {
         self.planner = planner;
+        self
+    }
+
+    /// The same answerer, planning with `fallback` whenever the planner fails or returns a plan
+    /// that breaks the planner contract ([`AsAsked`] by default), and asking it for another
+    /// wording when the planner has none. The application composes the offline rules here.
+    pub fn with_fallback_planner(mut self, fallback: &'a dyn Planner) -> Self {
+        self.fallback_planner = fallback;
         self
     }
 
@@ -640,32 +651,36 @@ impl<'a> Answerer<'a> {
         ))
     }
 
-    /// The plan for `question` after `history`: the configured planner's, or the rules' when
-    /// it fails or returns a plan that breaks the planner contract (then with a notice).
+    /// The plan for `question` after `history`: the configured planner's, or the fallback
+    /// planner's when it fails or returns a plan that breaks the planner contract (then with a
+    /// notice).
     fn plan(&self, history: &[Turn], question: &str) -> (Plan, String, Option<String>) {
         let limit = self.query_limit(question);
         let history = plan::carried_history(history, question, limit);
-        let rules = || plan::plan_within(history, question, limit);
+        let fallback = self.fallback_planner;
+        let rules = || plan::plan_within(fallback, history, question, limit);
         match self.planner.plan(history, question) {
             Ok(p) if plan_is_sound(&p, question) && plan::plan_fits(&p, limit) => {
                 (p, self.planner.identity(), None)
             }
             // The rules' own plan over the bound: the rules again, within it.
-            Ok(_) if self.planner.identity() == RULES_PLANNER => {
-                (rules(), RULES_PLANNER.to_string(), None)
+            // The fallback's own plan over the bound: the fallback again, within it.
+            Ok(_) if self.planner.identity() == fallback.identity() => {
+                (rules(), fallback.identity(), None)
             }
             Ok(_) => (
                 rules(),
-                RULES_PLANNER.to_string(),
+                fallback.identity(),
                 Some(format!(
-                    "{} returned an unusable plan; the rules planned instead",
-                    self.planner.identity()
+                    "{} returned an unusable plan; {} planned instead",
+                    self.planner.identity(),
+                    planned_by(fallback)
                 )),
             ),
             Err(e) => (
                 rules(),
-                RULES_PLANNER.to_string(),
-                Some(format!("{e}; the rules planned instead")),
+                fallback.identity(),
+                Some(format!("{e}; {} planned instead", planned_by(fallback))),
             ),
         }
     }
@@ -695,7 +710,7 @@ impl<'a> Answerer<'a> {
         let Some(other) = self
             .planner
             .reformulate(question)
-            .or_else(|| plan::reformulate(question))
+            .or_else(|| self.fallback_planner.reformulate(question))
             .filter(|o| o.trim() != question.trim())
             .filter(|o| o.chars().nth(self.query_limit(question)).is_none())
         else {
@@ -1475,4 +1490,15 @@ fn citations_for(answer: &str, cited: &[(u32, ChunkId)], evidence: &[Evidence]) 
         .collect();
     out.sort_by_key(|c| c.marker);
     out
+}
+
+/// How a notice names the planner that stood in: "the rules" for the offline rules planner
+/// (`rules-…`), its identity otherwise.
+fn planned_by(planner: &dyn Planner) -> String {
+    let identity = planner.identity();
+    if identity.starts_with("rules") {
+        "the rules".to_string()
+    } else {
+        identity
+    }
 }
