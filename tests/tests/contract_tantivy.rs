@@ -116,13 +116,10 @@ fn a_reopened_index_reports_the_generation_its_last_commit_left() {
 fn an_index_built_with_another_analyzer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let index = zhiku_adapters_tantivy::tantivy::Index::create_in_dir(
-            dir.path(),
-            zhiku_adapters_tantivy::tantivy::schema::Schema::builder().build(),
-        )
-        .unwrap();
-        let mut writer: zhiku_adapters_tantivy::tantivy::IndexWriter =
-            index.writer(15_000_000).unwrap();
+        let index =
+            tantivy::Index::create_in_dir(dir.path(), tantivy::schema::Schema::builder().build())
+                .unwrap();
+        let mut writer: tantivy::IndexWriter = index.writer(15_000_000).unwrap();
         let mut prepared = writer.prepare_commit().unwrap();
         prepared.set_payload("some-other-tokenizer/3");
         prepared.commit().unwrap();

@@ -281,10 +281,7 @@ mod tests {
             assert!(t.contains(&w.to_string()), "{w}: {t:?}");
         }
         for latin in ["BM25 over chunk content, title weighted", "naïve café, Ærø"] {
-            assert!(matches!(
-                zhiku_text::to_simplified(latin),
-                Cow::Borrowed(_)
-            ));
+            assert!(matches!(zhiku_text::to_simplified(latin), Cow::Borrowed(_)));
         }
     }
 

@@ -60,9 +60,6 @@ pub use analyzer::{
     ANALYZER_IDENTITY, JiebaTokenizer, STOP_WORDS_ZH, TOKENIZER_NAME, analyze, jieba, terms,
 };
 
-/// The tantivy version this adapter is built on, for callers that need its types.
-pub use tantivy;
-
 const ADAPTER: &str = "tantivy";
 
 /// Tuning of the BM25 query.
@@ -848,10 +845,5 @@ impl TantivyLexicalIndex {
     /// Number of searchable segments.
     pub fn segment_count(&self) -> usize {
         self.reader.searcher().segment_readers().len()
-    }
-
-    /// The tantivy index (for diagnostics such as on-disk size).
-    pub fn raw(&self) -> &Index {
-        &self.index
     }
 }

@@ -88,9 +88,8 @@ fn an_index_of_the_previous_analyzer_asks_for_a_rebuild_naming_the_analyzer() {
     }
     // Stamp the index as the jieba analyzer without script folding stamped it.
     {
-        let raw = zhiku_adapters_tantivy::tantivy::Index::open_in_dir(dir.path()).unwrap();
-        let mut writer: zhiku_adapters_tantivy::tantivy::IndexWriter =
-            raw.writer(15_000_000).unwrap();
+        let raw = tantivy::Index::open_in_dir(dir.path()).unwrap();
+        let mut writer: tantivy::IndexWriter = raw.writer(15_000_000).unwrap();
         let mut prepared = writer.prepare_commit().unwrap();
         prepared.set_payload(
             "zhiku-jieba/1 (jieba-rs 0.11 default dictionary, search mode, no HMM; lower-case; stop-words zh-v1)",

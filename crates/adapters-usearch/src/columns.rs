@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use zhiku_domain::ChunkId;
 
 use crate::attrs::{Attrs, Compiled, IntMap, Interner, Key, Names, locale_match_terms};
-use crate::backend;
+use crate::error::backend;
 use zhiku_domain::ports::IndexError;
 
 const MAGIC: &[u8; 8] = b"ZKATTRS1";
@@ -79,7 +79,7 @@ struct Table {
 
 /// The column file's path in the index folder.
 pub(crate) fn path(dir: &Path) -> std::path::PathBuf {
-    dir.join(crate::COLUMNS_FILE)
+    dir.join(crate::files::COLUMNS_FILE)
 }
 
 /// Writes the columns of `attrs` (the committed state of `generation`) to `path` atomically.

@@ -22,7 +22,7 @@ use usearch::{Index, IndexOptions, b1x8};
 use zhiku_domain::ports::IndexError;
 
 use crate::attrs::Key;
-use crate::backend;
+use crate::error::backend;
 #[cfg(test)]
 use crate::options::Quantization;
 use crate::options::{AnnOptions, CONNECTIVITY, EXPANSION_ADD};

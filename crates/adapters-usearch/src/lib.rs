@@ -61,6 +61,8 @@
 
 pub mod attrs;
 pub mod columns;
+mod error;
+mod files;
 pub mod graph;
 pub mod options;
 pub mod records;
@@ -73,49 +75,24 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use zhiku_domain::ports::{
-    BoxError, EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex,
-    VectorIndexExt,
+    EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex, VectorIndexExt,
 };
 use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter, cosine};
 
 use crate::attrs::{Attrs, Compiled, Key, RowAttrs};
 use crate::columns::Columns;
+pub use crate::error::ADAPTER;
+use crate::error::backend;
+pub use crate::files::{COLUMNS_FILE, DATABASE_FILE, FILES, SNAPSHOT_FILE};
 use crate::graph::{Graph, unit};
 pub use crate::options::{AnnOptions, AnnSettings, Quantization};
 pub use crate::records::RecordFile;
 use crate::store::{Meta, PutRow};
 
-/// The adapter's name in capabilities and errors.
-pub const ADAPTER: &str = "usearch";
-
-/// The SQLite database's file name inside the index folder.
-pub const DATABASE_FILE: &str = "vectors.sqlite";
-/// The graph snapshot's file name inside the index folder.
-pub const SNAPSHOT_FILE: &str = "vectors.usearch";
-/// The attribute columns written with each snapshot (see [`columns`]).
-pub const COLUMNS_FILE: &str = "vectors.attrs";
-/// Every file the index may create in its folder: the database with its journal, WAL and
-/// shared-memory files, the snapshot, the attribute columns and the temporary files they are
-/// written to. What a caller removes to discard the index.
-pub const FILES: [&str; 8] = [
-    DATABASE_FILE,
-    "vectors.sqlite-journal",
-    "vectors.sqlite-wal",
-    "vectors.sqlite-shm",
-    SNAPSHOT_FILE,
-    "vectors.usearch.tmp",
-    COLUMNS_FILE,
-    "vectors.attrs.tmp",
-];
-
 /// Vectors read from SQLite per batch while rebuilding the graph.
 const REBUILD_BATCH: usize = 4096;
 /// Idle read connections kept for searches.
 const READER_POOL: usize = 8;
-
-pub(crate) fn backend(e: impl Into<BoxError>) -> IndexError {
-    IndexError::backend(ADAPTER, e)
-}
 
 /// Where the graph of an open came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

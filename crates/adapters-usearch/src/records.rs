@@ -14,7 +14,8 @@ use zhiku_domain::ports::{ChunkRecords, IndexError};
 use zhiku_domain::{Chunk, ChunkId};
 
 use crate::attrs::Key;
-use crate::{AnnVectorIndex, DATABASE_FILE, store};
+use crate::files::DATABASE_FILE;
+use crate::{AnnVectorIndex, store};
 
 impl ChunkRecords for AnnVectorIndex {
     fn records(&self, ids: &[ChunkId]) -> Result<Vec<Option<Chunk>>, IndexError> {

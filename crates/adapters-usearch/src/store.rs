@@ -33,7 +33,7 @@ use zhiku_domain::ports::IndexError;
 use zhiku_domain::{Chunk, ChunkId, ChunkRecord, EmbeddingSpace};
 
 use crate::attrs::{Key, RowAttrs};
-use crate::backend;
+use crate::error::backend;
 
 /// The format this crate writes and reads.
 pub(crate) const FORMAT: &str = "zhiku-ann/1";

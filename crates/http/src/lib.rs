@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod api;
 pub mod conn;
+mod error;
 pub mod logging;
 pub mod metrics;
 pub mod settings;
@@ -37,11 +38,14 @@ use zhiku_domain::ports::{TraceEvent, TraceSink};
 use zhiku_service::new_trace_id;
 use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status, SweepReport};
 
-use self::admission::{Gate, Refused};
+use self::admission::Gate;
 use self::api::{
     AskRequest, BatchRequest, DocumentRequest, MAX_BATCH_DOCUMENTS, Page, SearchRequest,
 };
 use self::settings::{Denied, ServeSettings, Tokens};
+
+pub use self::error::ApiError;
+use self::error::ApiResult;
 
 /// The OpenAPI document of this API.
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -77,120 +81,6 @@ impl AppState {
         &self.gate
     }
 }
-
-/// An error as the API reports it: `{"error": {"code", "message"}}` with a fitting status.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<KbError> for ApiError {
-    fn from(e: KbError) -> Self {
-        let (status, code) = match &e {
-            KbError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
-            KbError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            KbError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            KbError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            KbError::TooLarge(_) => (StatusCode::UNPROCESSABLE_ENTITY, "too_large"),
-            KbError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            KbError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        Self::new(status, code, e.public_message())
-    }
-}
-
-impl From<Refused> for ApiError {
-    fn from(r: Refused) -> Self {
-        match r {
-            Refused::Busy { max_concurrent } => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                format!(
-                    "the server is working on {max_concurrent} requests already; retry shortly"
-                ),
-            ),
-            Refused::Timeout { timeout_ms } => Self::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "timeout",
-                format!("the request took longer than {timeout_ms} ms"),
-            ),
-            Refused::Failed(e) => {
-                tracing::error!(target: "zhiku::error", error = %e, "a request's worker failed");
-                Self::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    zhiku_service::INTERNAL_MESSAGE,
-                )
-            }
-            Refused::Kb(e) => e.into(),
-        }
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(r: JsonRejection) -> Self {
-        // Malformed JSON and JSON of the wrong shape are both the client's request error.
-        match r.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => {
-                Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", r.body_text())
-            }
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "invalid_request",
-                r.body_text(),
-            ),
-            _ => Self::new(StatusCode::BAD_REQUEST, "invalid_request", r.body_text()),
-        }
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(r: QueryRejection) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", r.body_text())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"zhiku\""),
-            );
-        }
-        if self.status == StatusCode::SERVICE_UNAVAILABLE && self.code == "busy" {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        if self.status == StatusCode::REQUEST_TIMEOUT {
-            // The rest of a late body may still come: the connection cannot be reused.
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        }
-        response
-    }
-}
-
-type ApiResult<T> = Result<T, ApiError>;
 
 /// Runs a use case on the blocking pool within the concurrency and time limits.
 async fn run<T, F>(state: &AppState, work: F) -> ApiResult<T>
@@ -319,7 +209,7 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/v1/openapi.json", get(openapi))
-        .route("/metrics", get(metrics::metrics))
+        .route("/metrics", get(scrape_metrics))
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), check_host))
@@ -328,6 +218,11 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         // Outermost: request ID, log line and request metrics for every response.
         .layer(middleware::from_fn(logging::access))
         .with_state(state)
+}
+
+/// `GET /metrics`, behind its own guard ([`metrics::Guard`]).
+async fn scrape_metrics(State(state): State<AppState>, request: Request) -> Response {
+    metrics::scrape(&state.metrics_guard, state.kb.clone(), request).await
 }
 
 async fn not_found() -> ApiError {

@@ -23,7 +23,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -38,9 +38,10 @@ use zhiku_domain::ports::{
     IndexCapabilities, IndexError, ScoredChunk, VectorIndex,
 };
 use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+use zhiku_service::SharedKb;
 
+use crate::error::ApiError;
 use crate::settings::{ServeSettings, token_digest};
-use crate::{ApiError, AppState};
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -385,16 +386,15 @@ fn loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.to_canonical().is_loopback())
 }
 
-/// `GET /metrics`.
-pub async fn metrics(State(state): State<AppState>, request: Request) -> Response {
+/// `GET /metrics`: the exposition of every metric over `kb`, for a request `guard` admits.
+pub(crate) async fn scrape(guard: &Guard, kb: SharedKb, request: Request) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0);
-    if let Err(e) = state.metrics_guard.admit(request.headers(), peer) {
+    if let Err(e) = guard.admit(request.headers(), peer) {
         return e.into_response();
     }
-    let kb = state.kb.clone();
     let scopes = match tokio::task::spawn_blocking(move || kb.counts_by_scope()).await {
         Ok(scopes) => scopes,
         Err(e) => {
