@@ -1,45 +1,14 @@
 //! A generator over any OpenAI-compatible chat-completions server.
 
 use std::io::{BufRead, BufReader};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use zhiku_domain::ports::{GenerateError, GenerationRequest, Generator};
 
-use crate::chat::{ChatClient, ChatError};
+use crate::chat::{ChatClient, ChatConfig, ChatError};
 
 const ADAPTER: &str = "openai";
-
-/// Where and how to reach the server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatConfig {
-    /// The API base, ending before `/chat/completions` (e.g. `http://127.0.0.1:8088/v1`).
-    pub base_url: String,
-    /// The model name sent with each request.
-    pub model: String,
-    /// Bearer token, when the server wants one (read from the environment by the caller).
-    pub api_key: Option<String>,
-    /// Whole-request deadline; connecting gets at most a fifth of it.
-    pub timeout: Duration,
-    /// Upper bound on generated tokens.
-    pub max_tokens: u32,
-    /// Sampling temperature (0 for reproducible answers).
-    pub temperature: f32,
-}
-
-impl ChatConfig {
-    /// A configuration with a 60 s timeout, 512 tokens and temperature 0.
-    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            timeout: Duration::from_secs(60),
-            max_tokens: 512,
-            temperature: 0.0,
-        }
-    }
-}
 
 /// Chat completions over blocking HTTP (ureq). Connection failures and timeouts are
 /// [`GenerateError::Unavailable`]; 408/429/5xx are temporary backend errors; other 4xx are

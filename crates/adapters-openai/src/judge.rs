@@ -12,8 +12,7 @@ use serde_json::json;
 use zhiku_domain::ports::{Judge, JudgeError};
 use zhiku_domain::rules::citation;
 
-use crate::chat::{ChatClient, ChatError};
-use crate::generator::ChatConfig;
+use crate::chat::{ChatClient, ChatConfig, ChatError};
 
 /// Characters of a text shown to the judge (evidence blocks are a few hundred each).
 const TEXT_CHARS: usize = 4_000;

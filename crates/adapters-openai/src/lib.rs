@@ -27,8 +27,9 @@ mod listwise;
 mod planner;
 pub mod rerank;
 
+pub use chat::ChatConfig;
 pub use embedder::{OpenAiEmbedder, OpenAiEmbedderConfig, estimate_tokens};
-pub use generator::{ChatConfig, OpenAiGenerator};
+pub use generator::OpenAiGenerator;
 pub use http::RetryPolicy;
 pub use input::InputStyle;
 pub use judge::LlmJudge;

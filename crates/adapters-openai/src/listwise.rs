@@ -28,8 +28,7 @@ use std::time::Instant;
 use serde_json::json;
 use zhiku_domain::ports::{RerankCandidate, RerankError, Reranker};
 
-use crate::chat::{ChatClient, ChatError};
-use crate::generator::ChatConfig;
+use crate::chat::{ChatClient, ChatConfig, ChatError};
 
 const ADAPTER: &str = "llm-listwise";
 

@@ -14,8 +14,7 @@ use serde_json::json;
 use zhiku_domain::ports::{Intent, Plan, PlanError, Planner, Turn};
 use zhiku_domain::rules::{citation, support};
 
-use crate::chat::{ChatClient, ChatError};
-use crate::generator::ChatConfig;
+use crate::chat::{ChatClient, ChatConfig, ChatError};
 
 /// Earlier turns shown to the model (the most recent ones).
 const TURNS_SHOWN: usize = 4;

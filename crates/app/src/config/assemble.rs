@@ -12,8 +12,8 @@ use zhiku_domain::rules::fusion::{FusionConfig, Route};
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
-use super::Config;
 use super::kinds::{EMBED_INPUTS, EmbedServer, FallbackStep};
+use super::model::Config;
 use super::settings::Values;
 
 /// The least address space an extraction worker can run in (its program, a job's 256 MiB
