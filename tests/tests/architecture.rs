@@ -263,12 +263,7 @@ const DOMAIN_LAYERS: [&str; 4] = ["contracts", "rules", "ports", "usecases"];
 
 /// Imports in the domain that point outward today, each with its way back: (module, the layer
 /// it imports, why). This list only shrinks.
-const OUTWARD_IMPORTS: [(&str, &str, &str); 5] = [
-    (
-        "rules/retention",
-        "usecases",
-        "`Catalog` and `CatalogEntry` through the use cases' re-export: `crate::contracts` has them",
-    ),
+const OUTWARD_IMPORTS: [(&str, &str, &str); 2] = [
     (
         "rules/plan",
         "ports",
@@ -278,16 +273,6 @@ const OUTWARD_IMPORTS: [(&str, &str, &str); 5] = [
         "rules/support",
         "ports",
         "`apply_judge` asks a `&dyn Judge`: the loop over the judge belongs to a use case",
-    ),
-    (
-        "rules/context",
-        "ports",
-        "renders `GenerationRequest` and `SourceBlock`, which the generator port defines",
-    ),
-    (
-        "rules/revision",
-        "ports",
-        "checks hits against `SourceRecord`, which the source port defines",
     ),
 ];
 

@@ -3,6 +3,7 @@
 mod catalog;
 mod chunk;
 mod document;
+mod evidence;
 mod filter;
 mod policy;
 #[cfg(test)]
@@ -17,6 +18,7 @@ pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
 pub use document::{
     DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,
 };
+pub use evidence::{GenerationRequest, SourceBlock, SourceRecord};
 pub use filter::Filter;
 pub use policy::{CHUNKER_VERSION, ChunkingPolicy};
 pub use section::{SectionId, normalise_heading};

@@ -1,52 +1,8 @@
 //! The text generation port.
 
-use crate::contracts::{ChunkId, PageSpan};
+pub use crate::contracts::{GenerationRequest, SourceBlock};
 
 use super::errors::GenerateError;
-
-/// One piece of evidence as the generator sees it: numbered, with its provenance. The text is
-/// untrusted data from the knowledge base, never instructions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceBlock {
-    /// The citation marker number, from 1: the answer cites this block as `[marker]`.
-    pub marker: u32,
-    /// The chunk behind the block.
-    pub chunk_id: ChunkId,
-    /// The document title.
-    pub title: String,
-    /// Where the document came from.
-    pub source: String,
-    /// The chunk's heading path, outermost first.
-    pub heading_path: Vec<String>,
-    /// The pages of its document the chunk lies on (a PDF's).
-    pub pages: Option<PageSpan>,
-    /// The chunk's text.
-    pub text: String,
-}
-
-/// One generation request.
-///
-/// Model generators send [`system`](Self::system) and [`prompt`](Self::prompt), which already
-/// embed the delimited sources and any feedback; strategies that work on structure (the
-/// extractive generator) read [`question`](Self::question) and [`sources`](Self::sources).
-/// Both views describe the same request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GenerationRequest {
-    /// System instructions.
-    pub system: String,
-    /// The user turn: question, delimited sources and feedback from a rejected attempt.
-    pub prompt: String,
-    /// The question as asked.
-    pub question: String,
-    /// This round's evidence, numbered from 1.
-    pub sources: Vec<SourceBlock>,
-    /// Why the previous attempt was rejected, if this is a retry.
-    pub feedback: Option<String>,
-    /// The attempt number, from 1.
-    pub attempt: u32,
-    /// The exact text to answer with when the sources do not answer the question.
-    pub no_material: String,
-}
 
 /// What a generation produced, and which generator produced it: a generator that delegates
 /// (a fallback chain) names the one that answered and says why the others did not.

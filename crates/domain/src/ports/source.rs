@@ -2,20 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::contracts::{Chunk, DocId, Revision, Scope};
+pub use crate::contracts::SourceRecord;
+use crate::contracts::{Chunk, DocId, Revision};
 
 use super::errors::SourceError;
-
-/// The current state of a document at its source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceRecord {
-    /// The revision the source holds now.
-    pub revision: Revision,
-    /// The scope the source assigns now.
-    pub scope: Scope,
-    /// False when the source hides the document (unpublished, embargoed).
-    pub visible: bool,
-}
 
 /// Where documents really live (a folder, a corpus file, a database).
 ///

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::contracts::{Catalog, CatalogEntry};
 use crate::contracts::{DocId, Document, Metadata, Scope, TimeToLive, Timestamp};
-use crate::usecases::{Catalog, CatalogEntry};
 
 /// The metadata key of an absolute expiry.
 pub const EXPIRES_AT: &str = "expires_at";

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
+use crate::contracts::SourceRecord;
 use crate::contracts::{Chunk, Filter, Revision, Timestamp};
-use crate::ports::SourceRecord;
 
 /// Why a retrieved chunk was dropped after retrieval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
