@@ -97,33 +97,14 @@ pub(crate) fn write(path: &Path, attrs: &Attrs, generation: u64) -> Result<bool,
         return Ok(false);
     }
     let bytes = encode(attrs, generation, slots);
+    // The one atomic replace (a leftover temporary file or a link in its place removed, never
+    // written through; the folder synced, so a power loss never leaves the old attributes
+    // beside a newer graph).
     let tmp = path.with_extension("attrs.tmp");
-    let written = (|| {
-        // A leftover temporary file (or a link in its place) is removed, never written
-        // through: the new one is created afresh (`create_new` does not follow a link).
-        match std::fs::remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        std::io::Write::write_all(&mut file, &bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(backend(format!("cannot write {}: {e}", path.display())));
-    }
-    // The rename is durable only once the folder's entry is: without this sync a power loss
-    // could leave the old attributes beside a newer graph (the other atomic replaces sync it).
-    if let Some(parent) = path.parent()
-        && let Ok(dir) = std::fs::File::open(parent)
-    {
-        let _ = dir.sync_all();
-    }
+    zhiku_files::replace_atomically(path, &tmp, |tmp| {
+        std::io::Write::write_all(&mut zhiku_files::create_temporary(tmp)?, &bytes)
+    })
+    .map_err(|e| backend(format!("cannot write {}: {e}", path.display())))?;
     Ok(true)
 }
 

@@ -262,32 +262,18 @@ impl Graph {
 
     /// Writes the graph to `path` atomically (temporary file, fsync, rename, folder fsync).
     pub(crate) fn save(&self, path: &Path) -> Result<(), IndexError> {
+        // usearch opens the file by name: the replacement removes a leftover temporary file,
+        // or a link in its place, first, so nothing is written through a link.
         let tmp = path.with_extension("usearch.tmp");
-        let written = (|| {
-            // usearch opens the file by name: a leftover temporary file, or a link in its
-            // place, is removed first so nothing is written through a link.
-            match std::fs::remove_file(&tmp) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(backend(e)),
-                _ => {}
-            }
+        zhiku_files::replace_atomically(path, &tmp, |tmp| {
             self.index
-                .save(path_str(&tmp)?)
-                .map_err(|e| usearch_error("save", e))?;
-            std::fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .map_err(backend)?;
-            std::fs::rename(&tmp, path).map_err(backend)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written?;
-        if let Some(parent) = path.parent()
-            && let Ok(dir) = std::fs::File::open(parent)
-        {
-            let _ = dir.sync_all();
-        }
-        Ok(())
+                .save(path_str(tmp)?)
+                .map_err(|e| usearch_error("save", e))
+        })
+        .map_err(|e| match e {
+            zhiku_files::ReplaceFailure::Io(e) => backend(e),
+            zhiku_files::ReplaceFailure::Fill(e) => e,
+        })
     }
 
     /// Vectors in the graph.
