@@ -520,3 +520,34 @@ fn use_cases_trace_typed_steps_not_json() {
         "only {checked} use-case files found under {root}"
     );
 }
+
+/// **Architecture Invariant:** an adapter's zhiku dependencies are the domain and the support
+/// crates alone (`zhiku-text`, `zhiku-formats`, `zhiku-files`), and the support crates depend on
+/// no adapter, no service and no port: `zhiku-text` on no zhiku crate, `zhiku-formats` on
+/// `zhiku-text` alone, `zhiku-files` on none. What two adapters share lives in one of them.
+#[test]
+fn adapters_share_only_the_domain_and_the_support_crates() {
+    let support = ["zhiku-text", "zhiku-formats", "zhiku-files"];
+    for adapter in ADAPTERS {
+        for dep in dependency_tree(adapter) {
+            if dep.starts_with("zhiku-") && dep != adapter {
+                assert!(
+                    dep == "zhiku-domain" || support.contains(&dep.as_str()),
+                    "{adapter} depends on {dep}"
+                );
+            }
+        }
+    }
+    let allowed: [(&str, &[&str]); 3] = [
+        ("zhiku-text", &[]),
+        ("zhiku-formats", &["zhiku-text"]),
+        ("zhiku-files", &[]),
+    ];
+    for (krate, may) in allowed {
+        for dep in dependency_tree(krate) {
+            if dep.starts_with("zhiku-") && dep != krate {
+                assert!(may.contains(&dep.as_str()), "{krate} depends on {dep}");
+            }
+        }
+    }
+}

@@ -54,10 +54,11 @@ fn is_link_refusal(e: &std::io::Error, path: &Path) -> bool {
         && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     #[test]
     fn a_link_in_place_of_a_store_file_is_refused_and_its_target_untouched() {
         let dir = tempfile::tempdir().unwrap();
