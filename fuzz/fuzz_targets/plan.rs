@@ -1,4 +1,5 @@
-//! The rules planner (`rules::plan::plan`, the body of `RulesPlanner`) over a conversation:
+//! The rules planner (`zhiku_adapters_offline::planner::plan`, the body of `RulesPlanner`) over
+//! a conversation:
 //! the input's lines are the history, one turn per line (`question<TAB>answer<TAB>rewritten`,
 //! the last two optional), and its last line is the new question. `reformulate`,
 //! `small_talk_reply`, `split` and `topic` are run on the question too.
@@ -11,7 +12,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use zhiku_domain::ports::{Intent, Turn};
-use zhiku_domain::rules::plan;
+use zhiku_adapters_offline::planner as plan;
+use zhiku_domain::rules::plan::MAX_PARTS;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -36,8 +38,8 @@ fuzz_target!(|data: &[u8]| {
     // 分别是什么" gives "A是什么", "B是什么") plus at most a topic carried from the part or the
     // turn before, and there are at most MAX_PARTS parts; anything super-linear (a rewrite
     // applied to its own output, a topic repeated per word) breaks this bound.
-    let part_bound = (plan::MAX_PARTS + 1) * (text.len() + 64);
-    let bound = plan::MAX_PARTS * (part_bound + 1);
+    let part_bound = (MAX_PARTS + 1) * (text.len() + 64);
+    let bound = MAX_PARTS * (part_bound + 1);
     assert!(
         planned.standalone.len() <= bound,
         "standalone question of {} bytes from {} bytes of input",
@@ -45,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
         text.len()
     );
     assert!(
-        planned.parts.len() <= plan::MAX_PARTS,
+        planned.parts.len() <= MAX_PARTS,
         "{} parts",
         planned.parts.len()
     );
@@ -61,6 +63,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = plan::reformulate(question);
     let _ = plan::small_talk_reply(question);
     let _ = plan::without_greeting(question);
-    assert!(plan::split(question).len() <= plan::MAX_PARTS);
+    assert!(plan::split(question).len() <= MAX_PARTS);
     let _ = plan::topic(question);
 });

@@ -17,7 +17,7 @@
 
 mod extractive;
 mod fallback;
-mod planner;
+pub mod planner;
 mod rerank;
 
 pub use extractive::{ExtractiveConfig, ExtractiveGenerator};

@@ -185,7 +185,7 @@ fn looks_traditional(text: &str) -> bool {
 }
 
 /// The direct reply to `question` when it is small talk only.
-pub(crate) fn small_talk_reply(question: &str) -> Option<String> {
+pub fn small_talk_reply(question: &str) -> Option<String> {
     let (talk, rest) = read_talk(question);
     let talk = talk.filter(|_| rest.is_empty())?;
     let zh = Locale::detect(question).language() == "zh";
@@ -219,7 +219,7 @@ pub(crate) fn small_talk_reply(question: &str) -> Option<String> {
 }
 
 /// `question` without a greeting in front of it ("你好，知库怎么切分文档？").
-pub(crate) fn without_greeting(question: &str) -> &str {
+pub fn without_greeting(question: &str) -> &str {
     match read_talk(question) {
         (Some(_), rest) if !rest.is_empty() => rest,
         _ => question.trim(),
@@ -247,7 +247,7 @@ const FURTHER: &[&str] = &[
 const AND: &[&str] = &["以及", "和", "与", "與", "及", "跟", "、", "，", ","];
 
 /// The sub-questions of `question` (empty when it asks one thing).
-pub(crate) fn split(question: &str) -> Vec<String> {
+pub fn split(question: &str) -> Vec<String> {
     let q = without_greeting(question);
     // Pieces that end in a question mark, each with any statement before it.
     let mut pieces: Vec<String> = Vec::new();
@@ -413,7 +413,7 @@ fn is_latin(q: &str) -> bool {
 
 /// The topic of a standalone question: for Chinese, what comes before its first "的" or its
 /// predicate; for English, its capitalised name or the phrase after its last preposition.
-pub(crate) fn topic(question: &str) -> Option<String> {
+pub fn topic(question: &str) -> Option<String> {
     let q = trim_question_end(strip_polite(question));
     if q.is_empty() {
         return None;
@@ -673,7 +673,7 @@ const POINTERS_EN: &[&str] = &["this", "that", "these", "those"];
 
 /// Rewrites `question` into a standalone question after `history`; the rule that applied, if
 /// any.
-pub(crate) fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
+pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
     let q = without_connective(without_greeting(question).trim());
     let q = q.as_str();
     let Some(prev) = history
@@ -824,7 +824,7 @@ fn replace_pronoun_en(q: &str, topic: &str) -> Option<String> {
 }
 
 /// The plan for `question` after `history`, by the rules.
-pub(crate) fn plan(history: &[Turn], question: &str) -> Plan {
+pub fn plan(history: &[Turn], question: &str) -> Plan {
     if let Some(reply) = small_talk_reply(question) {
         return Plan {
             intent: Intent::SmallTalk,
@@ -872,7 +872,7 @@ pub(crate) fn plan(history: &[Turn], question: &str) -> Plan {
 /// The question reduced to its content words, for one more retrieval when the first found
 /// little: polite openers, question words and particles removed ("文本块的编号是怎么生成的？" →
 /// "文本块 编号 生成").
-pub(crate) fn reformulate(question: &str) -> Option<String> {
+pub fn reformulate(question: &str) -> Option<String> {
     let q = strip_polite(without_greeting(question));
     let mut out = trim_question_end(q).to_string();
     if is_latin(&out) {

@@ -11,7 +11,7 @@
 //! keeps the input order and fails it.
 //!
 //! The measurement over CMRC 2018 is ignored by default:
-//! `ZHIKU_TEST_LLM_URL=... cargo test -p zhiku-adapters-generate --test llm_rerank --release
+//! `ZHIKU_TEST_LLM_URL=... cargo test -p zhiku-adapters-openai --test listwise --release
 //! -- --ignored --nocapture cmrc` (`ZHIKU_CMRC_DIR`, default `../shared/datasets/cmrc2018-dev`
 //! from the workspace root; `ZHIKU_CMRC_QUESTIONS`, default 20).
 
