@@ -253,137 +253,35 @@ impl<'a> Indexer<'a> {
                 requested,
             });
         }
-
-        let mut changes = CatalogChanges::default();
-        let mut report = IndexReport::default();
-        let mut seen: HashSet<DocId> = HashSet::new();
-        let mut removed_chunks: Vec<ChunkId> = Vec::new();
-        let mut removed_docs: Vec<DocId> = Vec::new();
-        let mut lexical_writes: Vec<Chunk> = Vec::new();
-        let mut reused: Vec<Chunk> = Vec::new();
-        let mut to_embed: Vec<Chunk> = Vec::new();
-
+        let mut diff = Diff::default();
         for doc in docs {
-            if !seen.insert(doc.id().clone()) {
-                return Err(IndexerError::DuplicateDocument(doc.id().clone()));
-            }
-            let previous = catalog.docs.get(doc.id());
-            let fingerprint = doc.fingerprint();
-            let about = DocAbout::of(&doc);
-            if let Some(entry) = previous.filter(|e| e.fingerprint == fingerprint) {
-                // Unchanged; an entry of an earlier format learns what the document says of
-                // itself without touching either index.
-                if entry.about.as_ref() != Some(&about) {
-                    let mut entry = entry.clone();
-                    entry.about = Some(about);
-                    changes.write(doc.id().clone(), entry);
-                }
-                report.docs_skipped += 1;
-                continue;
-            }
-            // The expiry rides with every chunk, so a hit carries it to the query-time check.
-            let expires_at = Retention::of(&doc)?.expiry(self.now);
-            let doc = doc.with_expiry(expires_at);
-            match previous {
-                Some(_) => report.docs_changed += 1,
-                None => report.docs_added += 1,
-            }
-            let chunks = chunk_document(&doc, &self.policy);
-            let old: BTreeSet<&ChunkId> = previous
-                .map(|e| e.chunk_ids.iter().collect())
-                .unwrap_or_default();
-            let new: HashSet<&ChunkId> = chunks.iter().map(Chunk::chunk_id).collect();
-            for id in &old {
-                if !new.contains(*id) {
-                    removed_chunks.push((*id).clone());
-                }
-            }
-            changes.write(
-                doc.id().clone(),
-                CatalogEntry {
-                    revision: doc.revision().clone(),
-                    fingerprint,
-                    chunk_ids: chunks.iter().map(|c| c.chunk_id().clone()).collect(),
-                    about: Some(about),
-                    indexed_at: self.now,
-                    expires_at,
-                },
-            );
-            for chunk in chunks {
-                lexical_writes.push(chunk.clone());
-                if old.contains(chunk.chunk_id()) {
-                    reused.push(chunk);
-                } else {
-                    to_embed.push(chunk);
-                }
-            }
+            diff.document(doc, catalog, &self.policy, self.now)?;
         }
-
-        let keep = match &mode {
-            SyncMode::Full => Some(BTreeSet::new()),
-            SyncMode::FullKeeping(keep) => Some(keep.clone()),
-            SyncMode::Partial => None,
+        diff.remove_absent(catalog, &mode);
+        let Diff {
+            changes,
+            mut report,
+            removed_docs,
+            removed_chunks,
+            lexical_writes,
+            reused,
+            to_embed,
+            ..
+        } = diff;
+        let vector_writes = match self.dense {
+            Some((embedder, vectors)) => {
+                let (mut writes, to_embed) = reuse_vectors(vectors, reused, to_embed)?;
+                report.chunks_reused = writes.len();
+                report.chunks_embedded = to_embed.len();
+                report.chunks_truncated +=
+                    self.embed(embedder, &to_embed, &mut writes, on_progress)?;
+                writes
+            }
+            None => {
+                report.chunks_reused = reused.len();
+                Vec::new()
+            }
         };
-        if let Some(keep) = keep {
-            for (id, entry) in &catalog.docs {
-                if !seen.contains(id) && !keep.contains(id) {
-                    removed_docs.push(id.clone());
-                    report.docs_removed += 1;
-                    report.chunks_removed += entry.chunk_ids.len();
-                    changes.remove(id.clone());
-                }
-            }
-        }
-        report.chunks_removed += removed_chunks.len();
-
-        let mut vector_writes: Vec<EmbeddedChunk> = Vec::new();
-        if let Some((embedder, vectors)) = self.dense {
-            // Chunks that kept their ID keep their vector; a vector missing from the index
-            // (an index repaired or rebuilt behind the catalog's back) is embedded again.
-            let ids: Vec<ChunkId> = reused.iter().map(|c| c.chunk_id().clone()).collect();
-            let stored = vectors.embeddings(&ids).map_err(IndexerError::Vectors)?;
-            let mut writes: Vec<EmbeddedChunk> = Vec::with_capacity(reused.len() + to_embed.len());
-            for (chunk, embedding) in reused.into_iter().zip(stored) {
-                match embedding {
-                    Some(embedding) => writes.push(EmbeddedChunk { chunk, embedding }),
-                    None => to_embed.push(chunk),
-                }
-            }
-            report.chunks_reused = writes.len();
-            report.chunks_embedded = to_embed.len();
-            let total = to_embed.len();
-            let mut done = 0;
-            on_progress(Progress {
-                embedded: 0,
-                to_embed: total,
-            });
-            for batch in to_embed.chunks(self.embed_batch) {
-                let texts: Vec<&str> = batch.iter().map(Chunk::content).collect();
-                let embeddings = embedder.embed_documents(&texts)?;
-                if embeddings.len() != batch.len() {
-                    return Err(IndexerError::Wiring(format!(
-                        "the embedder returned {} vectors for {} texts",
-                        embeddings.len(),
-                        batch.len()
-                    )));
-                }
-                for (chunk, embedding) in batch.iter().zip(embeddings) {
-                    report.chunks_truncated += usize::from(embedding.truncated());
-                    writes.push(EmbeddedChunk {
-                        chunk: chunk.clone(),
-                        embedding,
-                    });
-                }
-                done += batch.len();
-                on_progress(Progress {
-                    embedded: done,
-                    to_embed: total,
-                });
-            }
-            vector_writes = writes;
-        } else {
-            report.chunks_reused = reused.len();
-        }
         Ok(Prepared {
             changes,
             report,
@@ -393,6 +291,48 @@ impl<'a> Indexer<'a> {
             vector_writes,
             space,
         })
+    }
+
+    /// Embeds `to_embed` in batches onto `writes`, reporting progress before the first batch
+    /// and after each; returns how many embeddings the model truncated.
+    fn embed(
+        &self,
+        embedder: &dyn Embedder,
+        to_embed: &[Chunk],
+        writes: &mut Vec<EmbeddedChunk>,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Result<usize, IndexerError> {
+        let total = to_embed.len();
+        let mut done = 0;
+        let mut truncated = 0;
+        on_progress(Progress {
+            embedded: 0,
+            to_embed: total,
+        });
+        for batch in to_embed.chunks(self.embed_batch) {
+            let texts: Vec<&str> = batch.iter().map(Chunk::content).collect();
+            let embeddings = embedder.embed_documents(&texts)?;
+            if embeddings.len() != batch.len() {
+                return Err(IndexerError::Wiring(format!(
+                    "the embedder returned {} vectors for {} texts",
+                    embeddings.len(),
+                    batch.len()
+                )));
+            }
+            for (chunk, embedding) in batch.iter().zip(embeddings) {
+                truncated += usize::from(embedding.truncated());
+                writes.push(EmbeddedChunk {
+                    chunk: chunk.clone(),
+                    embedding,
+                });
+            }
+            done += batch.len();
+            on_progress(Progress {
+                embedded: done,
+                to_embed: total,
+            });
+        }
+        Ok(truncated)
     }
 
     /// The write half of a run: deletes, upserts and commits both indexes, then returns what
@@ -470,4 +410,134 @@ impl<'a> Indexer<'a> {
         }
         Ok((changes, report))
     }
+}
+
+/// What a run will write, as its documents are diffed against the catalog one by one.
+#[derive(Default)]
+struct Diff {
+    changes: CatalogChanges,
+    report: IndexReport,
+    /// The documents of the input so far.
+    seen: HashSet<DocId>,
+    removed_docs: Vec<DocId>,
+    removed_chunks: Vec<ChunkId>,
+    /// Every chunk of a new or changed document.
+    lexical_writes: Vec<Chunk>,
+    /// Those that kept their ID (and so, if the index has it, their vector).
+    reused: Vec<Chunk>,
+    /// Those that are new.
+    to_embed: Vec<Chunk>,
+}
+
+impl Diff {
+    /// Diffs `doc` against its entry in `catalog`: skipped when its fingerprint is unchanged,
+    /// else chunked with `policy` (its expiry resolved from `now`), its chunks kept, new or
+    /// gone.
+    fn document(
+        &mut self,
+        doc: Document,
+        catalog: &Catalog,
+        policy: &ChunkingPolicy,
+        now: Option<Timestamp>,
+    ) -> Result<(), IndexerError> {
+        if !self.seen.insert(doc.id().clone()) {
+            return Err(IndexerError::DuplicateDocument(doc.id().clone()));
+        }
+        let previous = catalog.docs.get(doc.id());
+        let fingerprint = doc.fingerprint();
+        let about = DocAbout::of(&doc);
+        if let Some(entry) = previous.filter(|e| e.fingerprint == fingerprint) {
+            self.unchanged(doc.id(), entry, about);
+            return Ok(());
+        }
+        // The expiry rides with every chunk, so a hit carries it to the query-time check.
+        let expires_at = Retention::of(&doc)?.expiry(now);
+        let doc = doc.with_expiry(expires_at);
+        match previous {
+            Some(_) => self.report.docs_changed += 1,
+            None => self.report.docs_added += 1,
+        }
+        let chunks = chunk_document(&doc, policy);
+        let old: BTreeSet<&ChunkId> = previous
+            .map(|e| e.chunk_ids.iter().collect())
+            .unwrap_or_default();
+        let new: HashSet<&ChunkId> = chunks.iter().map(Chunk::chunk_id).collect();
+        for id in &old {
+            if !new.contains(*id) {
+                self.removed_chunks.push((*id).clone());
+            }
+        }
+        self.changes.write(
+            doc.id().clone(),
+            CatalogEntry {
+                revision: doc.revision().clone(),
+                fingerprint,
+                chunk_ids: chunks.iter().map(|c| c.chunk_id().clone()).collect(),
+                about: Some(about),
+                indexed_at: now,
+                expires_at,
+            },
+        );
+        for chunk in chunks {
+            self.lexical_writes.push(chunk.clone());
+            if old.contains(chunk.chunk_id()) {
+                self.reused.push(chunk);
+            } else {
+                self.to_embed.push(chunk);
+            }
+        }
+        Ok(())
+    }
+
+    /// An unchanged document is skipped; an entry of an earlier format learns what the document
+    /// says of itself without touching either index.
+    fn unchanged(&mut self, id: &DocId, entry: &CatalogEntry, about: DocAbout) {
+        if entry.about.as_ref() != Some(&about) {
+            let mut entry = entry.clone();
+            entry.about = Some(about);
+            self.changes.write(id.clone(), entry);
+        }
+        self.report.docs_skipped += 1;
+    }
+
+    /// Removes the documents of `catalog` absent from the input, in a full sync (but those it
+    /// keeps); then counts the chunks removed from changed documents.
+    fn remove_absent(&mut self, catalog: &Catalog, mode: &SyncMode) {
+        let keep = match mode {
+            SyncMode::Full => Some(BTreeSet::new()),
+            SyncMode::FullKeeping(keep) => Some(keep.clone()),
+            SyncMode::Partial => None,
+        };
+        if let Some(keep) = keep {
+            for (id, entry) in &catalog.docs {
+                if !self.seen.contains(id) && !keep.contains(id) {
+                    self.removed_docs.push(id.clone());
+                    self.report.docs_removed += 1;
+                    self.report.chunks_removed += entry.chunk_ids.len();
+                    self.changes.remove(id.clone());
+                }
+            }
+        }
+        self.report.chunks_removed += self.removed_chunks.len();
+    }
+}
+
+/// The chunks that kept their ID with the vector the index holds for each, and the chunks to
+/// embed: the new ones, then those whose vector is missing from the index (an index repaired
+/// or rebuilt behind the catalog's back).
+fn reuse_vectors(
+    vectors: &dyn VectorIndex,
+    reused: Vec<Chunk>,
+    mut to_embed: Vec<Chunk>,
+) -> Result<(Vec<EmbeddedChunk>, Vec<Chunk>), IndexerError> {
+    let ids: Vec<ChunkId> = reused.iter().map(|c| c.chunk_id().clone()).collect();
+    let stored = vectors.embeddings(&ids).map_err(IndexerError::Vectors)?;
+    let mut writes: Vec<EmbeddedChunk> = Vec::with_capacity(reused.len() + to_embed.len());
+    for (chunk, embedding) in reused.into_iter().zip(stored) {
+        match embedding {
+            Some(embedding) => writes.push(EmbeddedChunk { chunk, embedding }),
+            None => to_embed.push(chunk),
+        }
+    }
+    Ok((writes, to_embed))
 }

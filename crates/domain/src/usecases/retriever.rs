@@ -10,7 +10,7 @@ use crate::ports::{
     ScoredChunk, SourceError, SourceRecord, SourceStore, VectorIndex, elapsed_ms,
 };
 use crate::rules::budget::RetrievalBudget;
-use crate::rules::fusion::{FusionConfig, Route, RouteList, fuse};
+use crate::rules::fusion::{Fused, FusionConfig, Route, RouteList, fuse};
 use crate::rules::revision::{self, DropReason};
 
 /// Which routes a retrieval uses.
@@ -387,32 +387,13 @@ impl<'a> Retriever<'a> {
 
     /// Retrieves evidence for `request`.
     pub fn retrieve(&self, request: &RetrievalRequest<'_>) -> Result<Retrieval, RetrieveError> {
-        if request.query.trim().is_empty() {
-            return Err(RetrieveError::InvalidInput("the query is empty".into()));
-        }
-        if request.k == 0 {
-            return Err(RetrieveError::InvalidInput("k must be at least 1".into()));
-        }
+        validate(request)?;
         let per_route = self.candidates.max(request.k);
-        let mut routes = Vec::new();
-        let mut lists: Vec<RouteList> = Vec::new();
-        let mut candidates: BTreeMap<Route, Vec<(ChunkId, f32)>> = BTreeMap::new();
-        let mut chunks: HashMap<ChunkId, Chunk> = HashMap::new();
-        let mut route_hits: HashMap<ChunkId, Vec<RouteHit>> = HashMap::new();
-        let mut timings = Vec::new();
-        let mut lap = self.clock.now();
-        let mut mark = |stage: &str, timings: &mut Vec<StageTiming>| {
-            let now = self.clock.now();
-            timings.push(StageTiming {
-                stage: stage.to_string(),
-                ms: elapsed_ms(lap, now),
-            });
-            lap = now;
-        };
-
+        let mut found = Found::default();
+        let mut laps = Laps::start(self.clock);
         for route in [Route::Dense, Route::Lexical] {
             if !request.mode.wants(route) {
-                routes.push(RouteReport {
+                found.routes.push(RouteReport {
                     route,
                     status: RouteStatus::NotRequested,
                 });
@@ -422,57 +403,67 @@ impl<'a> Retriever<'a> {
                 Route::Dense => self.run_dense(request, per_route),
                 Route::Lexical => self.run_lexical(request, per_route),
             };
-            mark(&format!("retrieval.{route}"), &mut timings);
-            match result {
-                Ok(hits) => {
-                    routes.push(RouteReport {
-                        route,
-                        status: RouteStatus::Ran { hits: hits.len() },
-                    });
-                    let mut ids = Vec::with_capacity(hits.len());
-                    for (i, hit) in hits.into_iter().enumerate() {
-                        let id = hit.chunk.chunk_id().clone();
-                        route_hits.entry(id.clone()).or_default().push(RouteHit {
-                            route,
-                            rank: i + 1,
-                            score: hit.score,
-                        });
-                        candidates
-                            .entry(route)
-                            .or_default()
-                            .push((id.clone(), hit.score));
-                        chunks.entry(id.clone()).or_insert(hit.chunk);
-                        ids.push((id, hit.score));
-                    }
-                    lists.push((route, ids));
-                }
-                Err(reason) => routes.push(RouteReport {
-                    route,
-                    status: RouteStatus::Unavailable { reason },
-                }),
-            }
+            laps.mark(&format!("retrieval.{route}"));
+            found.add(route, result);
         }
-        if lists.is_empty() {
-            return Err(RetrieveError::CannotRetrieve { routes });
+        if found.lists.is_empty() {
+            return Err(RetrieveError::CannotRetrieve {
+                routes: found.routes,
+            });
         }
 
-        let mut fused = fuse(&lists, &self.fusion);
+        let mut fused = fuse(&found.lists, &self.fusion);
         if self.locale_boost > 0.0 {
-            prefer_locale(&mut fused, &chunks, request.query, self.locale_boost);
+            prefer_locale(&mut fused, &found.chunks, request.query, self.locale_boost);
         }
-        mark("fusion", &mut timings);
-        let mut sources: HashMap<DocId, Option<SourceRecord>> = HashMap::new();
-        let mut evidence = Vec::new();
-        let mut dropped = Vec::new();
+        laps.mark("fusion");
+        let (mut evidence, dropped) = self.check(fused, &mut found, request)?;
+        laps.mark("revision_check");
+        let rerank = self.reranker.map(|(reranker, depth)| {
+            let report = rerank(reranker, depth, request.query, &mut evidence);
+            evidence.truncate(request.k);
+            renumber(&mut evidence);
+            laps.mark("rerank");
+            report
+        });
+        let (evidence, budget_dropped, truncated) = match request.budget {
+            Some(budget) => within_budget(evidence, budget),
+            None => (evidence, Vec::new(), false),
+        };
+        laps.mark("budget");
+        Ok(Retrieval {
+            evidence,
+            dropped,
+            budget_dropped,
+            truncated,
+            routes: found.routes,
+            candidates: found.candidates,
+            rerank,
+            timings: laps.timings,
+        })
+    }
+
+    /// Checks the fused candidates, best first, against the source until as many pass as the
+    /// request (or the reranker's depth) wants: the evidence in rank order, and the hits
+    /// dropped.
+    fn check(
+        &self,
+        fused: Vec<Fused>,
+        found: &mut Found,
+        request: &RetrievalRequest<'_>,
+    ) -> Result<(Vec<Evidence>, Vec<Dropped>), RetrieveError> {
         let wanted = match self.reranker {
             Some((_, depth)) => request.k.max(depth),
             None => request.k,
         };
+        let mut sources: HashMap<DocId, Option<SourceRecord>> = HashMap::new();
+        let mut evidence = Vec::new();
+        let mut dropped = Vec::new();
         for item in fused {
             if evidence.len() == wanted {
                 break;
             }
-            let Some(chunk) = chunks.remove(&item.chunk_id) else {
+            let Some(chunk) = found.chunks.remove(&item.chunk_id) else {
                 continue;
             };
             let doc = chunk.doc_id().clone();
@@ -489,7 +480,7 @@ impl<'a> Retriever<'a> {
                     chunk_id: item.chunk_id.clone(),
                     rank: evidence.len() + 1,
                     score: item.score,
-                    routes: route_hits.remove(&item.chunk_id).unwrap_or_default(),
+                    routes: found.route_hits.remove(&item.chunk_id).unwrap_or_default(),
                     chunk,
                 }),
                 Err(reason) => dropped.push(Dropped {
@@ -499,51 +490,121 @@ impl<'a> Retriever<'a> {
                 }),
             }
         }
-
-        mark("revision_check", &mut timings);
-        let rerank = self.reranker.map(|(reranker, depth)| {
-            let report = rerank(reranker, depth, request.query, &mut evidence);
-            evidence.truncate(request.k);
-            for (i, e) in evidence.iter_mut().enumerate() {
-                e.rank = i + 1;
-            }
-            mark("rerank", &mut timings);
-            report
-        });
-        let (evidence, budget_dropped, truncated) = match request.budget {
-            Some(budget) => {
-                let out = budget.apply(evidence, |e| e.chunk.char_len());
-                let mut kept = out.kept;
-                for (i, e) in kept.iter_mut().enumerate() {
-                    e.rank = i + 1;
-                }
-                let left: Vec<ChunkId> = out.dropped.into_iter().map(|e| e.chunk_id).collect();
-                (kept, left, out.truncated)
-            }
-            None => (evidence, Vec::new(), false),
-        };
-        mark("budget", &mut timings);
-        Ok(Retrieval {
-            evidence,
-            dropped,
-            budget_dropped,
-            truncated,
-            routes,
-            candidates,
-            rerank,
-            timings,
-        })
+        Ok((evidence, dropped))
     }
+}
+
+/// A request retrieval can run: a query that says something, at least one piece wanted.
+fn validate(request: &RetrievalRequest<'_>) -> Result<(), RetrieveError> {
+    if request.query.trim().is_empty() {
+        return Err(RetrieveError::InvalidInput("the query is empty".into()));
+    }
+    if request.k == 0 {
+        return Err(RetrieveError::InvalidInput("k must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// What the routes found: each route's report, its ranked list for fusion and its candidates
+/// for the trace, and each candidate's chunk and ranks in the routes that found it.
+#[derive(Default)]
+struct Found {
+    routes: Vec<RouteReport>,
+    lists: Vec<RouteList>,
+    candidates: BTreeMap<Route, Vec<(ChunkId, f32)>>,
+    chunks: HashMap<ChunkId, Chunk>,
+    route_hits: HashMap<ChunkId, Vec<RouteHit>>,
+}
+
+impl Found {
+    /// Adds what `route` returned, or why it could not run.
+    fn add(&mut self, route: Route, result: Result<Vec<ScoredChunk>, String>) {
+        let hits = match result {
+            Ok(hits) => hits,
+            Err(reason) => {
+                self.routes.push(RouteReport {
+                    route,
+                    status: RouteStatus::Unavailable { reason },
+                });
+                return;
+            }
+        };
+        self.routes.push(RouteReport {
+            route,
+            status: RouteStatus::Ran { hits: hits.len() },
+        });
+        let mut ids = Vec::with_capacity(hits.len());
+        for (i, hit) in hits.into_iter().enumerate() {
+            let id = hit.chunk.chunk_id().clone();
+            self.route_hits
+                .entry(id.clone())
+                .or_default()
+                .push(RouteHit {
+                    route,
+                    rank: i + 1,
+                    score: hit.score,
+                });
+            self.candidates
+                .entry(route)
+                .or_default()
+                .push((id.clone(), hit.score));
+            self.chunks.entry(id.clone()).or_insert(hit.chunk);
+            ids.push((id, hit.score));
+        }
+        self.lists.push((route, ids));
+    }
+}
+
+/// The time of each stage of a retrieval, as laps of its clock.
+struct Laps<'c> {
+    clock: &'c dyn Clock,
+    lap: std::time::Duration,
+    timings: Vec<StageTiming>,
+}
+
+impl<'c> Laps<'c> {
+    fn start(clock: &'c dyn Clock) -> Self {
+        Self {
+            clock,
+            lap: clock.now(),
+            timings: Vec::new(),
+        }
+    }
+
+    /// Records the time since the last lap under `stage`.
+    fn mark(&mut self, stage: &str) {
+        let now = self.clock.now();
+        self.timings.push(StageTiming {
+            stage: stage.to_string(),
+            ms: elapsed_ms(self.lap, now),
+        });
+        self.lap = now;
+    }
+}
+
+/// Ranks `evidence` 1, 2, … in its order.
+fn renumber(evidence: &mut [Evidence]) {
+    for (i, e) in evidence.iter_mut().enumerate() {
+        e.rank = i + 1;
+    }
+}
+
+/// What `budget` keeps of `evidence` (whole pieces, renumbered), the IDs it leaves out, and
+/// whether it left any out.
+fn within_budget(
+    evidence: Vec<Evidence>,
+    budget: RetrievalBudget,
+) -> (Vec<Evidence>, Vec<ChunkId>, bool) {
+    let out = budget.apply(evidence, |e| e.chunk.char_len());
+    let mut kept = out.kept;
+    renumber(&mut kept);
+    let left: Vec<ChunkId> = out.dropped.into_iter().map(|e| e.chunk_id).collect();
+    (kept, left, out.truncated)
 }
 
 /// Lifts the fused candidates in the question's language by `boost` × the fused scores' spread
 /// and re-sorts (ties by chunk ID, as fusion does).
-fn prefer_locale(
-    fused: &mut [crate::rules::fusion::Fused],
-    chunks: &HashMap<ChunkId, Chunk>,
-    query: &str,
-    boost: f64,
-) {
+fn prefer_locale(fused: &mut [Fused], chunks: &HashMap<ChunkId, Chunk>, query: &str, boost: f64) {
     let language = Locale::detect(query);
     let (lo, hi) = fused
         .iter()

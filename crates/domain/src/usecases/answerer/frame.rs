@@ -1,0 +1,308 @@
+//! What a run shows its caller: the answer frame, its citations and evidence, how the run
+//! ended, and the pure functions that build them from the run's outcome.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::contracts::{ChunkId, DocId, PageSpan, SectionId};
+use crate::ports::{GenerateError, Intent, PhaseTime, Plan, SourceError};
+use crate::rules::citation;
+use crate::rules::fusion::Route;
+use zhiku_text as text;
+
+use super::super::retriever::{Evidence, Retrieval, RouteReport};
+
+/// How a run ended. The four are never confused: "nothing relevant" is `not_found`, "could not
+/// look" is `cannot_retrieve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStatus {
+    /// An answer whose citations all name this round's evidence.
+    Answered,
+    /// Retrieval ran and found nothing that answers the question.
+    NotFound,
+    /// No retrieval route could run.
+    CannotRetrieve,
+    /// The generator kept producing answers whose citations failed; nothing is shown.
+    Blocked,
+    /// Small talk (a greeting, thanks): replied to directly, nothing retrieved or cited.
+    SmallTalk,
+}
+
+impl AnswerStatus {
+    /// `answered`, `not_found`, `cannot_retrieve` or `blocked`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::NotFound => "not_found",
+            Self::CannotRetrieve => "cannot_retrieve",
+            Self::Blocked => "blocked",
+            Self::SmallTalk => "small_talk",
+        }
+    }
+}
+
+/// One citation of an answer, resolved to its chunk and document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Citation {
+    /// The `[n]` marker in the answer.
+    pub marker: u32,
+    /// The cited chunk.
+    pub chunk_id: ChunkId,
+    /// Its document.
+    pub doc_id: DocId,
+    /// The document title.
+    pub title: String,
+    /// Where the document came from.
+    pub source: String,
+    /// The headings above the cited chunk, outermost first.
+    pub heading_path: Vec<String>,
+    /// The section the cited chunk sits in (its document and heading path): read it whole with
+    /// `zhiku read DOC#SECTION` or `GET /v1/documents/{id}/sections/{section}`.
+    pub section: SectionId,
+    /// The pages of the document the cited chunk lies on (a PDF's), as `[first, last]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PageSpan>,
+    /// The document revision the chunk was read from (checked against the source this round).
+    pub revision: String,
+    /// The sentence of the chunk that best supports the citing text.
+    pub quote: String,
+}
+
+/// One piece of this round's evidence, as shown beside the answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidenceSummary {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// 1-based rank after fusion, checks and budget.
+    pub rank: usize,
+    /// The fused score.
+    pub score: f64,
+    /// Each route's own score for the chunk.
+    pub scores: BTreeMap<Route, f32>,
+    /// Each route's rank for the chunk.
+    pub route_ranks: BTreeMap<Route, usize>,
+    /// The document.
+    pub doc_id: DocId,
+    /// The document title.
+    pub title: String,
+    /// Where the document came from.
+    pub source: String,
+    /// The section the chunk sits in.
+    pub section: SectionId,
+    /// Offset of the chunk's first character in its document's text.
+    pub start: usize,
+    /// Offset after its last character.
+    pub end: usize,
+    /// True for a chunk the context policy brought in around the evidence (of its section, or
+    /// a neighbour), which no route ranked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub around: bool,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnswerFrame {
+    /// The question as asked.
+    pub question: String,
+    /// The standalone question retrieval ran on, when it differs from the question (a
+    /// follow-up read in its conversation, a greeting dropped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewritten: Option<String>,
+    /// What the question was: `knowledge`, `multi_part` or `small_talk`.
+    pub intent: Intent,
+    /// The sub-questions of a several-part question, each retrieved on its own and answered
+    /// in turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
+    /// The answer text (with `[n]` markers), the no-material sentence, or why there is no
+    /// answer. Never uncited generator text.
+    pub answer: String,
+    /// How the run ended.
+    pub status: AnswerStatus,
+    /// The answer's citations, in marker order.
+    pub citations: Vec<Citation>,
+    /// The evidence the generator saw, in rank order.
+    pub evidence: Vec<EvidenceSummary>,
+    /// Each route's status.
+    pub routes: Vec<RouteReport>,
+    /// The run's trace ID.
+    pub trace_id: String,
+    /// True when the budget left evidence out.
+    pub retrieval_truncated: bool,
+    /// Generation attempts made.
+    pub attempts: u32,
+    /// The identity of the generator that answered (empty when generation did not run).
+    pub generator: String,
+    /// How the answer came about, when it is worth saying (a generator fell back to another).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+    /// Total run time in milliseconds.
+    pub latency_ms: f64,
+    /// Time per phase of the run, in order (`plan`, `retrieval`, `generation.<attempt>`).
+    pub stages_ms: Vec<PhaseTime>,
+    /// The support check of the answer shown (absent when nothing was answered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub support: Option<SupportSummary>,
+}
+
+/// How the sentences of an answer fared against the blocks they cite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SupportSummary {
+    /// Sentences that state something (connectives and lead-ins excepted).
+    pub claims: usize,
+    /// The check (`lexical-v1`).
+    pub method: String,
+    /// Of those, sentences the cited blocks support (all of them in an answer shown: an
+    /// unsupported one is rejected and retried).
+    pub supported: usize,
+}
+
+/// Why a run could not produce a frame.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The question or the policy is malformed.
+    #[error("invalid question: {0}")]
+    InvalidInput(String),
+    /// The revision check could not read the source.
+    #[error("cannot check retrieved evidence against the source: {0}")]
+    Source(#[from] SourceError),
+    /// The generator failed (it is unreachable, timed out or refused the request).
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+}
+
+/// What was asked, as the frame reports it.
+pub(super) struct Asked<'f> {
+    pub(super) question: &'f str,
+    pub(super) rewritten: Option<String>,
+    pub(super) intent: Intent,
+    pub(super) parts: Vec<String>,
+}
+
+impl<'f> Asked<'f> {
+    /// `question` as `plan` read it: the standalone rewrite when it differs from the question.
+    pub(super) fn of(question: &'f str, plan: &Plan) -> Self {
+        Self {
+            question,
+            rewritten: (plan.standalone.trim() != question.trim()).then(|| plan.standalone.clone()),
+            intent: plan.intent,
+            parts: plan.parts.clone(),
+        }
+    }
+}
+
+/// What a run decided, before the recording adds its trace ID, timings and notices.
+pub(super) struct Frame<'f> {
+    pub(super) asked: Asked<'f>,
+    pub(super) answer: String,
+    pub(super) status: AnswerStatus,
+    pub(super) citations: Vec<Citation>,
+    pub(super) retrieval: Option<&'f Retrieval>,
+    pub(super) routes: Vec<RouteReport>,
+    pub(super) attempts: u32,
+    pub(super) generator: String,
+}
+
+impl<'f> Frame<'f> {
+    /// A run that ended before generation (small talk, nothing retrievable, no evidence): no
+    /// citation, no attempt, no generator.
+    pub(super) fn ungenerated(
+        asked: Asked<'f>,
+        answer: String,
+        status: AnswerStatus,
+        routes: Vec<RouteReport>,
+        retrieval: Option<&'f Retrieval>,
+    ) -> Self {
+        Self {
+            asked,
+            answer,
+            status,
+            citations: Vec::new(),
+            retrieval,
+            routes,
+            attempts: 0,
+            generator: String::new(),
+        }
+    }
+}
+
+pub(super) fn summarise(e: &Evidence) -> EvidenceSummary {
+    EvidenceSummary {
+        chunk_id: e.chunk_id.clone(),
+        rank: e.rank,
+        score: e.score,
+        scores: e.routes.iter().map(|r| (r.route, r.score)).collect(),
+        route_ranks: e.routes.iter().map(|r| (r.route, r.rank)).collect(),
+        doc_id: e.chunk.doc_id().clone(),
+        title: e.chunk.doc().title.to_string(),
+        source: e.chunk.doc().source.to_string(),
+        section: e.chunk.section().clone(),
+        start: e.chunk.start(),
+        end: e.chunk.end(),
+        around: e.routes.is_empty(),
+    }
+}
+
+/// The answer text that cites `marker`: each sentence containing it.
+fn citing_text(answer: &str, marker: u32) -> String {
+    let needle = format!("[{marker}]");
+    let parts: Vec<String> = text::sentences(answer)
+        .into_iter()
+        .filter(|s| s.contains(&needle) || citation::markers(s).contains(&marker))
+        .collect();
+    if parts.is_empty() {
+        answer.to_string()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The sentence of `content` sharing the most terms with `claim`.
+fn best_quote(content: &str, claim: &str) -> String {
+    let claim_terms = text::terms(claim);
+    let mut best: Option<(usize, String)> = None;
+    for sentence in text::sentences(content) {
+        let overlap = text::terms(&sentence).intersection(&claim_terms).count();
+        if best.as_ref().is_none_or(|(b, _)| overlap > *b) {
+            best = Some((overlap, sentence));
+        }
+    }
+    let quote = best.map(|(_, s)| s).unwrap_or_default();
+    if quote.chars().count() > 300 {
+        let mut q: String = quote.chars().take(299).collect();
+        q.push('…');
+        q
+    } else {
+        quote
+    }
+}
+
+pub(super) fn citations_for(
+    answer: &str,
+    cited: &[(u32, ChunkId)],
+    evidence: &[Evidence],
+) -> Vec<Citation> {
+    let mut out: Vec<Citation> = cited
+        .iter()
+        .filter_map(|(marker, id)| {
+            let e = evidence.iter().find(|e| &e.chunk_id == id)?;
+            let doc = e.chunk.doc();
+            Some(Citation {
+                marker: *marker,
+                chunk_id: id.clone(),
+                doc_id: e.chunk.doc_id().clone(),
+                title: doc.title.to_string(),
+                source: doc.source.to_string(),
+                heading_path: e.chunk.heading_path().to_vec(),
+                section: e.chunk.section().clone(),
+                pages: e.chunk.pages(),
+                revision: doc.revision.to_string(),
+                quote: best_quote(e.chunk.content(), &citing_text(answer, *marker)),
+            })
+        })
+        .collect();
+    out.sort_by_key(|c| c.marker);
+    out
+}

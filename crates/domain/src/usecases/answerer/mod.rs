@@ -1,0 +1,600 @@
+//! Grounded answers: retrieve, check, budget, generate, validate citations, frame the result,
+//! and record every step as a trace event.
+//!
+//! The [`Answerer`] runs a question through its ports and records each step; what a step
+//! decides is a small function of what it read, in the modules below: `planning` (which plan
+//! a run follows), `parts` (what it retrieves, and when once more), `evidence` (what the
+//! generator sees of it), `attempt` (whether an attempt's answer passes), `outcome` (how the run
+//! ends), `frame` (what the caller is shown), `record` (the trace steps) and `run` (the run's
+//! recording state).
+
+mod attempt;
+mod evidence;
+mod frame;
+mod outcome;
+mod parts;
+mod planning;
+mod policy;
+mod record;
+mod run;
+
+use crate::contracts::Filter;
+use crate::ports::{
+    AnswerStep, Clock, DocumentChunks, GenerationRequest, GenerationStep, Generator, Intent, Judge,
+    Planner, SourceBlock, Stage, SubQuestionStep, SupportStep, TraceSink, Turn, ValidationStep,
+};
+use crate::rules::context::{self, build_request};
+use crate::rules::expand::ContextPolicy;
+use crate::rules::plan::AsAsked;
+use crate::rules::support;
+
+use super::retriever::{Retrieval, RetrievalRequest, RetrieveError, Retriever, RouteReport};
+use attempt::{Round, Verdict};
+use frame::{Asked, Frame};
+use outcome::Outcome;
+use planning::Planned;
+use run::Run;
+
+pub use frame::{AnswerFrame, AnswerStatus, AskError, Citation, EvidenceSummary, SupportSummary};
+pub use parts::{THIN_EVIDENCE_FLOOR, evidence_coverage};
+pub use policy::AnswerPolicy;
+
+/// The longest retrieval query an answerer runs unless told otherwise
+/// ([`Answerer::with_max_query_chars`]): the default of `[serve] max_query_chars`.
+pub const DEFAULT_MAX_QUERY_CHARS: usize = 2000;
+
+/// What one retrieval found, or each route's report when no route could run.
+type Retrieved = Result<Retrieval, Vec<RouteReport>>;
+
+/// Answers questions from retrieved evidence with enforced citations.
+pub struct Answerer<'a> {
+    retriever: &'a Retriever<'a>,
+    generator: &'a dyn Generator,
+    trace: &'a dyn TraceSink,
+    clock: &'a dyn Clock,
+    policy: AnswerPolicy,
+    chunks: Option<&'a dyn DocumentChunks>,
+    planner: &'a dyn Planner,
+    /// Plans whenever `planner` fails or breaks its contract.
+    fallback_planner: &'a dyn Planner,
+    judge: Option<&'a dyn Judge>,
+    max_query_chars: usize,
+}
+
+impl std::fmt::Debug for Answerer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answerer")
+            .field("generator", &self.generator.identity())
+            .field("policy", &self.policy)
+            .field("max_query_chars", &self.max_query_chars)
+            .finish()
+    }
+}
+
+impl<'a> Answerer<'a> {
+    /// An answerer over `retriever` and `generator`, recording to `trace` and timing with
+    /// `clock`.
+    pub fn new(
+        retriever: &'a Retriever<'a>,
+        generator: &'a dyn Generator,
+        trace: &'a dyn TraceSink,
+        clock: &'a dyn Clock,
+        policy: AnswerPolicy,
+    ) -> Self {
+        Self {
+            retriever,
+            generator,
+            trace,
+            clock,
+            policy,
+            chunks: None,
+            planner: &AsAsked,
+            fallback_planner: &AsAsked,
+            judge: None,
+            max_query_chars: DEFAULT_MAX_QUERY_CHARS,
+        }
+    }
+
+    /// The same answerer, retrieving for no query longer than `max` characters, or than the
+    /// question as asked when that is longer (the question is its caller's to bound): the
+    /// standalone rewrite, each part and each reformulation. The planner reads the
+    /// conversation only after its last turn too long to carry into such a query
+    /// ([`plan::carried_history`](crate::rules::plan::carried_history): ignored, not cut); a plan that still runs over is replaced by
+    /// the fallback planner's plan within the bound ([`plan::plan_within`](crate::rules::plan::plan_within)), and a
+    /// reformulation that runs over is not retrieved. [`DEFAULT_MAX_QUERY_CHARS`] unless set.
+    pub fn with_max_query_chars(mut self, max: usize) -> Self {
+        self.max_query_chars = max.max(1);
+        self
+    }
+
+    /// The same answerer, reading questions in their conversation with `planner` ([`AsAsked`]
+    /// by default: every message one question, taken as asked).
+    pub fn with_planner(mut self, planner: &'a dyn Planner) -> Self {
+        self.planner = planner;
+        self
+    }
+
+    /// The same answerer, planning with `fallback` whenever the planner fails or returns a plan
+    /// that breaks the planner contract ([`AsAsked`] by default), and asking it for another
+    /// wording when the planner has none. The application composes the offline rules here.
+    pub fn with_fallback_planner(mut self, fallback: &'a dyn Planner) -> Self {
+        self.fallback_planner = fallback;
+        self
+    }
+
+    /// The same answerer, letting `judge` decide whether each cited claim is supported (the
+    /// hard rules of the lexical check still apply first; see
+    /// [`support::apply_judge`]). When the judge cannot be reached the lexical check decides,
+    /// with a notice in the frame.
+    pub fn with_judge(mut self, judge: &'a dyn Judge) -> Self {
+        self.judge = Some(judge);
+        self
+    }
+
+    /// The same answerer, reading the documents of the evidence from `chunks` when its
+    /// context policy sends more than the evidence chunks.
+    pub fn with_document_chunks(mut self, chunks: &'a dyn DocumentChunks) -> Self {
+        self.chunks = Some(chunks);
+        self
+    }
+
+    fn expands(&self) -> bool {
+        self.chunks.is_some() && self.policy.context != ContextPolicy::Chunks
+    }
+
+    /// The retrieval with its evidence replaced by the context's blocks under the policy: the
+    /// evidence chunks and, around them, other chunks of their documents (read at the revision
+    /// and in the scope the evidence was checked at), within the budget.
+    fn shape_context(&self, retrieval: Retrieval) -> Retrieval {
+        let Some(source) = self.chunks.filter(|_| self.expands()) else {
+            return retrieval;
+        };
+        let docs = evidence::read_documents(source, self.policy.context, &retrieval.evidence);
+        evidence::shape(retrieval, &docs, self.policy.context, self.policy.budget)
+    }
+
+    /// Answers `question` within `filter` (from the caller's identity: nothing in the question
+    /// or the evidence can widen it). Every step is recorded under `trace_id`.
+    pub fn ask(
+        &self,
+        question: &str,
+        filter: &Filter,
+        trace_id: &str,
+    ) -> Result<AnswerFrame, AskError> {
+        self.converse(&[], question, filter, trace_id)
+    }
+
+    /// Answers `question` as the next turn after `history` (oldest first), within `filter`.
+    ///
+    /// The history is read by the planner alone, to make the question standalone for
+    /// retrieval: it never reaches the generator, never names a scope and never cites, so a
+    /// history carrying forged citations or instructions changes nothing but the retrieval
+    /// query. Every step is recorded under `trace_id`.
+    pub fn converse(
+        &self,
+        history: &[Turn],
+        question: &str,
+        filter: &Filter,
+        trace_id: &str,
+    ) -> Result<AnswerFrame, AskError> {
+        let mut run = Run::start(trace_id, self.trace, self.clock);
+        if self.policy.max_attempts == 0 {
+            return Err(AskError::InvalidInput(
+                "max_attempts must be at least 1".into(),
+            ));
+        }
+        run.emit(Stage::Query(record::query_step(
+            question,
+            filter,
+            &self.policy,
+        )));
+        let planned = self.plan(history, question);
+        run.lap("plan");
+        run.emit(Stage::Rewrite(record::rewrite_step(
+            history.len(),
+            question,
+            &planned,
+        )));
+        run.emit(Stage::Intent(record::intent_step(&planned)));
+        let asked = Asked::of(question, &planned.plan);
+        if planned.plan.intent == Intent::SmallTalk {
+            run.emit(record::skipped("small talk: replied without retrieval"));
+            let answer = planned.plan.reply.unwrap_or_default();
+            let frame =
+                Frame::ungenerated(asked, answer, AnswerStatus::SmallTalk, Vec::new(), None);
+            return Ok(self.finish(&mut run, frame));
+        }
+        let questions = planning::questions(&planned.plan);
+        let retrieval = match self.retrieve_parts(&mut run, &questions, filter)? {
+            Ok(r) => r,
+            Err(routes) => {
+                let answer = parts::cannot_retrieve_answer(&routes);
+                let frame =
+                    Frame::ungenerated(asked, answer, AnswerStatus::CannotRetrieve, routes, None);
+                return Ok(self.finish(&mut run, frame));
+            }
+        };
+        let sources = evidence::source_blocks(&retrieval.evidence);
+        if sources.is_empty() {
+            run.emit(record::skipped("no evidence survived retrieval"));
+            let answer = context::no_material_for(question).to_string();
+            let routes = retrieval.routes.clone();
+            let frame = Frame::ungenerated(
+                asked,
+                answer,
+                AnswerStatus::NotFound,
+                routes,
+                Some(&retrieval),
+            );
+            return Ok(self.finish(&mut run, frame));
+        }
+        let frame = self.answer_parts(&mut run, asked, &questions, &retrieval, &sources)?;
+        Ok(self.finish(&mut run, frame))
+    }
+
+    /// The plan for `question` after `history`: the configured planner's, or the fallback
+    /// planner's when it fails or returns a plan that breaks the planner contract (then with a
+    /// notice).
+    fn plan(&self, history: &[Turn], question: &str) -> Planned {
+        let limit = self.query_limit(question);
+        planning::choose(
+            self.planner,
+            self.fallback_planner,
+            history,
+            question,
+            limit,
+        )
+    }
+
+    /// The longest query retrieved for `question`: the configured bound, or the question's
+    /// own length when that is longer.
+    fn query_limit(&self, question: &str) -> usize {
+        self.max_query_chars.max(question.chars().count())
+    }
+
+    /// Retrieves each of `questions` in turn (announcing each when there are several), as one
+    /// round; `Err` with the routes' reports as soon as one part could not be retrieved.
+    fn retrieve_parts(
+        &self,
+        run: &mut Run<'_>,
+        questions: &[String],
+        filter: &Filter,
+    ) -> Result<Retrieved, AskError> {
+        let mut retrievals = Vec::with_capacity(questions.len());
+        for (i, part) in questions.iter().enumerate() {
+            if questions.len() > 1 {
+                run.emit(Stage::SubQuestion(SubQuestionStep {
+                    index: i + 1,
+                    question: part.clone(),
+                    total: questions.len(),
+                }));
+            }
+            match self.retrieve_part(run, part, filter)? {
+                Ok(r) => retrievals.push(r),
+                Err(routes) => return Ok(Err(routes)),
+            }
+        }
+        Ok(Ok(parts::one_round(retrievals, self.policy.budget)))
+    }
+
+    /// Retrieves for one standalone question, once more with the planner's other wording when
+    /// the evidence is thin; `Err` with the routes' reports when no route could run.
+    fn retrieve_part(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        filter: &Filter,
+    ) -> Result<Retrieved, AskError> {
+        let first = match self.retrieve_once(run, question, filter)? {
+            Ok(r) => r,
+            Err(routes) => return Ok(Err(routes)),
+        };
+        let before = evidence_coverage(question, &first);
+        if before >= THIN_EVIDENCE_FLOOR {
+            return Ok(Ok(first));
+        }
+        let Some(other) = self.other_wording(question) else {
+            return Ok(Ok(first));
+        };
+        let second = match self.retrieve_once(run, &other, filter)? {
+            Ok(r) => r,
+            Err(_) => return Ok(Ok(first)),
+        };
+        let after = evidence_coverage(question, &second);
+        let better = after > before;
+        run.emit(Stage::Reformulation(record::reformulation_step(
+            question, other, before, after, better,
+        )));
+        Ok(Ok(if better { second } else { first }))
+    }
+
+    /// The planner's other wording of `question` (the fallback planner's when it has none),
+    /// when it is worth retrieving.
+    fn other_wording(&self, question: &str) -> Option<String> {
+        let other = self
+            .planner
+            .reformulate(question)
+            .or_else(|| self.fallback_planner.reformulate(question));
+        parts::usable_wording(other, question, self.query_limit(question))
+    }
+
+    fn retrieve_once(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        filter: &Filter,
+    ) -> Result<Retrieved, AskError> {
+        let request = RetrievalRequest {
+            query: question,
+            filter,
+            mode: self.policy.mode,
+            k: self.policy.k,
+            // A context policy that reads around the evidence applies the budget itself.
+            budget: (!self.expands()).then_some(self.policy.budget),
+        };
+        match self.retriever.retrieve(&request) {
+            Ok(r) => {
+                let r = self.shape_context(r);
+                run.lap("retrieval");
+                record::record_retrieval(
+                    run,
+                    &r,
+                    self.retriever.dense_space(),
+                    self.retriever.fusion(),
+                    self.policy.budget,
+                );
+                Ok(Ok(r))
+            }
+            Err(RetrieveError::CannotRetrieve { routes }) => {
+                run.lap("retrieval");
+                for r in &routes {
+                    run.emit(Stage::Route(record::route_step(r, None, &[], 0.0)));
+                }
+                Ok(Err(routes))
+            }
+            Err(RetrieveError::Source(e)) => Err(AskError::Source(e)),
+            Err(RetrieveError::InvalidInput(m)) => Err(AskError::InvalidInput(m)),
+        }
+    }
+
+    /// Answers each of `questions` in turn over this round's `sources` (made of `retrieval`'s
+    /// evidence) and frames the combined answer.
+    fn answer_parts<'f>(
+        &self,
+        run: &mut Run<'_>,
+        asked: Asked<'f>,
+        questions: &[String],
+        retrieval: &'f Retrieval,
+        sources: &[SourceBlock],
+    ) -> Result<Frame<'f>, AskError> {
+        let generator = self.generator.identity();
+        let round = Round::new(sources);
+        let mut outcomes = Vec::with_capacity(questions.len());
+        for part in questions {
+            outcomes.push(self.answer_part(run, part, sources, &round)?);
+        }
+        let attempts = outcomes.iter().map(Outcome::attempts).sum();
+        let claims = outcome::claims(&outcomes);
+        let combined = outcome::combine(
+            asked.question,
+            questions,
+            outcomes,
+            self.policy.max_attempts,
+        );
+        run.support = outcome::support_summary(combined.status, claims, run.support_method.clone());
+        Ok(Frame {
+            citations: frame::citations_for(&combined.answer, &combined.cited, &retrieval.evidence),
+            asked,
+            answer: combined.answer,
+            status: combined.status,
+            routes: retrieval.routes.clone(),
+            retrieval: Some(retrieval),
+            attempts,
+            generator: run.answered_by.clone().unwrap_or(generator),
+        })
+    }
+
+    /// Generates the answer to one (part of a) question over this round's sources, checking
+    /// every attempt's citations and the support of each of its sentences, retrying with
+    /// feedback.
+    fn answer_part(
+        &self,
+        run: &mut Run<'_>,
+        question: &str,
+        sources: &[SourceBlock],
+        round: &Round,
+    ) -> Result<Outcome, AskError> {
+        let mut generator = self.generator.identity();
+        let mut feedback = None;
+        let first = run.attempts + 1;
+        let last = run.attempts + self.policy.max_attempts;
+        for attempt in first..=last {
+            run.attempts = attempt;
+            let request = build_request(question, sources.to_vec(), feedback.take(), attempt);
+            run.emit(Stage::Context(record::context_step(
+                attempt, &request, sources,
+            )));
+            let text = self.generate(run, &request, attempt, &mut generator)?;
+            let attempts = attempt + 1 - first;
+            match self.check_answer(run, &text, question, sources, round, attempt) {
+                Verdict::NoMaterial => {
+                    run.emit(Stage::CitationValidation(ValidationStep::NoMaterial {
+                        attempt,
+                        no_material: true,
+                        ok: true,
+                    }));
+                    return Ok(Outcome::NoMaterial { attempts });
+                }
+                Verdict::Accepted {
+                    cited,
+                    claims,
+                    method,
+                } => {
+                    run.emit(Stage::CitationValidation(ValidationStep::Cited {
+                        attempt,
+                        cited: record::cited_chunks(&cited),
+                        ok: true,
+                    }));
+                    run.support_method = Some(method);
+                    return Ok(Outcome::Answered {
+                        text,
+                        cited,
+                        claims,
+                        attempts,
+                    });
+                }
+                Verdict::Rejected(rejection) => {
+                    let retry = attempt < last;
+                    run.emit(Stage::CitationRejected(record::rejection_step(
+                        round, attempt, retry, &rejection,
+                    )));
+                    feedback = Some(rejection.feedback);
+                }
+            }
+        }
+        Ok(Outcome::Blocked {
+            attempts: last + 1 - first,
+        })
+    }
+
+    /// Runs the generator on attempt `attempt`'s request and records what it produced, or why
+    /// it failed (which ends the run); the answer's text, trimmed. `generator` is the identity
+    /// the trace names: it becomes the generator that wrote the answer (a fallback chain's
+    /// delegate).
+    fn generate(
+        &self,
+        run: &mut Run<'_>,
+        request: &GenerationRequest,
+        attempt: u32,
+        generator: &mut String,
+    ) -> Result<String, AskError> {
+        let output = self.generator.generate_attributed(request);
+        let ms = run.lap(&format!("generation.{attempt}"));
+        let generated = match output {
+            Ok(g) => g,
+            Err(e) => {
+                run.emit(Stage::Generation(GenerationStep::Failed {
+                    attempt,
+                    error: e.to_string(),
+                    generator: generator.clone(),
+                    ms,
+                    temporary: e.is_temporary(),
+                }));
+                run.emit(Stage::Answer(AnswerStep::Failed {
+                    error: e.to_string(),
+                    latency_ms: run.total_ms(),
+                    status: "error".to_string(),
+                }));
+                return Err(AskError::Generate(e));
+            }
+        };
+        *generator = generated.generator;
+        run.answered_by = Some(generator.clone());
+        run.emit(Stage::Generation(GenerationStep::Produced {
+            answer_chars: generated.text.chars().count(),
+            attempt,
+            generator: generator.clone(),
+            ms,
+            notices: generated.notices.clone(),
+        }));
+        run.notices.extend(generated.notices);
+        Ok(generated.text.trim().to_string())
+    }
+
+    /// Checks an attempt's answer: its citations against this round, then each sentence
+    /// against the blocks it cites (the judge deciding what the hard rules let through),
+    /// recording the support check.
+    fn check_answer(
+        &self,
+        run: &mut Run<'_>,
+        text: &str,
+        question: &str,
+        sources: &[SourceBlock],
+        round: &Round,
+        attempt: u32,
+    ) -> Verdict {
+        let cited = match attempt::read_citations(text, round) {
+            Ok(cited) => cited,
+            Err(verdict) => return verdict,
+        };
+        let blocks = round.blocks(sources);
+        let blocks: Vec<(u32, &str)> = blocks.iter().map(|(m, t)| (*m, t.as_str())).collect();
+        let mut claims = support::check(text, question, &blocks);
+        let method = self.judge_claims(run, &mut claims, &blocks);
+        let rejection = attempt::support_rejection(&claims);
+        run.emit(Stage::SupportCheck(SupportStep {
+            attempt,
+            claims: claims.clone(),
+            floor: support::SUPPORT_FLOOR,
+            method: method.clone(),
+            ok: rejection.is_none(),
+        }));
+        match rejection {
+            Some(rejection) => Verdict::Rejected(rejection),
+            None => Verdict::Accepted {
+                cited,
+                claims: attempt::stated(&claims),
+                method,
+            },
+        }
+    }
+
+    /// Lets the judge, if any, decide the claims the hard rules let through; returns the
+    /// check that decided (the judge's identity, or the lexical check's when there is no
+    /// judge or it failed — said once per run in the frame's notices).
+    fn judge_claims(
+        &self,
+        run: &mut Run<'_>,
+        claims: &mut [support::ClaimCheck],
+        blocks: &[(u32, &str)],
+    ) -> String {
+        let Some(judge) = self.judge.filter(|_| !run.judge_failed) else {
+            return support::LEXICAL_CHECK.to_string();
+        };
+        match support::apply_judge(claims, blocks, judge) {
+            Ok(_) => judge.identity(),
+            Err(e) => {
+                run.judge_failed = true;
+                run.notices.push(format!(
+                    "the support judge {} gave no verdict ({e}): the lexical check decided",
+                    judge.identity()
+                ));
+                support::LEXICAL_CHECK.to_string()
+            }
+        }
+    }
+
+    /// The frame of the run as decided, with the run's trace ID, timings, notices and support
+    /// check; recorded as the run's last step.
+    fn finish(&self, run: &mut Run<'_>, decided: Frame<'_>) -> AnswerFrame {
+        let latency_ms = run.total_ms();
+        let (evidence, truncated) = match decided.retrieval {
+            Some(r) => (
+                r.evidence.iter().map(frame::summarise).collect(),
+                r.truncated,
+            ),
+            None => (Vec::new(), false),
+        };
+        let out = AnswerFrame {
+            question: decided.asked.question.to_string(),
+            rewritten: decided.asked.rewritten,
+            intent: decided.asked.intent,
+            parts: decided.asked.parts,
+            answer: decided.answer,
+            status: decided.status,
+            citations: decided.citations,
+            evidence,
+            routes: decided.routes,
+            trace_id: run.trace_id.to_string(),
+            retrieval_truncated: truncated,
+            attempts: decided.attempts,
+            generator: decided.generator,
+            notices: std::mem::take(&mut run.notices),
+            latency_ms,
+            stages_ms: run.stages.clone(),
+            support: run.support.take(),
+        };
+        run.emit(Stage::Answer(record::finished_step(&out)));
+        out
+    }
+}

@@ -1,0 +1,91 @@
+//! Which plan a run follows: the planner's, or the fallback planner's when the planner fails or
+//! returns a plan that breaks the planner contract; and what the plan says to retrieve.
+
+use crate::ports::{Intent, Plan, Planner, Turn};
+use crate::rules::plan;
+
+/// The plan a run follows, with the planner that made it and, when the fallback stood in, why.
+pub(super) struct Planned {
+    pub(super) plan: Plan,
+    /// The identity of the planner that made the plan.
+    pub(super) method: String,
+    pub(super) notice: Option<String>,
+}
+
+/// The plan for `question` after `history`, every query of it within `limit` characters:
+/// `planner`'s, or `fallback`'s when it fails or returns a plan that breaks the planner
+/// contract (then with a notice).
+pub(super) fn choose(
+    planner: &dyn Planner,
+    fallback: &dyn Planner,
+    history: &[Turn],
+    question: &str,
+    limit: usize,
+) -> Planned {
+    let history = plan::carried_history(history, question, limit);
+    let rules = || plan::plan_within(fallback, history, question, limit);
+    let (plan, method, notice) = match planner.plan(history, question) {
+        Ok(p) if plan_is_sound(&p, question) && plan::plan_fits(&p, limit) => {
+            (p, planner.identity(), None)
+        }
+        // The fallback's own plan over the bound: the fallback again, within it.
+        Ok(_) if planner.identity() == fallback.identity() => (rules(), fallback.identity(), None),
+        Ok(_) => (
+            rules(),
+            fallback.identity(),
+            Some(format!(
+                "{} returned an unusable plan; {} planned instead",
+                planner.identity(),
+                planned_by(fallback)
+            )),
+        ),
+        Err(e) => (
+            rules(),
+            fallback.identity(),
+            Some(format!("{e}; {} planned instead", planned_by(fallback))),
+        ),
+    };
+    Planned {
+        plan,
+        method,
+        notice,
+    }
+}
+
+/// The questions `plan` retrieves and answers in turn: its parts when it has several, else its
+/// standalone question.
+pub(super) fn questions(plan: &Plan) -> Vec<String> {
+    if plan.intent == Intent::MultiPart {
+        plan.parts.clone()
+    } else {
+        vec![plan.standalone.clone()]
+    }
+}
+
+/// A plan the answerer can follow: a standalone question of sensible length, two to
+/// [`plan::MAX_PARTS`] parts exactly when it has several, a reply exactly for small talk.
+fn plan_is_sound(p: &Plan, question: &str) -> bool {
+    let limit = question.chars().count() * 4 + 400;
+    let fits = |s: &str| !s.trim().is_empty() && s.chars().count() <= limit;
+    fits(&p.standalone)
+        && match p.intent {
+            Intent::MultiPart => {
+                (2..=plan::MAX_PARTS).contains(&p.parts.len()) && p.parts.iter().all(|s| fits(s))
+            }
+            Intent::Knowledge => p.parts.is_empty(),
+            Intent::SmallTalk => {
+                p.parts.is_empty() && p.reply.as_deref().is_some_and(|r| !r.trim().is_empty())
+            }
+        }
+}
+
+/// How a notice names the planner that stood in: "the rules" for the offline rules planner
+/// (`rules-…`), its identity otherwise.
+fn planned_by(planner: &dyn Planner) -> String {
+    let identity = planner.identity();
+    if identity.starts_with("rules") {
+        "the rules".to_string()
+    } else {
+        identity
+    }
+}
