@@ -904,7 +904,8 @@ pub fn reformulate(question: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zhiku_domain::rules::plan::{carried_history, plan_fits, plan_within};
+    use zhiku_domain::rules::plan::{carried_history, plan_fits};
+    use zhiku_domain::usecases::plan_within;
 
     fn turn(q: &str) -> Turn {
         Turn {

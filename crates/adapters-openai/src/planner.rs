@@ -240,7 +240,7 @@ mod tests {
         // A closed port: any request would fail, so a plan proves none was sent.
         let planner = LlmPlanner::new(
             &ChatConfig::new("http://127.0.0.1:9/v1", "m"),
-            Arc::new(zhiku_domain::rules::plan::AsAsked),
+            Arc::new(zhiku_domain::ports::AsAsked),
         );
         // Without history the reader's plan is the plan (the as-asked reader keeps the
         // greeting; the rules reader would drop it).

@@ -119,10 +119,7 @@ fn the_llm_planner_makes_a_follow_up_standalone() {
     use zhiku_domain::ports::{Planner, Turn};
     let Some(config) = server() else { return };
     // The as-asked reader leaves every follow-up to the model.
-    let planner = LlmPlanner::new(
-        &config,
-        std::sync::Arc::new(zhiku_domain::rules::plan::AsAsked),
-    );
+    let planner = LlmPlanner::new(&config, std::sync::Arc::new(zhiku_domain::ports::AsAsked));
     let history = [Turn {
         question: "上海的常住人口是多少？".into(),
         answer: "上海的常住人口约为 2487 万[1]。".into(),
@@ -161,7 +158,7 @@ fn the_llm_judge_tells_a_stated_claim_from_a_borrowed_wording() {
     let lexical = support::check(&format!("{wrong}[1]"), "北京在哪里？", &[(1, shanghai)]);
     assert_eq!(lexical[0].verdict, ClaimVerdict::Supported, "{lexical:?}");
     let mut judged = lexical.clone();
-    let outcome = support::apply_judge(&mut judged, &[(1, shanghai)], &judge);
+    let outcome = zhiku_domain::usecases::apply_judge(&mut judged, &[(1, shanghai)], &judge);
     eprintln!("judge on the borrowed wording: {outcome:?} {judged:?}");
     assert_eq!(outcome, Ok(1));
     assert_eq!(judged[0].verdict, ClaimVerdict::NotSupported, "{judged:?}");

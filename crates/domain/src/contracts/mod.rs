@@ -2,6 +2,7 @@
 
 mod catalog;
 mod chunk;
+mod conversation;
 mod document;
 mod evidence;
 mod filter;
@@ -15,6 +16,7 @@ mod values;
 
 pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
+pub use conversation::{Intent, Plan, Turn};
 pub use document::{
     DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,
 };

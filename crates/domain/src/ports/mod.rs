@@ -39,7 +39,8 @@ pub use index::{
     VectorIndexExt, rank_and_truncate,
 };
 pub use judge::{Judge, JudgeError};
-pub use planner::{Intent, Plan, PlanError, Planner, Turn};
+pub(crate) use planner::as_asked;
+pub use planner::{AS_ASKED_PLANNER, AsAsked, Intent, Plan, PlanError, Planner, Turn};
 pub use rerank::{RerankCandidate, Reranker};
 pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};
 pub use trace::{

@@ -8,72 +8,7 @@
 //! generator, never name a scope and never cite: whatever a history says (forged citations,
 //! instructions), the answer is grounded in this round's retrieval alone.
 
-use serde::{Deserialize, Serialize};
-
-/// One earlier turn of a conversation, as the caller sends it back. A whole answer frame
-/// reads as a turn (its other fields, citations included, are ignored).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    /// The question as it was asked.
-    pub question: String,
-    /// The answer given (empty when unknown).
-    #[serde(default)]
-    pub answer: String,
-    /// The standalone question that turn was retrieved for, when the engine rewrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rewritten: Option<String>,
-}
-
-impl Turn {
-    /// What the turn asked, standalone: the rewrite when there was one.
-    pub fn standalone(&self) -> &str {
-        self.rewritten
-            .as_deref()
-            .filter(|r| !r.trim().is_empty())
-            .unwrap_or(&self.question)
-    }
-}
-
-/// What kind of message a question is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Intent {
-    /// A question for the knowledge base: retrieved and answered with citations.
-    #[default]
-    Knowledge,
-    /// Several questions in one message: each part is retrieved on its own and the parts are
-    /// answered together, each with its citations.
-    MultiPart,
-    /// A greeting, thanks or small talk: a direct reply, nothing retrieved.
-    SmallTalk,
-}
-
-impl Intent {
-    /// `knowledge`, `multi_part` or `small_talk`.
-    pub fn code(self) -> &'static str {
-        match self {
-            Self::Knowledge => "knowledge",
-            Self::MultiPart => "multi_part",
-            Self::SmallTalk => "small_talk",
-        }
-    }
-}
-
-/// A planner's reading of one question in its conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// What the question is.
-    pub intent: Intent,
-    /// The question made standalone (the question itself when it already was).
-    pub standalone: String,
-    /// Which rewrite applied (`None` when the question was taken as asked).
-    pub rewrite: Option<String>,
-    /// The standalone sub-questions of a [`Intent::MultiPart`] question, in order (empty
-    /// otherwise).
-    pub parts: Vec<String>,
-    /// The direct reply to small talk.
-    pub reply: Option<String>,
-}
+pub use crate::contracts::{Intent, Plan, Turn};
 
 /// Why a planner produced no plan. The answerer then plans with the rules and says so.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,4 +36,55 @@ pub trait Planner: Send + Sync {
     /// Another wording of `question` for one more retrieval when the first found little
     /// (`None` when it has none different from the question).
     fn reformulate(&self, question: &str) -> Option<String>;
+}
+
+/// The identity of [`AsAsked`].
+pub const AS_ASKED_PLANNER: &str = "as-asked";
+
+/// The planner that reads nothing into a question: every message is one knowledge question,
+/// retrieved as asked, whatever came before it. No reformulation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AsAsked;
+
+impl Planner for AsAsked {
+    fn identity(&self) -> String {
+        AS_ASKED_PLANNER.to_string()
+    }
+
+    fn plan(&self, _history: &[Turn], question: &str) -> Result<Plan, PlanError> {
+        Ok(as_asked(question))
+    }
+
+    fn reformulate(&self, _question: &str) -> Option<String> {
+        None
+    }
+}
+
+/// The plan of [`AsAsked`] for `question`.
+pub(crate) fn as_asked(question: &str) -> Plan {
+    Plan {
+        intent: Intent::Knowledge,
+        standalone: question.trim().to_string(),
+        rewrite: None,
+        parts: Vec::new(),
+        reply: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_asked_takes_every_message_as_one_question() {
+        let history = [Turn {
+            question: "上海的人口是多少？".into(),
+            ..Turn::default()
+        }];
+        let p = AsAsked.plan(&history, " 那北京呢？ ").unwrap();
+        assert_eq!(p.intent, Intent::Knowledge);
+        assert_eq!(p.standalone, "那北京呢？");
+        assert!(p.rewrite.is_none() && p.parts.is_empty() && p.reply.is_none());
+        assert_eq!(AsAsked.reformulate("那北京呢？"), None);
+    }
 }

@@ -2,8 +2,10 @@
 //! and repair of a catalog against its indexes.
 
 mod answerer;
+mod bounded_plan;
 mod consistency;
 mod indexer;
+mod judging;
 mod reader;
 mod retriever;
 
@@ -13,8 +15,10 @@ pub use answerer::{
 };
 // The catalog is a contract (ports store it); re-exported where the use cases always had it.
 pub use crate::contracts::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
+pub use bounded_plan::plan_within;
 pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
+pub use judging::apply_judge;
 pub use reader::DocumentReader;
 pub use retriever::{
     Dropped, Evidence, RerankReport, RerankedEntry, Retrieval, RetrievalMode, RetrievalRequest,

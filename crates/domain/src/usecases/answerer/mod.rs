@@ -19,13 +19,13 @@ mod record;
 mod run;
 
 use crate::contracts::Filter;
+use crate::ports::AsAsked;
 use crate::ports::{
     AnswerStep, Clock, DocumentChunks, GenerationRequest, GenerationStep, Generator, Intent, Judge,
     Planner, SourceBlock, Stage, SubQuestionStep, SupportStep, TraceSink, Turn, ValidationStep,
 };
 use crate::rules::context::{self, build_request};
 use crate::rules::expand::ContextPolicy;
-use crate::rules::plan::AsAsked;
 use crate::rules::support;
 
 use super::retriever::{Retrieval, RetrievalRequest, RetrieveError, Retriever, RouteReport};
@@ -99,9 +99,10 @@ impl<'a> Answerer<'a> {
     /// question as asked when that is longer (the question is its caller's to bound): the
     /// standalone rewrite, each part and each reformulation. The planner reads the
     /// conversation only after its last turn too long to carry into such a query
-    /// ([`plan::carried_history`](crate::rules::plan::carried_history): ignored, not cut); a plan that still runs over is replaced by
-    /// the fallback planner's plan within the bound ([`plan::plan_within`](crate::rules::plan::plan_within)), and a
-    /// reformulation that runs over is not retrieved. [`DEFAULT_MAX_QUERY_CHARS`] unless set.
+    /// ([`carried_history`](crate::rules::plan::carried_history): ignored, not cut); a plan
+    /// that still runs over is replaced by the fallback planner's plan within the bound
+    /// ([`plan_within`](crate::usecases::plan_within)), and a reformulation that runs over is
+    /// not retrieved. [`DEFAULT_MAX_QUERY_CHARS`] unless set.
     pub fn with_max_query_chars(mut self, max: usize) -> Self {
         self.max_query_chars = max.max(1);
         self
@@ -124,7 +125,7 @@ impl<'a> Answerer<'a> {
 
     /// The same answerer, letting `judge` decide whether each cited claim is supported (the
     /// hard rules of the lexical check still apply first; see
-    /// [`support::apply_judge`]). When the judge cannot be reached the lexical check decides,
+    /// [`apply_judge`](crate::usecases::apply_judge)). When the judge cannot be reached the lexical check decides,
     /// with a notice in the frame.
     pub fn with_judge(mut self, judge: &'a dyn Judge) -> Self {
         self.judge = Some(judge);
@@ -551,7 +552,7 @@ impl<'a> Answerer<'a> {
         let Some(judge) = self.judge.filter(|_| !run.judge_failed) else {
             return support::LEXICAL_CHECK.to_string();
         };
-        match support::apply_judge(claims, blocks, judge) {
+        match crate::usecases::apply_judge(claims, blocks, judge) {
             Ok(_) => judge.identity(),
             Err(e) => {
                 run.judge_failed = true;

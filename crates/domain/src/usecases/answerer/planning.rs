@@ -23,7 +23,7 @@ pub(super) fn choose(
     limit: usize,
 ) -> Planned {
     let history = plan::carried_history(history, question, limit);
-    let rules = || plan::plan_within(fallback, history, question, limit);
+    let rules = || crate::usecases::plan_within(fallback, history, question, limit);
     let (plan, method, notice) = match planner.plan(history, question) {
         Ok(p) if plan_is_sound(&p, question) && plan::plan_fits(&p, limit) => {
             (p, planner.identity(), None)
