@@ -3,6 +3,7 @@
 //! - [`paths`] — the one canonical form of a document path and the rules a write inside the
 //!   knowledge-base folder obeys (no escape, no link crossing the root, ignore files respected).
 //! - [`loader`] — the folder walk: Markdown and text files, front matter, sidecar metadata.
+//! - [`config`] — the loader's settings, which the walk, the path rules and the stamps read.
 //! - [`stamp`] — file stamps: an unchanged file recognised from its metadata, not read again.
 //! - [`folder`] — the folder as a writable document store.
 //! - [`folder_source`] — the folder as the source of truth hits are re-checked against.
@@ -19,6 +20,7 @@
 
 pub mod atomic;
 pub mod audit_log;
+pub mod config;
 pub mod folder;
 pub mod folder_source;
 

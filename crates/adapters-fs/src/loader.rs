@@ -30,118 +30,9 @@ use zhiku_domain::ports::{KnownFile, LoadedDocuments, SkippedFile};
 use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
 
 use crate::stamp::Stamper;
-use crate::worker::Parsers;
 use zhiku_formats::{self as formats, Format, Limits};
 
-/// Loader settings.
-#[derive(Debug, Clone)]
-pub struct LoaderConfig {
-    /// Text files (Markdown, text, HTML, CSV) larger than this are skipped, and so is a file
-    /// whose extracted text is larger.
-    pub max_file_bytes: u64,
-    /// PDF, Office and EPUB files larger than this are skipped.
-    pub max_document_bytes: u64,
-    /// Most bytes unpacked from one zip package (docx, pptx, xlsx, epub): a zip bomb stops here.
-    pub max_unpacked_bytes: u64,
-    /// Most pages of one PDF (and slides of one deck, chapters of one book).
-    pub max_pages: usize,
-    /// Longest extraction of one file.
-    pub max_extract_time: std::time::Duration,
-    /// Scope of documents that do not declare one.
-    pub default_scope: Scope,
-    /// Follow symbolic links whose target lies inside the knowledge-base root (links to
-    /// outside it are never followed).
-    pub follow_links_inside: bool,
-    /// The store's folder (canonical), when it lies inside the knowledge base: never scanned.
-    pub store_dir: Option<PathBuf>,
-    /// A file modified less than this before a scan is not [stamped](crate::stamp) (it is read
-    /// again next time). Tests that write and re-scan at once set it to zero.
-    pub racy_window: std::time::Duration,
-    /// Documents extracted from PDF, Office, EPUB, HTML and CSV files, by path and stamp, so
-    /// that re-checking a hit at its source does not extract a large file again. Shared by
-    /// the clones of one configuration.
-    pub extracted: ExtractCache,
-    /// Where the format extractors and the front-matter parser run: the binary sets
-    /// [worker processes](crate::worker), so that a parser's crash costs one file; the
-    /// default runs them in this process (tests, benchmarks).
-    pub parsers: Parsers,
-}
-
-/// Documents extracted lately, each kept with the [stamp](crate::stamp) of its file when it
-/// was read: an entry serves only while the file (and its sidecar, and the loader settings)
-/// still has that stamp, so an edit is always read again. A file without a stamp (modified
-/// within the racy window) is never served from here. Bounded by the text it holds.
-#[derive(Clone, Default)]
-pub struct ExtractCache(Arc<Mutex<CacheEntries>>);
-
-#[derive(Default)]
-struct CacheEntries {
-    by_path: std::collections::HashMap<PathBuf, (String, Document)>,
-    bytes: usize,
-}
-
-/// The most document text an [`ExtractCache`] holds before it starts afresh.
-const EXTRACT_CACHE_BYTES: usize = 64 << 20;
-
-impl std::fmt::Debug for ExtractCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let entries = self.0.lock().map(|e| e.by_path.len()).unwrap_or(0);
-        f.debug_struct("ExtractCache")
-            .field("entries", &entries)
-            .finish()
-    }
-}
-
-impl ExtractCache {
-    fn get(&self, path: &Path, stamp: &str) -> Option<Document> {
-        let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .by_path
-            .get(path)
-            .filter(|(s, _)| s == stamp)
-            .map(|(_, d)| d.clone())
-    }
-
-    fn put(&self, path: &Path, stamp: String, doc: &Document) {
-        let size = doc.content().len();
-        if size > EXTRACT_CACHE_BYTES / 4 {
-            return;
-        }
-        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.bytes + size > EXTRACT_CACHE_BYTES {
-            entries.by_path.clear();
-            entries.bytes = 0;
-        }
-        if let Some((_, old)) = entries
-            .by_path
-            .insert(path.to_path_buf(), (stamp, doc.clone()))
-        {
-            entries.bytes -= old.content().len();
-        }
-        entries.bytes += size;
-    }
-}
-
-/// The ignore file of zhiku's own, beside `.gitignore` and `.ignore`.
-pub const CUSTOM_IGNORE: &str = ".zhikuignore";
-
-impl Default for LoaderConfig {
-    fn default() -> Self {
-        Self {
-            max_file_bytes: 10 * 1024 * 1024,
-            max_document_bytes: 200 * 1024 * 1024,
-            max_unpacked_bytes: 512 * 1024 * 1024,
-            max_pages: 10_000,
-            max_extract_time: std::time::Duration::from_secs(60),
-            default_scope: Scope::default_scope(),
-            follow_links_inside: false,
-            store_dir: None,
-            racy_window: crate::stamp::RACY_WINDOW,
-            extracted: ExtractCache::default(),
-            parsers: Parsers::default(),
-        }
-    }
-}
+pub use crate::config::{CUSTOM_IGNORE, ExtractCache, LoaderConfig};
 
 fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
@@ -170,120 +61,10 @@ pub fn load_folder_changed(
     if !root.is_dir() {
         bail!("{} is not a directory", root.display());
     }
-    let mut files: Vec<PathBuf> = Vec::new();
     let mut loaded = LoadedDocuments::default();
-    let real_root = root
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", root.display()))?;
-    // Links are judged before the walker follows them: one pointing outside the root (or any
-    // link, unless inside links are followed) is pruned and reported.
-    let pruned: Arc<Mutex<Vec<SkippedFile>>> = Arc::default();
-    let filter = {
-        let (root, real_root, pruned) = (root.to_path_buf(), real_root.clone(), pruned.clone());
-        let follow = config.follow_links_inside;
-        let store_dir = config.store_dir.clone();
-        move |e: &ignore::DirEntry| {
-            if let Some(store_dir) = &store_dir
-                && e.file_type().is_some_and(|t| t.is_dir())
-                && e.path().canonicalize().is_ok_and(|p| &p == store_dir)
-            {
-                return false;
-            }
-            if !e.path_is_symlink() {
-                return true;
-            }
-            let Ok(target) = e.path().canonicalize() else {
-                return true; // broken: reported below when it looks like a document
-            };
-            let reason = if !target.starts_with(&real_root) {
-                "symbolic link to outside the knowledge base: not followed"
-            } else if !follow {
-                "symbolic link: not followed (set follow_links_inside = true to follow links inside the knowledge base)"
-            } else {
-                return true;
-            };
-            if target.is_dir() || is_document(e.path()) {
-                pruned
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(SkippedFile {
-                        path: relative(&root, e.path()),
-                        reason: reason.into(),
-                    });
-            }
-            false
-        }
-    };
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .git_exclude(false)
-        .git_global(false)
-        .require_git(false)
-        .parents(false)
-        .follow_links(config.follow_links_inside)
-        .add_custom_ignore_filename(CUSTOM_IGNORE)
-        .filter_entry(filter)
-        .sort_by_file_path(|a, b| a.cmp(b))
-        .build();
-    for entry in walker {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                loaded.skipped.push(SkippedFile {
-                    path: root.display().to_string(),
-                    reason: format!("cannot walk: {e}"),
-                });
-                continue;
-            }
-        };
-        let path = entry.path().to_path_buf();
-        if !is_document(&path) {
-            continue;
-        }
-        if entry.path_is_symlink() && std::fs::metadata(&path).is_err() {
-            loaded.skipped.push(SkippedFile {
-                path: relative(root, &path),
-                reason: "broken symlink".into(),
-            });
-            continue;
-        }
-        if path
-            .strip_prefix(root)
-            .ok()
-            .and_then(Path::to_str)
-            .is_none()
-        {
-            // Its recorded path could not name it again (to re-read, replace or delete it).
-            loaded.skipped.push(SkippedFile {
-                path: relative(root, &path),
-                reason: "file name is not valid UTF-8".into(),
-            });
-            continue;
-        }
-        if path.is_file() {
-            files.push(path);
-        }
-    }
-    loaded.skipped.extend(std::mem::take(
-        &mut *pruned.lock().unwrap_or_else(|p| p.into_inner()),
-    ));
-    let mut owners: BTreeMap<DocId, String> = BTreeMap::new();
-    let mut duplicates: BTreeMap<DocId, Vec<String>> = BTreeMap::new();
+    let files = walk(root, config, &mut loaded.skipped)?;
+    let mut claims = Claims::default();
     let mut unchanged: Vec<(String, DocId)> = Vec::new();
-    let mut claim = |id: &DocId, rel: &String| match owners.get(id) {
-        Some(first) => {
-            duplicates
-                .entry(id.clone())
-                .or_insert_with(|| vec![first.clone()])
-                .push(rel.clone());
-            false
-        }
-        None => {
-            owners.insert(id.clone(), rel.clone());
-            true
-        }
-    };
     for path in files {
         let rel = relative(root, &path);
         // Stamped before it is read: a write during the read gives another stamp next time.
@@ -291,17 +72,16 @@ pub fn load_folder_changed(
         if let (Some(stamp), Some(k)) = (&stamp, known.get(&rel))
             && &k.stamp == stamp
         {
-            if claim(&k.doc, &rel) {
+            if claims.claim(&k.doc, &rel) {
                 unchanged.push((rel.clone(), k.doc.clone()));
                 loaded.stamps.insert(rel, stamp.clone());
             }
             continue;
         }
         // The walk already judged every link on the way (pruned or followed): no re-check.
-        let loaded_doc = read_document(&path, &rel, config);
-        match loaded_doc {
+        match read_document(&path, &rel, config) {
             Ok(doc) => {
-                if claim(doc.id(), &rel) {
+                if claims.claim(doc.id(), &rel) {
                     if let Some(stamp) = stamp {
                         loaded.stamps.insert(rel, stamp);
                     }
@@ -314,24 +94,169 @@ pub fn load_folder_changed(
             }),
         }
     }
-    // Two files claiming one ID: neither is trusted; both are reported.
-    for (id, paths) in duplicates {
-        loaded.documents.retain(|d| d.id() != &id);
-        unchanged.retain(|(_, doc)| doc != &id);
-        for p in &paths {
-            loaded.stamps.remove(p);
-            loaded.skipped.push(SkippedFile {
-                path: p.clone(),
-                reason: format!(
-                    "duplicate document id {id:?}, claimed by {}",
-                    paths.join(" and ")
-                ),
-            });
-        }
-    }
+    claims.drop_duplicates(&mut loaded, &mut unchanged);
     loaded.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     loaded.unchanged = unchanged.into_iter().map(|(rel, _)| rel).collect();
     Ok(loaded)
+}
+
+/// The document files under `root` that the scan reads, in path order. What it passes over
+/// with a reason (a folder it cannot walk, a broken link, a name that is not UTF-8, a link
+/// it does not follow) is added to `skipped`.
+fn walk(
+    root: &Path,
+    config: &LoaderConfig,
+    skipped: &mut Vec<SkippedFile>,
+) -> Result<Vec<PathBuf>> {
+    let real_root = root
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", root.display()))?;
+    let pruned: Arc<Mutex<Vec<SkippedFile>>> = Arc::default();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(false)
+        .git_global(false)
+        .require_git(false)
+        .parents(false)
+        .follow_links(config.follow_links_inside)
+        .add_custom_ignore_filename(CUSTOM_IGNORE)
+        .filter_entry(link_filter(root, real_root, config, pruned.clone()))
+        .sort_by_file_path(|a, b| a.cmp(b))
+        .build();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                skipped.push(SkippedFile {
+                    path: root.display().to_string(),
+                    reason: format!("cannot walk: {e}"),
+                });
+                continue;
+            }
+        };
+        let path = entry.path().to_path_buf();
+        if !is_document(&path) {
+            continue;
+        }
+        let reason = if entry.path_is_symlink() && std::fs::metadata(&path).is_err() {
+            "broken symlink"
+        } else if path
+            .strip_prefix(root)
+            .ok()
+            .and_then(Path::to_str)
+            .is_none()
+        {
+            // Its recorded path could not name it again (to re-read, replace or delete it).
+            "file name is not valid UTF-8"
+        } else {
+            if path.is_file() {
+                files.push(path);
+            }
+            continue;
+        };
+        skipped.push(SkippedFile {
+            path: relative(root, &path),
+            reason: reason.into(),
+        });
+    }
+    skipped.extend(std::mem::take(
+        &mut *pruned.lock().unwrap_or_else(|p| p.into_inner()),
+    ));
+    Ok(files)
+}
+
+/// The walker's filter: links are judged before the walker follows them, so one pointing
+/// outside the root (or any link, unless inside links are followed) is pruned, and reported
+/// in `pruned` when it points to a folder or looks like a document. The store's folder is
+/// never entered.
+fn link_filter(
+    root: &Path,
+    real_root: PathBuf,
+    config: &LoaderConfig,
+    pruned: Arc<Mutex<Vec<SkippedFile>>>,
+) -> impl Fn(&ignore::DirEntry) -> bool + Send + Sync + 'static {
+    let root = root.to_path_buf();
+    let follow = config.follow_links_inside;
+    let store_dir = config.store_dir.clone();
+    move |e: &ignore::DirEntry| {
+        if let Some(store_dir) = &store_dir
+            && e.file_type().is_some_and(|t| t.is_dir())
+            && e.path().canonicalize().is_ok_and(|p| &p == store_dir)
+        {
+            return false;
+        }
+        if !e.path_is_symlink() {
+            return true;
+        }
+        let Ok(target) = e.path().canonicalize() else {
+            return true; // broken: reported by the walk when it looks like a document
+        };
+        let reason = if !target.starts_with(&real_root) {
+            "symbolic link to outside the knowledge base: not followed"
+        } else if !follow {
+            "symbolic link: not followed (set follow_links_inside = true to follow links inside the knowledge base)"
+        } else {
+            return true;
+        };
+        if target.is_dir() || is_document(e.path()) {
+            pruned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(SkippedFile {
+                    path: relative(&root, e.path()),
+                    reason: reason.into(),
+                });
+        }
+        false
+    }
+}
+
+/// The file that claimed each document ID first, and the IDs more than one file claims.
+#[derive(Default)]
+struct Claims {
+    owners: BTreeMap<DocId, String>,
+    duplicates: BTreeMap<DocId, Vec<String>>,
+}
+
+impl Claims {
+    /// Records that the file `rel` holds document `id`: false when another file claimed it
+    /// first (both are then duplicates).
+    fn claim(&mut self, id: &DocId, rel: &str) -> bool {
+        match self.owners.get(id) {
+            Some(first) => {
+                self.duplicates
+                    .entry(id.clone())
+                    .or_insert_with(|| vec![first.clone()])
+                    .push(rel.to_string());
+                false
+            }
+            None => {
+                self.owners.insert(id.clone(), rel.to_string());
+                true
+            }
+        }
+    }
+
+    /// Two files claiming one ID: neither is trusted (dropped from the documents, the
+    /// unchanged files and the stamps); both are reported.
+    fn drop_duplicates(self, loaded: &mut LoadedDocuments, unchanged: &mut Vec<(String, DocId)>) {
+        for (id, paths) in self.duplicates {
+            loaded.documents.retain(|d| d.id() != &id);
+            unchanged.retain(|(_, doc)| doc != &id);
+            for p in &paths {
+                loaded.stamps.remove(p);
+                loaded.skipped.push(SkippedFile {
+                    path: p.clone(),
+                    reason: format!(
+                        "duplicate document id {id:?}, claimed by {}",
+                        paths.join(" and ")
+                    ),
+                });
+            }
+        }
+    }
 }
 
 fn is_document(path: &Path) -> bool {

@@ -183,14 +183,14 @@ pub fn check_recorded(rel: &str) -> Result<(), PathError> {
 pub fn scan_ignores(
     root: &Path,
     rel: &str,
-    config: &crate::loader::LoaderConfig,
+    config: &crate::config::LoaderConfig,
 ) -> Option<String> {
     if let (Some(store_dir), Ok(real_root)) = (&config.store_dir, root.canonicalize())
         && real_root.join(rel).starts_with(store_dir)
     {
         return Some("the store's folder lies there".into());
     }
-    const KINDS: [&str; 3] = [crate::loader::CUSTOM_IGNORE, ".ignore", ".gitignore"];
+    const KINDS: [&str; 3] = [crate::config::CUSTOM_IGNORE, ".ignore", ".gitignore"];
     let segs: Vec<&str> = rel.split('/').collect();
     // Per directory level, from the root down: its matchers in the order the walker ranks them.
     let mut levels: Vec<(String, [Gitignore; 3])> = Vec::new();

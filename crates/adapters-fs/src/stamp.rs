@@ -14,12 +14,10 @@
 
 use std::fs::Metadata;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use crate::loader::LoaderConfig;
-
-/// Files modified this recently before a scan are not stamped, by default.
-pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+use crate::config::LoaderConfig;
+pub use crate::config::RACY_WINDOW;
 
 /// Bumped whenever the loader turns the same bytes into a different document.
 const LOADER_VERSION: u32 = 1;
@@ -118,6 +116,7 @@ impl Stamper {
 #[cfg(test)]
 mod tests {
     use std::fs::FileTimes;
+    use std::time::Duration;
 
     use super::*;
 

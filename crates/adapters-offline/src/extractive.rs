@@ -237,111 +237,70 @@ impl ExtractiveGenerator {
         if question.is_empty() {
             return request.no_material.clone();
         }
-        let mut blocks: Vec<Vec<Unit>> = Vec::new();
-        let mut candidates = Vec::new();
-        for (b, block) in request.sources.iter().enumerate() {
-            let units = parse_block(block);
-            for (index, u) in units.iter().enumerate() {
-                let mut context = match_terms(&u.context);
-                // A sentence is read in its paragraph: the one before it may name its subject.
-                if let Some(prev) = index.checked_sub(1).map(|p| &units[p])
-                    && prev.para == u.para
-                    && matches!(prev.kind, Kind::Prose | Kind::Intro)
-                {
-                    context.extend(match_terms(&prev.text));
-                }
-                let mut terms = match_terms(&u.text);
-                terms.extend(match_terms(&u.label));
-                context.retain(|t| !terms.contains(t));
-                candidates.push(Candidate {
-                    marker: block.marker,
-                    block: b,
-                    index,
-                    kind: u.kind,
-                    text: u.text.clone(),
-                    line: u.line,
-                    terms,
-                    context,
-                    semantic: 0.0,
-                    answers_question: u.answers_question,
-                });
-            }
-            blocks.push(units);
-        }
+        let (blocks, mut candidates) = read_sources(request);
         add_document_leads(request, &blocks, &mut candidates);
         add_lone_characters(&question, &mut candidates);
         self.add_semantic(&request.question, &blocks, &mut candidates);
         let weight = term_weights(&question, &frame_terms(&request.question), &candidates);
-        let total: f64 = weight.values().sum();
-        if total <= 0.0 {
+        let Some(scoring) = Scoring::new(weight, &self.config) else {
             return request.no_material.clone();
+        };
+        match self.pick(&blocks, &candidates, &scoring) {
+            Some(picked) => self.render(&blocks, &candidates, &picked),
+            None => request.no_material.clone(),
         }
-        let cw = self.config.context_weight;
-        let covered = |c: &Candidate, done: &BTreeSet<&str>| -> f64 {
-            let lexical = weight
-                .iter()
-                .filter(|(t, _)| !done.contains(**t))
-                .map(|(t, w)| {
-                    if c.terms.contains(*t) {
-                        *w
-                    } else if c.context.contains(*t) {
-                        cw * w
-                    } else {
-                        0.0
-                    }
-                })
-                .sum::<f64>()
-                / total;
-            if done.is_empty() {
-                lexical.max(c.semantic)
-            } else {
-                lexical
-            }
-        };
-        let direct = |c: &Candidate| c.terms.iter().any(|t| weight.get(t.as_str()) > Some(&0.0));
-        let prior = |c: &Candidate| {
-            1.0 / (1.0 + self.config.rank_decay * f64::from(c.marker.saturating_sub(1)))
-        };
-        let none = BTreeSet::new();
-        let eligible: Vec<usize> = candidates
+    }
+
+    /// The candidates that may answer: quotable kinds holding a weighted question term (or
+    /// semantically standing out, or answering a question of the evidence), an introducing
+    /// sentence only with its items, nothing too short.
+    fn eligible(
+        &self,
+        blocks: &[Vec<Unit>],
+        candidates: &[Candidate],
+        scoring: &Scoring<'_>,
+    ) -> Vec<usize> {
+        candidates
             .iter()
             .enumerate()
             .filter(|(_, c)| {
                 c.kind.answers()
-                    && (direct(c) || c.semantic > 0.0 || c.answers_question)
+                    && (scoring.direct(c) || c.semantic > 0.0 || c.answers_question)
                     && (!matches!(c.kind, Kind::Intro | Kind::List)
                         || !blocks[c.block][c.index].items.is_empty())
-                    && !too_short(&self.quoted(&blocks, c))
+                    && !too_short(&self.quoted(blocks, c))
             })
             .map(|(i, _)| i)
-            .collect();
-        // Whether the evidence answers at all is judged by the best coverage; which sentences
-        // answer, among those close to it, also by their source's rank.
-        let best_coverage = eligible
-            .iter()
-            .map(|&i| covered(&candidates[i], &none))
-            .fold(0.0, f64::max);
+            .collect()
+    }
+
+    /// The candidates an answer quotes, in block order, or `None` when the evidence does not
+    /// cover the question. Whether the evidence answers at all is judged by the best coverage;
+    /// which sentences answer, among those close to it, also by their source's rank.
+    fn pick(
+        &self,
+        blocks: &[Vec<Unit>],
+        candidates: &[Candidate],
+        scoring: &Scoring<'_>,
+    ) -> Option<Vec<usize>> {
+        let none = BTreeSet::new();
+        let coverage = |i: usize| scoring.covered(&candidates[i], &none);
+        let eligible = self.eligible(blocks, candidates, scoring);
+        let best_coverage = eligible.iter().map(|&i| coverage(i)).fold(0.0, f64::max);
         if best_coverage < self.config.min_coverage {
-            return request.no_material.clone();
+            return None;
         }
         let pool: Vec<usize> = eligible
-            .iter()
-            .copied()
-            .filter(|&i| covered(&candidates[i], &none) >= self.config.keep_ratio * best_coverage)
+            .into_iter()
+            .filter(|&i| coverage(i) >= self.config.keep_ratio * best_coverage)
             .collect();
-        let score = |i: usize| covered(&candidates[i], &none) * prior(&candidates[i]);
-        let Some(best) = pool
+        let score = |i: usize| coverage(i) * scoring.prior(&candidates[i]);
+        let best = pool
             .iter()
             .copied()
-            .max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a)))
-        else {
-            return request.no_material.clone();
-        };
-        let quoted = |i: usize| self.quoted(&blocks, &candidates[i]);
-        let mut picked = vec![best];
-        let mut chars = quoted(best).chars().count();
-        let mut done: BTreeSet<&str> = BTreeSet::new();
-        mark_done(&mut done, &weight, &candidates[best]);
+            .max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a)))?;
+        let length = |i: usize| self.quoted(blocks, &candidates[i]).chars().count();
+        let mut answer = Answer::new(best, length(best), scoring, candidates);
         // Led by a lower-ranked source, the answer also quotes the best close sentence of a
         // better-ranked one: the retrieval judged that chunk the more relevant.
         let better = pool
@@ -349,38 +308,38 @@ impl ExtractiveGenerator {
             .copied()
             .filter(|&i| {
                 candidates[i].marker < candidates[best].marker
-                    && !Self::inside(&blocks, &candidates, best, i)
-                    && chars + quoted(i).chars().count() <= self.config.max_chars
+                    && !Self::inside(blocks, candidates, best, i)
+                    && answer.chars + length(i) <= self.config.max_chars
             })
             .max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a)));
         if let Some(i) = better {
-            mark_done(&mut done, &weight, &candidates[i]);
-            chars += quoted(i).chars().count();
-            picked.push(i);
+            answer.add(i, length(i), scoring, candidates);
         }
-        while picked.len() < self.config.max_sentences {
+        while answer.picked.len() < self.config.max_sentences {
             let next = pool
                 .iter()
                 .copied()
                 .filter(|&i| {
                     let c = &candidates[i];
-                    !picked.contains(&i)
-                        && !picked.iter().any(|&p| {
-                            candidates[p].text == c.text || Self::inside(&blocks, &candidates, p, i)
+                    !answer.picked.contains(&i)
+                        && !answer.picked.iter().any(|&p| {
+                            candidates[p].text == c.text || Self::inside(blocks, candidates, p, i)
                         })
-                        && chars + quoted(i).chars().count() <= self.config.max_chars
+                        && answer.chars + length(i) <= self.config.max_chars
                 })
-                .map(|i| (i, covered(&candidates[i], &done) * prior(&candidates[i])))
+                .map(|i| {
+                    let c = &candidates[i];
+                    (i, scoring.covered(c, &answer.done) * scoring.prior(c))
+                })
                 .filter(|(_, gain)| *gain > 0.0)
                 .max_by(|(ia, a), (ib, b)| a.total_cmp(b).then(ib.cmp(ia)));
             let Some((i, _)) = next else { break };
-            mark_done(&mut done, &weight, &candidates[i]);
-            chars += quoted(i).chars().count();
-            picked.push(i);
+            answer.add(i, length(i), scoring, candidates);
         }
+        let mut picked = answer.picked;
         picked.sort_by_key(|&i| (candidates[i].block, candidates[i].index));
         picked.dedup();
-        self.render(&blocks, &candidates, &picked)
+        Some(picked)
     }
 
     /// Whether one of candidates `p` and `i` is a list item the other (an introducing
@@ -558,6 +517,131 @@ impl Generator for ExtractiveGenerator {
 
     fn generate(&self, request: &GenerationRequest) -> Result<String, GenerateError> {
         Ok(self.compose(request))
+    }
+}
+
+/// Every source block read into units, and every unit as a candidate with its terms and the
+/// terms of its context (the sentence before it in its paragraph included).
+fn read_sources(request: &GenerationRequest) -> (Vec<Vec<Unit>>, Vec<Candidate>) {
+    let mut blocks: Vec<Vec<Unit>> = Vec::new();
+    let mut candidates = Vec::new();
+    for (b, block) in request.sources.iter().enumerate() {
+        let units = parse_block(block);
+        for (index, u) in units.iter().enumerate() {
+            let mut context = match_terms(&u.context);
+            // A sentence is read in its paragraph: the one before it may name its subject.
+            if let Some(prev) = index.checked_sub(1).map(|p| &units[p])
+                && prev.para == u.para
+                && matches!(prev.kind, Kind::Prose | Kind::Intro)
+            {
+                context.extend(match_terms(&prev.text));
+            }
+            let mut terms = match_terms(&u.text);
+            terms.extend(match_terms(&u.label));
+            context.retain(|t| !terms.contains(t));
+            candidates.push(Candidate {
+                marker: block.marker,
+                block: b,
+                index,
+                kind: u.kind,
+                text: u.text.clone(),
+                line: u.line,
+                terms,
+                context,
+                semantic: 0.0,
+                answers_question: u.answers_question,
+            });
+        }
+        blocks.push(units);
+    }
+    (blocks, candidates)
+}
+
+/// How candidates are scored against one question: the weight of each question term, and the
+/// configuration's context weight and rank decay.
+struct Scoring<'w> {
+    weight: BTreeMap<&'w str, f64>,
+    total: f64,
+    context_weight: f64,
+    rank_decay: f64,
+}
+
+impl<'w> Scoring<'w> {
+    /// `None` when the question's terms weigh nothing.
+    fn new(weight: BTreeMap<&'w str, f64>, config: &ExtractiveConfig) -> Option<Self> {
+        let total: f64 = weight.values().sum();
+        (total > 0.0).then_some(Self {
+            weight,
+            total,
+            context_weight: config.context_weight,
+            rank_decay: config.rank_decay,
+        })
+    }
+
+    /// The share of the question's weight `c` covers, leaving out the terms `done` (already
+    /// covered by the answer): its own terms fully, its context's at the context weight. Before
+    /// anything is covered, its semantic coverage counts when it is higher.
+    fn covered(&self, c: &Candidate, done: &BTreeSet<&str>) -> f64 {
+        let lexical = self
+            .weight
+            .iter()
+            .filter(|(t, _)| !done.contains(**t))
+            .map(|(t, w)| {
+                if c.terms.contains(*t) {
+                    *w
+                } else if c.context.contains(*t) {
+                    self.context_weight * w
+                } else {
+                    0.0
+                }
+            })
+            .sum::<f64>()
+            / self.total;
+        if done.is_empty() {
+            lexical.max(c.semantic)
+        } else {
+            lexical
+        }
+    }
+
+    /// Whether `c` itself holds a question term that weighs something.
+    fn direct(&self, c: &Candidate) -> bool {
+        c.terms
+            .iter()
+            .any(|t| self.weight.get(t.as_str()) > Some(&0.0))
+    }
+
+    /// What `c`'s source's rank leaves of its score.
+    fn prior(&self, c: &Candidate) -> f64 {
+        1.0 / (1.0 + self.rank_decay * f64::from(c.marker.saturating_sub(1)))
+    }
+}
+
+/// An answer being assembled: the candidates picked, in order, the characters they quote, and
+/// the question terms they cover.
+struct Answer<'w> {
+    picked: Vec<usize>,
+    chars: usize,
+    done: BTreeSet<&'w str>,
+}
+
+impl<'w> Answer<'w> {
+    /// An answer led by candidate `best`, quoted in `chars` characters.
+    fn new(best: usize, chars: usize, scoring: &Scoring<'w>, candidates: &[Candidate]) -> Self {
+        let mut answer = Self {
+            picked: Vec::new(),
+            chars: 0,
+            done: BTreeSet::new(),
+        };
+        answer.add(best, chars, scoring, candidates);
+        answer
+    }
+
+    /// Adds candidate `i`, quoted in `chars` characters, and the terms it covers.
+    fn add(&mut self, i: usize, chars: usize, scoring: &Scoring<'w>, candidates: &[Candidate]) {
+        mark_done(&mut self.done, &scoring.weight, &candidates[i]);
+        self.chars += chars;
+        self.picked.push(i);
     }
 }
 
@@ -1074,152 +1158,184 @@ fn ends_with_any(text: &str, set: &[char]) -> bool {
 /// The block's units in order, each with the context (title, headings, label, question or
 /// introducing sentence) it is read under.
 fn parse_block(block: &SourceBlock) -> Vec<Unit> {
-    let base = format!("{} {}", block.title, block.heading_path.join(" "));
-    let mut units: Vec<Unit> = Vec::new();
-    let mut para = 0;
-    let mut in_fence = false;
-    let mut heading = String::new();
-    // The FAQ question a paragraph answers, and the sentence introducing the list under way.
-    let mut question = String::new();
-    let mut intro: Option<usize> = None;
-    let mut in_list = false;
-    // A chunk that does not start its document may start inside a sentence.
-    let starts_mid = block.chunk_id.start() != 0;
-    let lines = block.text.lines().count();
-    // The header row of the table under way.
-    let mut table_header: Option<Vec<String>> = None;
+    let mut reader = BlockReader::new(block);
     for (line_no, raw) in block.text.lines().enumerate() {
-        let shape = classify(raw);
-        if !matches!(shape, Line::Table) && table_header.take().is_some() {
-            // A table ends its paragraph and its list.
-            para += 1;
-            in_list = false;
-            intro = None;
+        reader.line(line_no, raw);
+    }
+    reader.units
+}
+
+/// Reading a block line by line: the units so far, and what the next line is read under.
+struct BlockReader<'b> {
+    block: &'b SourceBlock,
+    /// The block's title and heading path: context of every unit.
+    base: String,
+    units: Vec<Unit>,
+    /// The paragraph under way.
+    para: usize,
+    in_fence: bool,
+    /// The heading (or bold line) the lines are under.
+    heading: String,
+    /// The FAQ question the paragraph under way answers.
+    question: String,
+    /// The unit introducing the list under way.
+    intro: Option<usize>,
+    in_list: bool,
+    /// The header row of the table under way.
+    table_header: Option<Vec<String>>,
+    /// A chunk that does not start its document may start inside a sentence.
+    starts_mid: bool,
+    /// The block's line count.
+    lines: usize,
+}
+
+impl<'b> BlockReader<'b> {
+    fn new(block: &'b SourceBlock) -> Self {
+        Self {
+            block,
+            base: format!("{} {}", block.title, block.heading_path.join(" ")),
+            units: Vec::new(),
+            para: 0,
+            in_fence: false,
+            heading: String::new(),
+            question: String::new(),
+            intro: None,
+            in_list: false,
+            table_header: None,
+            starts_mid: block.chunk_id.start() != 0,
+            lines: block.text.lines().count(),
         }
-        if in_fence {
+    }
+
+    /// Reads line `line_no`, `raw`.
+    fn line(&mut self, line_no: usize, raw: &str) {
+        let shape = classify(raw);
+        if !matches!(shape, Line::Table) && self.table_header.take().is_some() {
+            // A table ends its paragraph and its list.
+            self.para += 1;
+            self.in_list = false;
+            self.intro = None;
+        }
+        if self.in_fence {
             if matches!(shape, Line::Fence) {
-                in_fence = false;
-                para += 1;
+                self.in_fence = false;
+                self.para += 1;
             }
-            continue;
+            return;
         }
         let (kind, body) = match shape {
             Line::Fence => {
-                in_fence = true;
-                para += 1;
-                question.clear();
-                intro = None;
-                in_list = false;
-                continue;
+                self.in_fence = true;
+                self.para += 1;
+                self.question.clear();
+                self.intro = None;
+                self.in_list = false;
+                return;
             }
             Line::Blank => {
                 // A list may follow its introducing sentence after a blank line.
-                para += 1;
-                question.clear();
-                continue;
+                self.para += 1;
+                self.question.clear();
+                return;
             }
-            Line::Table => {
-                // A table's rows are read like list items: each row one unit, "key：value",
-                // under the sentence introducing the table (or its heading). The header row
-                // names the columns; the separator row says nothing.
-                let cells = table_cells(raw);
-                if cells.iter().all(|c| is_separator_cell(c)) {
-                    continue;
-                }
-                let Some(columns) = &table_header else {
-                    table_header = Some(cells);
-                    if !in_list && intro.is_none() {
-                        intro = open_heading_list(&mut units, line_no, para, &base, &heading);
-                    }
-                    in_list = true;
-                    continue;
-                };
-                let row = table_row(columns, &cells);
-                if row.is_empty() {
-                    continue;
-                }
-                let mut context = format!("{base} {heading} {}", columns.join(" "));
-                if let Some(i) = intro {
-                    context.push(' ');
-                    context.push_str(&units[i].text);
-                    context.push(' ');
-                    context.push_str(&units[i].label);
-                    let index = units.len();
-                    units[i].items.push(index);
-                }
-                units.push(Unit {
-                    kind: Kind::Item,
-                    text: row,
-                    line: line_no,
-                    para,
-                    context,
-                    answers_question: false,
-                    label: String::new(),
-                    items: Vec::new(),
-                });
-                continue;
-            }
-            Line::Heading(h) => {
-                heading = clean_inline(h);
-                units.push(Unit {
-                    kind: Kind::Heading,
-                    text: heading.clone(),
-                    line: line_no,
-                    para,
-                    context: base.clone(),
-                    answers_question: false,
-                    label: String::new(),
-                    items: Vec::new(),
-                });
-                para += 1;
-                question.clear();
-                intro = None;
-                in_list = false;
-                continue;
-            }
-            Line::Item(t) => {
-                // An indented line outside a list is ordinary text.
-                if !in_list && raw.starts_with([' ', '\t']) && !is_bullet(raw) {
-                    (Kind::Prose, t)
-                } else {
-                    if !in_list && intro.is_none() {
-                        intro = open_heading_list(&mut units, line_no, para, &base, &heading);
-                    }
-                    in_list = true;
-                    (Kind::Item, t)
-                }
-            }
+            Line::Table => return self.table_line(line_no, raw),
+            Line::Heading(h) => return self.heading_line(line_no, h),
+            Line::Item(t) => (self.item_kind(line_no, raw), t),
             Line::Text(t) => {
                 // Text ends a list, and an introducing sentence not followed by one.
-                if in_list {
-                    in_list = false;
-                    para += 1;
+                if self.in_list {
+                    self.in_list = false;
+                    self.para += 1;
                 }
-                intro = None;
+                self.intro = None;
                 (Kind::Prose, t)
             }
         };
-        let mut context = format!("{base} {heading}");
+        self.text_line(line_no, kind, body);
+    }
+
+    /// A table row. A table's rows are read like list items: each row one unit,
+    /// "key：value", under the sentence introducing the table (or its heading). The header
+    /// row names the columns; the separator row says nothing.
+    fn table_line(&mut self, line_no: usize, raw: &str) {
+        let cells = table_cells(raw);
+        if cells.iter().all(|c| is_separator_cell(c)) {
+            return;
+        }
+        let Some(columns) = &self.table_header else {
+            self.table_header = Some(cells);
+            self.open_list(line_no);
+            return;
+        };
+        let row = table_row(columns, &cells);
+        if row.is_empty() {
+            return;
+        }
+        let mut context = format!("{} {} {}", self.base, self.heading, columns.join(" "));
+        if let Some(i) = self.intro {
+            self.add_intro_context(&mut context, i);
+            let index = self.units.len();
+            self.units[i].items.push(index);
+        }
+        self.push(Kind::Item, row, line_no, context);
+    }
+
+    /// A heading line: a unit of its own, and the context of the lines under it.
+    fn heading_line(&mut self, line_no: usize, h: &str) {
+        self.heading = clean_inline(h);
+        self.push(
+            Kind::Heading,
+            self.heading.clone(),
+            line_no,
+            self.base.clone(),
+        );
+        self.para += 1;
+        self.question.clear();
+        self.intro = None;
+        self.in_list = false;
+    }
+
+    /// What a line shaped as a list item is: an item of the list under way (opened by it,
+    /// under a heading right above), or, indented outside a list, ordinary text.
+    fn item_kind(&mut self, line_no: usize, raw: &str) -> Kind {
+        if !self.in_list && raw.starts_with([' ', '\t']) && !is_bullet(raw) {
+            return Kind::Prose;
+        }
+        self.open_list(line_no);
+        Kind::Item
+    }
+
+    /// A list (or table) starts, or goes on: right under a heading, and with no sentence
+    /// introducing it, the heading introduces it.
+    fn open_list(&mut self, line_no: usize) {
+        if !self.in_list && self.intro.is_none() {
+            self.intro = open_heading_list(
+                &mut self.units,
+                line_no,
+                self.para,
+                &self.base,
+                &self.heading,
+            );
+        }
+        self.in_list = true;
+    }
+
+    /// A line of prose or a list item, read as its bold lead-in label (if any) and its
+    /// sentences.
+    fn text_line(&mut self, line_no: usize, kind: Kind, body: &str) {
+        let mut context = format!("{} {}", self.base, self.heading);
         let mut line_label = String::new();
         let mut body = body;
         if let Some((label, rest)) = split_label(body) {
-            units.push(Unit {
-                kind: if rest.is_empty() {
-                    Kind::Heading
-                } else {
-                    Kind::Label
-                },
-                text: label.clone(),
-                line: line_no,
-                para,
-                context: context.clone(),
-                answers_question: false,
-                label: String::new(),
-                items: Vec::new(),
-            });
+            let label_kind = if rest.is_empty() {
+                Kind::Heading
+            } else {
+                Kind::Label
+            };
+            self.push(label_kind, label.clone(), line_no, context.clone());
             if rest.is_empty() {
-                heading = label;
-                continue;
+                self.heading = label;
+                return;
             }
             line_label = label;
             body = rest;
@@ -1227,73 +1343,111 @@ fn parse_block(block: &SourceBlock) -> Vec<Unit> {
         let body = strip_faq_label(body);
         let cleaned = clean_inline(body);
         let cleaned = strip_faq_label(&cleaned).to_string();
-        if !question.is_empty() {
+        if !self.question.is_empty() {
             context.push(' ');
-            context.push_str(&question);
+            context.push_str(&self.question);
         }
         if kind == Kind::Item
-            && let Some(i) = intro
+            && let Some(i) = self.intro
         {
-            context.push(' ');
-            context.push_str(&units[i].text);
-            context.push(' ');
-            context.push_str(&units[i].label);
+            self.add_intro_context(&mut context, i);
         }
         let parts = join_clauses(sentences(&cleaned));
         let count = parts.len();
         for (k, s) in parts.into_iter().enumerate() {
-            let mut unit_kind = if ends_with_any(&s, &['？', '?']) {
-                Kind::Question
-            } else if ends_with_any(&s, &['：', ':']) {
-                Kind::Intro
-            } else {
-                kind
-            };
-            // The first words of a chunk that starts inside a sentence, and the last words of
-            // one cut before its sentence ends, are not sentences.
-            if starts_mid
-                && units.is_empty()
-                && k == 0
-                && s.chars()
-                    .next()
-                    .is_some_and(|c| c.is_lowercase() || c.is_ascii_punctuation())
-            {
-                unit_kind = Kind::Fragment;
-            }
-            let last_line = line_no + 1 == lines;
-            if last_line
-                && k + 1 == count
-                && !block.text.ends_with('\n')
-                && unit_kind == Kind::Prose
-                && !ends_with_any(&s, &['。', '.', '！', '!', '；', ';', '”', '」', ')', '）'])
-            {
-                unit_kind = Kind::Fragment;
-            }
-            let index = units.len();
-            if unit_kind == Kind::Question {
-                question = s.clone();
-            }
-            if unit_kind == Kind::Item
-                && let Some(i) = intro
-            {
-                units[i].items.push(index);
-            }
-            if unit_kind == Kind::Intro && k + 1 == count {
-                intro = Some(index);
-            }
-            units.push(Unit {
-                kind: unit_kind,
-                text: s,
-                line: line_no,
-                para,
-                context: context.clone(),
-                answers_question: !question.is_empty() && unit_kind != Kind::Question,
-                label: line_label.clone(),
-                items: Vec::new(),
-            });
+            let unit_kind = self.sentence_kind(kind, &s, line_no, k + 1 == count);
+            self.push_sentence(unit_kind, s, line_no, k + 1 == count, &context, &line_label);
         }
     }
-    units
+
+    /// What a sentence of a `kind` line is: a question, an introducing sentence, or of its
+    /// line's kind, unless it is the cut-off start or end of a sentence at a chunk boundary.
+    fn sentence_kind(&self, kind: Kind, s: &str, line_no: usize, last_of_line: bool) -> Kind {
+        let unit_kind = if ends_with_any(s, &['？', '?']) {
+            Kind::Question
+        } else if ends_with_any(s, &['：', ':']) {
+            Kind::Intro
+        } else {
+            kind
+        };
+        // The first words of a chunk that starts inside a sentence, and the last words of one
+        // cut before its sentence ends, are not sentences.
+        if self.starts_mid
+            && self.units.is_empty()
+            && s.chars()
+                .next()
+                .is_some_and(|c| c.is_lowercase() || c.is_ascii_punctuation())
+        {
+            return Kind::Fragment;
+        }
+        let last_line = line_no + 1 == self.lines;
+        if last_line
+            && last_of_line
+            && !self.block.text.ends_with('\n')
+            && unit_kind == Kind::Prose
+            && !ends_with_any(s, &['。', '.', '！', '!', '；', ';', '”', '」', ')', '）'])
+        {
+            return Kind::Fragment;
+        }
+        unit_kind
+    }
+
+    /// Records a sentence: a question opens what answers it, an item joins the list's
+    /// introducing unit, and an introducing sentence ending its line introduces what follows.
+    fn push_sentence(
+        &mut self,
+        kind: Kind,
+        s: String,
+        line_no: usize,
+        last_of_line: bool,
+        context: &str,
+        label: &str,
+    ) {
+        let index = self.units.len();
+        if kind == Kind::Question {
+            self.question = s.clone();
+        }
+        if kind == Kind::Item
+            && let Some(i) = self.intro
+        {
+            self.units[i].items.push(index);
+        }
+        if kind == Kind::Intro && last_of_line {
+            self.intro = Some(index);
+        }
+        self.units.push(Unit {
+            kind,
+            text: s,
+            line: line_no,
+            para: self.para,
+            context: context.to_string(),
+            answers_question: !self.question.is_empty() && kind != Kind::Question,
+            label: label.to_string(),
+            items: Vec::new(),
+        });
+    }
+
+    /// Adds the text and label of unit `i`, which introduces the list under way, to `context`.
+    fn add_intro_context(&self, context: &mut String, i: usize) {
+        context.push(' ');
+        context.push_str(&self.units[i].text);
+        context.push(' ');
+        context.push_str(&self.units[i].label);
+    }
+
+    /// Records a unit that answers no question and has no label.
+    fn push(&mut self, kind: Kind, text: String, line_no: usize, context: String) {
+        self.units.push(Unit {
+            kind,
+            text,
+            line: line_no,
+            para: self.para,
+            context,
+            answers_question: false,
+            label: String::new(),
+            items: Vec::new(),
+        });
+    }
 }
 
 /// An introducing sentence (empty for a list under a heading) with its items, "；"- or

@@ -28,7 +28,10 @@ use std::io::BufRead;
 use anyhow::{Result, anyhow, bail};
 use quick_xml::events::Event;
 
-use super::{Extracted, Limits, Package, TextBuilder, one_line};
+use crate::extracted::Extracted;
+use crate::limits::Limits;
+use crate::package::Package;
+use crate::text_builder::{TextBuilder, one_line};
 
 /// Extracts a docx file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
@@ -904,12 +907,8 @@ fn parse_stream<R: std::io::BufRead>(
     let max_token = limits.max_text_bytes.max(1 << 20) as u64;
     let mut reader = quick_xml::Reader::from_reader(Tokens::new(input, max_token));
     let mut buf = Vec::new();
-    let mut stack: Vec<Node> = vec![Node::default()];
-    let mut skipping = 0usize;
-    let most = max_elements(limits);
-    let most_text = limits.max_text_bytes.saturating_mul(TREE_TEXT_FACTOR);
-    let most_attributes = limits.max_text_bytes.saturating_mul(TREE_ATTRIBUTE_FACTOR);
-    let (mut elements, mut events, mut text, mut attributes) = (0usize, 0usize, 0usize, 0usize);
+    let mut tree = TreeBuilder::new(part, skip, limits);
+    let mut events = 0usize;
     loop {
         events += 1;
         if events.is_multiple_of(EVENTS_PER_TIME_CHECK) {
@@ -918,6 +917,7 @@ fn parse_stream<R: std::io::BufRead>(
         buf.clear();
         reader.get_mut().mark();
         let event = match reader.read_event_into(&mut buf) {
+            Ok(Event::Eof) => break,
             Ok(event) => event,
             // A read error says what went wrong (a damaged package, a spent budget, a token
             // too long) in its message.
@@ -930,110 +930,200 @@ fn parse_stream<R: std::io::BufRead>(
         let at = reader.buffer_position();
         let bad =
             |e: &dyn std::fmt::Display| anyhow!("not well-formed XML in {part} at byte {at}: {e}");
+        tree.event(event, &bad)?;
+    }
+    tree.finish()
+}
+
+/// How [`parse_stream`] reports a token that is not well-formed, at the position it read.
+type Bad<'b> = &'b dyn Fn(&dyn std::fmt::Display) -> anyhow::Error;
+
+/// The tree [`parse_stream`] builds from a part's events, and the bounds it keeps within.
+struct TreeBuilder<'p> {
+    /// The part's name, for messages.
+    part: &'p str,
+    /// The local names of the elements dropped with everything under them.
+    skip: &'p [&'p str],
+    /// The elements open, the document (a nameless node) first.
+    stack: Vec<Node>,
+    /// How deep the reader is inside a dropped element (0: outside any).
+    skipping: usize,
+    /// Elements read (dropped ones included), bytes of text kept, bytes of attributes kept.
+    elements: usize,
+    text: usize,
+    attributes: usize,
+    most_elements: usize,
+    most_text: usize,
+    most_attributes: usize,
+}
+
+impl<'p> TreeBuilder<'p> {
+    fn new(part: &'p str, skip: &'p [&'p str], limits: &Limits) -> Self {
+        Self {
+            part,
+            skip,
+            stack: vec![Node::default()],
+            skipping: 0,
+            elements: 0,
+            text: 0,
+            attributes: 0,
+            most_elements: max_elements(limits),
+            most_text: limits.max_text_bytes.saturating_mul(TREE_TEXT_FACTOR),
+            most_attributes: limits.max_text_bytes.saturating_mul(TREE_ATTRIBUTE_FACTOR),
+        }
+    }
+
+    /// Adds one event (no end of file) to the tree, within the bounds.
+    fn event(&mut self, event: Event<'_>, bad: Bad<'_>) -> Result<()> {
         if matches!(event, Event::Start(_) | Event::Empty(_)) {
-            elements += 1;
-            if elements > most {
-                bail!(
-                    "{part} has more than {most} XML elements: refused \
-                     (one per {TEXT_BYTES_PER_ELEMENT} bytes of loader.max_file_bytes)"
-                );
-            }
+            self.count_element()?;
         }
         let kept = match event {
             Event::Start(e) => {
-                if skipping > 0 {
-                    skipping += 1;
-                    continue;
-                }
-                let node = element(&e, &bad)?;
-                if skip.contains(&node.name.as_str()) {
-                    skipping = 1;
-                    continue;
-                }
-                if stack.len() > MAX_DEPTH {
-                    bail!("{part}: XML nested more than {MAX_DEPTH} levels deep: refused");
-                }
-                attributes += node.attribute_bytes();
-                stack.push(node);
+                self.open(&e, bad)?;
                 0
             }
             Event::Empty(e) => {
-                if skipping > 0 {
-                    continue;
-                }
-                let node = element(&e, &bad)?;
-                if skip.contains(&node.name.as_str()) {
-                    continue;
-                }
-                attributes += node.attribute_bytes();
-                if let Some(top) = stack.last_mut() {
-                    top.children.push(Item::Node(node));
-                }
+                self.empty(&e, bad)?;
                 0
             }
             Event::End(_) => {
-                if skipping > 0 {
-                    skipping -= 1;
-                    continue;
-                }
-                if stack.len() < 2 {
-                    return Err(bad(&"closing tag without an opening tag"));
-                }
-                if let Some(node) = stack.pop()
-                    && let Some(top) = stack.last_mut()
-                {
-                    top.children.push(Item::Node(node));
-                }
+                self.close(bad)?;
                 0
             }
-            Event::Text(_) | Event::CData(_) | Event::GeneralRef(_) if skipping > 0 => 0,
+            Event::Text(_) | Event::CData(_) | Event::GeneralRef(_) if self.skipping > 0 => 0,
             Event::Text(t) => {
                 let s = std::str::from_utf8(&t).map_err(|e| bad(&e))?;
-                push_text(&mut stack, s)
+                push_text(&mut self.stack, s)
             }
             Event::CData(t) => {
                 let s = std::str::from_utf8(&t).map_err(|e| bad(&e))?;
-                push_text(&mut stack, s)
+                push_text(&mut self.stack, s)
             }
-            Event::GeneralRef(r) => {
-                if let Some(c) = r.resolve_char_ref().map_err(|e| bad(&e))? {
-                    push_text(&mut stack, c.encode_utf8(&mut [0; 4]))
-                } else {
-                    let name = std::str::from_utf8(&r).map_err(|e| bad(&e))?;
-                    match quick_xml::escape::resolve_predefined_entity(name) {
-                        Some(s) => push_text(&mut stack, s),
-                        None => 0,
-                    }
-                }
-            }
-            Event::Eof => break,
+            Event::GeneralRef(r) => self.reference(&r, bad)?,
             _ => 0,
         };
-        text += kept;
-        if text > most_text {
+        self.text += kept;
+        self.check_kept()
+    }
+
+    /// Counts an element read against the bound.
+    fn count_element(&mut self) -> Result<()> {
+        self.elements += 1;
+        if self.elements > self.most_elements {
             bail!(
-                "{part} holds more than {most_text} bytes of text: refused \
-                 ({TREE_TEXT_FACTOR} × loader.max_file_bytes)"
+                "{} has more than {} XML elements: refused \
+                 (one per {TEXT_BYTES_PER_ELEMENT} bytes of loader.max_file_bytes)",
+                self.part,
+                self.most_elements
             );
         }
-        if attributes > most_attributes {
+        Ok(())
+    }
+
+    /// A start tag: opens its element, or starts (or goes deeper into) a dropped one.
+    fn open(&mut self, e: &quick_xml::events::BytesStart<'_>, bad: Bad<'_>) -> Result<()> {
+        if self.skipping > 0 {
+            self.skipping += 1;
+            return Ok(());
+        }
+        let node = element(e, bad)?;
+        if self.skip.contains(&node.name.as_str()) {
+            self.skipping = 1;
+            return Ok(());
+        }
+        if self.stack.len() > MAX_DEPTH {
             bail!(
-                "{part} holds more than {most_attributes} bytes of attribute values: refused \
-                 ({TREE_ATTRIBUTE_FACTOR} × loader.max_file_bytes)"
+                "{}: XML nested more than {MAX_DEPTH} levels deep: refused",
+                self.part
             );
         }
+        self.attributes += node.attribute_bytes();
+        self.stack.push(node);
+        Ok(())
     }
-    if stack.len() != 1 {
-        bail!("not well-formed XML in {part}: it ends inside an element");
+
+    /// An empty element: added to the open one, unless it is dropped.
+    fn empty(&mut self, e: &quick_xml::events::BytesStart<'_>, bad: Bad<'_>) -> Result<()> {
+        if self.skipping > 0 {
+            return Ok(());
+        }
+        let node = element(e, bad)?;
+        if self.skip.contains(&node.name.as_str()) {
+            return Ok(());
+        }
+        self.attributes += node.attribute_bytes();
+        if let Some(top) = self.stack.last_mut() {
+            top.children.push(Item::Node(node));
+        }
+        Ok(())
     }
-    let root = stack.pop().unwrap_or_default();
-    root.children
-        .into_iter()
-        .find_map(|c| match c {
-            Item::Node(n) => Some(n),
-            Item::Text(_) => None,
+
+    /// An end tag: closes the open element (into its parent), or leaves a dropped one.
+    fn close(&mut self, bad: Bad<'_>) -> Result<()> {
+        if self.skipping > 0 {
+            self.skipping -= 1;
+            return Ok(());
+        }
+        if self.stack.len() < 2 {
+            return Err(bad(&"closing tag without an opening tag"));
+        }
+        if let Some(node) = self.stack.pop()
+            && let Some(top) = self.stack.last_mut()
+        {
+            top.children.push(Item::Node(node));
+        }
+        Ok(())
+    }
+
+    /// A character or entity reference: its text added; the bytes kept.
+    fn reference(&mut self, r: &quick_xml::events::BytesRef<'_>, bad: Bad<'_>) -> Result<usize> {
+        if let Some(c) = r.resolve_char_ref().map_err(|e| bad(&e))? {
+            return Ok(push_text(&mut self.stack, c.encode_utf8(&mut [0; 4])));
+        }
+        let name = std::str::from_utf8(r).map_err(|e| bad(&e))?;
+        Ok(match quick_xml::escape::resolve_predefined_entity(name) {
+            Some(s) => push_text(&mut self.stack, s),
+            None => 0,
         })
-        .ok_or_else(|| anyhow!("not well-formed XML in {part}: no element"))
+    }
+
+    /// Refuses a tree past its bounds of text and attribute values.
+    fn check_kept(&self) -> Result<()> {
+        if self.text > self.most_text {
+            bail!(
+                "{} holds more than {} bytes of text: refused \
+                 ({TREE_TEXT_FACTOR} × loader.max_file_bytes)",
+                self.part,
+                self.most_text
+            );
+        }
+        if self.attributes > self.most_attributes {
+            bail!(
+                "{} holds more than {} bytes of attribute values: refused \
+                 ({TREE_ATTRIBUTE_FACTOR} × loader.max_file_bytes)",
+                self.part,
+                self.most_attributes
+            );
+        }
+        Ok(())
+    }
+
+    /// The document element, once the part has ended outside any element.
+    fn finish(mut self) -> Result<Node> {
+        let part = self.part;
+        if self.stack.len() != 1 {
+            bail!("not well-formed XML in {part}: it ends inside an element");
+        }
+        let root = self.stack.pop().unwrap_or_default();
+        root.children
+            .into_iter()
+            .find_map(|c| match c {
+                Item::Node(n) => Some(n),
+                Item::Text(_) => None,
+            })
+            .ok_or_else(|| anyhow!("not well-formed XML in {part}: no element"))
+    }
 }
 
 /// The input of [`parse_stream`]: refuses a token (what is read between two
@@ -1276,7 +1366,7 @@ pub(super) fn core_properties(
     if bytes.len() as u64 > MOST {
         return Ok((None, None));
     }
-    let Ok(text) = super::decode_text(&bytes) else {
+    let Ok(text) = crate::decode::decode_text(&bytes) else {
         return Ok((None, None));
     };
     let Ok(root) = parse_xml(&text, "docProps/core.xml", &[], limits) else {

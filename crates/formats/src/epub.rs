@@ -23,8 +23,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use super::html::{self, Block};
-use super::{Extracted, Limits, Package, TextBuilder, one_line};
+use crate::extracted::Extracted;
+use crate::html::{self, Block};
+use crate::limits::Limits;
+use crate::package::Package;
+use crate::text_builder::{TextBuilder, one_line};
 
 /// Font obfuscation algorithms (IDPF, Adobe): not DRM.
 const FONT_OBFUSCATION: &[&str] = &[
@@ -152,7 +155,7 @@ fn read_part(pkg: &mut Package<'_>, path: &str, limits: &Limits) -> Result<Optio
         return Ok(None);
     };
     if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
-        return super::decode_text(&bytes)
+        return crate::decode::decode_text(&bytes)
             .map(Some)
             .with_context(|| format!("EPUB part {path}"));
     }

@@ -21,8 +21,11 @@ use std::collections::HashMap;
 
 use anyhow::{Result, anyhow, bail};
 
-use super::docx::{Node, Relationship, core_properties, mostly_cjk, read_xml, relationships};
-use super::{Extracted, Limits, Package, TextBuilder, one_line};
+use crate::docx::{Node, Relationship, core_properties, mostly_cjk, read_xml, relationships};
+use crate::extracted::Extracted;
+use crate::limits::Limits;
+use crate::package::Package;
+use crate::text_builder::{TextBuilder, one_line};
 
 /// Extracts a pptx file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {

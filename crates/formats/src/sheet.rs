@@ -28,8 +28,12 @@ use std::io::Cursor;
 use anyhow::{Result, anyhow, bail};
 use calamine::{DataRef, ExcelDateTime, ExcelDateTimeType, Reader, SheetType, Xlsx};
 
-use super::docx::core_properties;
-use super::{Extracted, Limits, Package, TextBuilder, decode_text, one_line};
+use crate::decode::decode_text;
+use crate::docx::core_properties;
+use crate::extracted::Extracted;
+use crate::limits::Limits;
+use crate::package::Package;
+use crate::text_builder::{TextBuilder, one_line};
 
 /// Most characters of a row group's header and rows.
 pub const GROUP_CHARS: usize = 400;

@@ -46,7 +46,7 @@ use pdf_oxide::encryption::EncryptionHandler;
 use pdf_oxide::object::{Object, ObjectRef};
 use pdf_oxide::parser::parse_object;
 
-use super::super::Limits;
+use crate::limits::Limits;
 
 /// Deepest nesting a parse may reach, in levels of [`Depth`] (an array counts one, a
 /// dictionary two). About 1.3 KB of the parser's stack per level: a few MiB of its 256 MiB.

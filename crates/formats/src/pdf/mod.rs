@@ -25,7 +25,9 @@ use pdf_oxide::PdfDocument;
 use pdf_oxide::object::Object;
 
 use self::layout::{Block, Glyph, OutlineEntry, PageText};
-use super::{Extracted, Limits, TextBuilder, one_line};
+use crate::extracted::Extracted;
+use crate::limits::Limits;
+use crate::text_builder::{TextBuilder, one_line};
 
 /// Outline entries read at most (a larger outline is not read, and headings come from sizes).
 const MAX_OUTLINE: usize = 5_000;
@@ -59,7 +61,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         match worker.join() {
             Ok(Ok(result)) => result,
             Ok(Err(panic)) | Err(panic) => {
-                let what = super::panic_message(panic.as_ref());
+                let what = crate::panic::panic_message(panic.as_ref());
                 bail!("damaged or unsupported PDF (the parser failed: {what})")
             }
         }

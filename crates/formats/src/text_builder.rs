@@ -1,0 +1,162 @@
+//! Writing the chunker's text shape: headings, paragraphs and page breaks, within the text
+//! bound.
+
+use anyhow::{Result, bail};
+
+use crate::limits::Limits;
+
+/// Writes the chunker's text shape (see the [crate docs](crate)), keeping within
+/// [`Limits::max_text_bytes`].
+#[derive(Debug)]
+pub struct TextBuilder {
+    text: String,
+    max: usize,
+    pages: u32,
+}
+
+impl TextBuilder {
+    /// An empty text bounded by `limits`.
+    pub fn new(limits: &Limits) -> Self {
+        Self {
+            text: String::new(),
+            max: limits.max_text_bytes,
+            pages: 0,
+        }
+    }
+
+    /// A heading of `level` (1-6; clamped).
+    pub fn heading(&mut self, level: usize, text: &str) -> Result<()> {
+        let text = one_line(text);
+        if text.is_empty() {
+            return Ok(());
+        }
+        let hashes = "#".repeat(level.clamp(1, 6));
+        self.block(&format!("{hashes} {text}"))
+    }
+
+    /// A paragraph: its lines are kept, each escaped so it cannot read as Markdown structure;
+    /// empty lines inside it are dropped.
+    pub fn paragraph(&mut self, text: &str) -> Result<()> {
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| l.trim_end())
+            .filter(|l| !l.trim().is_empty())
+            .map(escape_line)
+            .collect();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        self.block(&lines.join("\n"))
+    }
+
+    /// Starts the next page (the first call starts page 1 and writes nothing).
+    pub fn page(&mut self) -> Result<()> {
+        self.pages += 1;
+        if self.pages > 1 {
+            // The form feed stands on a line of its own between blank lines: a paragraph
+            // boundary for the chunker.
+            self.blank_line()?;
+            self.push("\u{c}\n\n")?;
+        }
+        Ok(())
+    }
+
+    /// The text so far.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Pages started so far.
+    pub fn pages(&self) -> u32 {
+        self.pages
+    }
+
+    /// The finished text.
+    pub fn finish(self) -> String {
+        let mut text = self.text;
+        let trimmed = text.trim_end_matches(['\n', ' ']).len();
+        text.truncate(trimmed);
+        text.push('\n');
+        text
+    }
+
+    /// Ends the text so far with a blank line (nothing at the very start).
+    fn blank_line(&mut self) -> Result<()> {
+        if self.text.is_empty() || self.text.ends_with("\n\n") {
+            return Ok(());
+        }
+        self.push(if self.text.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        })
+    }
+
+    fn block(&mut self, block: &str) -> Result<()> {
+        self.blank_line()?;
+        self.push(block)?;
+        self.push("\n")
+    }
+
+    fn push(&mut self, s: &str) -> Result<()> {
+        if self.text.len() + s.len() > self.max {
+            bail!(
+                "extracted text exceeds {} bytes (loader.max_text_bytes)",
+                self.max
+            );
+        }
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
+/// Collapses whitespace (line breaks included) into single spaces.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Escapes a line of source text that Markdown would read as a heading or a code fence, and
+/// replaces a form feed (the page separator) with a space.
+fn escape_line(line: &str) -> String {
+    let line = line.replace('\u{c}', " ");
+    let body = line.trim_start_matches(' ');
+    let indent = line.len() - body.len();
+    if indent <= 3 && (body.starts_with('#') || body.starts_with("```") || body.starts_with("~~~"))
+    {
+        format!("{}\\{}", &line[..indent], body)
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits::for_tests()
+    }
+
+    #[test]
+    fn the_builder_writes_headings_paragraphs_and_page_breaks() {
+        let mut b = TextBuilder::new(&limits());
+        b.page().unwrap();
+        b.heading(1, "  第一章\n总则 ").unwrap();
+        b.paragraph("第一行\n\n# 不是标题\n```").unwrap();
+        b.page().unwrap();
+        b.paragraph("second page").unwrap();
+        assert_eq!(b.pages(), 2);
+        assert_eq!(
+            b.finish(),
+            "# 第一章 总则\n\n第一行\n\\# 不是标题\n\\```\n\n\u{c}\n\nsecond page\n"
+        );
+    }
+
+    #[test]
+    fn the_builder_refuses_text_past_its_bound() {
+        let mut l = limits();
+        l.max_text_bytes = 10;
+        let mut b = TextBuilder::new(&l);
+        assert!(b.paragraph("0123456789abc").is_err());
+    }
+}
