@@ -396,13 +396,23 @@ impl std::fmt::Debug for Grader<'_> {
     }
 }
 
-/// The judge's grades of one answered frame: (claims stated, claims supported, relevance),
-/// or the judge's error.
-fn judge_grades(
-    grader: &Grader<'_>,
+/// The judge's grades of one answered frame.
+#[derive(Debug, Clone, Copy)]
+struct JudgeGrades {
+    /// Sentences of the answer that state something.
+    stated: usize,
+    /// Of those, sentences the blocks they cite support.
+    supported: usize,
+    /// 1 when the judge reads the answer as answering the question, 0 otherwise.
+    relevance: f64,
+}
+
+/// The text of every block `frame` cites, once per marker, read at the revision each
+/// citation names; the judge's error when a cited chunk's text is gone.
+fn cited_blocks(
+    chunks: &dyn DocumentChunks,
     frame: &AnswerFrame,
-    question: &str,
-) -> Result<(usize, usize, f64), JudgeError> {
+) -> Result<Vec<(u32, String)>, JudgeError> {
     let mut blocks: Vec<(u32, String)> = Vec::new();
     for c in &frame.citations {
         if blocks.iter().any(|(m, _)| *m == c.marker) {
@@ -410,15 +420,25 @@ fn judge_grades(
         }
         let text = Revision::new(&c.revision)
             .ok()
-            .and_then(|r| grader.chunks.chunks(&c.doc_id, &r).ok().flatten())
+            .and_then(|r| chunks.chunks(&c.doc_id, &r).ok().flatten())
             .and_then(|chunks| chunks.into_iter().find(|k| *k.chunk_id() == c.chunk_id))
             .map(|k| k.content().to_string())
             .ok_or_else(|| JudgeError::NoVerdict(format!("the text of {} is gone", c.chunk_id)))?;
         blocks.push((c.marker, text));
     }
+    Ok(blocks)
+}
+
+/// The judge's grades of one answered frame, or the judge's error.
+fn judge_grades(
+    grader: &Grader<'_>,
+    frame: &AnswerFrame,
+    question: &str,
+) -> Result<JudgeGrades, JudgeError> {
+    let blocks = cited_blocks(grader.chunks, frame)?;
     let blocks: Vec<(u32, &str)> = blocks.iter().map(|(m, t)| (*m, t.as_str())).collect();
     let mut checks = support::check(&frame.answer, question, &blocks);
-    support::apply_judge(&mut checks, &blocks, grader.judge)?;
+    zhiku_domain::usecases::apply_judge(&mut checks, &blocks, grader.judge)?;
     let stated = checks
         .iter()
         .filter(|c| c.verdict != support::ClaimVerdict::NotAClaim)
@@ -430,7 +450,217 @@ fn judge_grades(
     let relevant = grader
         .judge
         .relevant(question, &support::strip_markers(&frame.answer))?;
-    Ok((stated, supported, if relevant { 1.0 } else { 0.0 }))
+    Ok(JudgeGrades {
+        stated,
+        supported,
+        relevance: if relevant { 1.0 } else { 0.0 },
+    })
+}
+
+/// The question a frame answered: its standalone rewrite, or the question as asked.
+fn question_of(frame: &AnswerFrame) -> &str {
+    frame.rewritten.as_deref().unwrap_or(&frame.question)
+}
+
+/// Asks `case`: the earlier questions of its conversation first, each answer sent back with
+/// the next question; returns the frame of its last question.
+fn ask_case(
+    answerer: &Answerer<'_>,
+    filter: &Filter,
+    case: &EvalQuery,
+    new_trace_id: &dyn Fn() -> String,
+) -> Result<AnswerFrame, AskError> {
+    let mut turns: Vec<Turn> = Vec::new();
+    for earlier in &case.history {
+        let f = answerer.converse(&turns, earlier, filter, &new_trace_id())?;
+        turns.push(Turn {
+            question: f.question,
+            answer: f.answer,
+            rewritten: f.rewritten,
+        });
+    }
+    answerer.converse(&turns, &case.text, filter, &new_trace_id())
+}
+
+/// What one case's citations say: whether they are valid, and whether one names an expected
+/// document.
+#[derive(Debug, Clone, Copy)]
+struct Cited {
+    /// The answer cites, and every citation names a chunk of this round's evidence.
+    valid: bool,
+    /// A citation names one of the case's expected documents.
+    expected: bool,
+}
+
+impl Cited {
+    fn of(frame: &AnswerFrame, case: &EvalQuery) -> Self {
+        let round: HashSet<&str> = frame.evidence.iter().map(|e| e.chunk_id.as_str()).collect();
+        Self {
+            valid: frame.status == AnswerStatus::Answered
+                && !frame.citations.is_empty()
+                && frame
+                    .citations
+                    .iter()
+                    .all(|c| round.contains(c.chunk_id.as_str())),
+            expected: frame
+                .citations
+                .iter()
+                .any(|c| case.relevant.contains(c.doc_id.as_str())),
+        }
+    }
+}
+
+impl AnswerSummary {
+    /// The judge's grades of `frame` when it was answered; a reading the judge could not give
+    /// is counted, and leaves that case's figures to the offline check.
+    fn judged_by(&mut self, grader: &Grader<'_>, frame: &AnswerFrame) -> Option<JudgeGrades> {
+        if frame.status != AnswerStatus::Answered {
+            return None;
+        }
+        judge_grades(grader, frame, question_of(frame))
+            .inspect_err(|_| self.judge_failures += 1)
+            .ok()
+    }
+
+    /// Records one case's answer: its time, claims, status, citations, context and outcome.
+    fn record(
+        &mut self,
+        case: &EvalQuery,
+        frame: &AnswerFrame,
+        judged: Option<&JudgeGrades>,
+        cited: Cited,
+    ) {
+        self.cases += 1;
+        self.record_times(frame);
+        self.record_claims(frame, judged);
+        self.record_status(frame.status);
+        self.record_citations(case, frame, cited);
+        if !case.no_answer && !case.relevant.is_empty() {
+            self.record_context(case, frame, judged);
+        }
+        self.record_outcome(case, frame.status, cited);
+    }
+
+    /// The run time of the case's last question, whole and per phase.
+    fn record_times(&mut self, frame: &AnswerFrame) {
+        self.latencies.push(frame.latency_ms);
+        for phase in &frame.stages_ms {
+            let group = phase
+                .stage
+                .split('.')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            self.stage_ms.entry(group).or_default().push(phase.ms);
+        }
+    }
+
+    /// The claims stated and supported: the judge's reading when it gave one, else the
+    /// answerer's own check.
+    fn record_claims(&mut self, frame: &AnswerFrame, judged: Option<&JudgeGrades>) {
+        match (judged, &frame.support) {
+            (Some(g), _) => {
+                self.claims += g.stated;
+                self.claims_supported += g.supported;
+            }
+            (None, Some(sup)) => {
+                self.claims += sup.claims;
+                self.claims_supported += sup.supported;
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn record_status(&mut self, status: AnswerStatus) {
+        match status {
+            AnswerStatus::Answered => self.answered += 1,
+            AnswerStatus::NotFound => self.not_found += 1,
+            AnswerStatus::Blocked => self.blocked += 1,
+            AnswerStatus::CannotRetrieve => self.cannot_retrieve += 1,
+            AnswerStatus::SmallTalk => self.small_talk += 1,
+        }
+    }
+
+    /// Citation validity (of the cases that ask for it), first attempts, the documents a
+    /// several-part question must cite, and the turns of conversations citing what they should.
+    fn record_citations(&mut self, case: &EvalQuery, frame: &AnswerFrame, cited: Cited) {
+        let answered = frame.status == AnswerStatus::Answered;
+        let produced = matches!(frame.status, AnswerStatus::Answered | AnswerStatus::Blocked);
+        if case.citation_must_be_valid && produced {
+            self.citation_checked += 1;
+            self.citation_valid += usize::from(cited.valid);
+        }
+        if answered && frame.attempts == 1 {
+            self.first_attempt += 1;
+        }
+        if !case.must_cite.is_empty() {
+            let cited_docs: HashSet<&str> =
+                frame.citations.iter().map(|c| c.doc_id.as_str()).collect();
+            self.must_cite_cases += 1;
+            self.must_cite_met += usize::from(
+                answered
+                    && case
+                        .must_cite
+                        .iter()
+                        .all(|d| cited_docs.contains(d.as_str())),
+            );
+        }
+        if !case.history.is_empty() && !case.no_answer {
+            self.conversation_cases += 1;
+            self.conversation_cites_expected += usize::from(answered && cited.expected);
+        }
+    }
+
+    /// An answerable case's context (precision, recall, the routes that found its relevant
+    /// evidence) and, when answered, its answer's relevance: the judge's reading when it gave
+    /// one, else the share of the question's terms the answer holds.
+    fn record_context(
+        &mut self,
+        case: &EvalQuery,
+        frame: &AnswerFrame,
+        judged: Option<&JudgeGrades>,
+    ) {
+        self.context_precision_sum += context_precision(frame, &case.relevant);
+        self.context_recall_sum += context_recall(frame, case);
+        for e in frame
+            .evidence
+            .iter()
+            .filter(|e| case.relevant.contains(e.doc_id.as_str()))
+        {
+            match (
+                e.scores.contains_key(&Route::Lexical),
+                e.scores.contains_key(&Route::Dense),
+            ) {
+                (true, true) => self.relevant_both += 1,
+                (true, false) => self.relevant_lexical_only += 1,
+                (false, true) => self.relevant_dense_only += 1,
+                (false, false) => {}
+            }
+        }
+        if frame.status == AnswerStatus::Answered {
+            self.relevance_sum += match judged {
+                Some(g) => g.relevance,
+                None => {
+                    support::support(question_of(frame), &support::strip_markers(&frame.answer))
+                }
+            };
+        }
+    }
+
+    /// Whether a no-answer case ended `not_found`, and an answerable one answered citing an
+    /// expected document.
+    fn record_outcome(&mut self, case: &EvalQuery, status: AnswerStatus, cited: Cited) {
+        if case.no_answer {
+            self.no_answer_cases += 1;
+            self.no_answer_not_found += usize::from(status == AnswerStatus::NotFound);
+        } else if !case.relevant.is_empty() {
+            self.answerable += 1;
+            if status == AnswerStatus::Answered {
+                self.answerable_answered += 1;
+                self.answerable_cites_expected += usize::from(cited.expected);
+            }
+        }
+    }
 }
 
 /// Asks every case of `set` and grades the answers: statuses, citation validity against each
@@ -452,139 +682,16 @@ pub fn evaluate_answers(
         ),
         ..AnswerSummary::default()
     };
-    for case in &set.queries {
-        if case.text.trim().is_empty() {
-            continue;
-        }
-        // A turn of a conversation: the earlier questions are asked first, each answer sent
-        // back with the next question.
-        let mut turns: Vec<Turn> = Vec::new();
-        for earlier in &case.history {
-            let f = answerer.converse(&turns, earlier, filter, &new_trace_id())?;
-            turns.push(Turn {
-                question: f.question,
-                answer: f.answer,
-                rewritten: f.rewritten,
-            });
-        }
-        let frame = answerer.converse(&turns, &case.text, filter, &new_trace_id())?;
-        s.cases += 1;
-        s.latencies.push(frame.latency_ms);
-        for phase in &frame.stages_ms {
-            let group = phase
-                .stage
-                .split('.')
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            s.stage_ms.entry(group).or_default().push(phase.ms);
-        }
-        let question = frame.rewritten.as_deref().unwrap_or(&frame.question);
-        let judged = match grader {
-            Some(g) if frame.status == AnswerStatus::Answered => {
-                match judge_grades(g, &frame, question) {
-                    Ok(grades) => Some(grades),
-                    Err(_) => {
-                        s.judge_failures += 1;
-                        None
-                    }
-                }
-            }
-            _ => None,
-        };
-        match (&judged, &frame.support) {
-            (Some((stated, supported, _)), _) => {
-                s.claims += stated;
-                s.claims_supported += supported;
-            }
-            (None, Some(sup)) => {
-                s.claims += sup.claims;
-                s.claims_supported += sup.supported;
-            }
-            (None, None) => {}
-        }
-        match frame.status {
-            AnswerStatus::Answered => s.answered += 1,
-            AnswerStatus::NotFound => s.not_found += 1,
-            AnswerStatus::Blocked => s.blocked += 1,
-            AnswerStatus::CannotRetrieve => s.cannot_retrieve += 1,
-            AnswerStatus::SmallTalk => s.small_talk += 1,
-        }
-        let round: HashSet<&str> = frame.evidence.iter().map(|e| e.chunk_id.as_str()).collect();
-        let citations_valid = frame.status == AnswerStatus::Answered
-            && !frame.citations.is_empty()
-            && frame
-                .citations
-                .iter()
-                .all(|c| round.contains(c.chunk_id.as_str()));
-        let produced = matches!(frame.status, AnswerStatus::Answered | AnswerStatus::Blocked);
-        if case.citation_must_be_valid && produced {
-            s.citation_checked += 1;
-            s.citation_valid += usize::from(citations_valid);
-        }
-        if frame.status == AnswerStatus::Answered && frame.attempts == 1 {
-            s.first_attempt += 1;
-        }
-        let cites_expected = frame
-            .citations
-            .iter()
-            .any(|c| case.relevant.contains(c.doc_id.as_str()));
-        let cited_docs: HashSet<&str> = frame.citations.iter().map(|c| c.doc_id.as_str()).collect();
-        if !case.must_cite.is_empty() {
-            s.must_cite_cases += 1;
-            s.must_cite_met += usize::from(
-                frame.status == AnswerStatus::Answered
-                    && case
-                        .must_cite
-                        .iter()
-                        .all(|d| cited_docs.contains(d.as_str())),
-            );
-        }
-        if !case.history.is_empty() && !case.no_answer {
-            s.conversation_cases += 1;
-            s.conversation_cites_expected +=
-                usize::from(frame.status == AnswerStatus::Answered && cites_expected);
-        }
-        if !case.no_answer && !case.relevant.is_empty() {
-            s.context_precision_sum += context_precision(&frame, &case.relevant);
-            s.context_recall_sum += context_recall(&frame, case);
-            for e in frame
-                .evidence
-                .iter()
-                .filter(|e| case.relevant.contains(e.doc_id.as_str()))
-            {
-                match (
-                    e.scores.contains_key(&Route::Lexical),
-                    e.scores.contains_key(&Route::Dense),
-                ) {
-                    (true, true) => s.relevant_both += 1,
-                    (true, false) => s.relevant_lexical_only += 1,
-                    (false, true) => s.relevant_dense_only += 1,
-                    (false, false) => {}
-                }
-            }
-            if frame.status == AnswerStatus::Answered {
-                s.relevance_sum += match judged {
-                    Some((_, _, relevance)) => relevance,
-                    None => support::support(question, &support::strip_markers(&frame.answer)),
-                };
-            }
-        }
-        if case.no_answer {
-            s.no_answer_cases += 1;
-            s.no_answer_not_found += usize::from(frame.status == AnswerStatus::NotFound);
-        } else if !case.relevant.is_empty() {
-            s.answerable += 1;
-            if frame.status == AnswerStatus::Answered {
-                s.answerable_answered += 1;
-                s.answerable_cites_expected += usize::from(cites_expected);
-            }
-        }
+    for case in set.queries.iter().filter(|c| !c.text.trim().is_empty()) {
+        let frame = ask_case(answerer, filter, case, new_trace_id)?;
+        let judged = grader.and_then(|g| s.judged_by(g, &frame));
+        let cited = Cited::of(&frame, case);
+        s.record(case, &frame, judged.as_ref(), cited);
         on_case(&AnswerResult {
             id: case.id.clone(),
             status: frame.status,
-            citations_valid,
-            cites_expected,
+            citations_valid: cited.valid,
+            cites_expected: cited.expected,
             attempts: frame.attempts,
             answer: frame.answer,
             trace_id: frame.trace_id,

@@ -13,30 +13,28 @@
 //! therefore sees the knowledge base either before or after an ingest, never half of it. One
 //! ingest runs at a time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, Planner, PutRequest, Staged,
-    StoredTraceEvent, TraceSink, TraceStore, Turn,
+    AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, Planner, StoredTraceEvent,
+    TraceSink, TraceStore, Turn,
 };
-use zhiku_domain::rules::retention::{self, Retention};
 use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
-    AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest, SyncMode,
+    AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
 };
 use zhiku_domain::{DocId, Document, Scope, SectionId};
 
-use crate::ids::checked_new_id;
 use crate::refresh::{index_loaded, refresh};
-use crate::removal::{reindex, remove_recorded, set_entry};
+use crate::removal::remove_recorded;
 use crate::{
-    Caller, ChunkView, DocInfo, DocumentView, Hit, Ingested, KbError, MonotonicClock, NewDocument,
-    QueryLimits, Refreshed, SearchQuery, SearchResult, SectionView, Status, Store, SweepReport,
-    Tee, WithRequestId, filter_for,
+    Caller, ChunkView, DocInfo, DocumentView, Hit, KbError, MonotonicClock, QueryLimits, Refreshed,
+    SearchQuery, SearchResult, SectionView, Status, Store, SweepReport, Tee, WithRequestId,
+    filter_for,
 };
 
 /// The planners a knowledge base reads conversations with.
@@ -71,16 +69,16 @@ pub(crate) struct Inner {
 /// One knowledge base, shared by many callers.
 pub struct KnowledgeBase {
     inner: RwLock<Inner>,
-    writer: Mutex<()>,
+    pub(crate) writer: Mutex<()>,
     documents: Option<Box<dyn DocumentStore>>,
-    generator: Box<dyn Generator>,
+    pub(crate) generator: Box<dyn Generator>,
     /// Reads questions in their conversation, and the planner standing in when it fails
     /// (the domain's as-asked planner for each one missing).
     planners: Planners,
     /// Decides claims' support and write-backs beside the rules (the rules alone when `None`).
     pub(crate) judge: Option<Box<dyn Judge>>,
-    clock: MonotonicClock,
-    traces: Arc<dyn TraceStore>,
+    pub(crate) clock: MonotonicClock,
+    pub(crate) traces: Arc<dyn TraceStore>,
     started: Instant,
     pub(crate) audit: Arc<dyn AuditLog>,
 }
@@ -96,17 +94,8 @@ impl std::fmt::Debug for KnowledgeBase {
 /// A shared handle.
 pub type SharedKb = Arc<KnowledgeBase>;
 
-fn invalid(e: impl std::fmt::Display) -> KbError {
+pub(crate) fn invalid(e: impl std::fmt::Display) -> KbError {
     KbError::Invalid(e.to_string())
-}
-
-/// One document of a put about to be written, once every check has passed.
-#[derive(Debug)]
-pub(crate) struct PlannedPut<'a> {
-    /// The path it is written to.
-    pub(crate) path: &'a str,
-    /// Whether it replaces a recorded document.
-    pub(crate) updates: bool,
 }
 
 /// The scope a write of `caller` goes to: `requested`, or the caller's first scope; refused
@@ -199,7 +188,7 @@ impl KnowledgeBase {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -213,14 +202,33 @@ impl KnowledgeBase {
         Caller::local(self.read().store.settings.trusted_scopes.clone())
     }
 
+    /// The document store of the origin the store recorded; an error when nothing was
+    /// indexed yet.
+    pub(crate) fn recorded_documents(&self) -> Result<&dyn DocumentStore> {
+        self.documents
+            .as_deref()
+            .ok_or_else(|| anyhow!("the store is empty: run zhiku index first"))
+    }
+
     fn source<'a>(
         &'a self,
         store: &'a Store,
     ) -> Result<Box<dyn zhiku_domain::ports::SourceStore + 'a>> {
-        match &self.documents {
-            Some(documents) => Ok(documents.source_store(store.source_paths())),
-            None => Err(anyhow!("the store is empty: run zhiku index first")),
+        Ok(self
+            .recorded_documents()?
+            .source_store(store.source_paths()))
+    }
+
+    /// `answerer`, reading questions in their conversation with this knowledge base's
+    /// planners.
+    pub(crate) fn with_planners_of<'a>(&'a self, mut answerer: Answerer<'a>) -> Answerer<'a> {
+        if let Some(planner) = &self.planners.primary {
+            answerer = answerer.with_planner(planner.as_ref());
         }
+        if let Some(fallback) = &self.planners.fallback {
+            answerer = answerer.with_fallback_planner(fallback.as_ref());
+        }
+        answerer
     }
 
     /// Searches within the caller's scopes.
@@ -316,12 +324,7 @@ impl KnowledgeBase {
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
         }
-        if let Some(planner) = &self.planners.primary {
-            answerer = answerer.with_planner(planner.as_ref());
-        }
-        if let Some(fallback) = &self.planners.fallback {
-            answerer = answerer.with_fallback_planner(fallback.as_ref());
-        }
+        answerer = self.with_planners_of(answerer);
         if let Some(judge) = &self.judge {
             answerer = answerer.with_judge(judge.as_ref());
         }
@@ -490,7 +493,7 @@ impl KnowledgeBase {
     }
 
     /// A message never shows the server's absolute path of the knowledge base.
-    fn without_paths(&self, e: KbError) -> KbError {
+    pub(crate) fn without_paths(&self, e: KbError) -> KbError {
         let Some(root) = self.documents.as_ref().and_then(|d| d.root()) else {
             return e;
         };
@@ -501,258 +504,13 @@ impl KnowledgeBase {
         e.without(&roots)
     }
 
-    fn writable(&self, refusal: &str) -> Result<&dyn DocumentStore, KbError> {
+    pub(crate) fn writable(&self, refusal: &str) -> Result<&dyn DocumentStore, KbError> {
         match &self.documents {
             Some(d) if d.capabilities().writable => Ok(d.as_ref()),
             _ => Err(KbError::Conflict(format!(
                 "this knowledge base is not a folder; documents cannot be {refusal} over the API"
             ))),
         }
-    }
-
-    /// Adds or replaces a document: writes it into the document store and indexes it
-    /// incrementally (only new chunks are embedded).
-    ///
-    /// The document store checks the path (a folder: its one canonical form, seen by the folder
-    /// scan). A document, path, file or sidecar the caller cannot see is answered as not found,
-    /// exactly as an unknown one. Document, indexes and catalog change together: when indexing
-    /// or saving the catalog fails, the document and the indexes are put back.
-    pub fn put_document(&self, caller: &Caller, new: NewDocument) -> Result<Ingested, KbError> {
-        self.put_one(caller, new, &mut |_| Ok(()))
-    }
-
-    /// [`Self::put_document`], calling `before_write` with what is about to be written once
-    /// every check has passed and before anything is written: an error it returns stops the
-    /// write with nothing changed (the write-back's audit entry is appended there, so nothing
-    /// is committed unaudited).
-    pub(crate) fn put_one(
-        &self,
-        caller: &Caller,
-        new: NewDocument,
-        before_write: &mut dyn FnMut(&PlannedPut<'_>) -> Result<(), KbError>,
-    ) -> Result<Ingested, KbError> {
-        self.put_many_then(caller, vec![new], before_write)
-            .map(|(mut done, report)| {
-                let mut one = done.pop().expect("one document in, one out");
-                one.report = report;
-                one
-            })
-            .map_err(|e| self.without_paths(e))
-    }
-
-    /// Adds or replaces several documents in one step: all are written and indexed with one
-    /// commit of each index and one catalog save, or none is (a failure puts every document and
-    /// the indexes back). Each document is checked as by [`Self::put_document`]; an ID or a path
-    /// twice in the batch is refused. Each document's `report` says what happened to it alone
-    /// (added, changed or unchanged); the batch's whole report comes beside them.
-    pub fn put_documents(
-        &self,
-        caller: &Caller,
-        news: Vec<NewDocument>,
-    ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
-        self.put_many(caller, news)
-            .map_err(|e| self.without_paths(e))
-    }
-
-    /// Checks the caller may write `new`; returns its ID and scope.
-    fn checked_new(&self, caller: &Caller, new: &NewDocument) -> Result<(DocId, Scope), KbError> {
-        let id = checked_new_id(&new.id)?;
-        // An unreadable `expires_at` or `ttl` is the writer's mistake, named with the document.
-        let mut retention = zhiku_domain::Metadata::new();
-        for key in [retention::EXPIRES_AT, retention::TTL] {
-            if let Some(value) = new.metadata.get(key) {
-                retention.insert(key, value.clone()).map_err(invalid)?;
-            }
-        }
-        Retention::of_metadata(id.as_str(), &retention).map_err(invalid)?;
-        Ok((id, writable_scope(caller, new.scope.as_deref())?))
-    }
-
-    fn put_many(
-        &self,
-        caller: &Caller,
-        news: Vec<NewDocument>,
-    ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
-        self.put_many_then(caller, news, &mut |_| Ok(()))
-    }
-
-    fn put_many_then(
-        &self,
-        caller: &Caller,
-        news: Vec<NewDocument>,
-        before_write: &mut dyn FnMut(&PlannedPut<'_>) -> Result<(), KbError>,
-    ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
-        if !caller.write {
-            return Err(KbError::Forbidden(format!(
-                "{} may not write documents",
-                caller.name
-            )));
-        }
-        if news.is_empty() {
-            return Err(KbError::Invalid("no documents to add".into()));
-        }
-        let mut checked = Vec::with_capacity(news.len());
-        let mut ids = BTreeSet::new();
-        for new in &news {
-            let (id, scope) = self.checked_new(caller, new)?;
-            if !ids.insert(id.clone()) {
-                // A conflict within the batch (the schema cannot say "distinct IDs").
-                return Err(KbError::Conflict(format!(
-                    "document {:?} appears twice in the batch",
-                    id.as_str()
-                )));
-            }
-            checked.push((id, scope));
-        }
-        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let documents = self.writable("added")?;
-
-        // Plan and embed under the read lock: searches go on meanwhile.
-        let (planned, prepared, before) = {
-            let inner = self.read();
-            let store = &inner.store;
-            let visible =
-                |other: &DocId| inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope));
-            let sees = |s: &Scope| caller.sees(s);
-            let mut planned = Vec::with_capacity(news.len());
-            let mut paths = BTreeSet::new();
-            for (new, (id, scope)) in news.iter().zip(&checked) {
-                let plan = documents.prepare_put(&PutRequest {
-                    id,
-                    scope,
-                    path: new.path.as_deref(),
-                    title: new.title.as_deref(),
-                    locale: new.locale.as_deref(),
-                    metadata: &new.metadata,
-                    text: &new.text,
-                    recorded: &store.recorded.sources,
-                    visible: &visible,
-                    sees: &sees,
-                })?;
-                // The store refuses another recorded document's path; the batch its own twice.
-                if !paths.insert(plan.path.clone()) {
-                    return Err(KbError::Conflict(format!(
-                        "two documents of the batch would be written to {}",
-                        plan.path
-                    )));
-                }
-                planned.push((id.clone(), plan));
-            }
-            let indexer = store.indexer()?;
-            let prepared = indexer
-                .prepare(
-                    &store.recorded.catalog,
-                    planned.iter().map(|(_, p)| p.document.clone()),
-                    SyncMode::Partial,
-                    &mut |_| {},
-                )
-                .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
-            // Only the batch's own entries are needed afterwards, to say what happened to each.
-            let before: BTreeMap<DocId, String> = planned
-                .iter()
-                .filter_map(|(id, _)| {
-                    let entry = store.recorded.catalog.docs.get(id)?;
-                    Some((id.clone(), entry.fingerprint.clone()))
-                })
-                .collect();
-            (planned, prepared, before)
-        };
-
-        // Every check has passed: what is about to be written is told first (and may stop it).
-        for (id, plan) in &planned {
-            before_write(&PlannedPut {
-                path: &plan.path,
-                updates: before.contains_key(id),
-            })?;
-        }
-
-        // Write the documents, indexes and catalog under the write lock: searches wait briefly.
-        let mut inner = self.write();
-        let mut staged = Vec::with_capacity(planned.len());
-        for (_, plan) in &planned {
-            match documents.write(plan) {
-                Ok(s) => staged.push(s),
-                Err(e) => {
-                    staged
-                        .into_iter()
-                        .rev()
-                        .for_each(|s: Box<dyn Staged>| s.undo());
-                    return Err(e.into());
-                }
-            }
-        }
-        // Puts every document back as it was, and the indexes as far as they changed; the
-        // catalog in memory then lists what the indexes hold.
-        let undo_all = |inner: &mut Inner, staged: Vec<Box<dyn Staged>>| {
-            staged.into_iter().rev().for_each(|s| s.undo());
-            for (id, plan) in &planned {
-                match reindex(&inner.store, id, plan.previous.clone()) {
-                    Ok(entry) => set_entry(&mut inner.store.recorded.catalog, id, entry),
-                    Err(_) => return,
-                }
-            }
-        };
-        let applied = {
-            let indexer = inner.store.indexer()?;
-            indexer.apply(prepared)
-        };
-        let (changes, report) = match applied {
-            Ok(done) => done,
-            Err(e) => {
-                undo_all(&mut inner, staged);
-                return Err(KbError::Unavailable(format!("cannot index: {e}")));
-            }
-        };
-        let committed = inner.store.commit(|stored, changed| {
-            stored.apply(&changes, changed);
-            for (id, plan) in &planned {
-                stored.set_source(id, &plan.path, changed);
-                // The file was just written: its stamp is taken at the next refresh.
-                stored.set_stamp(&plan.path, None, changed);
-            }
-        });
-        if let Err(e) = committed {
-            // The catalog on record still says the old state: put documents and indexes back.
-            undo_all(&mut inner, staged);
-            return Err(KbError::Internal(anyhow!(
-                "cannot save the manifest; nothing was changed: {:#}",
-                anyhow::Error::from(e)
-            )));
-        }
-        staged.into_iter().for_each(|s| s.keep());
-        let mut done = Vec::with_capacity(planned.len());
-        for (id, plan) in planned {
-            let entry = inner.store.recorded.catalog.docs.get(&id);
-            let info = entry
-                .and_then(|e| DocInfo::indexed(&id, e))
-                .unwrap_or_else(|| DocInfo::of(&plan.document));
-            inner.docs.insert(id.clone(), info);
-            let entry = inner.store.recorded.catalog.docs.get(&id);
-            let own = match (before.get(&id), entry) {
-                (None, _) => IndexReport {
-                    docs_added: 1,
-                    ..IndexReport::default()
-                },
-                (Some(old), Some(new)) if *old == new.fingerprint => IndexReport {
-                    docs_skipped: 1,
-                    ..IndexReport::default()
-                },
-                _ => IndexReport {
-                    docs_changed: 1,
-                    ..IndexReport::default()
-                },
-            };
-            done.push(Ingested {
-                doc_id: id.to_string(),
-                path: plan.path,
-                revision: plan.document.revision().to_string(),
-                chunk_ids: entry
-                    .map(|e| e.chunk_ids.iter().map(|c| c.to_string()).collect())
-                    .unwrap_or_default(),
-                report: own,
-            });
-        }
-        Ok((done, report))
     }
 
     /// Removes a document from both indexes and from the document store (a folder: its file,

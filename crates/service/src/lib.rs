@@ -10,6 +10,8 @@
 //! - [`KnowledgeBase`] — search, ask, documents, ingest and delete for a [`Caller`] whose scopes
 //!   the transport established; what the caller may not see is reported as not found.
 //! - [`SearchQuery`] and [`QueryLimits`] — the bounds every transport applies to a query.
+//! - [`KnowledgeBase::evaluate`] and [`evaluate_corpus`] — the retriever, answerer and grader
+//!   an offline evaluation runs its cases through ([`Evaluation`]).
 //!
 //! No adapter, no async runtime and no web framework is named here: the composition root picks
 //! the adapters and the transports drive this crate.
@@ -17,8 +19,10 @@
 mod caller;
 mod clock;
 mod error;
+mod evaluate;
 mod ids;
 mod kb;
+mod put;
 mod query;
 mod refresh;
 mod removal;
@@ -32,6 +36,7 @@ mod writeback;
 pub use caller::Caller;
 pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
+pub use evaluate::{Answering, CorpusEvaluation, Evaluation, evaluate_corpus};
 pub use kb::{
     KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, Planners, SharedKb,
 };

@@ -3,7 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use anyhow::Result;
-use zhiku_domain::ports::{DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile};
+use zhiku_domain::ports::{
+    Changed, DocumentStore, KnownFile, LoadedDocuments, Origin, SkippedFile, StoredCatalog,
+};
 use zhiku_domain::rules::retention::Swept;
 use zhiku_domain::usecases::{IndexReport, IndexerError, Progress, SyncMode};
 use zhiku_domain::{DocId, Document};
@@ -111,69 +113,130 @@ pub(crate) fn index_loaded(
     if let Some(twice) = documents.iter().find(|d| !ids.insert(d.id())) {
         return Err(IndexerError::DuplicateDocument(twice.id().clone()).into());
     }
-    // Recorded documents stand where their file was not read: unchanged, or unreadable now.
-    let unchanged: BTreeSet<&str> = unchanged.iter().map(String::as_str).collect();
-    let not_read: BTreeSet<&str> = skipped
-        .iter()
-        .map(|s| s.path.as_str())
-        .chain(unchanged.iter().copied())
-        .collect();
-    let keep: BTreeSet<DocId> = store
-        .recorded
-        .sources
-        .iter()
-        .filter(|(_, path)| not_read.contains(path.as_str()))
-        .map(|(id, _)| id.clone())
-        .collect();
+    let standing = Standing::of(store, &documents, &skipped, &unchanged);
     let count = documents.len();
-    let recognised = store
-        .recorded
-        .sources
-        .values()
-        .filter(|path| unchanged.contains(path.as_str()))
-        .count();
-    // Everything read stands too, for the last step, which removes what is gone.
-    let kept = keep.len();
-    let mut standing = keep;
-    standing.extend(documents.iter().map(|d| d.id().clone()));
-
     let mut report = IndexReport::default();
     let mut embedded_before = 0;
     let mut documents = documents.into_iter().peekable();
     while documents.peek().is_some() {
         let part: Vec<Document> = documents.by_ref().take(batch).collect();
-        let paths: Vec<(DocId, String)> = part
-            .iter()
-            .map(|d| (d.id().clone(), d.attributes().source.to_string()))
-            .collect();
-        let (changes, done) = {
-            let indexer = store.indexer()?;
-            let prepared =
-                indexer.prepare(&store.recorded.catalog, part, SyncMode::Partial, &mut |p| {
-                    on_progress(Progress {
-                        embedded: embedded_before + p.embedded,
-                        to_embed: embedded_before + p.to_embed,
-                    })
-                })?;
-            indexer.apply(prepared)?
-        };
+        let done = index_step(store, &origin, part, &stamps, &mut |p| {
+            on_progress(Progress {
+                embedded: embedded_before + p.embedded,
+                to_embed: embedded_before + p.to_embed,
+            })
+        })?;
         embedded_before += done.chunks_embedded;
         report += &done;
-        store.commit(|stored, changed| {
-            stored.apply(&changes, changed);
-            stored.origin = Some(origin.clone());
-            for (id, path) in &paths {
-                if stored.catalog.docs.contains_key(id) {
-                    stored.set_source(id, path, changed);
-                    if let Some(stamp) = stamps.get(path) {
-                        stored.set_stamp(path, Some(stamp), changed);
-                    }
+    }
+    report += &remove_gone(store, origin, standing.ids, &stamps)?;
+    // Documents recognised by their stamp were skipped as unchanged, only earlier.
+    report.docs_skipped += standing.recognised;
+    Ok(Refreshed {
+        report,
+        skipped,
+        docs: count + standing.kept,
+        swept: Vec::new(),
+    })
+}
+
+/// The documents that stand after a refresh.
+#[derive(Debug)]
+struct Standing {
+    /// Every document read, and every recorded one whose file was not read (unchanged, or
+    /// unreadable now): the last step removes the others.
+    ids: BTreeSet<DocId>,
+    /// Recorded documents whose file was not read.
+    kept: usize,
+    /// Recorded documents whose file was recognised by its stamp as unchanged.
+    recognised: usize,
+}
+
+impl Standing {
+    fn of(
+        store: &Store,
+        documents: &[Document],
+        skipped: &[SkippedFile],
+        unchanged: &[String],
+    ) -> Self {
+        // Recorded documents stand where their file was not read: unchanged, or unreadable now.
+        let unchanged: BTreeSet<&str> = unchanged.iter().map(String::as_str).collect();
+        let not_read: BTreeSet<&str> = skipped
+            .iter()
+            .map(|s| s.path.as_str())
+            .chain(unchanged.iter().copied())
+            .collect();
+        let keep: BTreeSet<DocId> = store
+            .recorded
+            .sources
+            .iter()
+            .filter(|(_, path)| not_read.contains(path.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let recognised = store
+            .recorded
+            .sources
+            .values()
+            .filter(|path| unchanged.contains(path.as_str()))
+            .count();
+        // Everything read stands too, for the last step, which removes what is gone.
+        let kept = keep.len();
+        let mut ids = keep;
+        ids.extend(documents.iter().map(|d| d.id().clone()));
+        Self {
+            ids,
+            kept,
+            recognised,
+        }
+    }
+}
+
+/// One step: indexes `part` in both indexes, then saves the catalog with each document's
+/// source path and stamp. Returns what the indexer did.
+fn index_step(
+    store: &mut Store,
+    origin: &Origin,
+    part: Vec<Document>,
+    stamps: &BTreeMap<String, String>,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Result<IndexReport> {
+    let paths: Vec<(DocId, String)> = part
+        .iter()
+        .map(|d| (d.id().clone(), d.attributes().source.to_string()))
+        .collect();
+    let (changes, done) = {
+        let indexer = store.indexer()?;
+        let prepared = indexer.prepare(
+            &store.recorded.catalog,
+            part,
+            SyncMode::Partial,
+            on_progress,
+        )?;
+        indexer.apply(prepared)?
+    };
+    store.commit(|stored, changed| {
+        stored.apply(&changes, changed);
+        stored.origin = Some(origin.clone());
+        for (id, path) in &paths {
+            if stored.catalog.docs.contains_key(id) {
+                stored.set_source(id, path, changed);
+                if let Some(stamp) = stamps.get(path) {
+                    stored.set_stamp(path, Some(stamp), changed);
                 }
             }
-        })?;
-    }
+        }
+    })?;
+    Ok(done)
+}
 
-    // The last step: documents neither read nor kept are removed, and the stamps are settled.
+/// The last step: documents that do not stand are removed, the vector index checkpoints, and
+/// the catalog is saved with the stamps settled. Returns what the indexer did.
+fn remove_gone(
+    store: &mut Store,
+    origin: Origin,
+    standing: BTreeSet<DocId>,
+    stamps: &BTreeMap<String, String>,
+) -> Result<IndexReport> {
     let (changes, done) = {
         let indexer = store.indexer()?;
         let prepared = indexer.prepare(
@@ -184,7 +247,6 @@ pub(crate) fn index_loaded(
         )?;
         indexer.apply(prepared)?
     };
-    report += &done;
     // Every run asks the vector index to checkpoint, which brings its derived structures (the
     // graph snapshot and what is written with it) up to the last step when replaying the rest
     // on the next open would cost more, or when they are missing: an unchanged run over a
@@ -193,35 +255,36 @@ pub(crate) fn index_loaded(
     if let Some((_, vectors)) = &store.dense {
         vectors.checkpoint()?;
     }
-    // Documents recognised by their stamp were skipped as unchanged, only earlier.
-    report.docs_skipped += recognised;
     // Only what differs is written: an unchanged refresh saves the header alone.
     store.commit(|stored, changed| {
         stored.apply(&changes, changed);
         stored.origin = Some(origin);
-        // Every source path keeps the stamp the store took now; no other path keeps one.
-        let sourced: BTreeSet<&str> = stored.sources.values().map(String::as_str).collect();
-        let stale: Vec<String> = stored
-            .stamps
-            .keys()
-            .filter(|p| !sourced.contains(p.as_str()) || !stamps.contains_key(p.as_str()))
-            .cloned()
-            .collect();
-        let fresh: Vec<(&String, &String)> = stamps
-            .iter()
-            .filter(|(p, _)| sourced.contains(p.as_str()))
-            .collect();
-        for path in stale {
-            stored.set_stamp(&path, None, changed);
-        }
-        for (path, stamp) in fresh {
-            stored.set_stamp(path, Some(stamp), changed);
-        }
+        settle_stamps(stored, stamps, changed);
     })?;
-    Ok(Refreshed {
-        report,
-        skipped,
-        docs: count + kept,
-        swept: Vec::new(),
-    })
+    Ok(done)
+}
+
+/// Every source path keeps the stamp the store took now; no other path keeps one.
+fn settle_stamps(
+    stored: &mut StoredCatalog,
+    stamps: &BTreeMap<String, String>,
+    changed: &mut Changed,
+) {
+    let sourced: BTreeSet<&str> = stored.sources.values().map(String::as_str).collect();
+    let stale: Vec<String> = stored
+        .stamps
+        .keys()
+        .filter(|p| !sourced.contains(p.as_str()) || !stamps.contains_key(p.as_str()))
+        .cloned()
+        .collect();
+    let fresh: Vec<(&String, &String)> = stamps
+        .iter()
+        .filter(|(p, _)| sourced.contains(p.as_str()))
+        .collect();
+    for path in stale {
+        stored.set_stamp(&path, None, changed);
+    }
+    for (path, stamp) in fresh {
+        stored.set_stamp(path, Some(stamp), changed);
+    }
 }

@@ -101,6 +101,24 @@ impl Settings {
             max_attempts: self.ask_attempts,
         }
     }
+
+    /// `routes` ranked as configured: [`Self::candidates`] from each route, fused by
+    /// [`Self::fusion`], evidence in the question's language preferred by
+    /// [`Self::locale_boost`], and the top [`Self::rerank_depth`] reranked by `reranker`.
+    pub(crate) fn rank<'a>(
+        &self,
+        routes: Retriever<'a>,
+        reranker: Option<&'a dyn Reranker>,
+    ) -> Retriever<'a> {
+        let r = routes
+            .with_candidates(self.candidates)
+            .with_fusion(self.fusion.clone())
+            .with_locale_boost(self.locale_boost);
+        match reranker {
+            Some(reranker) => r.with_reranker(reranker, self.rerank_depth),
+            None => r,
+        }
+    }
 }
 
 /// The ports of one knowledge base as the composition root opened them, and the catalog it
@@ -307,9 +325,11 @@ impl Store {
     /// True when the indexes still carry the generations recorded with the catalog: nothing
     /// committed to them since the catalog was saved, so they hold what it lists.
     pub fn generations_match(&self) -> bool {
-        self.recorded
-            .generations
-            .vouch_for(&self.generations(), self.dense.is_some())
+        let (recorded, now) = (&self.recorded.generations, self.generations());
+        match self.dense {
+            Some(_) => recorded.vouch_for(&now),
+            None => recorded.vouch_for_lexical(&now),
+        }
     }
 
     /// Changes the catalog in memory by `edit` (which records what it touched), then saves
@@ -363,15 +383,10 @@ impl Store {
     /// A retriever over this store's routes, checking hits against `source` and their expiry
     /// against the time now.
     pub fn retriever<'a>(&'a self, source: &'a dyn SourceStore) -> Retriever<'a> {
-        let mut r = Retriever::new(source)
+        let routes = Retriever::new(source)
             .at(self.now_utc())
-            .with_lexical(self.lexical.as_ref())
-            .with_candidates(self.settings.candidates)
-            .with_fusion(self.settings.fusion.clone())
-            .with_locale_boost(self.settings.locale_boost);
-        if let Some(reranker) = &self.reranker {
-            r = r.with_reranker(reranker.as_ref(), self.settings.rerank_depth);
-        }
+            .with_lexical(self.lexical.as_ref());
+        let r = self.settings.rank(routes, self.reranker.as_deref());
         match &self.dense {
             Some((embedder, vectors)) => r.with_dense(embedder.as_ref(), vectors.as_ref()),
             None => r.without_dense(

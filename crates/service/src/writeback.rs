@@ -35,19 +35,23 @@
 //! index of shingle sketches, left for later).
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use serde::Serialize;
 use serde_json::Value;
-use zhiku_domain::ports::AuditEntry;
 #[cfg(doc)]
 use zhiku_domain::ports::Judge;
+use zhiku_domain::ports::{AuditEntry, AuditLog};
 use zhiku_domain::rules::writeback::{
     content_hash, derived_id, gate, jaccard, normalise, shingles,
 };
-use zhiku_domain::{DocId, Scope};
+use zhiku_domain::{DocId, Scope, Timestamp};
 
 use crate::ids::checked_new_id;
-use crate::{Caller, DuplicatePolicy, Ingested, KbError, KnowledgeBase, NewDocument};
+use crate::put::PlannedPut;
+use crate::{
+    Caller, DuplicatePolicy, Ingested, KbError, KnowledgeBase, NewDocument, WriteBackPolicy,
+};
 
 /// One write-back.
 #[derive(Debug, Clone, Default)]
@@ -85,6 +89,165 @@ pub struct WriteBackOutcome {
     pub ingested: Option<Ingested>,
 }
 
+/// One decision about a write-back, as its audit entry and its outcome say it.
+#[derive(Debug)]
+struct Verdict {
+    decision: &'static str,
+    reason: &'static str,
+    detail: String,
+    doc_id: String,
+    duplicate_of: Option<String>,
+}
+
+impl Verdict {
+    /// `doc_id` refused for `reason`.
+    fn refused(reason: &'static str, detail: String, doc_id: &str) -> Self {
+        Self {
+            decision: "refused",
+            reason,
+            detail,
+            doc_id: doc_id.to_string(),
+            duplicate_of: None,
+        }
+    }
+
+    /// What a write that passed every check is audited as, once the document store planned
+    /// it: the update of the document it nearly duplicates (`merges`), or its own.
+    fn accepted(planned: &PlannedPut<'_>, doc_id: &str, merges: bool, judged: &str) -> Self {
+        let (decision, reason) = match (merges, planned.updates) {
+            (true, _) => ("merged", "near_duplicate"),
+            (false, true) => ("accepted", "update"),
+            (false, false) => ("accepted", "new"),
+        };
+        let detail = if merges {
+            format!("replaced the text of {doc_id}{judged}")
+        } else {
+            format!("written as {}{judged}", planned.path)
+        };
+        Self {
+            decision,
+            reason,
+            detail,
+            doc_id: doc_id.to_string(),
+            duplicate_of: merges.then(|| doc_id.to_string()),
+        }
+    }
+
+    fn outcome(self, ingested: Option<Ingested>) -> WriteBackOutcome {
+        WriteBackOutcome {
+            decision: self.decision.into(),
+            reason: self.reason.into(),
+            detail: self.detail,
+            doc_id: self.doc_id,
+            duplicate_of: self.duplicate_of,
+            ingested,
+        }
+    }
+}
+
+/// Where one write-back's decisions are recorded, and what every entry of it says.
+struct Audit<'a> {
+    log: &'a dyn AuditLog,
+    at: Timestamp,
+    who: &'a str,
+    scope: &'a Scope,
+    content_hash: String,
+}
+
+impl Audit<'_> {
+    /// Appends `v` to the audit log, its writer-given texts escaped and bounded.
+    fn append(&self, v: &Verdict) -> Result<(), KbError> {
+        self.log
+            .append(&AuditEntry {
+                at: self.at,
+                who: for_audit(self.who),
+                doc_id: for_audit(&v.doc_id),
+                scope: self.scope.to_string(),
+                decision: v.decision.into(),
+                reason: v.reason.into(),
+                detail: for_audit(&v.detail),
+                duplicate_of: v.duplicate_of.as_deref().map(for_audit),
+                content_hash: self.content_hash.clone(),
+            })
+            .map_err(audit_unavailable)
+    }
+
+    /// Appends `v`, then makes it the outcome of a write-back that wrote nothing.
+    fn record(&self, v: Verdict) -> Result<WriteBackOutcome, KbError> {
+        self.append(&v)?;
+        Ok(v.outcome(None))
+    }
+}
+
+/// The document of the scope closest to a write-back's text.
+#[derive(Debug)]
+struct Closest {
+    /// It holds the same text (normalised).
+    exact: bool,
+    /// Jaccard similarity of the two texts' shingles (1 when exact).
+    similarity: f64,
+    doc: DocId,
+    path: String,
+}
+
+/// Where a write-back goes once no duplicate stops it.
+#[derive(Debug)]
+struct Target {
+    doc_id: String,
+    /// Its path, when it replaces the text of a document it nearly duplicates.
+    path: Option<String>,
+    /// It replaces the text of the document it nearly duplicates.
+    merges: bool,
+}
+
+/// What a duplicate makes of a write-back to `id`: refused, skipped (an exact one, merging),
+/// or an update of the document it nearly duplicates (merging); without one, the write as
+/// asked.
+fn target_of(
+    closest: Option<Closest>,
+    policy: &WriteBackPolicy,
+    id: &str,
+) -> ControlFlow<Verdict, Target> {
+    let as_asked = Target {
+        doc_id: id.to_string(),
+        path: None,
+        merges: false,
+    };
+    let Some(c) = closest.filter(|c| c.exact || c.similarity >= policy.near_duplicate) else {
+        return ControlFlow::Continue(as_asked);
+    };
+    let (reason, detail) = if c.exact {
+        ("duplicate", format!("the same text as {}", c.doc))
+    } else {
+        (
+            "near_duplicate",
+            format!(
+                "{:.2} similar to {} (threshold {:.2})",
+                c.similarity, c.doc, policy.near_duplicate
+            ),
+        )
+    };
+    let duplicate_of = Some(c.doc.to_string());
+    match (policy.duplicates, c.exact) {
+        (DuplicatePolicy::Refuse, _) => ControlFlow::Break(Verdict {
+            duplicate_of,
+            ..Verdict::refused(reason, detail, id)
+        }),
+        (DuplicatePolicy::Merge, true) => ControlFlow::Break(Verdict {
+            decision: "skipped",
+            reason,
+            detail,
+            doc_id: c.doc.to_string(),
+            duplicate_of,
+        }),
+        (DuplicatePolicy::Merge, false) => ControlFlow::Continue(Target {
+            doc_id: c.doc.to_string(),
+            path: Some(c.path),
+            merges: true,
+        }),
+    }
+}
+
 impl KnowledgeBase {
     /// Judges and, when it passes, writes `w` into the caller's scope (see the module docs);
     /// every outcome, accepted or refused, is appended to the audit log first.
@@ -104,139 +267,125 @@ impl KnowledgeBase {
             let inner = self.read();
             (inner.store.settings.write_back, inner.store.now_utc())
         };
-        let hash = content_hash(&w.text);
-        let append = |decision: &str,
-                      reason: &str,
-                      detail: &str,
-                      doc_id: &str,
-                      duplicate_of: Option<&str>|
-         -> Result<(), KbError> {
-            self.audit
-                .append(&AuditEntry {
-                    at: now,
-                    who: for_audit(&caller.name),
-                    doc_id: for_audit(doc_id),
-                    scope: scope.to_string(),
-                    decision: decision.into(),
-                    reason: reason.into(),
-                    detail: for_audit(detail),
-                    duplicate_of: duplicate_of.map(for_audit),
-                    content_hash: hash.clone(),
-                })
-                .map_err(audit_unavailable)
+        let audit = Audit {
+            log: self.audit.as_ref(),
+            at: now,
+            who: &caller.name,
+            scope: &scope,
+            content_hash: content_hash(&w.text),
         };
-        let record = |decision: &str,
-                      reason: &str,
-                      detail: String,
-                      doc_id: &str,
-                      duplicate_of: Option<String>,
-                      ingested: Option<Ingested>|
-         -> Result<WriteBackOutcome, KbError> {
-            append(decision, reason, &detail, doc_id, duplicate_of.as_deref())?;
-            Ok(WriteBackOutcome {
-                decision: decision.into(),
-                reason: reason.into(),
-                detail,
-                doc_id: doc_id.to_string(),
-                duplicate_of,
-                ingested,
-            })
-        };
-
         // A given ID is checked before anything is recorded: an invalid one (a megabyte long,
         // holding line breaks or terminal escapes) is audited shortened and escaped, and
         // refused.
         if let Some(given) = &w.id
             && let Err(e) = checked_new_id(given)
         {
-            append("refused", "invalid", &e.to_string(), given, None)?;
+            audit.append(&Verdict::refused("invalid", e.to_string(), given))?;
             return Err(e);
         }
         // A derived ID is the text's within its scope only (`derived_id`).
-        let id = w.id.clone().unwrap_or_else(|| derived_id(&scope, &hash));
-
-        if let Err((refusal, detail)) = gate(&w.text, w.question.as_deref(), policy.min_chars) {
-            return record("refused", refusal.code(), detail, &id, None, None);
+        let id =
+            w.id.clone()
+                .unwrap_or_else(|| derived_id(&scope, &audit.content_hash));
+        let judged = match self.gate_and_judge(&w, policy.min_chars, &id) {
+            ControlFlow::Continue(judged) => judged,
+            ControlFlow::Break(refused) => return audit.record(refused),
+        };
+        let closest = self.closest_in_scope(caller, &scope, &w, &audit.content_hash);
+        match target_of(closest, &policy, &id) {
+            ControlFlow::Continue(target) => self.write_back(caller, &w, target, &judged, &audit),
+            ControlFlow::Break(decided) => audit.record(decided),
         }
-        // The judge, when configured, has the gate's last word; when it cannot be reached the
-        // rules alone decide and the audit entry says so.
-        let mut judged = String::new();
-        if let Some(judge) = &self.judge {
-            match judge.states_knowledge(&w.text) {
-                Ok(true) => judged = format!(" (judged by {})", judge.identity()),
-                Ok(false) => {
-                    let detail = format!("{} read it as stating no fact", judge.identity());
-                    return record("refused", "states_nothing", detail, &id, None, None);
-                }
-                Err(e) => judged = format!(" (the rules alone: {e})"),
+    }
+
+    /// The quality gate, then the judge when one is configured (it has the gate's last word;
+    /// when it cannot be reached the rules alone decide): a refusal, or what the audit entry
+    /// says of the judge ("" without one).
+    fn gate_and_judge(
+        &self,
+        w: &KnowledgeWrite,
+        min_chars: usize,
+        id: &str,
+    ) -> ControlFlow<Verdict, String> {
+        if let Err((refusal, detail)) = gate(&w.text, w.question.as_deref(), min_chars) {
+            return ControlFlow::Break(Verdict::refused(refusal.code(), detail, id));
+        }
+        let Some(judge) = &self.judge else {
+            return ControlFlow::Continue(String::new());
+        };
+        match judge.states_knowledge(&w.text) {
+            Ok(true) => ControlFlow::Continue(format!(" (judged by {})", judge.identity())),
+            Ok(false) => {
+                let detail = format!("{} read it as stating no fact", judge.identity());
+                ControlFlow::Break(Verdict::refused("states_nothing", detail, id))
             }
+            Err(e) => ControlFlow::Continue(format!(" (the rules alone: {e})")),
         }
+    }
 
-        // The closest document of the scope, and whether it is the same text. An ID the caller
-        // gives names the document it updates, which is no duplicate of itself; a derived ID
-        // is the content's, so a document holding it is the same text.
+    /// The document of `scope` closest to `w`'s text, and whether it is the same text. An ID
+    /// the caller gives names the document it updates, which is no duplicate of itself; a
+    /// derived ID is the content's, so a document holding it is the same text.
+    fn closest_in_scope(
+        &self,
+        caller: &Caller,
+        scope: &Scope,
+        w: &KnowledgeWrite,
+        hash: &str,
+    ) -> Option<Closest> {
         let updates = w.id.as_deref();
         let own = shingles(&normalise(&w.text));
-        let mut closest: Option<(bool, f64, DocId, String)> = None;
-        {
-            let inner = self.read();
-            let candidates: Vec<DocId> = inner
-                .docs
-                .values()
-                .filter(|d| d.scope == scope && Some(d.id.as_str()) != updates)
-                .map(|d| d.id.clone())
-                .collect();
-            for other in candidates {
-                let Ok((doc, path)) = self.visible_document(&inner, caller, other.as_str()) else {
-                    continue;
-                };
-                let exact = content_hash(doc.content()) == hash;
-                let sim = if exact {
-                    1.0
-                } else {
-                    jaccard(&own, &shingles(&normalise(doc.content())))
-                };
-                let better = closest
-                    .as_ref()
-                    .is_none_or(|(e, s, _, _)| (exact, sim) > (*e, *s));
-                if better {
-                    closest = Some((exact, sim, other, path));
-                }
-            }
-        }
-        let mut target = (id.clone(), None, "new");
-        if let Some((exact, sim, other, path)) = closest
-            && (exact || sim >= policy.near_duplicate)
-        {
-            let (reason, detail) = if exact {
-                ("duplicate", format!("the same text as {other}"))
-            } else {
-                (
-                    "near_duplicate",
-                    format!(
-                        "{:.2} similar to {other} (threshold {:.2})",
-                        sim, policy.near_duplicate
-                    ),
-                )
+        let mut closest: Option<Closest> = None;
+        let inner = self.read();
+        let candidates: Vec<DocId> = inner
+            .docs
+            .values()
+            .filter(|d| d.scope == *scope && Some(d.id.as_str()) != updates)
+            .map(|d| d.id.clone())
+            .collect();
+        for other in candidates {
+            let Ok((doc, path)) = self.visible_document(&inner, caller, other.as_str()) else {
+                continue;
             };
-            let dup = Some(other.to_string());
-            match (policy.duplicates, exact) {
-                (DuplicatePolicy::Refuse, _) => {
-                    return record("refused", reason, detail, &id, dup, None);
-                }
-                (DuplicatePolicy::Merge, true) => {
-                    return record("skipped", reason, detail, other.as_str(), dup, None);
-                }
-                (DuplicatePolicy::Merge, false) => {
-                    target = (other.to_string(), Some(path), "near_duplicate");
-                }
+            let exact = content_hash(doc.content()) == hash;
+            let similarity = if exact {
+                1.0
+            } else {
+                jaccard(&own, &shingles(&normalise(doc.content())))
+            };
+            let better = closest
+                .as_ref()
+                .is_none_or(|c| (exact, similarity) > (c.exact, c.similarity));
+            if better {
+                closest = Some(Closest {
+                    exact,
+                    similarity,
+                    doc: other,
+                    path,
+                });
             }
         }
-        let (doc_id, path, reason) = target;
-        // The decision is audited once every check of the write has passed and before anything
-        // is written: an audit log that cannot be written stops the write, so nothing is ever
-        // committed unaudited.
-        let mut audited: Option<(&str, &str, String, Option<String>)> = None;
+        closest
+    }
+
+    /// Writes `w` to `target` through the put path. The decision is audited once every check
+    /// of the write has passed and before anything is written: an audit log that cannot be
+    /// written stops the write, so nothing is ever committed unaudited. A write that fails
+    /// after that is audited again as refused.
+    fn write_back(
+        &self,
+        caller: &Caller,
+        w: &KnowledgeWrite,
+        target: Target,
+        judged: &str,
+        audit: &Audit<'_>,
+    ) -> Result<WriteBackOutcome, KbError> {
+        let Target {
+            doc_id,
+            path,
+            merges,
+        } = target;
+        let mut audited: Option<Verdict> = None;
         let mut audit_failed = false;
         let written = self.put_one(
             caller,
@@ -245,38 +394,21 @@ impl KnowledgeBase {
                 path,
                 title: w.title.clone(),
                 text: w.text.clone(),
-                scope: Some(scope.to_string()),
+                scope: Some(audit.scope.to_string()),
                 locale: None,
                 metadata: w.metadata.clone(),
             },
             &mut |planned| {
-                let (decision, reason) = match reason {
-                    "near_duplicate" => ("merged", "near_duplicate"),
-                    _ if planned.updates => ("accepted", "update"),
-                    _ => ("accepted", "new"),
-                };
-                let detail = match decision {
-                    "merged" => format!("replaced the text of {doc_id}{judged}"),
-                    _ => format!("written as {}{judged}", planned.path),
-                };
-                let dup = (decision == "merged").then(|| doc_id.clone());
-                append(decision, reason, &detail, &doc_id, dup.as_deref())
+                let verdict = Verdict::accepted(planned, &doc_id, merges, judged);
+                audit
+                    .append(&verdict)
                     .inspect_err(|_| audit_failed = true)?;
-                audited = Some((decision, reason, detail, dup));
+                audited = Some(verdict);
                 Ok(())
             },
         );
         match (written, audited) {
-            (Ok(ingested), Some((decision, reason, detail, duplicate_of))) => {
-                Ok(WriteBackOutcome {
-                    decision: decision.into(),
-                    reason: reason.into(),
-                    detail,
-                    doc_id,
-                    duplicate_of,
-                    ingested: Some(ingested),
-                })
-            }
+            (Ok(ingested), Some(verdict)) => Ok(verdict.outcome(Some(ingested))),
             (Ok(_), None) => Err(KbError::Internal(anyhow::anyhow!(
                 "a write-back was written without its audit entry"
             ))),
@@ -288,18 +420,11 @@ impl KnowledgeBase {
                     "accepted, but the write failed; nothing was written: {}",
                     e.public_message()
                 );
-                let _ = append("refused", "write_failed", &detail, &doc_id, None);
+                let _ = audit.append(&Verdict::refused("write_failed", detail, &doc_id));
                 Err(e)
             }
             (Err(e), None) => {
-                record(
-                    "refused",
-                    "invalid",
-                    e.public_message(),
-                    &doc_id,
-                    None,
-                    None,
-                )?;
+                audit.record(Verdict::refused("invalid", e.public_message(), &doc_id))?;
                 Err(e)
             }
         }
