@@ -48,7 +48,7 @@ mod manifest_file {
     zhiku_tests::catalog_store_contract!(|()| -> Option<Box<OpenCatalogStore>> {
         let dir = Arc::new(tempfile::tempdir().expect("tempdir"));
         Some(Box::new(move || {
-            Box::new(ManifestFile::in_store(dir.path(), false))
+            Box::new(ManifestFile::in_store(dir.path()))
         }))
     });
 
@@ -57,10 +57,8 @@ mod manifest_file {
         use zhiku_domain::ports::{CatalogError, CatalogStore};
         let dir = tempfile::tempdir().unwrap();
         let stored = zhiku_tests::contract::catalog::stored_catalog(&[("a", 2)], None);
-        ManifestFile::in_store(dir.path(), false)
-            .save(&stored)
-            .unwrap();
-        let reader = ManifestFile::in_store(dir.path(), true);
+        ManifestFile::in_store(dir.path()).save(&stored).unwrap();
+        let reader = ManifestFile::read_only_in_store(dir.path());
         assert_eq!(reader.load().unwrap(), Some(stored.clone()));
         let refused = reader.save(&stored);
         assert!(
@@ -73,7 +71,7 @@ mod manifest_file {
     fn a_manifest_of_another_format_or_none_at_all_says_rebuild() {
         use zhiku_domain::ports::CatalogStore;
         let dir = tempfile::tempdir().unwrap();
-        let file = ManifestFile::in_store(dir.path(), false);
+        let file = ManifestFile::in_store(dir.path());
         std::fs::write(file.path(), "{\"format\": \"zhiku-store/0\"}").unwrap();
         let e = file.load().unwrap_err();
         assert!(e.needs_rebuild(), "{e}");

@@ -9,7 +9,7 @@ mod sqlite_catalog {
     zhiku_tests::catalog_store_contract!(|()| -> Option<Box<OpenCatalogStore>> {
         let dir = Arc::new(tempfile::tempdir().expect("tempdir"));
         Some(Box::new(move || {
-            Box::new(SqliteCatalog::in_store(dir.path(), false))
+            Box::new(SqliteCatalog::in_store(dir.path()))
         }))
     });
 }
@@ -22,16 +22,14 @@ mod sqlite_catalog_files {
     #[test]
     fn a_read_only_handle_loads_but_never_saves_nor_creates() {
         let dir = tempfile::tempdir().unwrap();
-        let reader = SqliteCatalog::in_store(dir.path(), true);
+        let reader = SqliteCatalog::read_only_in_store(dir.path());
         assert_eq!(reader.load().unwrap(), None);
         assert!(
             !reader.path().exists(),
             "a read-only handle created the database"
         );
         let stored = stored_catalog(&[("a", 2)], None);
-        SqliteCatalog::in_store(dir.path(), false)
-            .save(&stored)
-            .unwrap();
+        SqliteCatalog::in_store(dir.path()).save(&stored).unwrap();
         assert_eq!(reader.load().unwrap(), Some(stored.clone()));
         let refused = reader.save(&stored);
         assert!(
@@ -43,14 +41,14 @@ mod sqlite_catalog_files {
     #[test]
     fn a_file_that_is_not_a_catalog_says_rebuild() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteCatalog::in_store(dir.path(), false);
+        let store = SqliteCatalog::in_store(dir.path());
         std::fs::write(store.path(), vec![b'x'; 4096]).unwrap();
         let e = store.load().unwrap_err();
         assert!(e.needs_rebuild(), "{e}");
         assert!(e.to_string().contains("zhiku index --rebuild"), "{e}");
 
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteCatalog::in_store(dir.path(), false);
+        let store = SqliteCatalog::in_store(dir.path());
         store.save(&stored_catalog(&[("a", 1)], None)).unwrap();
         let conn = rusqlite::Connection::open(store.path()).unwrap();
         conn.execute(
@@ -59,9 +57,7 @@ mod sqlite_catalog_files {
         )
         .unwrap();
         drop(conn);
-        let e = SqliteCatalog::in_store(dir.path(), false)
-            .load()
-            .unwrap_err();
+        let e = SqliteCatalog::in_store(dir.path()).load().unwrap_err();
         assert!(matches!(e, CatalogError::FormatMismatch { .. }), "{e}");
     }
 
@@ -71,7 +67,7 @@ mod sqlite_catalog_files {
         use zhiku_domain::usecases::CatalogChanges;
 
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteCatalog::in_store(dir.path(), false);
+        let store = SqliteCatalog::in_store(dir.path());
         let docs: Vec<(String, usize)> = (0..2000).map(|i| (format!("doc{i}"), 3)).collect();
         let docs: Vec<(&str, usize)> = docs.iter().map(|(d, n)| (d.as_str(), *n)).collect();
         let mut stored = stored_catalog(&docs, None);

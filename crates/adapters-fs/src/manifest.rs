@@ -37,11 +37,19 @@ pub struct ManifestFile {
 }
 
 impl ManifestFile {
-    /// The manifest in the store folder `dir`; a read-only handle refuses to save.
-    pub fn in_store(dir: &Path, read_only: bool) -> Self {
+    /// The manifest in the store folder `dir`.
+    pub fn in_store(dir: &Path) -> Self {
         Self {
             path: dir.join(MANIFEST_FILE),
-            read_only,
+            read_only: false,
+        }
+    }
+
+    /// The manifest in the store folder `dir`, to read: the handle refuses to save.
+    pub fn read_only_in_store(dir: &Path) -> Self {
+        Self {
+            path: dir.join(MANIFEST_FILE),
+            read_only: true,
         }
     }
 

@@ -47,7 +47,7 @@ use zhiku_domain::{Embedding, EmbeddingSpace, Normalization};
 use zhiku_text::is_cjk;
 
 use crate::http::{self, RetryPolicy};
-use crate::input::{self, InputStyle};
+use crate::input::{self, InputKind, InputStyle};
 
 const ADAPTER: &str = "openai";
 
@@ -174,17 +174,7 @@ impl OpenAiEmbedder {
     /// Reaches the server, settles the model and the input style, and embeds a probe to learn
     /// the dimensions. An unreachable server is [`EmbedError::Unavailable`].
     pub fn connect(config: OpenAiEmbedderConfig) -> Result<Self, EmbedError> {
-        let base_url = config.base_url.trim_end_matches('/').to_string();
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(EmbedError::InvalidInput(format!(
-                "embedding server URL {base_url:?} must start with http:// or https://"
-            )));
-        }
-        if config.max_batch == 0 {
-            return Err(EmbedError::InvalidInput(
-                "the embedding batch size must be at least 1".into(),
-            ));
-        }
+        let base_url = checked_base_url(&config)?;
         let client = http::Client::new(
             config.timeout,
             config.api_key.clone(),
@@ -192,65 +182,22 @@ impl OpenAiEmbedder {
             EMBED_HINTS,
         );
         // The model list only matters when the model or the input style is left to discovery.
-        let listed = if config.model.is_none() || config.input.is_none() {
-            client.get_once(&format!("{base_url}/models")).ok()
+        let served = if config.model.is_none() || config.input.is_none() {
+            served_models(&client, &base_url)
         } else {
-            None
+            Vec::new()
         };
-        let entries: Vec<(String, Option<String>)> = listed
-            .as_ref()
-            .and_then(|v| v.get("data"))
-            .and_then(Value::as_array)
-            .map(|data| {
-                data.iter()
-                    .filter_map(|m| {
-                        let id = m.get("id")?.as_str()?.to_string();
-                        let owner = m.get("owned_by").and_then(Value::as_str).map(String::from);
-                        Some((id, owner))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let model = match (&config.model, entries.as_slice()) {
-            (Some(m), _) => Some(m.clone()),
-            (None, [(only, _)]) => Some(only.clone()),
-            (None, []) => None,
-            (None, many) => {
-                return Err(EmbedError::InvalidInput(format!(
-                    "{base_url} serves {} models ({}): name one (embed_model)",
-                    many.len(),
-                    many.iter()
-                        .map(|(id, _)| id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        };
-        let owner = model.as_ref().and_then(|m| {
-            entries
-                .iter()
-                .find(|(id, _)| id == m)
-                .and_then(|(_, o)| o.clone())
-        });
+        let model = chosen_model(config.model.as_deref(), &served, &base_url)?;
+        let owner = model.as_deref().and_then(|m| owner_of(m, &served));
         let endpoint = format!("{base_url}/embeddings");
-
-        // The probe: the reply names the model and shows the dimensions. The input style is not
-        // known yet when it is left to the preset, so the probe goes as a plain passage first
-        // when the name is unknown.
+        // The input style is not known yet when it is left to the preset, so the probe goes as
+        // a plain passage first when the name is unknown.
         let provisional = config.input.clone().unwrap_or_else(|| {
             InputStyle::for_model(model.as_deref().unwrap_or(""), owner.as_deref())
         });
-        let probe = request_body(model.as_deref(), &provisional, &[PROBE], false);
-        let reply = client.post(&endpoint, &probe)?;
-        let reported = reply
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|m| !m.trim().is_empty())
-            .map(str::to_string);
-        let vectors = parse_vectors(&endpoint, &reply, 1)?;
-        let dims = vectors[0].len();
-        let name = reported
-            .clone()
+        let probed = probe(&client, &endpoint, model.as_deref(), &provisional)?;
+        let name = probed
+            .model
             .or_else(|| model.clone())
             .ok_or_else(|| EmbedError::Backend {
                 adapter: ADAPTER,
@@ -264,24 +211,12 @@ impl OpenAiEmbedder {
             .input
             .clone()
             .unwrap_or_else(|| InputStyle::for_model(&name, owner.as_deref()));
-        let revision = format!("{}+{}", sanitise(&config.revision), input.document_tag());
-        let normalization = if config.normalize {
-            Normalization::L2
-        } else {
-            Normalization::None
-        };
-        let space = EmbeddingSpace::new(
-            sanitise(&name),
-            revision,
-            dims,
-            input::pooling_for(&name),
-            normalization,
-        )
-        .map_err(|e| EmbedError::Backend {
-            adapter: ADAPTER,
-            source: format!("{endpoint}: {e}").into(),
-            temporary: false,
-        })?;
+        let space =
+            space_of(&config, &name, &input, probed.dims).map_err(|e| EmbedError::Backend {
+                adapter: ADAPTER,
+                source: format!("{endpoint}: {e}").into(),
+                temporary: false,
+            })?;
         Ok(Self {
             client,
             endpoint,
@@ -315,14 +250,14 @@ impl OpenAiEmbedder {
         )
     }
 
-    fn embed(&self, texts: &[&str], query: bool) -> Result<Vec<Embedding>, EmbedError> {
+    fn embed(&self, texts: &[&str], kind: InputKind) -> Result<Vec<Embedding>, EmbedError> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.max_batch) {
-            let body = request_body(self.model.as_deref(), &self.input, batch, query);
+            let body = request_body(self.model.as_deref(), &self.input, batch, kind);
             let reply = self.client.post(&self.endpoint, &body)?;
             let vectors = parse_vectors(&self.endpoint, &reply, batch.len())?;
             for (text, values) in batch.iter().zip(vectors) {
-                out.push(self.to_embedding(text, values, query)?);
+                out.push(self.to_embedding(text, values, kind)?);
             }
         }
         Ok(out)
@@ -332,7 +267,7 @@ impl OpenAiEmbedder {
         &self,
         text: &str,
         mut values: Vec<f32>,
-        query: bool,
+        kind: InputKind,
     ) -> Result<Embedding, EmbedError> {
         let fail = |what: String| EmbedError::Backend {
             adapter: ADAPTER,
@@ -365,7 +300,7 @@ impl OpenAiEmbedder {
             }
         }
         let truncated = self.max_tokens.is_some_and(|max| {
-            let (sent, _) = self.input.present(text, query);
+            let (sent, _) = self.input.present(text, kind);
             estimate_tokens(&sent) > max
         });
         self.space
@@ -380,11 +315,11 @@ impl Embedder for OpenAiEmbedder {
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
-        self.embed(texts, false)
+        self.embed(texts, InputKind::Passage)
     }
 
     fn embed_query(&self, text: &str) -> Result<Embedding, EmbedError> {
-        self.embed(&[text], true)?
+        self.embed(&[text], InputKind::Query)?
             .pop()
             .ok_or_else(|| EmbedError::Backend {
                 adapter: ADAPTER,
@@ -394,13 +329,135 @@ impl Embedder for OpenAiEmbedder {
     }
 }
 
-fn request_body(model: Option<&str>, input: &InputStyle, texts: &[&str], query: bool) -> Value {
-    let mut kind = None;
+/// The configured API base without a trailing `/`, once it and the batch size are usable.
+fn checked_base_url(config: &OpenAiEmbedderConfig) -> Result<String, EmbedError> {
+    let base_url = config.base_url.trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(EmbedError::InvalidInput(format!(
+            "embedding server URL {base_url:?} must start with http:// or https://"
+        )));
+    }
+    if config.max_batch == 0 {
+        return Err(EmbedError::InvalidInput(
+            "the embedding batch size must be at least 1".into(),
+        ));
+    }
+    Ok(base_url)
+}
+
+/// A model the server lists under `GET /v1/models`.
+struct ServedModel {
+    id: String,
+    owned_by: Option<String>,
+}
+
+/// The models `GET /v1/models` lists, asked once; none when the server has no such route or
+/// its reply lists nothing readable.
+fn served_models(client: &http::Client, base_url: &str) -> Vec<ServedModel> {
+    let Ok(listed) = client.get_once(&format!("{base_url}/models")) else {
+        return Vec::new();
+    };
+    let Some(data) = listed.get("data").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    data.iter()
+        .filter_map(|m| {
+            Some(ServedModel {
+                id: m.get("id")?.as_str()?.to_string(),
+                owned_by: m.get("owned_by").and_then(Value::as_str).map(String::from),
+            })
+        })
+        .collect()
+}
+
+/// The model to name in requests: the configured one, else the one the server lists, else
+/// none; a server listing several leaves the choice to the configuration.
+fn chosen_model(
+    configured: Option<&str>,
+    served: &[ServedModel],
+    base_url: &str,
+) -> Result<Option<String>, EmbedError> {
+    match (configured, served) {
+        (Some(m), _) => Ok(Some(m.to_string())),
+        (None, [only]) => Ok(Some(only.id.clone())),
+        (None, []) => Ok(None),
+        (None, many) => Err(EmbedError::InvalidInput(format!(
+            "{base_url} serves {} models ({}): name one (embed_model)",
+            many.len(),
+            many.iter()
+                .map(|m| m.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Who the server says owns `model` (`owned_by`), when it lists it.
+fn owner_of(model: &str, served: &[ServedModel]) -> Option<String> {
+    served
+        .iter()
+        .find(|m| m.id == model)
+        .and_then(|m| m.owned_by.clone())
+}
+
+/// What the probe's reply shows: the model's name, when it gives one, and the dimensions.
+struct Probed {
+    model: Option<String>,
+    dims: usize,
+}
+
+/// Embeds [`PROBE`] once as a passage, presented as `input` says.
+fn probe(
+    client: &http::Client,
+    endpoint: &str,
+    model: Option<&str>,
+    input: &InputStyle,
+) -> Result<Probed, EmbedError> {
+    let reply = client.post(
+        endpoint,
+        &request_body(model, input, &[PROBE], InputKind::Passage),
+    )?;
+    let vectors = parse_vectors(endpoint, &reply, 1)?;
+    Ok(Probed {
+        model: reply
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.trim().is_empty())
+            .map(str::to_string),
+        dims: vectors[0].len(),
+    })
+}
+
+/// The space of the vectors `name` makes with `dims` dimensions when passages are presented
+/// as `input` (see the module doc).
+fn space_of(
+    config: &OpenAiEmbedderConfig,
+    name: &str,
+    input: &InputStyle,
+    dims: usize,
+) -> Result<EmbeddingSpace, zhiku_domain::InvalidValue> {
+    let revision = format!("{}+{}", sanitise(&config.revision), input.document_tag());
+    let normalization = if config.normalize {
+        Normalization::L2
+    } else {
+        Normalization::None
+    };
+    EmbeddingSpace::new(
+        sanitise(name),
+        revision,
+        dims,
+        input::pooling_for(name),
+        normalization,
+    )
+}
+
+fn request_body(model: Option<&str>, input: &InputStyle, texts: &[&str], kind: InputKind) -> Value {
+    let mut input_type = None;
     let sent: Vec<String> = texts
         .iter()
         .map(|t| {
-            let (text, k) = input.present(t, query);
-            kind = k;
+            let (text, k) = input.present(t, kind);
+            input_type = k;
             text
         })
         .collect();
@@ -408,7 +465,7 @@ fn request_body(model: Option<&str>, input: &InputStyle, texts: &[&str], query: 
     if let Some(m) = model {
         body["model"] = json!(m);
     }
-    if let Some(k) = kind {
+    if let Some(k) = input_type {
         body["input_type"] = json!(k);
     }
     body
@@ -548,10 +605,10 @@ mod tests {
 
     #[test]
     fn the_request_carries_input_type_only_for_that_style() {
-        let b = request_body(Some("m"), &InputStyle::InputType, &["a"], true);
+        let b = request_body(Some("m"), &InputStyle::InputType, &["a"], InputKind::Query);
         assert_eq!(b["input_type"], "query");
         assert_eq!(b["model"], "m");
-        let b = request_body(None, &InputStyle::e5_prefixes(), &["a"], false);
+        let b = request_body(None, &InputStyle::e5_prefixes(), &["a"], InputKind::Passage);
         assert!(b.get("input_type").is_none() && b.get("model").is_none());
         assert_eq!(b["input"][0], "passage: a");
     }

@@ -9,6 +9,15 @@ pub const BGE_ZH_QUERY_INSTRUCTION: &str = "为这个句子生成表示以用于
 pub const BGE_EN_QUERY_INSTRUCTION: &str =
     "Represent this sentence for searching relevant passages: ";
 
+/// Which of the two kinds of input a text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputKind {
+    /// A question to search with.
+    Query,
+    /// A passage to store.
+    Passage,
+}
+
 /// How the two kinds of input reach the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputStyle {
@@ -83,17 +92,16 @@ impl InputStyle {
         }
     }
 
-    /// The text sent for `text`, and the `input_type` value to send with it, if any.
-    pub(crate) fn present(&self, text: &str, query: bool) -> (String, Option<&'static str>) {
-        match self {
-            Self::InputType => (
-                text.to_string(),
-                Some(if query { "query" } else { "passage" }),
-            ),
-            Self::Prefix {
-                query: q,
-                document: d,
-            } => (format!("{}{text}", if query { q } else { d }), None),
+    /// The text sent for `text` of this `kind`, and the `input_type` value to send with it, if
+    /// any.
+    pub(crate) fn present(&self, text: &str, kind: InputKind) -> (String, Option<&'static str>) {
+        match (self, kind) {
+            (Self::InputType, InputKind::Query) => (text.to_string(), Some("query")),
+            (Self::InputType, InputKind::Passage) => (text.to_string(), Some("passage")),
+            (Self::Prefix { query, .. }, InputKind::Query) => (format!("{query}{text}"), None),
+            (Self::Prefix { document, .. }, InputKind::Passage) => {
+                (format!("{document}{text}"), None)
+            }
         }
     }
 
@@ -181,13 +189,16 @@ mod tests {
     fn presentation_and_tags() {
         let bge = InputStyle::preset("bge-zh").unwrap();
         assert_eq!(
-            bge.present("问", true).0,
+            bge.present("问", InputKind::Query).0,
             format!("{BGE_ZH_QUERY_INSTRUCTION}问")
         );
-        assert_eq!(bge.present("文", false), ("文".to_string(), None));
+        assert_eq!(
+            bge.present("文", InputKind::Passage),
+            ("文".to_string(), None)
+        );
         assert_eq!(bge.document_tag(), "plain");
         assert_eq!(
-            InputStyle::InputType.present("q", true),
+            InputStyle::InputType.present("q", InputKind::Query),
             ("q".to_string(), Some("query"))
         );
         assert_eq!(InputStyle::e5_prefixes().document_tag(), "passage-prefix");

@@ -106,14 +106,28 @@ pub struct SqliteCatalog {
 }
 
 impl SqliteCatalog {
-    /// The catalog database in the store folder `dir`. A read-only handle never creates the
-    /// file and refuses to save.
-    pub fn in_store(dir: &Path, read_only: bool) -> Self {
-        Self::at(&dir.join(CATALOG_FILE), read_only)
+    /// The catalog database in the store folder `dir`, created on first use.
+    pub fn in_store(dir: &Path) -> Self {
+        Self::at(&dir.join(CATALOG_FILE))
     }
 
-    /// The catalog database at `path`.
-    pub fn at(path: &Path, read_only: bool) -> Self {
+    /// The catalog database in the store folder `dir`, to read: the handle never creates the
+    /// file and refuses to save.
+    pub fn read_only_in_store(dir: &Path) -> Self {
+        Self::read_only_at(&dir.join(CATALOG_FILE))
+    }
+
+    /// The catalog database at `path`, created on first use.
+    pub fn at(path: &Path) -> Self {
+        Self::handle(path, false)
+    }
+
+    /// The catalog database at `path`, to read (as [`Self::read_only_in_store`]).
+    pub fn read_only_at(path: &Path) -> Self {
+        Self::handle(path, true)
+    }
+
+    fn handle(path: &Path, read_only: bool) -> Self {
         Self {
             path: path.to_path_buf(),
             read_only,
@@ -355,13 +369,13 @@ impl SqliteCatalog {
             None => CatalogCounts::of(&catalog.catalog),
         };
         let header = serde_json::to_string(&Header::of(catalog, counts)).map_err(backend)?;
-        let mut meta = self.table(tx, ("meta", "key", "value"))?;
+        let mut meta = self.table(tx, &META)?;
         meta.set("format", Some(CATALOG_FORMAT))?;
         meta.set("header", Some(&header))?;
         meta.set("version", Some(&version.to_string()))?;
-        let mut docs = self.table(tx, ("docs", "id", "entry"))?;
-        let mut sources = self.table(tx, ("sources", "id", "path"))?;
-        let mut stamps = self.table(tx, ("stamps", "path", "stamp"))?;
+        let mut docs = self.table(tx, &DOCS)?;
+        let mut sources = self.table(tx, &SOURCES)?;
+        let mut stamps = self.table(tx, &STAMPS)?;
         let entry = |id: &DocId| {
             catalog
                 .catalog
@@ -427,12 +441,13 @@ impl SqliteCatalog {
         Ok(counts)
     }
 
-    /// The row writer of `(table, key column, value column)`.
+    /// The row writer of one of the key-value tables.
     fn table<'t>(
         &'t self,
         tx: &'t Transaction<'_>,
-        (table, key, value): (&str, &str, &str),
+        columns: &Columns,
     ) -> Result<Table<'t>, CatalogError> {
+        let Columns { table, key, value } = columns;
         let e = |e| self.error(e);
         Ok(Table {
             catalog: self,
@@ -476,6 +491,34 @@ impl SqliteCatalog {
         Ok(())
     }
 }
+
+/// A key-value table of the [`SCHEMA`]: its name, its key column and its value column.
+struct Columns {
+    table: &'static str,
+    key: &'static str,
+    value: &'static str,
+}
+
+const META: Columns = Columns {
+    table: "meta",
+    key: "key",
+    value: "value",
+};
+const DOCS: Columns = Columns {
+    table: "docs",
+    key: "id",
+    value: "entry",
+};
+const SOURCES: Columns = Columns {
+    table: "sources",
+    key: "id",
+    value: "path",
+};
+const STAMPS: Columns = Columns {
+    table: "stamps",
+    key: "path",
+    value: "stamp",
+};
 
 /// Puts and deletes the rows of one table.
 struct Table<'t> {
@@ -602,7 +645,7 @@ mod tests {
     #[test]
     fn a_header_without_counts_is_counted_from_the_rows() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteCatalog::in_store(dir.path(), false);
+        let store = SqliteCatalog::in_store(dir.path());
         let mut stored = StoredCatalog::empty(Catalog::new(
             ChunkingPolicy::with_sizes(640, 64).unwrap(),
             None,
@@ -635,7 +678,7 @@ mod tests {
                 .map_err(|e| store.error(e))
             })
             .unwrap();
-        let (_, counts) = SqliteCatalog::in_store(dir.path(), true)
+        let (_, counts) = SqliteCatalog::read_only_in_store(dir.path())
             .load_header()
             .unwrap()
             .unwrap();
@@ -670,9 +713,9 @@ mod tests {
             None,
             "a/1".into(),
         ));
-        assert!(SqliteCatalog::in_store(&store, false).save(&empty).is_err());
-        assert!(SqliteCatalog::in_store(&store, false).load().is_err());
-        assert!(SqliteCatalog::in_store(&store, true).load().is_err());
+        assert!(SqliteCatalog::in_store(&store).save(&empty).is_err());
+        assert!(SqliteCatalog::in_store(&store).load().is_err());
+        assert!(SqliteCatalog::read_only_in_store(&store).load().is_err());
         assert_eq!(
             std::fs::read_to_string(&outside).unwrap(),
             "not a database\n"

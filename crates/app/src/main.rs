@@ -55,10 +55,10 @@ fn run(cli: Cli) -> Result<Exit> {
         Command::Index {
             dir,
             beir,
-            rebuild,
-            json,
-            watch,
-        } => cli::index::run(&ctx, dir, beir, rebuild, json, watch),
+            build,
+            output,
+            runs,
+        } => cli::index::run(&ctx, dir, beir, build, output, runs),
         Command::Search { query, q } => cli::search::run(&ctx, &query, &q),
         Command::Ask {
             question,
@@ -74,9 +74,9 @@ fn run(cli: Cli) -> Result<Exit> {
         } => cli::ask::chat(&ctx, &q, trace, history.as_deref(), save.as_deref()),
         Command::Read {
             target,
-            json,
-            no_refresh,
-        } => cli::read::run(&ctx, &target, json, no_refresh),
+            output,
+            refresh,
+        } => cli::read::run(&ctx, &target, output, refresh),
         Command::Eval {
             beir,
             golden,
@@ -97,19 +97,19 @@ fn run(cli: Cli) -> Result<Exit> {
         ),
         Command::Serve {
             bind,
-            no_refresh,
+            refresh,
             log_format,
-        } => cli::serve::run(&ctx, bind, no_refresh, log_format),
-        Command::Mcp { no_refresh } => cli::mcp::run(&ctx, no_refresh),
+        } => cli::serve::run(&ctx, bind, refresh, log_format),
+        Command::Mcp { refresh } => cli::mcp::run(&ctx, refresh),
         Command::Token {
             name,
             scopes,
             write,
         } => cli::token::run(&name, &scopes, write),
-        Command::Documents { json } => cli::retention::documents(&ctx, json),
-        Command::Sweep { json } => cli::retention::sweep(&ctx, json),
-        Command::Audit { json } => cli::retention::audit(&ctx, json),
-        Command::Status { json } => cli::status::run(&ctx, json),
-        Command::Verify { json, read_only } => cli::verify::run(&ctx, json, read_only),
+        Command::Documents { output } => cli::retention::documents(&ctx, output),
+        Command::Sweep { output } => cli::retention::sweep(&ctx, output),
+        Command::Audit { output } => cli::retention::audit(&ctx, output),
+        Command::Status { output } => cli::status::run(&ctx, output),
+        Command::Verify { output, check } => cli::verify::run(&ctx, output, check),
     }
 }

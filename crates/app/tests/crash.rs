@@ -909,7 +909,7 @@ fn make_store_of_an_earlier_version(kb: &Path) {
     ]) {
         let _ = std::fs::remove_file(store.join(name));
     }
-    zhiku_adapters_fs::manifest::ManifestFile::in_store(&store, false)
+    zhiku_adapters_fs::manifest::ManifestFile::in_store(&store)
         .save(&catalog)
         .unwrap();
 }

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{BoolishValueParser, TypedValueParser};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_http::logging::LogFormat;
@@ -41,6 +42,68 @@ pub(crate) struct Global {
     /// Only errors and results.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub(crate) quiet: bool,
+}
+
+/// A flag parsed straight into what it means: `unset` without it, `set` with it (clap's
+/// `SetTrue` flag, so `--help` shows it as before).
+fn flag<T: Clone + Send + Sync + 'static>(unset: T, set: T) -> impl TypedValueParser<Value = T> {
+    BoolishValueParser::new().map(move |given| if given { set.clone() } else { unset.clone() })
+}
+
+/// How a command prints its result (`--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Lines for a person.
+    Text,
+    /// JSON for a program.
+    Json,
+}
+
+/// Whether a command that reads the store first brings it up to date with the knowledge base
+/// (`--no-refresh`: it does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refresh {
+    /// Refresh first, when the store can be written now.
+    First,
+    /// Read the store as it is.
+    Skip,
+}
+
+/// Whether `ask` and `chat` print each run as a chain of steps (`--trace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trace {
+    /// The answer alone.
+    Hide,
+    /// The chain on stderr, then the answer.
+    Print,
+}
+
+/// How `index` treats the store it finds (`--rebuild`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Build {
+    /// Index what changed since the last run.
+    Incremental,
+    /// Discard the store and build it again.
+    Rebuild,
+}
+
+/// How long `index` runs (`--watch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runs {
+    /// One pass.
+    Once,
+    /// A pass, then one after every change, until interrupted.
+    OnEveryChange,
+}
+
+/// What `verify` checks (`--read-only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// The store as a writing open finds it, after repairing what a crash left (the last
+    /// committed state, unrepaired, when another process writes it).
+    RepairFirst,
+    /// The last committed state, without the lock and without repairing.
+    LastCommitted,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -82,11 +145,11 @@ pub(crate) struct QueryArgs {
     #[arg(long)]
     pub(crate) locale: Option<String>,
     /// Print JSON (for `ask`, the answer frame).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+    pub(crate) output: Output,
     /// Do not refresh the index first.
-    #[arg(long)]
-    pub(crate) no_refresh: bool,
+    #[arg(long = "no-refresh", action = ArgAction::SetTrue, value_parser = flag(Refresh::First, Refresh::Skip))]
+    pub(crate) refresh: Refresh,
 }
 
 #[derive(Subcommand, Debug)]
@@ -99,14 +162,14 @@ pub(crate) enum Command {
         #[arg(long, conflicts_with = "dir")]
         beir: Option<PathBuf>,
         /// Discard the store and build it again (after a policy, model or tokenizer change).
-        #[arg(long)]
-        rebuild: bool,
+        #[arg(long = "rebuild", action = ArgAction::SetTrue, value_parser = flag(Build::Incremental, Build::Rebuild))]
+        build: Build,
         /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
         /// Keep running and re-index when files change (debounced).
-        #[arg(long, conflicts_with = "beir")]
-        watch: bool,
+        #[arg(long = "watch", conflicts_with = "beir", action = ArgAction::SetTrue, value_parser = flag(Runs::Once, Runs::OnEveryChange))]
+        runs: Runs,
     },
     /// Search the knowledge base and print the ranked evidence.
     Search {
@@ -123,8 +186,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         q: QueryArgs,
         /// Print the run as a chain of steps.
-        #[arg(long)]
-        trace: bool,
+        #[arg(long = "trace", action = ArgAction::SetTrue, value_parser = flag(Trace::Hide, Trace::Print))]
+        trace: Trace,
         /// Earlier turns of the conversation (a JSON array of {question, answer} turns or
         /// answer frames, or JSON Lines such as `zhiku ask --json` output; of a longer
         /// conversation, its last 100 turns): a follow-up is answered as a standalone question.
@@ -137,8 +200,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         q: QueryArgs,
         /// Print each run as a chain of steps.
-        #[arg(long)]
-        trace: bool,
+        #[arg(long = "trace", action = ArgAction::SetTrue, value_parser = flag(Trace::Hide, Trace::Print))]
+        trace: Trace,
         /// Start from these earlier turns (as for `ask --history`).
         #[arg(long, value_name = "FILE")]
         history: Option<PathBuf>,
@@ -152,11 +215,11 @@ pub(crate) enum Command {
         /// The document ID, optionally followed by `#` and a section ID.
         target: String,
         /// Print the JSON view (text, revision, outline, chunks).
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
         /// Do not refresh the index first.
-        #[arg(long)]
-        no_refresh: bool,
+        #[arg(long = "no-refresh", action = ArgAction::SetTrue, value_parser = flag(Refresh::First, Refresh::Skip))]
+        refresh: Refresh,
     },
     /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
     Eval {
@@ -197,8 +260,8 @@ pub(crate) enum Command {
         #[arg(long)]
         bind: Option<String>,
         /// Do not refresh the index from the knowledge base before serving.
-        #[arg(long)]
-        no_refresh: bool,
+        #[arg(long = "no-refresh", action = ArgAction::SetTrue, value_parser = flag(Refresh::First, Refresh::Skip))]
+        refresh: Refresh,
         /// Log lines on stderr, one per request and event: text, or json (one object per
         /// line). The level: ZHIKU_LOG or RUST_LOG (default info).
         #[arg(long, env = "ZHIKU_LOG_FORMAT", default_value = "text")]
@@ -207,8 +270,8 @@ pub(crate) enum Command {
     /// Serve the knowledge base over the Model Context Protocol on stdin/stdout.
     Mcp {
         /// Do not refresh the index from the knowledge base first.
-        #[arg(long)]
-        no_refresh: bool,
+        #[arg(long = "no-refresh", action = ArgAction::SetTrue, value_parser = flag(Refresh::First, Refresh::Skip))]
+        refresh: Refresh,
     },
     /// Print a new random bearer token and the line to put in zhiku.toml for it.
     Token {
@@ -224,37 +287,37 @@ pub(crate) enum Command {
     /// List the indexed documents: ID, scope, when indexed, when they expire, title.
     Documents {
         /// Print one JSON object per line.
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
     },
     /// Remove expired documents, and the oldest beyond a scope's cap (`scope_caps`), from the
     /// folder, both indexes and the catalog (every `index` also ends with this sweep).
     Sweep {
         /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
     },
     /// Print the write-back audit trail (every agent write accepted or refused), oldest first.
     Audit {
         /// Print one JSON object per line.
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
     },
     /// Show what the store holds and which adapters were picked.
     Status {
         /// Print JSON.
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
     },
     /// Check that manifest, lexical index and vectors agree (repairing first what a crash left,
     /// unless another process is writing the store or it cannot be written).
     Verify {
         /// Print JSON.
-        #[arg(long)]
-        json: bool,
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
         /// Check the last committed state without the store lock and without repairing: works
         /// beside a running `zhiku serve` and on a read-only store.
-        #[arg(long)]
-        read_only: bool,
+        #[arg(long = "read-only", action = ArgAction::SetTrue, value_parser = flag(Check::RepairFirst, Check::LastCommitted))]
+        check: Check,
     },
 }

@@ -17,7 +17,7 @@ use zhiku_service::{Caller, KnowledgeBase, MAX_HISTORY_TURNS, SearchQuery, new_t
 
 use super::chain::{Recorded, render_chain};
 
-use super::args::QueryArgs;
+use super::args::{Output, QueryArgs, Trace};
 use super::ctx::{Ctx, build_filter, metadata_terms};
 use super::exit::Exit;
 use super::open::open_for_query;
@@ -40,7 +40,7 @@ fn with_service<R>(
     body: impl FnOnce(&KnowledgeBase, &Asking, &Recorded) -> Result<R>,
 ) -> Result<(R, usize)> {
     let mode = RetrievalMode::from(q.mode);
-    let (store, skipped) = open_for_query(ctx, q.no_refresh)?;
+    let (store, skipped) = open_for_query(ctx, q.refresh)?;
     if let Some(notice) = &store.dense_notice
         && !matches!(mode, RetrievalMode::Lexical)
     {
@@ -76,7 +76,7 @@ fn turn(
     memory: &Recorded,
     history: &[Turn],
     question: &str,
-    trace: bool,
+    trace: Trace,
 ) -> Result<AnswerFrame> {
     let trace_id = new_trace_id();
     // The local user sees the service's whole message (HTTP callers get its public form).
@@ -89,7 +89,7 @@ fn turn(
     let frame = kb
         .converse(&asking.caller, &q, history, &trace_id, Some(memory))
         .map_err(|e| anyhow!("{e}"))?;
-    if trace {
+    if trace == Trace::Print {
         // Trace values come from documents and callers: control characters are shown, not run.
         eprint!(
             "{}",
@@ -113,7 +113,7 @@ pub(crate) fn run(
     ctx: &Ctx,
     question: &str,
     q: &QueryArgs,
-    trace: bool,
+    trace: Trace,
     history: Option<&Path>,
 ) -> Result<Exit> {
     let turns = match history {
@@ -123,10 +123,9 @@ pub(crate) fn run(
     let (frame, skipped) = with_service(ctx, q, |kb, asking, memory| {
         turn(kb, asking, memory, &turns, question, trace)
     })?;
-    if q.json {
-        println!("{}", serde_json::to_string(&frame)?);
-    } else {
-        render::answer(&frame);
+    match q.output {
+        Output::Json => println!("{}", serde_json::to_string(&frame)?),
+        Output::Text => render::answer(&frame),
     }
     Ok(exit_for(frame.status, skipped))
 }
@@ -137,7 +136,7 @@ pub(crate) fn run(
 pub(crate) fn chat(
     ctx: &Ctx,
     q: &QueryArgs,
-    trace: bool,
+    trace: Trace,
     history: Option<&Path>,
     save: Option<&Path>,
 ) -> Result<Exit> {
@@ -184,11 +183,12 @@ pub(crate) fn chat(
                 _ => {}
             }
             let frame = turn(kb, asking, memory, &turns, question, trace)?;
-            if q.json {
-                println!("{}", serde_json::to_string(&frame)?);
-            } else {
-                render::answer(&frame);
-                println!();
+            match q.output {
+                Output::Json => println!("{}", serde_json::to_string(&frame)?),
+                Output::Text => {
+                    render::answer(&frame);
+                    println!();
+                }
             }
             std::io::stdout().flush().ok();
             if let Some(file) = saved.as_mut() {

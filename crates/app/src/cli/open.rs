@@ -5,16 +5,18 @@ use anyhow::Result;
 use zhiku_app::wiring;
 use zhiku_app::wiring::store::{Access, Purpose, Store};
 
+use super::args::Refresh;
 use super::ctx::{Ctx, OnLocked, open_to_refresh, origin_for, refresh};
 use super::render::{self, After};
 
-/// Opens the store for a query, first bringing it up to date with the knowledge base unless
-/// `no_refresh`. Returns the store and how many files were skipped. Without a refresh the store
-/// is opened read-only with only the catalog's header; when it cannot be written now (another process writes it, or the folder
-/// is read-only) the query reads the last committed state, with a notice.
-pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usize)> {
+/// Opens the store for a query, first bringing it up to date with the knowledge base when
+/// `refresh` says so. Returns the store and how many files were skipped. Without a refresh the
+/// store is opened read-only with only the catalog's header; when it cannot be written now
+/// (another process writes it, or the folder is read-only) the query reads the last committed
+/// state, with a notice.
+pub(crate) fn open_for_query(ctx: &Ctx, refresh_first: Refresh) -> Result<(Store, usize)> {
     let kb = ctx.global.kb.clone();
-    if no_refresh {
+    if refresh_first == Refresh::Skip {
         return Ok((ctx.open_to_query(kb.as_deref())?, 0));
     }
     let (mut store, writable) = open_to_refresh(ctx, kb.as_deref(), OnLocked::ReadLastCommitted)?;
@@ -29,9 +31,9 @@ pub(crate) fn open_for_query(ctx: &Ctx, no_refresh: bool) -> Result<(Store, usiz
 }
 
 /// Opens the store and wraps it for serving, refreshing it from `--kb` first unless told not to.
-pub(crate) fn open_service(ctx: &Ctx, no_refresh: bool) -> Result<zhiku_service::SharedKb> {
+pub(crate) fn open_service(ctx: &Ctx, refresh_first: Refresh) -> Result<zhiku_service::SharedKb> {
     let kb_dir = ctx.global.kb.clone();
-    let (store, refresh_from) = if no_refresh || kb_dir.is_none() {
+    let (store, refresh_from) = if refresh_first == Refresh::Skip || kb_dir.is_none() {
         (
             ctx.open(kb_dir.as_deref(), Access::Writing(Purpose::Read))?,
             None,

@@ -4,6 +4,7 @@
 use anyhow::{Result, anyhow};
 use zhiku_app::wiring;
 
+use super::args::{Output, Refresh};
 use super::ctx::Ctx;
 use super::exit::Exit;
 use super::open::open_for_query;
@@ -23,14 +24,14 @@ fn target(arg: &str) -> (&str, Option<&str>) {
 }
 
 /// Refreshes the store (unless told not to), reads, prints the text (or the JSON view).
-pub(crate) fn run(ctx: &Ctx, what: &str, json: bool, no_refresh: bool) -> Result<Exit> {
+pub(crate) fn run(ctx: &Ctx, what: &str, output: Output, refresh: Refresh) -> Result<Exit> {
     let (doc, section) = target(what);
-    let (store, skipped) = open_for_query(ctx, no_refresh)?;
+    let (store, skipped) = open_for_query(ctx, refresh)?;
     let (kb, _) = wiring::open_service(store, None)?;
     let read = kb
         .read_document(&kb.local_caller(), doc, section)
         .map_err(|e| anyhow!(e.public_message()))?;
-    if json {
+    if output == Output::Json {
         println!("{}", serde_json::to_string(&read)?);
     } else {
         let place = if read.heading_path.is_empty() {

@@ -13,11 +13,12 @@ use std::borrow::Cow;
 use serde_json::json;
 use zhiku_app::wiring::store::Store;
 use zhiku_domain::Filter;
-use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, Retrieval, RetrievalMode, RouteStatus};
+use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, RouteStatus};
 use zhiku_eval::runner::{AnswerSummary, Summary};
 
-use zhiku_service::Refreshed;
+use zhiku_service::{Hit, Refreshed, SearchResult};
 
+use super::args::Output;
 use super::ctx::Ctx;
 
 /// Whether `c` must not reach a terminal as it is: C0 and C1 controls (newline, tab, ESC, BEL,
@@ -79,10 +80,7 @@ fn escape_where(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> 
 pub(crate) enum After {
     /// `zhiku index` (and each round of `--watch`): one JSON object, or the skipped files on
     /// stderr (even with `--quiet`) and one summary line.
-    Index {
-        /// Print one JSON object.
-        json: bool,
-    },
+    Index(Output),
     /// The refresh before a query: notes on stderr, the counts only when something changed.
     BeforeQuery,
     /// The refresh before serving: notes on stderr (log lines under `serve`), always with the
@@ -104,7 +102,7 @@ pub(crate) fn index_summary(ctx: &Ctx, indexed: &Refreshed, after: After) {
         }
     };
     match after {
-        After::Index { json: true } => {
+        After::Index(Output::Json) => {
             let line = json!({
                 "docs_added": r.docs_added,
                 "docs_changed": r.docs_changed,
@@ -119,7 +117,7 @@ pub(crate) fn index_summary(ctx: &Ctx, indexed: &Refreshed, after: After) {
             });
             println!("{line}");
         }
-        After::Index { json: false } => {
+        After::Index(Output::Text) => {
             for s in &indexed.skipped {
                 eprintln!("skipped {}: {}", escape(&s.path), escape(&s.reason));
             }
@@ -173,90 +171,82 @@ pub(crate) fn index_summary(ctx: &Ctx, indexed: &Refreshed, after: After) {
 
 /// The ranked evidence of `zhiku search`: one JSON object, or a few lines per hit (notes on
 /// unavailable routes and dropped evidence on stderr).
-pub(crate) fn search(
-    ctx: &Ctx,
-    query: &str,
-    mode: RetrievalMode,
-    notice: Option<&String>,
-    filter: &Filter,
-    retrieval: &Retrieval,
-    json: bool,
-) {
-    if json {
-        let evidence = zhiku_service::Hit::all(retrieval);
+pub(crate) fn search(ctx: &Ctx, result: &SearchResult, filter: &Filter, output: Output) {
+    if output == Output::Json {
         println!(
             "{}",
             json!({
-                "query": query,
-                "mode": mode,
-                "routes": retrieval.routes,
-                "notice": notice,
-                "evidence": evidence,
-                "dropped": retrieval.dropped,
+                "query": result.query,
+                "mode": result.mode,
+                "routes": result.routes,
+                "notice": result.notice,
+                "evidence": result.hits,
+                "dropped": result.dropped,
             })
         );
-    } else {
-        for r in &retrieval.routes {
-            if let RouteStatus::Unavailable { reason } = &r.status {
-                ctx.note(&format!(
-                    "{} route unavailable: {}",
-                    r.route,
-                    escape(reason)
-                ));
-            }
-        }
-        if retrieval.evidence.is_empty() {
-            println!(
-                "no matching documents for {query:?} in scopes {}",
-                filter
-                    .scopes()
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        for e in &retrieval.evidence {
-            let routes: Vec<String> = e
-                .routes
-                .iter()
-                .map(|r| format!("{} #{} ({:.3})", r.route, r.rank, r.score))
-                .collect();
-            let snippet: String = e
-                .chunk
-                .content()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .take(160)
-                .collect();
-            println!(
-                "{:>2}. {}  score {:.4}  [{}]",
-                e.rank,
-                escape(e.chunk_id.as_str()),
-                e.score,
-                routes.join(", ")
-            );
-            println!(
-                "    {} — {}",
-                escape(e.chunk.doc().title.as_str()),
-                place(
-                    e.chunk.doc().source.as_ref(),
-                    e.chunk.pages(),
-                    e.chunk.heading_path()
-                )
-            );
-            println!("    {}", escape(&snippet));
-        }
-        for d in &retrieval.dropped {
+        return;
+    }
+    for r in &result.routes {
+        if let RouteStatus::Unavailable { reason } = &r.status {
             ctx.note(&format!(
-                "dropped {} ({})",
-                escape(d.chunk_id.as_str()),
-                d.reason.code()
+                "{} route unavailable: {}",
+                r.route,
+                escape(reason)
             ));
         }
     }
+    if result.hits.is_empty() {
+        println!(
+            "no matching documents for {:?} in scopes {}",
+            result.query,
+            filter
+                .scopes()
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for hit in &result.hits {
+        print_hit(hit);
+    }
+    for d in &result.dropped {
+        ctx.note(&format!(
+            "dropped {} ({})",
+            escape(d.chunk_id.as_str()),
+            d.reason.code()
+        ));
+    }
+}
+
+/// One hit of a search: rank, chunk, score and routes; title and place; a one-line snippet.
+fn print_hit(hit: &Hit) {
+    let routes: Vec<String> = hit
+        .routes
+        .iter()
+        .map(|r| format!("{} #{} ({:.3})", r.route, r.rank, r.score))
+        .collect();
+    let snippet: String = hit
+        .content
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(160)
+        .collect();
+    println!(
+        "{:>2}. {}  score {:.4}  [{}]",
+        hit.rank,
+        escape(&hit.chunk_id),
+        hit.score,
+        routes.join(", ")
+    );
+    println!(
+        "    {} — {}",
+        escape(&hit.title),
+        place(&hit.source, hit.pages, &hit.heading_path)
+    );
+    println!("    {}", escape(&snippet));
 }
 
 /// Where a chunk lies: its file, its pages (a PDF's) and its section, escaped for one line.
@@ -421,7 +411,7 @@ pub(crate) fn eval(
 }
 
 /// What `zhiku status` prints: the store's size, policy, space, adapters and notice.
-pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
+pub(crate) fn status(ctx: &Ctx, store: &Store, output: Output) {
     let c = &store.recorded.catalog;
     let counts = store.counts();
     // Where files are parsed: the binary's extraction workers and their limits.
@@ -442,7 +432,7 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, json: bool) {
         "extraction": extraction,
         "notice": store.dense_notice,
     });
-    if json {
+    if output == Output::Json {
         println!("{status}");
     } else {
         println!("store       {}", escape(&store.dir.display().to_string()));

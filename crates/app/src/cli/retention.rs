@@ -11,20 +11,21 @@ use zhiku_app::wiring;
 use zhiku_app::wiring::store::{Access, Purpose};
 use zhiku_domain::ports::AuditLog;
 
+use super::args::Output;
 use super::ctx::Ctx;
 use super::exit::Exit;
 use super::open::done_with;
 use super::render::escape;
 
 /// Lists the catalog's documents, in ID order, with their indexing and expiry times.
-pub(crate) fn documents(ctx: &Ctx, json: bool) -> Result<Exit> {
+pub(crate) fn documents(ctx: &Ctx, output: Output) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let store = ctx.open_read_only(kb.as_deref())?;
     let now = store.now_utc();
     for (id, entry) in &store.recorded.catalog.docs {
         let about = entry.about.as_ref();
         let expired = entry.expires_at.is_some_and(|at| at <= now);
-        if json {
+        if output == Output::Json {
             println!(
                 "{}",
                 json!({
@@ -58,7 +59,7 @@ pub(crate) fn documents(ctx: &Ctx, json: bool) -> Result<Exit> {
 }
 
 /// Sweeps the store now and prints what went.
-pub(crate) fn sweep(ctx: &Ctx, json: bool) -> Result<Exit> {
+pub(crate) fn sweep(ctx: &Ctx, output: Output) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let mut store = ctx.open(kb.as_deref(), Access::Writing(Purpose::Write))?;
     let Some(documents) = wiring::recorded_documents(&store)? else {
@@ -68,7 +69,7 @@ pub(crate) fn sweep(ctx: &Ctx, json: bool) -> Result<Exit> {
         bail!("this store's documents are not a folder: nothing can be swept");
     }
     let swept = zhiku_service::sweep_store(&mut store, documents.as_ref())?;
-    if json {
+    if output == Output::Json {
         println!("{}", serde_json::to_string(&swept)?);
     } else {
         for s in &swept.removed {
@@ -90,11 +91,11 @@ pub(crate) fn sweep(ctx: &Ctx, json: bool) -> Result<Exit> {
 }
 
 /// Prints the store's write-back audit trail, oldest first (the local user sees every scope's).
-pub(crate) fn audit(ctx: &Ctx, json: bool) -> Result<Exit> {
+pub(crate) fn audit(ctx: &Ctx, output: Output) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let store = ctx.open_to_query(kb.as_deref())?;
     for e in wiring::audit_log(&store).entries()? {
-        if json {
+        if output == Output::Json {
             println!("{}", serde_json::to_string(&e)?);
         } else {
             println!(

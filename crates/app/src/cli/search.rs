@@ -1,51 +1,45 @@
-//! `zhiku search`: retrieve the ranked evidence for a query.
+//! `zhiku search`: retrieve the ranked evidence for a query, through the service's `search`
+//! (the same call as `POST /v1/search` and the MCP `search` tool).
 
-use anyhow::Result;
-use zhiku_app::wiring::source_for;
-use zhiku_domain::usecases::{RetrievalMode, RetrievalRequest};
+use anyhow::{Result, anyhow};
+use zhiku_app::wiring;
+use zhiku_domain::usecases::RetrievalMode;
+use zhiku_service::{Caller, SearchQuery};
 
 use super::args::QueryArgs;
-use super::ctx::{Ctx, build_filter};
+use super::ctx::{Ctx, build_filter, metadata_terms};
 use super::exit::Exit;
-use super::open::{done_with, open_for_query};
+use super::open::open_for_query;
 use super::render;
 
 /// Refreshes the store (unless told not to), retrieves, prints the evidence.
 pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
-    let (k, mode, json) = (q.k, RetrievalMode::from(q.mode), q.json);
-    let (scopes, filters, no_refresh) = (&q.scopes, &q.filters, q.no_refresh);
-    let (store, skipped) = open_for_query(ctx, no_refresh)?;
+    let mode = RetrievalMode::from(q.mode);
+    let (store, skipped) = open_for_query(ctx, q.refresh)?;
     if let Some(notice) = &store.dense_notice
         && !matches!(mode, RetrievalMode::Lexical)
     {
         ctx.note(&format!("notice: {notice}"));
     }
-    let filter = build_filter(&store, scopes, filters, q.locale.as_deref())?;
-    let documents = source_for(&store)?;
-    let source = documents.source_store(store.source_paths());
-    let retriever = store.retriever(source.as_ref());
-    let k = k.unwrap_or(store.config.k);
-    let request = RetrievalRequest {
-        query,
-        filter: &filter,
-        mode,
-        k,
-        budget: None,
+    // The filter is built here first so that a bad --scope or --filter is a usage error.
+    let filter = build_filter(&store, &q.scopes, &q.filters, q.locale.as_deref())?;
+    let (kb, _) = wiring::open_service(store, None)?;
+    let caller = Caller {
+        name: "local".into(),
+        scopes: filter.scopes().iter().cloned().collect(),
+        write: false,
     };
-    let retrieval = retriever.retrieve(&request)?;
-    render::search(
-        ctx,
-        query,
+    let request = SearchQuery {
+        query: query.to_string(),
+        k: q.k,
         mode,
-        store.dense_notice.as_ref(),
-        &filter,
-        &retrieval,
-        json,
-    );
-    // What borrows the store goes first, in the order it was built.
-    drop(retriever);
-    drop(source);
-    drop(documents);
-    done_with(store);
+        metadata: metadata_terms(&q.filters)?,
+        locale: q.locale.clone(),
+        request_id: None,
+    };
+    let result = kb
+        .search(&caller, &request)
+        .map_err(|e| anyhow!(e.public_message()))?;
+    render::search(ctx, &result, &filter, q.output);
     Ok(Exit::unless_skipped(skipped))
 }

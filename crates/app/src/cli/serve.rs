@@ -5,6 +5,7 @@ use zhiku_http::logging::LogFormat;
 use zhiku_http::settings::Tokens;
 use zhiku_http::{self as serve, AppState};
 
+use super::args::Refresh;
 use super::ctx::Ctx;
 use super::exit::Exit;
 use super::open::open_service;
@@ -21,11 +22,11 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 pub(crate) fn run(
     ctx: &Ctx,
     bind: Option<String>,
-    no_refresh: bool,
+    refresh: Refresh,
     log_format: LogFormat,
 ) -> Result<Exit> {
     serve::logging::init(log_format)?;
-    let service = open_service(ctx, no_refresh)?;
+    let service = open_service(ctx, refresh)?;
     let mut settings = ctx.config(ctx.global.kb.as_deref())?.serve;
     if let Some(bind) = bind {
         settings.bind = bind;

@@ -10,6 +10,7 @@ use serde_json::json;
 use zhiku_app::wiring::store::{Access, Purpose, Store, StoreLock};
 use zhiku_service::Problems;
 
+use super::args::{Check, Output};
 use super::ctx::Ctx;
 use super::error::CliError;
 use super::exit::Exit;
@@ -26,13 +27,12 @@ struct Checked {
 }
 
 /// Opens (and repairs) the store, or reads its last committed state, and reports what differs.
-pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<Exit> {
+pub(crate) fn run(ctx: &Ctx, output: Output, what: Check) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let mut notice = None;
-    let store = if read_only {
-        ctx.open_read_only(kb.as_deref())?
-    } else {
-        match ctx
+    let store = match what {
+        Check::LastCommitted => ctx.open_read_only(kb.as_deref())?,
+        Check::RepairFirst => match ctx
             .open(kb.as_deref(), Access::Writing(Purpose::Read))
             .map_err(CliError::from)
         {
@@ -44,16 +44,17 @@ pub(crate) fn run(ctx: &Ctx, json: bool, read_only: bool) -> Result<Exit> {
                 ctx.open_read_only(kb.as_deref())?
             }
             Err(e) => return Err(e.into_inner()),
-        }
+        },
     };
     let checked = check(ctx, kb.as_deref(), store)?;
-    if json {
-        print_json(&checked);
-    } else {
-        if let Some(n) = &notice {
-            ctx.note(&format!("notice: {n}"));
+    match output {
+        Output::Json => print_json(&checked),
+        Output::Text => {
+            if let Some(n) = &notice {
+                ctx.note(&format!("notice: {n}"));
+            }
+            print_text(&checked);
         }
-        print_text(&checked);
     }
     Ok(if checked.problems.is_empty() {
         Exit::Success

@@ -414,7 +414,7 @@ pub fn start_logged(kb: &Path, bind: &str, args: &[&str], envs: &[(&str, &str)])
 
 /// The catalog the store in `store_dir` holds now.
 pub fn stored_catalog(store_dir: &Path) -> StoredCatalog {
-    SqliteCatalog::in_store(store_dir, true)
+    SqliteCatalog::read_only_in_store(store_dir)
         .load()
         .unwrap()
         .expect("a saved catalog")
@@ -423,9 +423,7 @@ pub fn stored_catalog(store_dir: &Path) -> StoredCatalog {
 /// Saves `catalog` as the store's catalog again: what a writer that committed its indexes and
 /// died before saving its catalog leaves.
 pub fn restore_catalog(store_dir: &Path, catalog: &StoredCatalog) {
-    SqliteCatalog::in_store(store_dir, false)
-        .save(catalog)
-        .unwrap();
+    SqliteCatalog::in_store(store_dir).save(catalog).unwrap();
 }
 
 /// Holds the catalog database's write lock: every save fails (busy) until it is dropped.

@@ -207,12 +207,22 @@ impl Generations {
         self.lexical.is_none() && self.vectors.is_none()
     }
 
-    /// True when `current` proves the indexes hold exactly what they held when `self` was
-    /// recorded: every route keeps a generation, and each equals the recorded one.
-    pub fn vouch_for(&self, current: &Generations, dense: bool) -> bool {
-        let same = |recorded: Option<u64>, now: Option<u64>| recorded.is_some() && recorded == now;
-        same(self.lexical, current.lexical) && (!dense || same(self.vectors, current.vectors))
+    /// True when `current` proves both indexes (of a store with a dense route) hold exactly
+    /// what they held when `self` was recorded: each keeps a generation, and each equals the
+    /// recorded one.
+    pub fn vouch_for(&self, current: &Generations) -> bool {
+        self.vouch_for_lexical(current) && same_generation(self.vectors, current.vectors)
     }
+
+    /// As [`Self::vouch_for`], for a store without a dense route: the lexical index alone.
+    pub fn vouch_for_lexical(&self, current: &Generations) -> bool {
+        same_generation(self.lexical, current.lexical)
+    }
+}
+
+/// True when a generation was recorded and the index still carries it.
+fn same_generation(recorded: Option<u64>, now: Option<u64>) -> bool {
+    recorded.is_some() && recorded == now
 }
 
 /// Errors of [`CatalogStore`].

@@ -1,6 +1,8 @@
 //! The catalog step of an open: where the catalog of a store lives, and how much of it an
 //! access loads.
 
+use std::path::Path;
+
 use anyhow::{Context, Result};
 use zhiku_adapters_fs::manifest::ManifestFile;
 use zhiku_adapters_memory::MemoryCatalogStore;
@@ -22,16 +24,16 @@ pub(super) fn open(request: &Request<'_>) -> Result<Box<dyn CatalogStore>> {
 
 /// The catalog of the store in the request's folder: `catalog.sqlite`, after moving a
 /// `manifest.json` of an earlier version into it (a writing open) or reading that manifest as
-/// it is (a read-only one).
+/// it is (a read-only one, [`read_only_on_disk`]).
 fn on_disk(request: &Request<'_>) -> Result<Box<dyn CatalogStore>> {
-    let (dir, read_only) = (request.dir, request.access.is_read_only());
-    let catalog = SqliteCatalog::in_store(dir, read_only);
-    let manifest = ManifestFile::in_store(dir, read_only);
+    let dir = request.dir;
+    if request.access.is_read_only() {
+        return Ok(read_only_on_disk(dir));
+    }
+    let catalog = SqliteCatalog::in_store(dir);
+    let manifest = ManifestFile::in_store(dir);
     if !manifest.path().exists() {
         return Ok(Box::new(catalog));
-    }
-    if read_only {
-        return Ok(Box::new(manifest));
     }
     // A crash after the copy and before the removal leaves both: the database is the newer.
     if catalog.load()?.is_none()
@@ -48,6 +50,17 @@ fn on_disk(request: &Request<'_>) -> Result<Box<dyn CatalogStore>> {
     std::fs::remove_file(manifest.path())
         .with_context(|| format!("cannot remove {}", manifest.path().display()))?;
     Ok(Box::new(catalog))
+}
+
+/// The catalog of the store in `dir`, to read: a `manifest.json` of an earlier version as it
+/// is, else `catalog.sqlite`.
+fn read_only_on_disk(dir: &Path) -> Box<dyn CatalogStore> {
+    let manifest = ManifestFile::read_only_in_store(dir);
+    if manifest.path().exists() {
+        Box::new(manifest)
+    } else {
+        Box::new(SqliteCatalog::read_only_in_store(dir))
+    }
 }
 
 /// The recorded catalog, as much of it as `access` needs: a writer loads everything; a
