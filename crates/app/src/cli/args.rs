@@ -222,37 +222,7 @@ pub(crate) enum Command {
         refresh: Refresh,
     },
     /// Evaluate retrieval on a BEIR directory or a golden set over the knowledge base.
-    Eval {
-        /// A BEIR directory (corpus, queries, qrels, optional spans), indexed in memory.
-        #[arg(long, conflicts_with = "golden")]
-        beir: Option<PathBuf>,
-        /// A golden JSONL file evaluated against the knowledge base (--kb).
-        #[arg(long)]
-        golden: Option<PathBuf>,
-        /// Retrieval mode.
-        #[arg(long, value_enum, default_value = "lexical")]
-        mode: Mode,
-        /// Print the one-line JSON summary.
-        #[arg(long)]
-        json: bool,
-        /// Write per-query results (rank of the first hit, top-10 ids) as JSONL.
-        #[arg(long)]
-        per_query: Option<PathBuf>,
-        /// Golden sets only: write each case's answer (status, citation validity, trace id) as
-        /// JSONL.
-        #[arg(long)]
-        answers: Option<PathBuf>,
-        /// BEIR only: the dense route's embedder: none, hashing (the test double), candle (the
-        /// configured model, ZHIKU_MODEL) or openai (the configured embeddings server,
-        /// ZHIKU_EMBED_URL). Default: openai when the configuration picks it (`embedder =
-        /// "openai"`, ZHIKU_EMBEDDER=openai: a server is a deliberate choice), else none.
-        #[arg(long)]
-        embedder: Option<String>,
-        /// Also measure the answers' context under this policy (chunks, section or
-        /// neighbours): span coverage, expected documents in the context, answer rate, size.
-        #[arg(long)]
-        context: Option<ContextPolicy>,
-    },
+    Eval(EvalArgs),
     /// Serve the knowledge base over HTTP: the JSON API under /v1, the web page at /, and MCP
     /// (streamable HTTP) at /mcp.
     Serve {
@@ -320,4 +290,38 @@ pub(crate) enum Command {
         #[arg(long = "read-only", action = ArgAction::SetTrue, value_parser = flag(Check::RepairFirst, Check::LastCommitted))]
         check: Check,
     },
+}
+
+/// What `zhiku eval` evaluates, and where its results go.
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// A BEIR directory (corpus, queries, qrels, optional spans), indexed in memory.
+    #[arg(long, conflicts_with = "golden")]
+    pub(crate) beir: Option<PathBuf>,
+    /// A golden JSONL file evaluated against the knowledge base (--kb).
+    #[arg(long)]
+    pub(crate) golden: Option<PathBuf>,
+    /// Retrieval mode.
+    #[arg(long, value_enum, default_value = "lexical")]
+    pub(crate) mode: Mode,
+    /// Print the one-line JSON summary.
+    #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+    pub(crate) output: Output,
+    /// Write per-query results (rank of the first hit, top-10 ids) as JSONL.
+    #[arg(long)]
+    pub(crate) per_query: Option<PathBuf>,
+    /// Golden sets only: write each case's answer (status, citation validity, trace id) as
+    /// JSONL.
+    #[arg(long)]
+    pub(crate) answers: Option<PathBuf>,
+    /// BEIR only: the dense route's embedder: none, hashing (the test double), candle (the
+    /// configured model, ZHIKU_MODEL) or openai (the configured embeddings server,
+    /// ZHIKU_EMBED_URL). Default: openai when the configuration picks it (`embedder =
+    /// "openai"`, ZHIKU_EMBEDDER=openai: a server is a deliberate choice), else none.
+    #[arg(long)]
+    pub(crate) embedder: Option<String>,
+    /// Also measure the answers' context under this policy (chunks, section or
+    /// neighbours): span coverage, expected documents in the context, answer rate, size.
+    #[arg(long)]
+    pub(crate) context: Option<ContextPolicy>,
 }

@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
@@ -22,7 +22,6 @@ use zhiku_app::wiring::rerank::reranker_for;
 use zhiku_app::wiring::store::{Access, Purpose};
 use zhiku_domain::Filter;
 use zhiku_domain::ports::Planner;
-use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_eval::beir::{EvalSet, load_beir, load_golden};
 use zhiku_eval::context::context_figures;
@@ -30,6 +29,7 @@ use zhiku_eval::corpus_chunks::CorpusChunks;
 use zhiku_eval::runner::{AnswerSummary, Grader, QueryResult, Summary, evaluate, evaluate_answers};
 use zhiku_service::{Answering, CorpusEvaluation, Evaluation, evaluate_corpus, new_trace_id};
 
+use super::args::{EvalArgs, Output};
 use super::ctx::{Ctx, origin_for, refresh};
 use super::exit::Exit;
 use super::render;
@@ -55,16 +55,8 @@ fn write_line(out: &mut JsonLines, value: &impl Serialize) {
 }
 
 /// Runs the evaluation, writes the per-query and per-answer files, prints the summary.
-pub(crate) fn run(
-    ctx: &Ctx,
-    beir: Option<PathBuf>,
-    golden: Option<PathBuf>,
-    mode: RetrievalMode,
-    json: bool,
-    (per_query, answers_file): (Option<PathBuf>, Option<PathBuf>),
-    (embedder, context): (Option<&str>, Option<ContextPolicy>),
-) -> Result<Exit> {
-    let mut out = json_lines(per_query.as_deref())?;
+pub(crate) fn run(ctx: &Ctx, args: &EvalArgs) -> Result<Exit> {
+    let mut out = json_lines(args.per_query.as_deref())?;
     let mut warnings = 0usize;
     let mut on_query = |r: &QueryResult| {
         if let Some(w) = &r.warning {
@@ -73,17 +65,21 @@ pub(crate) fn run(
         }
         write_line(&mut out, r);
     };
-    let answering = Answering { mode, context };
+    let answering = Answering {
+        mode: args.mode.into(),
+        context: args.context,
+    };
     let figures = Figures {
         answering,
-        json,
+        output: args.output,
         rules: wiring::planner::rules_planner(),
     };
-    let (summary, answers) = match (beir, golden) {
-        (Some(dir), _) => (figures.beir(ctx, &dir, embedder, &mut on_query)?, None),
+    let embedder = args.embedder.as_deref();
+    let (summary, answers) = match (&args.beir, &args.golden) {
+        (Some(dir), _) => (figures.beir(ctx, dir, embedder, &mut on_query)?, None),
         (None, Some(path)) => {
             let (summary, answers) =
-                figures.golden(ctx, &path, answers_file.as_deref(), &mut on_query)?;
+                figures.golden(ctx, path, args.answers.as_deref(), &mut on_query)?;
             (summary, Some(answers))
         }
         (None, None) => bail!("give --beir DIR or --golden FILE"),
@@ -91,14 +87,14 @@ pub(crate) fn run(
     if let Some(mut out) = out {
         out.flush()?;
     }
-    render::eval(&summary, answers.as_ref(), json, warnings);
+    render::eval(&summary, answers.as_ref(), args.output, warnings);
     Ok(Exit::Success)
 }
 
 /// What every figure of one run is measured with.
 struct Figures {
     answering: Answering,
-    json: bool,
+    output: Output,
     /// Makes follow-ups standalone for retrieval: the offline rules, whatever the
     /// configuration, so retrieval figures do not depend on a model.
     rules: Box<dyn Planner>,
@@ -197,7 +193,7 @@ impl Figures {
         };
         let figures = context_figures(e.answerer(), e.filter(), set, &new_trace_id)?;
         let line = figures.to_json(context);
-        if self.json {
+        if self.output == Output::Json {
             println!("{line}");
         } else {
             println!(

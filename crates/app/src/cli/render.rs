@@ -319,7 +319,7 @@ pub(crate) fn answer(frame: &AnswerFrame) {
 pub(crate) fn eval(
     summary: &Summary,
     answers: Option<&(AnswerSummary, String)>,
-    json: bool,
+    output: Output,
     warnings: usize,
 ) {
     let mut line = summary.to_json();
@@ -328,7 +328,7 @@ pub(crate) fn eval(
         v["generator"] = generator.clone().into();
         line["answers"] = v;
     }
-    if json {
+    if output == Output::Json {
         println!("{line}");
         return;
     }
