@@ -9,6 +9,7 @@ use serde_json::Value;
 use zhiku_domain::ports::Turn;
 use zhiku_domain::usecases::RetrievalMode;
 
+use zhiku_service::error::{Conversation, Invalid, TurnPart};
 use zhiku_service::{
     KbError, KnowledgeWrite, MAX_HISTORY_TURNS, MAX_TURN_CHARS, NewDocument, SearchQuery,
 };
@@ -111,22 +112,32 @@ pub struct Message {
 /// instructions cannot be sent as history.
 pub fn history(r: &AskRequest) -> Result<Vec<Turn>, KbError> {
     if r.messages.len() > MAX_HISTORY_TURNS {
-        return Err(KbError::Invalid(format!(
-            "messages: {} given, at most {MAX_HISTORY_TURNS}",
-            r.messages.len()
-        )));
+        return Err(Invalid::Turns {
+            within: Conversation::Messages,
+            given: r.messages.len(),
+            limit: MAX_HISTORY_TURNS,
+        }
+        .into());
     }
     let mut turns: Vec<Turn> = Vec::new();
     for (i, m) in r.messages.iter().enumerate() {
-        for (what, text) in [
-            ("content", m.content.as_str()),
-            ("rewritten", m.rewritten.as_deref().unwrap_or_default()),
+        for (part, text) in [
+            (TurnPart::Content, m.content.as_str()),
+            (
+                TurnPart::Rewritten,
+                m.rewritten.as_deref().unwrap_or_default(),
+            ),
         ] {
             let n = text.chars().count();
             if n > MAX_TURN_CHARS {
-                return Err(KbError::Invalid(format!(
-                    "messages[{i}].{what}: {n} characters, at most {MAX_TURN_CHARS}"
-                )));
+                return Err(Invalid::TurnText {
+                    within: Conversation::Messages,
+                    turn: i,
+                    part,
+                    chars: n,
+                    limit: MAX_TURN_CHARS,
+                }
+                .into());
             }
         }
         match m.role.as_str() {
@@ -142,10 +153,11 @@ pub fn history(r: &AskRequest) -> Result<Vec<Turn>, KbError> {
                 }
             }
             other => {
-                return Err(KbError::Invalid(format!(
-                    "messages[{i}].role: {other:?} is not accepted; a conversation holds only \
-                     user and assistant messages"
-                )));
+                return Err(Invalid::Role {
+                    message: i,
+                    role: other.to_string(),
+                }
+                .into());
             }
         }
     }

@@ -36,7 +36,7 @@ impl From<KbError> for ApiError {
             KbError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             KbError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             KbError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            KbError::TooLarge(_) => (StatusCode::UNPROCESSABLE_ENTITY, "too_large"),
+            KbError::TooLarge { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_large"),
             KbError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             KbError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };

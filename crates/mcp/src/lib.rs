@@ -127,10 +127,16 @@ pub struct ZhikuMcp {
 
 fn to_error(e: KbError) -> ErrorData {
     match e {
-        KbError::Invalid(m) | KbError::TooLarge(m) => ErrorData::invalid_params(m, None),
-        KbError::NotFound(m) => ErrorData::resource_not_found(m, None),
-        KbError::Forbidden(m) | KbError::Conflict(m) => ErrorData::invalid_request(m, None),
-        other => ErrorData::internal_error(other.public_message(), None),
+        KbError::Invalid(_) | KbError::TooLarge { .. } => {
+            ErrorData::invalid_params(e.to_string(), None)
+        }
+        KbError::NotFound(_) => ErrorData::resource_not_found(e.to_string(), None),
+        KbError::Forbidden(_) | KbError::Conflict(_) => {
+            ErrorData::invalid_request(e.to_string(), None)
+        }
+        KbError::Unavailable(_) | KbError::Internal(_) => {
+            ErrorData::internal_error(e.public_message(), None)
+        }
     }
 }
 

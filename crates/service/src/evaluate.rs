@@ -12,6 +12,7 @@ use zhiku_domain::ports::{DocumentChunks, Generator, Judge, NullTraceSink, Reran
 use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::{AnswerPolicy, Answerer, DocumentReader, RetrievalMode, Retriever};
 
+use crate::error::Field;
 use crate::{Caller, KbError, KnowledgeBase, MonotonicClock, Settings, filter_for};
 
 /// How an evaluation's answers are asked.
@@ -102,7 +103,7 @@ impl KnowledgeBase {
         run: impl FnOnce(&Evaluation<'_>) -> R,
     ) -> Result<R, KbError> {
         let filter = filter_for(caller.scopes.clone(), &[], None)
-            .map_err(|e| KbError::Invalid(e.to_string()))?;
+            .map_err(|e| KbError::invalid(Field::Filter, e))?;
         let inner = self.read();
         let store = &inner.store;
         let documents = self.recorded_documents()?;

@@ -1,12 +1,14 @@
 //! What a document ID given over the API must look like.
 
 use crate::KbError;
+use crate::error::{Field, IdRule, Invalid};
 
 /// An ID a writer gives a document over the API, checked: first as every document ID (at most
 /// 512 characters, no control character; the error quotes at most 80 of them), then by
 /// [`check_new_id`], so no error message ever carries a long or multi-line ID whole.
 pub(crate) fn checked_new_id(id: &str) -> Result<zhiku_domain::DocId, KbError> {
-    let checked = zhiku_domain::DocId::new(id).map_err(|e| KbError::Invalid(e.to_string()))?;
+    let checked =
+        zhiku_domain::DocId::new(id).map_err(|e| KbError::invalid(Field::DocumentId, e))?;
     check_new_id(id)?;
     Ok(checked)
 }
@@ -17,15 +19,18 @@ pub(crate) fn checked_new_id(id: &str) -> Result<zhiku_domain::DocId, KbError> {
 /// document can pass for another scope's by looking like its ID.
 pub(crate) fn check_new_id(id: &str) -> Result<(), KbError> {
     if !unicode_normalization::is_nfc(id) {
-        return Err(KbError::Invalid(format!(
-            "document id {id:?} must be in Unicode NFC (composed characters)"
-        )));
+        return Err(Invalid::DocumentId {
+            id: id.to_string(),
+            rule: IdRule::NotNfc,
+        }
+        .into());
     }
     if let Some(c) = id.chars().find(|c| is_format_char(*c)) {
-        return Err(KbError::Invalid(format!(
-            "document id {id:?} holds the invisible character U+{:04X}",
-            c as u32
-        )));
+        return Err(Invalid::DocumentId {
+            id: id.to_string(),
+            rule: IdRule::Invisible(c),
+        }
+        .into());
     }
     Ok(())
 }

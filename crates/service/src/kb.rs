@@ -23,12 +23,14 @@ use zhiku_domain::ports::{
     AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, Planner, StoredTraceEvent,
     TraceSink, TraceStore, Turn,
 };
-use zhiku_domain::rules::section::ReadError;
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
 };
 use zhiku_domain::{DocId, Document, Scope, SectionId};
 
+use crate::error::{
+    Act, Change, Conversation, Field, Forbidden, Invalid, Missing, Step, TurnPart, Unavailable,
+};
 use crate::refresh::{index_loaded, refresh};
 use crate::removal::remove_recorded;
 use crate::{
@@ -94,34 +96,35 @@ impl std::fmt::Debug for KnowledgeBase {
 /// A shared handle.
 pub type SharedKb = Arc<KnowledgeBase>;
 
-pub(crate) fn invalid(e: impl std::fmt::Display) -> KbError {
-    KbError::Invalid(e.to_string())
-}
-
 /// The scope a write of `caller` goes to: `requested`, or the caller's first scope; refused
 /// when the caller may not see it.
 pub(crate) fn writable_scope(caller: &Caller, requested: Option<&str>) -> Result<Scope, KbError> {
     let scope = match requested {
-        Some(s) => Scope::new(s).map_err(invalid)?,
-        None => caller
-            .scopes
-            .first()
-            .cloned()
-            .ok_or_else(|| KbError::Forbidden("the caller has no scope".into()))?,
+        Some(s) => Scope::new(s).map_err(|e| KbError::invalid(Field::Scope, e))?,
+        None => caller.scopes.first().cloned().ok_or(Forbidden::NoScope)?,
     };
     if !caller.sees(&scope) {
-        return Err(KbError::Forbidden(format!(
-            "{} may not write to scope {scope}",
-            caller.name
-        )));
+        return Err(Forbidden::Scope {
+            caller: caller.name.clone(),
+            scope: scope.to_string(),
+        }
+        .into());
     }
     Ok(scope)
+}
+
+/// "Not found" for document `id` whose source the store cannot read now (`e` says why).
+fn unreadable(id: &str, e: impl std::fmt::Display) -> Missing {
+    Missing::Unreadable {
+        id: id.to_string(),
+        reason: e.to_string(),
+    }
 }
 
 /// "Not found" for a document ID, the same words for an unknown one and for one the caller
 /// may not see.
 fn no_document(id: &str) -> KbError {
-    KbError::NotFound(format!("no document {id:?}"))
+    Missing::Document { id: id.to_string() }.into()
 }
 
 impl KnowledgeBase {
@@ -234,8 +237,8 @@ impl KnowledgeBase {
     /// Searches within the caller's scopes.
     pub fn search(&self, caller: &Caller, q: &SearchQuery) -> Result<SearchResult, KbError> {
         let started = Instant::now();
-        let filter =
-            filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
+        let filter = filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref())
+            .map_err(|e| KbError::invalid(Field::Filter, e))?;
         let inner = self.read();
         let store = &inner.store;
         let source = self.source(store)?;
@@ -284,8 +287,8 @@ impl KnowledgeBase {
         also: Option<&dyn TraceSink>,
     ) -> Result<AnswerFrame, KbError> {
         check_history(history)?;
-        let filter =
-            filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref()).map_err(invalid)?;
+        let filter = filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref())
+            .map_err(|e| KbError::invalid(Field::Filter, e))?;
         let inner = self.read();
         let store = &inner.store;
         let source = self.source(store)?;
@@ -331,10 +334,7 @@ impl KnowledgeBase {
         let result = answerer.converse(history, &q.query, &filter, trace_id);
         // A run that ended early (no `answer` event) is written too.
         self.traces.finish(trace_id);
-        result.map_err(|e| match e {
-            zhiku_domain::usecases::AskError::InvalidInput(m) => KbError::Invalid(m),
-            other => KbError::Unavailable(other.to_string()),
-        })
+        result.map_err(KbError::from)
     }
 
     /// The events of one answer run, when the caller may see every scope it searched.
@@ -349,7 +349,10 @@ impl KnowledgeBase {
             .and_then(|e| e.event.stage.scopes())
             .is_some_and(|scopes| scopes.iter().all(|s| caller.sees(s)));
         if events.is_empty() || !allowed {
-            return Err(KbError::NotFound(format!("no trace {trace_id:?}")));
+            return Err(Missing::Trace {
+                id: trace_id.to_string(),
+            }
+            .into());
         }
         Ok(events)
     }
@@ -398,7 +401,7 @@ impl KnowledgeBase {
         };
         let doc = documents
             .read(&info.id, rel)
-            .map_err(|e| KbError::NotFound(format!("document {id:?} cannot be read now: {e}")))?
+            .map_err(|e| unreadable(id, e))?
             .ok_or_else(|| no_document(id))?;
         if doc.id() != &info.id || !caller.sees(&doc.attributes().scope) {
             return Err(no_document(id));
@@ -414,8 +417,8 @@ impl KnowledgeBase {
         let documents = self.documents.as_ref().ok_or_else(|| no_document(id))?;
         let bytes = documents
             .original(doc.id(), &rel)
-            .map_err(|e| KbError::NotFound(format!("document {id:?} cannot be read now: {e}")))?
-            .ok_or_else(|| KbError::NotFound(format!("document {id:?} has no file to open")))?;
+            .map_err(|e| unreadable(id, e))?
+            .ok_or_else(|| Missing::File { id: id.to_string() })?;
         Ok((bytes, rel))
     }
 
@@ -460,8 +463,10 @@ impl KnowledgeBase {
         let (doc, _) = self.visible_document(&inner, caller, id)?;
         let section = section
             .map(|s| {
-                SectionId::parse(s)
-                    .map_err(|_| KbError::NotFound(format!("document {id:?} has no section {s:?}")))
+                SectionId::parse(s).map_err(|_| Missing::SectionId {
+                    doc: id.to_string(),
+                    given: s.to_string(),
+                })
             })
             .transpose()?;
         let documents = self.documents.as_deref().ok_or_else(|| no_document(id))?;
@@ -470,12 +475,7 @@ impl KnowledgeBase {
             inner.store.source_paths(),
             inner.store.settings.policy,
         );
-        let reading = reader
-            .read(&doc, section.as_ref(), MAX_READ_CHARS)
-            .map_err(|e| match e {
-                ReadError::NoSuchSection { .. } => KbError::NotFound(e.to_string()),
-                ReadError::TooLarge { .. } => KbError::TooLarge(e.to_string()),
-            })?;
+        let reading = reader.read(&doc, section.as_ref(), MAX_READ_CHARS)?;
         let a = doc.attributes();
         Ok(SectionView {
             doc_id: reading.doc_id.to_string(),
@@ -504,12 +504,10 @@ impl KnowledgeBase {
         e.without(&roots)
     }
 
-    pub(crate) fn writable(&self, refusal: &str) -> Result<&dyn DocumentStore, KbError> {
+    pub(crate) fn writable(&self, change: Change) -> Result<&dyn DocumentStore, KbError> {
         match &self.documents {
             Some(d) if d.capabilities().writable => Ok(d.as_ref()),
-            _ => Err(KbError::Conflict(format!(
-                "this knowledge base is not a folder; documents cannot be {refusal} over the API"
-            ))),
+            _ => Err(crate::error::Conflict::NotWritable { change }.into()),
         }
     }
 
@@ -524,15 +522,16 @@ impl KnowledgeBase {
 
     fn delete_inner(&self, caller: &Caller, id: &str) -> Result<IndexReport, KbError> {
         if !caller.write {
-            return Err(KbError::Forbidden(format!(
-                "{} may not delete documents",
-                caller.name
-            )));
+            return Err(Forbidden::WriteRight {
+                caller: caller.name.clone(),
+                act: Act::Delete,
+            }
+            .into());
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut inner = self.write();
         let info = self.visible_info(&inner, caller, id)?;
-        let documents = self.writable("removed")?;
+        let documents = self.writable(Change::Remove)?;
         let report = remove_recorded(&mut inner.store, documents, &info.id)?;
         inner.docs.remove(&info.id);
         Ok(report)
@@ -543,13 +542,14 @@ impl KnowledgeBase {
     /// the delete path. Needs the write right and a writable document store.
     pub fn sweep(&self, caller: &Caller) -> Result<SweepReport, KbError> {
         if !caller.write {
-            return Err(KbError::Forbidden(format!(
-                "{} may not remove documents",
-                caller.name
-            )));
+            return Err(Forbidden::WriteRight {
+                caller: caller.name.clone(),
+                act: Act::Remove,
+            }
+            .into());
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let documents = self.writable("swept")?;
+        let documents = self.writable(Change::Sweep)?;
         let mut inner = self.write();
         let swept = crate::retention::sweep(&mut inner.store, documents, &|s| caller.sees(s));
         // What was removed before a failure stays removed: serve what the catalog lists.
@@ -569,9 +569,10 @@ impl KnowledgeBase {
             return Ok(());
         }
         if let Some((_, vectors)) = &inner.store.dense {
-            vectors
-                .checkpoint()
-                .map_err(|e| KbError::Unavailable(format!("cannot checkpoint the vectors: {e}")))?;
+            vectors.checkpoint().map_err(|e| Unavailable::Step {
+                step: Step::Checkpoint,
+                reason: e.to_string(),
+            })?;
         }
         Ok(())
     }
@@ -669,23 +670,32 @@ pub const MAX_TURN_CHARS: usize = 20_000;
 /// Refuses a history too long to be a conversation.
 fn check_history(history: &[Turn]) -> Result<(), KbError> {
     if history.len() > MAX_HISTORY_TURNS {
-        return Err(KbError::Invalid(format!(
-            "history: {} turns, at most {MAX_HISTORY_TURNS} are accepted",
-            history.len()
-        )));
+        return Err(Invalid::Turns {
+            within: Conversation::History,
+            given: history.len(),
+            limit: MAX_HISTORY_TURNS,
+        }
+        .into());
     }
     for (i, t) in history.iter().enumerate() {
-        for (what, text) in [
-            ("question", t.question.as_str()),
-            ("answer", t.answer.as_str()),
-            ("rewritten", t.rewritten.as_deref().unwrap_or_default()),
+        for (part, text) in [
+            (TurnPart::Question, t.question.as_str()),
+            (TurnPart::Answer, t.answer.as_str()),
+            (
+                TurnPart::Rewritten,
+                t.rewritten.as_deref().unwrap_or_default(),
+            ),
         ] {
             let n = text.chars().count();
             if n > MAX_TURN_CHARS {
-                return Err(KbError::Invalid(format!(
-                    "history turn {}: its {what} has {n} characters, at most {MAX_TURN_CHARS}",
-                    i + 1
-                )));
+                return Err(Invalid::TurnText {
+                    within: Conversation::History,
+                    turn: i,
+                    part,
+                    chars: n,
+                    limit: MAX_TURN_CHARS,
+                }
+                .into());
             }
         }
     }

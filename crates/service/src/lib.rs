@@ -9,6 +9,8 @@
 //! - [`refresh`] — brings the indexes up to date with a [`DocumentStore`](zhiku_domain::ports::DocumentStore).
 //! - [`KnowledgeBase`] — search, ask, documents, ingest and delete for a [`Caller`] whose scopes
 //!   the transport established; what the caller may not see is reported as not found.
+//! - [`KbError`] — why a call failed, each kind with a typed value of what it is about
+//!   ([`error`]), mapped by each transport to its own codes.
 //! - [`SearchQuery`] and [`QueryLimits`] — the bounds every transport applies to a query.
 //! - [`KnowledgeBase::evaluate`] and [`evaluate_corpus`] — the retriever, answerer and grader
 //!   an offline evaluation runs its cases through ([`Evaluation`]).
@@ -18,7 +20,7 @@
 
 mod caller;
 mod clock;
-mod error;
+pub mod error;
 mod evaluate;
 mod ids;
 mod kb;

@@ -11,8 +11,9 @@ use zhiku_domain::rules::retention::{self, Retention};
 use zhiku_domain::usecases::{CatalogEntry, IndexReport, Prepared, SyncMode};
 use zhiku_domain::{DocId, Scope};
 
+use crate::error::{Act, Change, Conflict, Field, Forbidden, Invalid, Step, Unavailable};
 use crate::ids::checked_new_id;
-use crate::kb::{Inner, invalid, writable_scope};
+use crate::kb::{Inner, writable_scope};
 use crate::removal::{reindex, set_entry};
 use crate::{Caller, DocInfo, Ingested, KbError, KnowledgeBase, NewDocument};
 
@@ -88,10 +89,13 @@ impl KnowledgeBase {
         let mut retention = zhiku_domain::Metadata::new();
         for key in [retention::EXPIRES_AT, retention::TTL] {
             if let Some(value) = new.metadata.get(key) {
-                retention.insert(key, value.clone()).map_err(invalid)?;
+                retention
+                    .insert(key, value.clone())
+                    .map_err(|e| KbError::invalid(Field::Retention, e))?;
             }
         }
-        Retention::of_metadata(id.as_str(), &retention).map_err(invalid)?;
+        Retention::of_metadata(id.as_str(), &retention)
+            .map_err(|e| KbError::invalid(Field::Retention, e))?;
         Ok((id, writable_scope(caller, new.scope.as_deref())?))
     }
 
@@ -103,13 +107,14 @@ impl KnowledgeBase {
         news: &[NewDocument],
     ) -> Result<Vec<(DocId, Scope)>, KbError> {
         if !caller.write {
-            return Err(KbError::Forbidden(format!(
-                "{} may not write documents",
-                caller.name
-            )));
+            return Err(Forbidden::WriteRight {
+                caller: caller.name.clone(),
+                act: Act::Write,
+            }
+            .into());
         }
         if news.is_empty() {
-            return Err(KbError::Invalid("no documents to add".into()));
+            return Err(Invalid::NoDocuments.into());
         }
         let mut checked = Vec::with_capacity(news.len());
         let mut ids = BTreeSet::new();
@@ -117,10 +122,7 @@ impl KnowledgeBase {
             let (id, scope) = self.checked_new(caller, new)?;
             if !ids.insert(id.clone()) {
                 // A conflict within the batch (the schema cannot say "distinct IDs").
-                return Err(KbError::Conflict(format!(
-                    "document {:?} appears twice in the batch",
-                    id.as_str()
-                )));
+                return Err(Conflict::DuplicateId { id: id.to_string() }.into());
             }
             checked.push((id, scope));
         }
@@ -157,10 +159,10 @@ impl KnowledgeBase {
             })?;
             // The store refuses another recorded document's path; the batch its own twice.
             if !paths.insert(plan.path.clone()) {
-                return Err(KbError::Conflict(format!(
-                    "two documents of the batch would be written to {}",
-                    plan.path
-                )));
+                return Err(Conflict::DuplicatePath {
+                    path: plan.path.to_string(),
+                }
+                .into());
             }
             planned.push((id.clone(), plan));
         }
@@ -172,7 +174,7 @@ impl KnowledgeBase {
                 SyncMode::Partial,
                 &mut |_| {},
             )
-            .map_err(|e| KbError::Unavailable(format!("cannot index: {e}")))?;
+            .map_err(|e| cannot_index(&e))?;
         let before = planned
             .iter()
             .filter_map(|(id, _)| {
@@ -198,7 +200,7 @@ impl KnowledgeBase {
     ) -> Result<(Vec<Ingested>, IndexReport), KbError> {
         let checked = self.checked_batch(caller, &news)?;
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let documents = self.writable("added")?;
+        let documents = self.writable(Change::Add)?;
         // Plan and embed under the read lock: searches go on meanwhile.
         let batch = self.plan_batch(caller, documents, &news, &checked)?;
         // Every check has passed: what is about to be written is told first (and may stop it).
@@ -213,6 +215,14 @@ impl KnowledgeBase {
         let report = write_batch(&mut inner, documents, &batch.planned, batch.prepared)?;
         let done = record_batch(&mut inner, batch.planned, &batch.before);
         Ok((done, report))
+    }
+}
+
+/// What a client is told when the indexes cannot take a batch (`e`: the indexer's message).
+fn cannot_index(e: &impl std::fmt::Display) -> Unavailable {
+    Unavailable::Step {
+        step: Step::Index,
+        reason: e.to_string(),
     }
 }
 
@@ -233,7 +243,7 @@ fn write_batch(
         Ok(done) => done,
         Err(e) => {
             undo_batch(inner, staged, planned);
-            return Err(KbError::Unavailable(format!("cannot index: {e}")));
+            return Err(cannot_index(&e).into());
         }
     };
     let committed = inner.store.commit(|stored, changed| {

@@ -5,6 +5,7 @@ use zhiku_domain::usecases::RetrievalMode;
 use zhiku_domain::{Filter, Scope};
 
 use crate::KbError;
+use crate::error::Invalid;
 
 /// The bounds of a query every transport applies (`[serve]` `max_query_chars`, `max_k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,22 +44,24 @@ impl SearchQuery {
         limits: &QueryLimits,
     ) -> Result<Self, KbError> {
         if text.trim().is_empty() {
-            return Err(KbError::Invalid(format!("{what} must not be empty")));
+            return Err(Invalid::Empty {
+                what: what.to_string(),
+            }
+            .into());
         }
         let chars = text.chars().count();
         if chars > limits.max_query_chars {
-            return Err(KbError::Invalid(format!(
-                "{what} has {chars} characters; at most {} are accepted",
-                limits.max_query_chars
-            )));
+            return Err(Invalid::TooLong {
+                what: what.to_string(),
+                chars,
+                limit: limits.max_query_chars,
+            }
+            .into());
         }
         if let Some(k) = k
             && (k == 0 || k > limits.max_k)
         {
-            return Err(KbError::Invalid(format!(
-                "k must be between 1 and {}",
-                limits.max_k
-            )));
+            return Err(Invalid::K { max: limits.max_k }.into());
         }
         Ok(Self {
             query: text.to_string(),

@@ -6,6 +6,7 @@ use zhiku_domain::ports::{DocumentStore, Staged};
 use zhiku_domain::usecases::{Catalog, CatalogEntry, IndexReport, SyncMode};
 use zhiku_domain::{DocId, Document};
 
+use crate::error::{Step, Unavailable};
 use crate::{KbError, Store};
 
 /// Removes recorded document `id` from `documents` (moved aside first), both indexes and the
@@ -35,7 +36,12 @@ pub(crate) fn remove_recorded(
             .and_then(|indexer| {
                 indexer
                     .remove(&store.recorded.catalog, std::slice::from_ref(id))
-                    .map_err(|e| KbError::Unavailable(format!("cannot remove: {e}")))
+                    .map_err(|e| {
+                        KbError::from(Unavailable::Step {
+                            step: Step::Remove,
+                            reason: e.to_string(),
+                        })
+                    })
             })
     };
     // Puts the file back and re-indexes it where a route already dropped it.

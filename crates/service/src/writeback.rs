@@ -47,6 +47,7 @@ use zhiku_domain::rules::writeback::{
 };
 use zhiku_domain::{DocId, Scope, Timestamp};
 
+use crate::error::{Access, Act, Forbidden, Unavailable};
 use crate::ids::checked_new_id;
 use crate::put::PlannedPut;
 use crate::{
@@ -257,10 +258,11 @@ impl KnowledgeBase {
         w: KnowledgeWrite,
     ) -> Result<WriteBackOutcome, KbError> {
         if !caller.write {
-            return Err(KbError::Forbidden(format!(
-                "{} may not write documents",
-                caller.name
-            )));
+            return Err(Forbidden::WriteRight {
+                caller: caller.name.clone(),
+                act: Act::Write,
+            }
+            .into());
         }
         let scope = crate::kb::writable_scope(caller, w.scope.as_deref())?;
         let (policy, now) = {
@@ -434,9 +436,7 @@ impl KnowledgeBase {
     pub fn audit_entries(&self, caller: &Caller) -> Result<Vec<AuditEntry>, KbError> {
         let entries = self.audit.entries().map_err(|e| {
             tracing::error!(target: "zhiku::error", error = %e, "cannot read the audit log");
-            KbError::Unavailable(
-                "the audit log cannot be read now; the server's log has the details".into(),
-            )
+            KbError::from(Unavailable::AuditLog(Access::Read))
         })?;
         Ok(entries
             .into_iter()
@@ -455,10 +455,7 @@ impl KnowledgeBase {
 /// the server, the system's message) go to the server's log only.
 fn audit_unavailable(e: zhiku_domain::ports::AuditError) -> KbError {
     tracing::error!(target: "zhiku::error", error = %e, "cannot append to the audit log");
-    KbError::Unavailable(
-        "the audit log cannot be written now, so nothing was written; the server's log has the details"
-            .into(),
-    )
+    Unavailable::AuditLog(Access::Write).into()
 }
 
 /// The longest text of one audit field, in characters.
