@@ -225,6 +225,8 @@ fn inside_the_binary_only_wiring_names_adapters() {
             &[
                 "zhiku_adapters_qdrant::QdrantConfig",
                 "zhiku_adapters_usearch::AnnSettings",
+                "zhiku_adapters_openai::EmbedServer",
+                "zhiku_adapters_openai::EMBED_INPUTS",
             ]
         } else {
             &[]

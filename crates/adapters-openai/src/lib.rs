@@ -26,6 +26,7 @@ mod judge;
 mod listwise;
 mod planner;
 pub mod rerank;
+mod settings;
 
 pub use chat::ChatConfig;
 pub use embedder::{OpenAiEmbedder, OpenAiEmbedderConfig, estimate_tokens};
@@ -36,3 +37,4 @@ pub use judge::LlmJudge;
 pub use listwise::{ListwiseOutcome, LlmRerankConfig, LlmReranker};
 pub use planner::LlmPlanner;
 pub use rerank::{OpenAiReranker, OpenAiRerankerConfig, RerankApi};
+pub use settings::{EMBED_INPUTS, EmbedServer};

@@ -12,7 +12,7 @@ use zhiku_domain::rules::fusion::{FusionConfig, Route};
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
-use super::kinds::{EMBED_INPUTS, EmbedServer, FallbackStep};
+use super::kinds::{EmbedServer, FallbackStep};
 use super::model::Config;
 use super::settings::Values;
 
@@ -111,10 +111,7 @@ fn scope_caps(entries: &[String]) -> Result<BTreeMap<Scope, usize>> {
 /// The `embed_*` keys as the embeddings server of `embedder = "openai"`.
 fn embed_server(v: &Values) -> Result<EmbedServer> {
     let timeout_ms = at_least_one(v.embed_timeout_ms, "embed_timeout_ms")?;
-    if !EMBED_INPUTS.contains(&v.embed_input.as_str()) {
-        bail!("embed_input must be one of {}", EMBED_INPUTS.join(", "));
-    }
-    Ok(EmbedServer {
+    let server = EmbedServer {
         url: v.embed_url.clone(),
         model: v.embed_model.clone(),
         api_key_env: v.embed_api_key_env.clone(),
@@ -126,7 +123,9 @@ fn embed_server(v: &Values) -> Result<EmbedServer> {
         revision: v.embed_revision.clone(),
         normalize: v.embed_normalize,
         max_tokens: v.embed_max_tokens,
-    })
+    };
+    server.check().map_err(anyhow::Error::msg)?;
+    Ok(server)
 }
 
 /// The write-back keys as the service's policy.

@@ -4,6 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The embeddings server's settings (`embed_*`) are the OpenAI adapter's type, as `[qdrant]` is
+/// the Qdrant adapter's.
+pub use zhiku_adapters_openai::EMBED_INPUTS;
+pub use zhiku_adapters_openai::EmbedServer;
+
 /// Where vectors live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -33,46 +38,6 @@ pub enum EmbedderKind {
     /// [`EmbedServer`]).
     Openai,
 }
-
-/// The OpenAI-compatible embeddings server of `embedder = "openai"`: the `embed_*` keys (or the
-/// `[embedder]` table's keys without the prefix).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmbedServer {
-    /// The API base, up to `/v1`.
-    pub url: String,
-    /// The model name sent; empty: the one model the server lists.
-    pub model: String,
-    /// The environment variable holding the API key (the key itself never sits in a file).
-    pub api_key_env: String,
-    /// Deadline of one request in milliseconds.
-    pub timeout_ms: u64,
-    /// Retries of a temporary failure (connection, 429, 5xx) with backoff.
-    pub retries: u32,
-    /// How queries and passages are presented: `auto` (by model name and server), `input_type`,
-    /// `e5`, `bge-zh`, `bge-en`, `none`, or `prefix` (`query_prefix`/`document_prefix`).
-    pub input: String,
-    /// Before each query when `input = "prefix"`.
-    pub query_prefix: String,
-    /// Before each passage when `input = "prefix"`.
-    pub document_prefix: String,
-    /// The declared model revision, part of the embedding space's identity.
-    pub revision: String,
-    /// L2-normalise the server's vectors (and declare the space L2).
-    pub normalize: bool,
-    /// The model's maximum input in tokens, for the truncation estimate; 0: not detected.
-    pub max_tokens: usize,
-}
-
-/// The values `embed_input` takes.
-pub const EMBED_INPUTS: [&str; 7] = [
-    "auto",
-    "input_type",
-    "e5",
-    "bge-zh",
-    "bge-en",
-    "none",
-    "prefix",
-];
 
 /// Which reranker reorders the fused candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

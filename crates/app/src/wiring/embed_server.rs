@@ -1,9 +1,7 @@
 //! The OpenAI-compatible embedder of `embedder = "openai"`, from the `embed_*` keys.
 
-use std::time::Duration;
-
-use anyhow::{Result, bail};
-use zhiku_adapters_openai::{InputStyle, OpenAiEmbedderConfig, RetryPolicy};
+use anyhow::Result;
+use zhiku_adapters_openai::OpenAiEmbedderConfig;
 
 use crate::config::{Config, EmbedServer};
 
@@ -11,36 +9,17 @@ use crate::config::{Config, EmbedServer};
 /// variable `embed_api_key_env` names (absent or empty: no key is sent).
 pub fn openai_embedder_config(config: &Config) -> Result<OpenAiEmbedderConfig> {
     let s: &EmbedServer = &config.embed_server;
-    let input = match s.input.as_str() {
-        "auto" => None,
-        "prefix" => Some(InputStyle::Prefix {
-            query: s.query_prefix.clone(),
-            document: s.document_prefix.clone(),
-        }),
-        name => match InputStyle::preset(name) {
-            Some(style) => Some(style),
-            None => bail!("embed_input {name:?} is not a known input style"),
-        },
-    };
-    Ok(OpenAiEmbedderConfig {
-        base_url: s.url.clone(),
-        model: Some(s.model.trim().to_string()).filter(|m| !m.is_empty()),
-        api_key: std::env::var(&s.api_key_env).ok().filter(|k| !k.is_empty()),
-        input,
-        revision: s.revision.clone(),
-        max_batch: config.embed_batch,
-        timeout: Duration::from_millis(s.timeout_ms),
-        retry: RetryPolicy {
-            retries: s.retries,
-            backoff: Duration::from_millis(250),
-        },
-        normalize: s.normalize,
-        max_tokens: Some(s.max_tokens).filter(|n| *n > 0),
-    })
+    let api_key = std::env::var(&s.api_key_env).ok().filter(|k| !k.is_empty());
+    s.to_config(config.embed_batch, api_key)
+        .map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use zhiku_adapters_openai::InputStyle;
+
     use super::*;
 
     #[test]
