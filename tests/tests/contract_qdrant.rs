@@ -46,9 +46,20 @@ fn unique_collection(tag: &str) -> String {
     )
 }
 
+/// The adapter's settings for `url`; on a cluster, `ZHIKU_TEST_QDRANT_SHARDS` and
+/// `ZHIKU_TEST_QDRANT_REPLICATION` (1 when unset) shape every test collection.
 fn config(url: &str) -> QdrantConfig {
+    let knob = |var: &str| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(1)
+    };
     QdrantConfig {
         batch_size: 128,
+        shard_number: knob("ZHIKU_TEST_QDRANT_SHARDS"),
+        replication_factor: knob("ZHIKU_TEST_QDRANT_REPLICATION"),
         ..QdrantConfig::with_url(url)
     }
 }
