@@ -15,7 +15,9 @@ use zhiku_domain::EmbeddingSpace;
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QdrantConfig {
-    /// gRPC URL of the server, e.g. `http://127.0.0.1:6334` (the gRPC port, not the REST one).
+    /// gRPC URL of the server, e.g. `http://127.0.0.1:6334` (the gRPC port, not the REST one);
+    /// for a cluster, several nodes' URLs, comma-separated: requests go to the first, and to the
+    /// next when the one in use cannot be reached.
     pub url: String,
     /// API key, when the server requires one (sent as the `api-key` header).
     pub api_key: Option<String>,
@@ -106,9 +108,14 @@ impl QdrantConfig {
         if self.hnsw_ef == Some(0) {
             return Err("qdrant hnsw_ef must be at least 1".into());
         }
-        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+        // Each node of the list (or the one URL) must be a gRPC URL.
+        let urls: Vec<&str> = self.url.split(',').map(str::trim).collect();
+        if urls
+            .iter()
+            .any(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+        {
             return Err(format!(
-                "qdrant url {:?} must start with http:// or https:// (the gRPC port, e.g. http://127.0.0.1:6334)",
+                "qdrant url {:?} must start with http:// or https:// (the gRPC port, e.g. http://127.0.0.1:6334; a cluster's nodes comma-separated)",
                 self.url
             ));
         }

@@ -4,7 +4,6 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::Duration;
 
-use qdrant_client::Qdrant;
 use qdrant_client::qdrant::{
     CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
     DeleteCollectionBuilder, DeletePointsBuilder, Distance, FieldType, GetPointsBuilder,
@@ -20,7 +19,8 @@ use zhiku_domain::ports::{
 use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
 use crate::config::QdrantConfig;
-use crate::error::{ADAPTER, Target, classify, permanent, to_index_error};
+use crate::error::{ADAPTER, Kind, Target, classify, permanent, to_index_error};
+use crate::nodes::Nodes;
 use crate::payload::{
     self, CHUNK_ID, DOC_ID, LOCALE_TERMS, METADATA_TERMS, NORM, SCOPE, point_id, point_id_text,
     to_chunk, to_point, to_qdrant_filter,
@@ -62,7 +62,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// else as a permanent [`IndexError::Backend`] that names the request, server and collection.
 pub struct QdrantVectorIndex {
     runtime: Option<Runtime>,
-    client: Qdrant,
+    nodes: Nodes,
     config: QdrantConfig,
     collection: String,
     space: EmbeddingSpace,
@@ -96,24 +96,6 @@ fn new_runtime() -> Result<Runtime, IndexError> {
         .map_err(|e| permanent(format!("cannot start the Qdrant client runtime: {e}")))
 }
 
-fn new_client(config: &QdrantConfig, runtime: &Runtime) -> Result<Qdrant, IndexError> {
-    let _guard = runtime.enter();
-    let mut builder = Qdrant::from_url(&config.url)
-        .timeout(config.timeout)
-        .connect_timeout(config.timeout.min(Duration::from_secs(5)))
-        // The client's own check prints to stdout; the adapter reports problems as errors.
-        .skip_compatibility_check();
-    if let Some(key) = &config.api_key {
-        builder = builder.api_key(key.clone());
-    }
-    builder.build().map_err(|e| {
-        permanent(format!(
-            "cannot create a Qdrant client for {}: {e} (expected a gRPC URL such as http://127.0.0.1:6334)",
-            config.url
-        ))
-    })
-}
-
 /// Runs `fut` to completion on `runtime`, also when the caller is itself inside a tokio runtime.
 fn block_on<F>(runtime: &Runtime, fut: F) -> F::Output
 where
@@ -134,6 +116,7 @@ where
 /// Runs `op` until it succeeds, fails permanently or has used up `config.max_retries` retries.
 async fn retry<T, F, Fut>(
     config: &QdrantConfig,
+    nodes: &Nodes,
     collection: &str,
     what: &str,
     mut op: F,
@@ -144,13 +127,21 @@ where
 {
     let mut delay = config.initial_backoff;
     let mut attempt = 0u32;
+    // Other nodes tried at once when the current one cannot be reached, before any backoff.
+    let mut moved = 0usize;
     loop {
         attempt += 1;
+        let at = nodes.position();
         match op().await {
             Ok(value) => return Ok(value),
             Err(error) => {
                 let kind = classify(&error);
-                if kind.temporary() && attempt <= config.max_retries {
+                if kind == Kind::Unreachable && moved + 1 < nodes.len() {
+                    nodes.fail_over(at);
+                    moved += 1;
+                    continue;
+                }
+                if kind.temporary() && attempt <= config.max_retries + moved as u32 {
                     let wait = match kind {
                         crate::error::Kind::Overloaded(Some(asked)) => asked,
                         _ => delay,
@@ -163,7 +154,7 @@ where
                     &error,
                     what,
                     Target {
-                        url: &config.url,
+                        url: nodes.url(at),
                         collection,
                     },
                     attempt,
@@ -223,10 +214,10 @@ impl QdrantVectorIndex {
             ));
         }
         let runtime = new_runtime()?;
-        let client = new_client(config, &runtime)?;
+        let nodes = Nodes::connect(config, &runtime)?;
         let index = Self {
             runtime: Some(runtime),
-            client,
+            nodes,
             config: config.clone(),
             collection: collection.to_string(),
             space,
@@ -248,9 +239,13 @@ impl QdrantVectorIndex {
     /// The server's version, from its health check.
     pub fn server_version(&self) -> Result<String, IndexError> {
         self.run(async {
-            let reply = retry(&self.config, &self.collection, "health check", || {
-                self.client.health_check()
-            })
+            let reply = retry(
+                &self.config,
+                &self.nodes,
+                &self.collection,
+                "health check",
+                || self.nodes.current().health_check(),
+            )
             .await?;
             Ok(reply.version)
         })
@@ -267,7 +262,7 @@ impl QdrantVectorIndex {
             loop {
                 let info = self
                     .retry("read the collection", || {
-                        self.client.collection_info(&self.collection)
+                        self.nodes.current().collection_info(&self.collection)
                     })
                     .await?
                     .result;
@@ -287,10 +282,17 @@ impl QdrantVectorIndex {
     /// Deletes the collection and everything in it. The index is unusable afterwards.
     pub fn drop_collection(&self) -> Result<(), IndexError> {
         self.run(async {
-            retry(&self.config, &self.collection, "delete collection", || {
-                self.client
-                    .delete_collection(DeleteCollectionBuilder::new(&self.collection))
-            })
+            retry(
+                &self.config,
+                &self.nodes,
+                &self.collection,
+                "delete collection",
+                || {
+                    self.nodes
+                        .current()
+                        .delete_collection(DeleteCollectionBuilder::new(&self.collection))
+                },
+            )
             .await
             .map(|_| ())
         })
@@ -301,19 +303,21 @@ impl QdrantVectorIndex {
     /// `{prefix}{kb}_{8 hex digits}` are touched.
     pub fn drop_kb_collections(config: &QdrantConfig, kb: &str) -> Result<Vec<String>, IndexError> {
         let runtime = new_runtime()?;
-        let client = new_client(config, &runtime)?;
+        let nodes = Nodes::connect(config, &runtime)?;
         let prefix = config.kb_prefix(kb);
         let result = block_on(&runtime, async {
-            let listed = retry(config, "*", "list collections", || {
-                client.list_collections()
+            let listed = retry(config, &nodes, "*", "list collections", || {
+                nodes.current().list_collections()
             })
             .await?;
             let mut dropped = Vec::new();
             for c in listed.collections {
                 let tail = c.name.strip_prefix(&prefix).unwrap_or_default();
                 if tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    retry(config, &c.name, "delete collection", || {
-                        client.delete_collection(DeleteCollectionBuilder::new(&c.name))
+                    retry(config, &nodes, &c.name, "delete collection", || {
+                        nodes
+                            .current()
+                            .delete_collection(DeleteCollectionBuilder::new(&c.name))
                     })
                     .await?;
                     dropped.push(c.name);
@@ -344,13 +348,13 @@ impl QdrantVectorIndex {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, qdrant_client::QdrantError>>,
     {
-        retry(&self.config, &self.collection, what, op).await
+        retry(&self.config, &self.nodes, &self.collection, what, op).await
     }
 
     async fn ensure_collection(&self, policy: Option<&str>) -> Result<(), IndexError> {
         let exists = self
             .retry("check the collection", || {
-                self.client.collection_exists(&self.collection)
+                self.nodes.current().collection_exists(&self.collection)
             })
             .await?;
         if !exists {
@@ -363,7 +367,7 @@ impl QdrantVectorIndex {
         let dims = self.space.dims() as u64;
         let created = self
             .retry("create the collection", || {
-                self.client.create_collection(
+                self.nodes.current().create_collection(
                     CreateCollectionBuilder::new(&self.collection)
                         .vectors_config(VectorParamsBuilder::new(dims, Distance::Cosine))
                         .shard_number(self.config.shard_number)
@@ -402,7 +406,7 @@ impl QdrantVectorIndex {
                     request = request
                         .field_index_params(KeywordIndexParamsBuilder::default().is_tenant(true));
                 }
-                self.client.create_field_index(request)
+                self.nodes.current().create_field_index(request)
             })
             .await?;
         }
@@ -412,7 +416,7 @@ impl QdrantVectorIndex {
     async fn check_collection(&self, policy: Option<&str>) -> Result<(), IndexError> {
         let info = self
             .retry("read the collection", || {
-                self.client.collection_info(&self.collection)
+                self.nodes.current().collection_info(&self.collection)
             })
             .await?;
         let config = info.result.and_then(|r| r.config);
@@ -504,7 +508,7 @@ impl QdrantVectorIndex {
                     if let Some(o) = &offset {
                         request = request.offset(o.clone());
                     }
-                    self.client.scroll(request)
+                    self.nodes.current().scroll(request)
                 })
                 .await?;
             for point in &page.result {
@@ -531,7 +535,7 @@ impl QdrantVectorIndex {
     async fn upsert_points(&self, points: Vec<PointStruct>) -> Result<(), IndexError> {
         for batch in points.chunks(self.config.batch_size) {
             self.retry("upsert", || {
-                self.client.upsert_points(
+                self.nodes.current().upsert_points(
                     UpsertPointsBuilder::new(&self.collection, batch.to_vec()).wait(true),
                 )
             })
@@ -557,7 +561,7 @@ impl QdrantVectorIndex {
     ) -> Result<Vec<qdrant_client::qdrant::ScoredPoint>, IndexError> {
         let response = self
             .retry("search", || {
-                self.client.query(
+                self.nodes.current().query(
                     QueryPointsBuilder::new(&self.collection)
                         .query(vector.to_vec())
                         .filter(filter.clone())
@@ -618,7 +622,7 @@ impl VectorIndex for QdrantVectorIndex {
             for part in ids.chunks(PAGE) {
                 let points: Vec<PointId> = part.iter().map(|id| point_id(id).into()).collect();
                 self.retry("delete chunks", || {
-                    self.client.delete_points(
+                    self.nodes.current().delete_points(
                         DeletePointsBuilder::new(&self.collection)
                             .points(PointsIdsList {
                                 ids: points.clone(),
@@ -636,7 +640,7 @@ impl VectorIndex for QdrantVectorIndex {
         let filter = payload::document_filter(doc);
         self.run(async {
             self.retry("delete a document", || {
-                self.client.delete_points(
+                self.nodes.current().delete_points(
                     DeletePointsBuilder::new(&self.collection)
                         .points(filter.clone())
                         .wait(true),
@@ -705,7 +709,7 @@ impl VectorIndex for QdrantVectorIndex {
                 let points: Vec<PointId> = part.iter().map(|id| point_id(id).into()).collect();
                 let response = self
                     .retry("read vectors", || {
-                        self.client.get_points(
+                        self.nodes.current().get_points(
                             GetPointsBuilder::new(&self.collection, points.clone())
                                 .with_payload(PayloadIncludeSelector::new(vec![
                                     CHUNK_ID.to_string(),
@@ -768,7 +772,8 @@ impl VectorIndex for QdrantVectorIndex {
         self.run(async {
             let response = self
                 .retry("count", || {
-                    self.client
+                    self.nodes
+                        .current()
                         .count(CountPointsBuilder::new(&self.collection).exact(true))
                 })
                 .await?;

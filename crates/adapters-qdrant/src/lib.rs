@@ -12,6 +12,7 @@
 mod config;
 mod error;
 mod index;
+mod nodes;
 pub mod payload;
 
 pub use config::QdrantConfig;
