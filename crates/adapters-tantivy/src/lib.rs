@@ -56,9 +56,8 @@ use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter};
 
 use top::{FilterSets, FilteredTop};
 
-pub use analyzer::{
-    ANALYZER_IDENTITY, JiebaTokenizer, STOP_WORDS_ZH, TOKENIZER_NAME, analyze, jieba, terms,
-};
+pub use analyzer::{JiebaTokenizer, TOKENIZER_NAME};
+pub use zhiku_analyzer::{ANALYZER_IDENTITY, STOP_WORDS_ZH, analyze, jieba, terms};
 
 const ADAPTER: &str = "tantivy";
 

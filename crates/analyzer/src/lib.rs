@@ -1,0 +1,260 @@
+//! zhiku's lexical analyzer, one copy for every lexical index (tantivy's BM25 in the embedded
+//! store, Qdrant's sparse vectors in a cluster), so that both produce the same terms under one
+//! [`ANALYZER_IDENTITY`]: Traditional Chinese folded into Simplified, then jieba segmentation
+//! for CJK, lower-cased words for Latin text, punctuation and whitespace dropped, a small
+//! stop-word list for Chinese function words.
+//!
+//! jieba's dictionary is Simplified: on Traditional text it falls back to short pieces and the
+//! BM25 terms of a Traditional question and a Simplified passage never meet. So every text is
+//! first converted with OpenCC's Traditional→Simplified tables (`zhiku_text::to_simplified`), at
+//! index and at query time alike, and segmented in its Simplified form.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+
+use jieba_rs::Jieba;
+
+/// The analyzer's identity, recorded with every index. Change it whenever tokens can change
+/// for the same text: tokenizer, segmentation mode, dictionary, stop words or normalisation.
+pub const ANALYZER_IDENTITY: &str = "zhiku-jieba/2 (Traditional folded to Simplified: OpenCC t2s, ferrous-opencc 0.4; jieba-rs 0.11 default dictionary, search mode, no HMM; lower-case; stop-words zh-v1)";
+
+/// Chinese function words and question words that carry no topic. Kept short on purpose:
+/// BM25's idf already discounts frequent words; these are the ones that still add noise.
+pub const STOP_WORDS_ZH: &[&str] = &[
+    "的",
+    "了",
+    "是",
+    "在",
+    "和",
+    "与",
+    "及",
+    "或",
+    "也",
+    "都",
+    "而",
+    "被",
+    "把",
+    "对",
+    "从",
+    "向",
+    "这",
+    "那",
+    "之",
+    "其",
+    "于",
+    "以",
+    "为",
+    "由",
+    "将",
+    "就",
+    "并",
+    "等",
+    "着",
+    "过",
+    "个",
+    "中",
+    "吗",
+    "呢",
+    "吧",
+    "啊",
+    "哪",
+    "哪些",
+    "哪个",
+    "什么",
+    "怎么",
+    "怎样",
+    "如何",
+    "为什么",
+    "多少",
+    "几",
+    "谁",
+    "是否",
+    "有没有",
+    "一个",
+    "这个",
+    "那个",
+    "这些",
+    "那些",
+    "我们",
+    "你们",
+    "他们",
+];
+
+fn stop_words() -> &'static HashSet<&'static str> {
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS_ZH.iter().copied().collect())
+}
+
+/// The shared jieba instance (loading the dictionary takes a few hundred milliseconds).
+pub fn jieba() -> Arc<Jieba> {
+    static JIEBA: OnceLock<Arc<Jieba>> = OnceLock::new();
+    JIEBA.get_or_init(|| Arc::new(Jieba::new())).clone()
+}
+
+/// Analyses `text` into index terms with their byte offsets in `text`.
+///
+/// The text is segmented in its Simplified form ([`zhiku_text::to_simplified`]); a
+/// converted text of as many characters maps back character by character, so the offsets are
+/// exact. Where a phrase conversion changed the length (rare: t2s converts character for
+/// character except for a few phrases), a token's offsets are those of the same character
+/// positions in `text`, clamped to its end: still within the text and in order, which is all
+/// the index needs (it records no offsets or positions).
+pub fn analyze(jieba: &Jieba, text: &str) -> Vec<(String, usize, usize)> {
+    let simplified = zhiku_text::to_simplified(text);
+    let back = match &simplified {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(converted) => Some(OffsetMap::new(text, converted)),
+    };
+    let mut out = Vec::new();
+    for token in jieba.cut_for_search(&simplified, false) {
+        let word = token.word;
+        if !word.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        let term = word.to_lowercase();
+        if stop_words().contains(term.as_str()) {
+            continue;
+        }
+        let (from, to) = (token.byte_start, token.byte_start + word.len());
+        out.push(match &back {
+            None => (term, from, to),
+            Some(map) => (term, map.original(from), map.original(to)),
+        });
+    }
+    out
+}
+
+/// Byte offsets of a converted text mapped back to the original, by character position.
+struct OffsetMap {
+    /// Byte offset in the converted text of each character, ascending.
+    converted: Vec<usize>,
+    /// Byte offset in the original text of each character, and its length at the end.
+    original: Vec<usize>,
+}
+
+impl OffsetMap {
+    fn new(original: &str, converted: &str) -> Self {
+        let mut starts: Vec<usize> = original.char_indices().map(|(i, _)| i).collect();
+        starts.push(original.len());
+        Self {
+            converted: converted.char_indices().map(|(i, _)| i).collect(),
+            original: starts,
+        }
+    }
+
+    /// The original byte offset of the character that starts at converted byte `at` (or of
+    /// the end, for the end).
+    fn original(&self, at: usize) -> usize {
+        let position = self.converted.partition_point(|&b| b < at);
+        self.original[position.min(self.original.len() - 1)]
+    }
+}
+
+/// The terms of `text`, as the index sees them.
+pub fn terms(text: &str) -> Vec<String> {
+    analyze(&jieba(), text)
+        .into_iter()
+        .map(|(t, _, _)| t)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_chinese_english_and_digits() {
+        let t = terms("bge-small-zh-v1.5 的维度");
+        assert!(t.contains(&"bge".to_string()), "{t:?}");
+        assert!(t.contains(&"small".to_string()), "{t:?}");
+        assert!(t.contains(&"维度".to_string()), "{t:?}");
+        assert!(!t.contains(&"的".to_string()));
+        let t = terms("HTTP 404 错误");
+        assert!(
+            t.contains(&"http".to_string())
+                && t.contains(&"404".to_string())
+                && t.contains(&"错误".to_string()),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn punctuation_and_whitespace_give_no_terms() {
+        assert!(terms("，。！？ ... \r\n\t").is_empty());
+    }
+
+    #[test]
+    fn traditional_and_simplified_forms_give_the_same_terms() {
+        for (hant, hans) in [
+            (
+                "《戰國無雙3》是由光榮和ω-force開發的戰國無雙系列的正統第三續作。",
+                "《战国无双3》是由光荣和ω-force开发的战国无双系列的正统第三续作。",
+            ),
+            (
+                "這些資料庫的檢索結果會被重新排序嗎？",
+                "这些资料库的检索结果会被重新排序吗？",
+            ),
+            ("乾隆皇帝發布了頭髮的規定", "乾隆皇帝发布了头发的规定"),
+        ] {
+            assert_eq!(terms(hant), terms(hans), "{hant} / {hans}");
+        }
+    }
+
+    #[test]
+    fn mixed_script_text_is_folded_to_one_form() {
+        let t = terms("香港國際機場和北京首都国际机场");
+        assert!(t.contains(&"国际".to_string()), "{t:?}");
+        assert!(t.contains(&"机场".to_string()), "{t:?}");
+        assert!(
+            !t.iter().any(|w| w.contains('國') || w.contains('機')),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn non_cjk_text_is_untouched() {
+        let text = "Tokio 1.54 runs HTTP/2 on async Rust; naïve café 東京"; // kana-free
+        let t = terms(text);
+        for w in ["tokio", "54", "http", "async", "rust", "caf", "东京"] {
+            assert!(t.contains(&w.to_string()), "{w}: {t:?}");
+        }
+        for latin in ["BM25 over chunk content, title weighted", "naïve café, Ærø"] {
+            assert!(matches!(zhiku_text::to_simplified(latin), Cow::Borrowed(_)));
+        }
+    }
+
+    #[test]
+    fn offsets_stay_within_the_original_text() {
+        for text in [
+            "記憶體與軟體的資訊",
+            "計程車 taxi 出租車",
+            "中华人民共和国",
+            "a",
+        ] {
+            for (term, from, to) in analyze(&jieba(), text) {
+                assert!(
+                    from <= to && to <= text.len(),
+                    "{term} {from}..{to} in {text}"
+                );
+                assert!(text.is_char_boundary(from) && text.is_char_boundary(to));
+            }
+        }
+        // A character-for-character conversion maps back exactly.
+        let text = "開發者們";
+        let spans: Vec<&str> = analyze(&jieba(), text)
+            .into_iter()
+            .map(|(_, from, to)| &text[from..to])
+            .collect();
+        assert!(spans.contains(&"開發"), "{spans:?}");
+    }
+
+    #[test]
+    fn search_mode_adds_sub_words() {
+        let t = terms("中华人民共和国");
+        assert!(
+            t.contains(&"中华人民共和国".to_string()) || t.contains(&"共和国".to_string()),
+            "{t:?}"
+        );
+    }
+}
