@@ -23,6 +23,7 @@ mod decode;
 mod extracted;
 mod format;
 mod limits;
+mod ooxml;
 mod package;
 mod panic;
 mod text_builder;

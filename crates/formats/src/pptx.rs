@@ -21,9 +21,9 @@ use std::collections::HashMap;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::docx::{Node, Relationship, core_properties, mostly_cjk, read_xml, relationships};
 use crate::extracted::Extracted;
 use crate::limits::Limits;
+use crate::ooxml::{Node, Relationship, core_properties, mostly_cjk, read_xml, relationships};
 use crate::package::Package;
 use crate::text_builder::{TextBuilder, one_line};
 
@@ -440,8 +440,8 @@ fn notes_text(root: &Node) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::docx::tests::{check_fixture, heading_paths, limits, package};
     use super::*;
+    use crate::ooxml::tests::{check_fixture, heading_paths, limits, package};
 
     const NS: &str = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main""#;
     const REL: &str = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";

@@ -29,9 +29,9 @@ use anyhow::{Result, anyhow, bail};
 use calamine::{DataRef, ExcelDateTime, ExcelDateTimeType, Reader, SheetType, Xlsx};
 
 use crate::decode::decode_text;
-use crate::docx::core_properties;
 use crate::extracted::Extracted;
 use crate::limits::Limits;
+use crate::ooxml::core_properties;
 use crate::package::Package;
 use crate::text_builder::{TextBuilder, one_line};
 
@@ -404,8 +404,8 @@ fn detect_delimiter(text: &str) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::docx::tests::{check_fixture, heading_paths, limits, package};
     use super::*;
+    use crate::ooxml::tests::{check_fixture, heading_paths, limits, package};
 
     #[test]
     fn csv_rows_are_grouped_under_the_header() {
