@@ -170,6 +170,25 @@ fn prod_indexes_and_searches_through_qdrant_and_falls_back_when_it_is_gone() {
         "{found}"
     );
 
+    // A cluster's nodes listed with the first one dead: requests move to the next node at
+    // once, and both routes run as with the live node alone.
+    let listed = format!("{},{url}", dead_url());
+    let found = run_json(zhiku(store.path(), &listed, &prefix).args([
+        "search",
+        "切分策略改变后 chunkId 会怎样？",
+        "--json",
+    ]));
+    assert!(
+        found["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "ran"),
+        "{}",
+        found["routes"]
+    );
+    assert_eq!(found["evidence"].as_array().unwrap(), evidence, "{found}");
+
     // The server is unreachable: search falls back to the lexical route and says why.
     let dead = dead_url();
     let manifest = support::stored_catalog(store.path());
