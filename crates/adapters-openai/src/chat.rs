@@ -93,11 +93,13 @@ impl ChatError {
 
 impl From<HttpError> for ChatError {
     fn from(e: HttpError) -> Self {
-        match (e.kind, e.status) {
-            (HttpErrorKind::Unreachable, _) | (_, None) => ChatError::Unavailable(e.message),
-            (_, Some(code)) => ChatError::Status {
+        match (e.kind, e.status, e.class) {
+            (HttpErrorKind::Unreachable, _, _) | (_, None, _) | (_, _, None) => {
+                ChatError::Unavailable(e.message)
+            }
+            (_, Some(code), Some(class)) => ChatError::Status {
                 code,
-                class: http::classify(code, &e.message),
+                class,
                 message: e.message,
             },
         }

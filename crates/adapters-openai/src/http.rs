@@ -41,7 +41,25 @@ pub(crate) enum HttpErrorKind {
 pub(crate) struct HttpError {
     pub(crate) kind: HttpErrorKind,
     pub(crate) status: Option<u16>,
+    /// What [`classify`] made of the status, when the server answered one.
+    pub(crate) class: Option<Class>,
     pub(crate) message: String,
+}
+
+impl HttpError {
+    /// A temporary failure given up on: a status the server kept answering, or none reached.
+    fn given_up(status: Option<u16>, message: String) -> Self {
+        Self {
+            kind: if status.is_some() {
+                HttpErrorKind::Temporary
+            } else {
+                HttpErrorKind::Unreachable
+            },
+            status,
+            class: status.map(|_| Class::Temporary),
+            message,
+        }
+    }
 }
 
 /// The settings a failure message points at, named as the configuration names them.
@@ -140,15 +158,7 @@ impl Client {
                             "{message} (after {tries} attempt{})",
                             if tries == 1 { "" } else { "s" }
                         );
-                        return Err(HttpError {
-                            kind: if status.is_some() {
-                                HttpErrorKind::Temporary
-                            } else {
-                                HttpErrorKind::Unreachable
-                            },
-                            status,
-                            message,
-                        });
+                        return Err(HttpError::given_up(status, message));
                     }
                     let backoff = self.policy.backoff.saturating_mul(1u32 << attempt.min(16));
                     std::thread::sleep(wait.unwrap_or(backoff).min(MAX_RETRY_WAIT));
@@ -171,6 +181,7 @@ impl Client {
                 Failure::Permanent(HttpError {
                     kind: HttpErrorKind::Permanent,
                     status: None,
+                    class: None,
                     message: format!("{url} sent a reply that is not JSON: {e}"),
                 })
             }
@@ -192,15 +203,7 @@ impl Client {
             Failure::Permanent(e) => e,
             Failure::Temporary {
                 message, status, ..
-            } => HttpError {
-                kind: if status.is_some() {
-                    HttpErrorKind::Temporary
-                } else {
-                    HttpErrorKind::Unreachable
-                },
-                status,
-                message,
-            },
+            } => HttpError::given_up(status, message),
         })
     }
 
@@ -245,6 +248,7 @@ impl Client {
                     class => Failure::Permanent(HttpError {
                         kind: class.kind(),
                         status: Some(code),
+                        class: Some(class),
                         message: self.hints.explain(class, message),
                     }),
                 })
@@ -256,6 +260,7 @@ impl Client {
                 | ureq::ErrorKind::InvalidProxyUrl => Err(Failure::Permanent(HttpError {
                     kind: HttpErrorKind::Unreachable,
                     status: None,
+                    class: None,
                     message: format!("{url} cannot be requested: {t}"),
                 })),
                 // ureq's message names the URL already.
