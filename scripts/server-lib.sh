@@ -1,9 +1,22 @@
 # shellcheck shell=bash
 # server-lib.sh — what embed-server.sh, llm-server.sh and rerank-server.sh share:
 # starting a background server from a pid file, waiting for it, stopping it.
-# Sourced, not run. The caller defines log, die, server_pid (the live pid of
-# its server, or failure) and models_answer (the served model ids, or failure),
-# and sets PIDFILE, LOGFILE, URL and START_TIMEOUT.
+# Sourced, not run. The caller defines log, die and models_answer (the served
+# model ids, or failure), may define its own server_pid after sourcing (the
+# live pid of its server, or failure; by default the one $PIDFILE names), and
+# sets PIDFILE, LOGFILE, URL and START_TIMEOUT.
+
+# pid_in FILE: the pid FILE names while that process lives, or failure.
+pid_in() {
+    local pid
+    [ -f "$1" ] || return 1
+    pid="$(cat "$1")"
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    echo "$pid"
+}
+
+# server_pid: the live pid of this script's server, from $PIDFILE.
+server_pid() { pid_in "$PIDFILE"; }
 
 # launch CMD...: start CMD in its own session (setsid: it outlives this shell
 # and its job control), output to $LOGFILE, and wait until it has written its
