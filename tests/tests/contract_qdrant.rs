@@ -8,9 +8,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
-use zhiku_domain::ports::{EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex};
-use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+use zhiku_adapters_qdrant::{Bm25, QdrantConfig, QdrantLexicalIndex, QdrantVectorIndex};
+use zhiku_domain::ports::{
+    EmbeddedChunk, IndexCapabilities, IndexError, LexicalIndex, ScoredChunk, VectorIndex,
+};
+use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
 const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
 
@@ -136,6 +138,79 @@ mod qdrant_vector {
     zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| -> Option<Box<dyn VectorIndex>> {
         let url = server("vector_index_contract")?;
         Some(Box::new(Scratch::open(&url, "contract", space)))
+    });
+}
+
+/// A lexical index whose collection is dropped when the test is done with it.
+#[derive(Debug)]
+struct LexicalScratch(QdrantLexicalIndex);
+
+impl LexicalScratch {
+    fn open(url: &str, tag: &str) -> Self {
+        let name = unique_collection(tag);
+        Self(
+            QdrantLexicalIndex::open_collection(&config(url), &name, Bm25::default())
+                .unwrap_or_else(|e| panic!("cannot open {name} on {url}: {e}")),
+        )
+    }
+}
+
+impl Drop for LexicalScratch {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.drop_collection() {
+            eprintln!(
+                "warning: could not drop test collection {}: {e}",
+                self.0.collection()
+            );
+        }
+    }
+}
+
+impl LexicalIndex for LexicalScratch {
+    fn capabilities(&self) -> IndexCapabilities {
+        self.0.capabilities()
+    }
+    fn analyzer(&self) -> String {
+        self.0.analyzer()
+    }
+    fn upsert(&self, chunks: &[Chunk]) -> Result<(), IndexError> {
+        self.0.upsert(chunks)
+    }
+    fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
+        self.0.delete_chunks(ids)
+    }
+    fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
+        self.0.delete_document(doc)
+    }
+    fn search(
+        &self,
+        query: &str,
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>, IndexError> {
+        self.0.search(query, k, filter)
+    }
+    fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
+        self.0.chunk_ids(doc)
+    }
+    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+        self.0.all_chunk_ids()
+    }
+    fn count(&self) -> Result<usize, IndexError> {
+        self.0.count()
+    }
+    fn commit(&self) -> Result<(), IndexError> {
+        self.0.commit()
+    }
+}
+
+/// The lexical route on the server: sparse vectors of zhiku's analyzer terms.
+mod qdrant_lexical {
+    use super::*;
+
+    zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
+        let url = server("lexical_index_contract")?;
+        Some(Box::new(LexicalScratch::open(&url, "lexical")))
     });
 }
 
@@ -596,5 +671,43 @@ mod adapter {
         }
         // The server itself is fine: the direct connection still sees the three chunks.
         assert_eq!(cleanup.count().unwrap(), 3);
+    }
+
+    /// The lexical collection measures its average lengths on its first write, records them,
+    /// and every later handle (a reopen, another replica) weighs with the recorded ones; a
+    /// rebuild's drop of the knowledge base's collections takes the lexical one too.
+    #[test]
+    fn lexical_averages_are_measured_once_and_kept_and_a_rebuild_drops_the_collection() {
+        let Some(url) = server("lexical_averages_are_measured_once_and_kept") else {
+            return;
+        };
+        let config = config(&url);
+        let kb = unique_collection("kb");
+        let first = QdrantLexicalIndex::open(&config, &kb, Bm25::default()).unwrap();
+        let other = QdrantLexicalIndex::open(&config, &kb, Bm25::default()).unwrap();
+        assert_eq!(first.bm25().avg_len, None, "nothing written yet");
+        let long = "检索 排序 融合 向量 词法 召回 重排 上下文 引用 答案 ".repeat(3);
+        first
+            .upsert(&[
+                Spec::new("a", "s", long.clone()).title("混合检索").chunk(),
+                Spec::new("b", "s", "检索").title("检索").chunk(),
+            ])
+            .unwrap();
+        let recorded = first.bm25();
+        let (avg, avg_title) = (recorded.avg_len.unwrap(), recorded.avg_title_len.unwrap());
+        assert!(avg > 10.0 && avg_title >= 1.0, "{recorded:?}");
+        // The other handle opened before the first write: it reads the recorded averages on
+        // its first write instead of measuring its own (one short chunk).
+        other
+            .upsert(&[Spec::new("c", "s", "重排").chunk()])
+            .unwrap();
+        assert_eq!(other.bm25(), recorded);
+        let reopened = QdrantLexicalIndex::open(&config, &kb, Bm25::default()).unwrap();
+        assert_eq!(reopened.bm25(), recorded);
+        assert_eq!(reopened.count().unwrap(), 3);
+        let hits = reopened.search("检索", 10, &scope("s")).unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        let dropped = QdrantVectorIndex::drop_kb_collections(&config, &kb).unwrap();
+        assert_eq!(dropped, vec![reopened.collection().to_string()]);
     }
 }

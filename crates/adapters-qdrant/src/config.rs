@@ -154,6 +154,16 @@ impl QdrantConfig {
         )
     }
 
+    /// The lexical collection of knowledge base `kb` for the analyzer `analyzer`:
+    /// `{prefix}{kb}_{first 8 hex of sha256("lexical " + analyzer identity)}`, so that it is
+    /// one of the knowledge base's collections (a rebuild drops it with the others) and a new
+    /// analyzer gets a new collection.
+    pub fn lexical_collection_name(&self, kb: &str, analyzer: &str) -> String {
+        let digest = Sha256::digest(format!("lexical {analyzer}").as_bytes());
+        let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}{}_{tag}", self.collection_prefix, sanitize(kb))
+    }
+
     /// The start every collection of `kb` shares, whatever its space.
     pub fn kb_prefix(&self, kb: &str) -> String {
         format!("{}{}_", self.collection_prefix, sanitize(kb))

@@ -69,11 +69,8 @@ fn norm(values: &[f32]) -> f64 {
         .sqrt()
 }
 
-/// The point of an embedded chunk.
-pub(crate) fn to_point(
-    item: &EmbeddedChunk,
-) -> Result<PointStruct, zhiku_domain::ports::IndexError> {
-    let chunk = &item.chunk;
+/// The payload of a chunk's point: its record and the terms its filters match.
+pub(crate) fn chunk_payload(chunk: &Chunk) -> Result<Payload, zhiku_domain::ports::IndexError> {
     let record = serde_json::to_value(chunk.to_record())
         .map_err(|e| permanent(format!("cannot serialise chunk {}: {e}", chunk.chunk_id())))?;
     let serde_json::Value::Object(mut map) = record else {
@@ -90,12 +87,21 @@ pub(crate) fn to_point(
         METADATA_TERMS.into(),
         serde_json::json!(chunk.doc().metadata.filter_terms()),
     );
+    Ok(Payload::from(map))
+}
+
+/// The point of an embedded chunk.
+pub(crate) fn to_point(
+    item: &EmbeddedChunk,
+) -> Result<PointStruct, zhiku_domain::ports::IndexError> {
+    let chunk = &item.chunk;
+    let mut payload = chunk_payload(chunk)?;
     let values = item.embedding.values();
-    map.insert(NORM.into(), serde_json::json!(norm(values)));
+    payload.insert(NORM, norm(values));
     Ok(PointStruct::new(
         point_id(chunk.chunk_id()),
         values.to_vec(),
-        Payload::from(map),
+        payload,
     ))
 }
 

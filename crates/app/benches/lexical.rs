@@ -20,8 +20,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use zhiku_adapters_tantivy::{LexicalConfig, jieba};
-use zhiku_app::wiring::corpus::{DenseChoice, build_corpus_index, corpus_scope};
-use zhiku_domain::ports::LexicalIndex;
+use zhiku_app::wiring::corpus::{CorpusLexical, DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_domain::{ChunkingPolicy, Filter};
 use zhiku_eval::beir::{EvalSet, Passage, load_beir};
@@ -75,7 +74,7 @@ fn measure_zhiku(set: &EvalSet, repeat: usize) -> Figures {
     let index = build_corpus_index(
         &corpus,
         ChunkingPolicy::default(),
-        LexicalConfig::default(),
+        CorpusLexical::Tantivy(LexicalConfig::default()),
         DenseChoice::None,
     )
     .expect("index builds");

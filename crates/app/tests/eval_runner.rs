@@ -77,7 +77,7 @@ fn known_answers_give_known_metrics() {
     let index = build_corpus_index(
         &set.corpus,
         ChunkingPolicy::default(),
-        LexicalConfig::default(),
+        zhiku_app::wiring::corpus::CorpusLexical::Tantivy(LexicalConfig::default()),
         DenseChoice::None,
     )
     .unwrap();
@@ -152,7 +152,7 @@ fn document_ids_play_no_part_in_ranking() {
     let index = build_corpus_index(
         &set.corpus,
         ChunkingPolicy::default(),
-        LexicalConfig::default(),
+        zhiku_app::wiring::corpus::CorpusLexical::Tantivy(LexicalConfig::default()),
         DenseChoice::None,
     )
     .unwrap();

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 use zhiku_app::config::{Config, EmbedderKind};
 use zhiku_app::wiring;
-use zhiku_app::wiring::corpus::{DenseChoice, build_default_corpus_index, corpus_scope};
+use zhiku_app::wiring::corpus::{CorpusLexical, DenseChoice, build_corpus_index, corpus_scope};
 use zhiku_app::wiring::embed_server::openai_embedder_config;
 use zhiku_app::wiring::generator::generator_for;
 use zhiku_app::wiring::rerank::reranker_for;
@@ -114,7 +114,8 @@ impl Figures {
         let set = load_beir(dir).with_context(|| format!("loading {}", dir.display()))?;
         let config = ctx.config(None)?;
         let (embedder, dense) = dense_choice(&config, embedder)?;
-        let index = build_default_corpus_index(&set.corpus, config.policy, dense)?;
+        let lexical = CorpusLexical::of(config.lexical, &config.qdrant);
+        let index = build_corpus_index(&set.corpus, config.policy, lexical, dense)?;
         ctx.note(&format!(
             "indexed {} passages into {} chunks in {:.2} s",
             set.corpus.len(),

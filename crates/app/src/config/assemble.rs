@@ -12,7 +12,7 @@ use zhiku_domain::rules::fusion::{FusionConfig, Route};
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
-use super::kinds::{EmbedServer, FallbackStep};
+use super::kinds::{EmbedServer, FallbackStep, LexicalKind, VectorsKind};
 use super::model::Config;
 use super::settings::Values;
 
@@ -162,6 +162,11 @@ impl Config {
         fusion
             .validate()
             .map_err(|e| anyhow!("invalid fusion settings: {e}"))?;
+        if v.lexical == LexicalKind::Qdrant && v.vectors != VectorsKind::Qdrant {
+            bail!(
+                "lexical = \"qdrant\" keeps the lexical route beside the vectors on Qdrant: it needs vectors = \"qdrant\" (profile cluster)"
+            );
+        }
         if v.scopes.is_empty() {
             bail!("no scopes configured: set `scopes` in zhiku.toml or ZHIKU_SCOPES");
         }

@@ -66,6 +66,9 @@ pub enum LexicalKind {
     Ram,
     /// tantivy in the store directory.
     Disk,
+    /// Sparse vectors of the same analyzer's terms in a Qdrant collection (`[qdrant]`), beside
+    /// the vectors: only with `vectors = "qdrant"`.
+    Qdrant,
 }
 
 /// One step of the chain an unreachable or timed-out chat server falls back along

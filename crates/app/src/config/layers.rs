@@ -140,8 +140,9 @@ fn builtin(profile: &str) -> Result<Table> {
         "dev" => ("memory", "hashing", "ram"),
         "local" => ("ann", "candle", "disk"),
         "prod" => ("qdrant", "candle", "disk"),
+        "cluster" => ("qdrant", "candle", "qdrant"),
         other => bail!(
-            "unknown profile {other:?}: use dev, local or prod, or define [profiles.{other}] in zhiku.toml"
+            "unknown profile {other:?}: use dev, local, prod or cluster, or define [profiles.{other}] in zhiku.toml"
         ),
     };
     Ok(Table::from_iter(
@@ -183,11 +184,12 @@ pub(super) fn stack(
         .and_then(|t| t.as_table())
         .cloned();
     // A profile the file defines (not a built-in name) starts from `local`'s adapters.
-    let base = if profile_table.is_some() && !matches!(profile, "dev" | "local" | "prod") {
-        builtin("local")?
-    } else {
-        builtin(profile)?
-    };
+    let base =
+        if profile_table.is_some() && !matches!(profile, "dev" | "local" | "prod" | "cluster") {
+            builtin("local")?
+        } else {
+            builtin(profile)?
+        };
     let mut r = Resolver::default();
     r.origins
         .push(("profile".to_string(), format!("{profile} ({picked_by})")));

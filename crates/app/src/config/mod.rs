@@ -15,6 +15,8 @@
 //!   lexical retrieval with a notice.
 //! - `prod`: vectors on a Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`, the adapter's
 //!   [`QdrantConfig`]), manifest and tantivy on disk, candle.
+//! - `cluster`: vectors and the lexical route (sparse vectors of the same analyzer's terms) on
+//!   a Qdrant server or cluster, candle; the catalog still in the store folder.
 //!
 //! Each section's type is owned by the crate it configures: `[qdrant]` by the Qdrant adapter,
 //! `[ann]` by the embedded vector index, `[serve]` by the HTTP transport.

@@ -128,9 +128,10 @@ pub struct Config {
 }
 
 impl Config {
-    /// True when the store lives on disk (a lexical index or vector index there).
+    /// True when the store persists (a lexical or vector index on disk or on a server), so its
+    /// catalog must too.
     pub fn is_persistent(&self) -> bool {
-        self.lexical == LexicalKind::Disk || self.vectors == VectorsKind::Ann
+        self.lexical != LexicalKind::Ram || self.vectors == VectorsKind::Ann
     }
 
     /// The cross-encoder `reranker = "cross-encoder"` loads: `rerank_model`, else the default.

@@ -101,7 +101,8 @@ settings! {
     /// What embeds: `none` (lexical retrieval only), `hashing` (a test double), `candle` or
     /// `openai` (a server, the `embed_*` keys); the profile picks it.
     embedder: EmbedderKind = EmbedderKind::Candle, env: "ZHIKU_EMBEDDER";
-    /// Where the lexical index lives: `ram` or `disk`; the profile picks it.
+    /// Where the lexical index lives: `ram`, `disk` or `qdrant` (with `vectors = "qdrant"`);
+    /// the profile picks it.
     lexical: LexicalKind = LexicalKind::Disk, env: "ZHIKU_LEXICAL";
     /// The candle embedder's model: a hub id or a local folder.
     model: String = DEFAULT_MODEL.to_string(), env: "ZHIKU_MODEL";

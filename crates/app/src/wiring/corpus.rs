@@ -1,13 +1,15 @@
 //! An in-memory knowledge base built from a corpus, for evaluation and benchmarks.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use zhiku_adapters_candle::{CandleEmbedder, EmbedderOptions, ModelSource};
 use zhiku_adapters_memory::{HashingEmbedder, MemorySourceStore, MemoryVectorIndex};
 use zhiku_adapters_openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
+use zhiku_adapters_qdrant::{Bm25, QdrantConfig, QdrantLexicalIndex};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
-use zhiku_domain::ports::Embedder;
+use zhiku_domain::ports::{Embedder, LexicalIndex};
 use zhiku_domain::usecases::{Catalog, IndexReport, Indexer, Retriever, SyncMode};
 use zhiku_domain::{ChunkingPolicy, Document, Scope};
 
@@ -18,10 +20,13 @@ pub fn corpus_scope() -> Scope {
     Scope::default_scope()
 }
 
-/// A corpus indexed lexically (tantivy in RAM) and, optionally, densely.
+/// A corpus indexed lexically (tantivy in RAM, or a scratch lexical collection on Qdrant that
+/// is dropped with the index) and, optionally, densely.
 pub struct CorpusIndex {
     /// The BM25 index.
-    pub lexical: TantivyLexicalIndex,
+    pub lexical: Arc<dyn LexicalIndex>,
+    /// The scratch collection behind `lexical`, when it is on Qdrant.
+    scratch: Option<Arc<QdrantLexicalIndex>>,
     /// The dense route, when built.
     pub dense: Option<(Box<dyn Embedder>, MemoryVectorIndex)>,
     /// The corpus as the source of truth.
@@ -33,6 +38,75 @@ pub struct CorpusIndex {
     /// Seconds spent chunking, analysing, embedding and committing.
     pub build_seconds: f64,
 }
+
+impl Drop for CorpusIndex {
+    fn drop(&mut self) {
+        if let Some(scratch) = &self.scratch
+            && let Err(e) = scratch.drop_collection()
+        {
+            tracing::warn!(
+                target: "zhiku::eval",
+                "could not drop the scratch collection {}: {e}",
+                scratch.collection()
+            );
+        }
+    }
+}
+
+/// Where a corpus index keeps its lexical route.
+#[derive(Debug, Clone)]
+pub enum CorpusLexical {
+    /// tantivy in RAM, with these settings.
+    Tantivy(LexicalConfig),
+    /// A scratch collection of sparse vectors on the Qdrant deployment of these settings,
+    /// dropped with the index.
+    Qdrant(QdrantConfig),
+}
+
+impl CorpusLexical {
+    /// The lexical index `kind` asks for, with default settings.
+    pub fn of(kind: crate::config::LexicalKind, qdrant: &QdrantConfig) -> Self {
+        match kind {
+            crate::config::LexicalKind::Qdrant => Self::Qdrant(qdrant.clone()),
+            _ => Self::Tantivy(LexicalConfig::default()),
+        }
+    }
+
+    /// The index; the tantivy index to merge once built, or the scratch collection to drop
+    /// with it.
+    fn open(self) -> Result<OpenedLexical> {
+        Ok(match self {
+            Self::Tantivy(config) => {
+                let index = Arc::new(TantivyLexicalIndex::in_ram(config)?);
+                (index.clone(), Some(index), None)
+            }
+            Self::Qdrant(config) => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
+                let name = format!(
+                    "{}corpus_scratch_{}_{nanos:x}",
+                    config.collection_prefix,
+                    std::process::id()
+                );
+                let index = Arc::new(QdrantLexicalIndex::open_collection(
+                    &config,
+                    &name,
+                    Bm25::default(),
+                )?);
+                (index.clone(), None, Some(index))
+            }
+        })
+    }
+}
+
+/// An opened corpus lexical index, and the same index by its adapter.
+type OpenedLexical = (
+    Arc<dyn LexicalIndex>,
+    Option<Arc<TantivyLexicalIndex>>,
+    Option<Arc<QdrantLexicalIndex>>,
+);
 
 impl std::fmt::Debug for CorpusIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,14 +135,19 @@ pub fn build_default_corpus_index(
     policy: ChunkingPolicy,
     dense: DenseChoice,
 ) -> Result<CorpusIndex> {
-    build_corpus_index(passages, policy, LexicalConfig::default(), dense)
+    build_corpus_index(
+        passages,
+        policy,
+        CorpusLexical::Tantivy(LexicalConfig::default()),
+        dense,
+    )
 }
 
 /// Converts passages to documents and indexes them.
 pub fn build_corpus_index(
     passages: &[Passage],
     policy: ChunkingPolicy,
-    lexical_config: LexicalConfig,
+    lexical: CorpusLexical,
     dense: DenseChoice,
 ) -> Result<CorpusIndex> {
     let scope = corpus_scope();
@@ -80,7 +159,7 @@ pub fn build_corpus_index(
     for d in &docs {
         source.put(d);
     }
-    let lexical = TantivyLexicalIndex::in_ram(lexical_config)?;
+    let (lexical, tantivy, scratch) = lexical.open()?;
     let dense: Option<(Box<dyn Embedder>, MemoryVectorIndex)> = match dense {
         DenseChoice::None => None,
         DenseChoice::Hashing => {
@@ -104,15 +183,20 @@ pub fn build_corpus_index(
     };
     let started = Instant::now();
     let indexer = match &dense {
-        Some((embedder, vectors)) => Indexer::hybrid(policy, embedder.as_ref(), vectors, &lexical)?,
-        None => Indexer::lexical_only(policy, &lexical),
+        Some((embedder, vectors)) => {
+            Indexer::hybrid(policy, embedder.as_ref(), vectors, lexical.as_ref())?
+        }
+        None => Indexer::lexical_only(policy, lexical.as_ref()),
     };
     let empty = indexer.empty_catalog();
     let (catalog, report) = indexer.run(&empty, docs, SyncMode::Full, &mut |_| {})?;
-    lexical.merge_segments()?;
+    if let Some(tantivy) = tantivy {
+        tantivy.merge_segments()?;
+    }
     let build_seconds = started.elapsed().as_secs_f64();
     Ok(CorpusIndex {
         lexical,
+        scratch,
         dense,
         source,
         catalog,
@@ -124,7 +208,7 @@ pub fn build_corpus_index(
 impl CorpusIndex {
     /// A retriever over this index's routes.
     pub fn retriever(&self) -> Retriever<'_> {
-        let r = Retriever::new(&self.source).with_lexical(&self.lexical);
+        let r = Retriever::new(&self.source).with_lexical(self.lexical.as_ref());
         match &self.dense {
             Some((embedder, vectors)) => r.with_dense(embedder.as_ref(), vectors),
             None => r.without_dense("no embedder was built for this corpus"),

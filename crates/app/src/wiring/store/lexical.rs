@@ -1,9 +1,10 @@
-//! The lexical step of an open: the tantivy index the configuration asks for, in RAM or in the
-//! store folder.
+//! The lexical step of an open: the index the configuration asks for, tantivy in RAM or in the
+//! store folder, or sparse vectors in the knowledge base's lexical collection on Qdrant.
 
 use std::sync::Arc;
 
 use anyhow::Result;
+use zhiku_adapters_qdrant::{Bm25, QdrantLexicalIndex};
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::{ChunkRecords, LexicalIndex};
 use zhiku_service::StrayFiles;
@@ -35,6 +36,7 @@ pub(super) fn open(
     records: impl FnOnce() -> Result<Records>,
 ) -> Result<Lexical> {
     let lexical = match request.config.lexical {
+        LexicalKind::Qdrant => return on_qdrant(request),
         LexicalKind::Ram => TantivyLexicalIndex::in_ram(LexicalConfig::default())?,
         LexicalKind::Disk => {
             let path = request.dir.join("lexical");
@@ -55,6 +57,26 @@ pub(super) fn open(
         swept: lexical.swept_files().to_vec(),
         stray_files: stray_files(request),
         index: Arc::new(lexical),
+    })
+}
+
+/// The knowledge base's lexical collection on the Qdrant deployment of `[qdrant]`. A server
+/// that cannot be reached fails the open: there is no other copy of the lexical route.
+fn on_qdrant(request: &Request<'_>) -> Result<Lexical> {
+    let settings = &request.config.qdrant;
+    let kb = crate::wiring::qdrant::kb_name(request.dir)?;
+    let index = QdrantLexicalIndex::open(settings, &kb, Bm25::default())
+        .map_err(|e| request.rebuild_or(e))?;
+    Ok(Lexical {
+        described: format!(
+            "qdrant sparse vectors, collection {} on {} ({})",
+            index.collection(),
+            index.url(),
+            index.analyzer()
+        ),
+        swept: Vec::new(),
+        stray_files: None,
+        index: Arc::new(index),
     })
 }
 
