@@ -8,9 +8,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use zhiku_adapters_qdrant::{Bm25, QdrantConfig, QdrantLexicalIndex, QdrantVectorIndex};
+use zhiku_adapters_qdrant::{
+    Bm25, QdrantCatalogStore, QdrantConfig, QdrantLexicalIndex, QdrantVectorIndex,
+};
 use zhiku_domain::ports::{
-    EmbeddedChunk, IndexCapabilities, IndexError, LexicalIndex, ScoredChunk, VectorIndex,
+    CatalogStore, EmbeddedChunk, IndexCapabilities, IndexError, LexicalIndex, ScoredChunk,
+    VectorIndex,
 };
 use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
@@ -211,6 +214,37 @@ mod qdrant_lexical {
     zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
         let url = server("lexical_index_contract")?;
         Some(Box::new(LexicalScratch::open(&url, "lexical")))
+    });
+}
+
+/// The catalog on the server: each test's handles share one fresh collection, dropped when
+/// the last handle goes.
+mod qdrant_catalog {
+    use std::sync::Arc;
+
+    use super::*;
+    use zhiku_tests::contract::catalog::OpenCatalogStore;
+
+    /// Drops the collection when the test's opener goes.
+    struct Dropper(QdrantCatalogStore);
+
+    impl Drop for Dropper {
+        fn drop(&mut self) {
+            let _ = self.0.drop_collection();
+        }
+    }
+
+    zhiku_tests::catalog_store_contract!(|()| -> Option<Box<OpenCatalogStore>> {
+        let url = server("catalog_store_contract")?;
+        let name = unique_collection("catalog");
+        let config = config(&url);
+        let keeper = Arc::new(Dropper(
+            QdrantCatalogStore::open_collection(&config, &name).unwrap(),
+        ));
+        Some(Box::new(move || {
+            let _keep = &keeper;
+            Box::new(QdrantCatalogStore::open_collection(&config, &name).unwrap())
+        }))
     });
 }
 
@@ -709,5 +743,82 @@ mod adapter {
         assert_eq!(hits.len(), 2, "{hits:?}");
         let dropped = QdrantVectorIndex::drop_kb_collections(&config, &kb).unwrap();
         assert_eq!(dropped, vec![reopened.collection().to_string()]);
+    }
+
+    /// The writer lease: a second handle waits while the first holds it and takes it (in a
+    /// new epoch) once it lapses; the first, having lost it, cannot save any more; a save by
+    /// the holder goes through.
+    #[test]
+    fn the_writer_lease_is_exclusive_and_a_writer_that_lost_it_cannot_save() {
+        let Some(url) = server("the_writer_lease_is_exclusive") else {
+            return;
+        };
+        let config = config(&url);
+        let name = unique_collection("lease");
+        let first = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let second = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let stored = zhiku_tests::contract::catalog::stored_catalog(&[("a", 2)], None);
+        let ttl = Duration::from_millis(1500);
+        assert!(first.acquire(ttl, Duration::ZERO).unwrap());
+        first.save(&stored).unwrap();
+        // Held: the second handle gives up after its wait.
+        let started = std::time::Instant::now();
+        assert!(!second.acquire(ttl, Duration::from_millis(300)).unwrap());
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        let held = first.lease_on_record().unwrap();
+        assert_eq!(held.owner, first.owner());
+        // Lapsed: the second takes it in a new epoch, and the first's saves are refused.
+        assert!(second.acquire(ttl, Duration::from_secs(5)).unwrap());
+        let taken = second.lease_on_record().unwrap();
+        assert_eq!(taken.owner, second.owner());
+        assert_eq!(taken.epoch, held.epoch + 1);
+        let other = zhiku_tests::contract::catalog::stored_catalog(&[("b", 1)], None);
+        let refused = first.save(&other).unwrap_err();
+        assert!(refused.is_temporary(), "{refused}");
+        assert!(refused.to_string().contains("lease"), "{refused}");
+        assert_eq!(
+            second.load().unwrap(),
+            Some(stored.clone()),
+            "nothing of the refused save"
+        );
+        second.save(&other).unwrap();
+        assert_eq!(first.load().unwrap(), Some(other));
+        second.release().unwrap();
+        assert!(first.lease_on_record().unwrap().owner.is_empty());
+        first.drop_collection().unwrap();
+    }
+
+    /// A turn taken through the port holds the lease until it is dropped, renewing it; the
+    /// catalog it returns is the one another handle saved since.
+    #[test]
+    fn a_write_turn_holds_the_lease_and_brings_the_catalog_on_record() {
+        let Some(url) = server("a_write_turn_holds_the_lease") else {
+            return;
+        };
+        let config = config(&url);
+        let name = unique_collection("turn");
+        let a = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let b = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let first = zhiku_tests::contract::catalog::stored_catalog(&[("a", 1)], None);
+        a.save(&first).unwrap();
+        assert_eq!(b.load().unwrap(), Some(first.clone()));
+        let second = zhiku_tests::contract::catalog::stored_catalog(&[("a", 1), ("b", 2)], None);
+        a.save(&second).unwrap();
+        let (turn, fresh) = b.begin_write().unwrap();
+        assert_eq!(fresh, Some(second.clone()), "b starts from a's last save");
+        assert_eq!(a.lease_on_record().unwrap().owner, b.owner());
+        assert!(
+            !a.acquire(zhiku_adapters_qdrant::LEASE_TTL, Duration::from_millis(200))
+                .unwrap()
+        );
+        assert_eq!(b.moved().unwrap(), None, "nothing moved since");
+        drop(turn);
+        assert!(a.lease_on_record().unwrap().owner.is_empty(), "released");
+        assert!(
+            a.acquire(zhiku_adapters_qdrant::LEASE_TTL, Duration::ZERO)
+                .unwrap()
+        );
+        a.release().unwrap();
+        a.drop_collection().unwrap();
     }
 }

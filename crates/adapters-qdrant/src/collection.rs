@@ -114,6 +114,19 @@ where
 /// The metadata zhiku records on a collection, as JSON.
 pub(crate) type Metadata = HashMap<String, serde_json::Value>;
 
+/// A payload index: the field, its type, and whether it is the tenant key.
+pub(crate) type PayloadIndex = (&'static str, FieldType, bool);
+
+/// The payload indexes of a collection of chunks: every field a filter uses. The scope is the
+/// tenant key, so Qdrant keeps each scope's points together and plans scope-filtered searches
+/// per tenant.
+pub(crate) const CHUNK_FIELDS: &[PayloadIndex] = &[
+    (SCOPE, FieldType::Keyword, true),
+    (DOC_ID, FieldType::Keyword, false),
+    (LOCALE_TERMS, FieldType::Keyword, false),
+    (METADATA_TERMS, FieldType::Keyword, false),
+];
+
 /// A collection on the deployment the configuration names, and the client that reaches it.
 ///
 /// The ports are synchronous and the Qdrant client is async, so each collection owns a small
@@ -185,19 +198,20 @@ impl Collection {
     }
 
     /// Creates the collection with `create` (shards, replication and `metadata` added here) and
-    /// the payload indexes every filter uses, unless it exists; then returns what it records.
-    /// A collection created concurrently by another process is taken as it is.
+    /// the payload indexes `fields`, unless it exists; then returns what it records. A
+    /// collection created concurrently by another process is taken as it is.
     pub(crate) fn ensure(
         &self,
         create: CreateCollectionBuilder,
         metadata: Metadata,
+        fields: &[PayloadIndex],
     ) -> Result<(Metadata, Option<CollectionConfig>), IndexError> {
         self.run(async {
             let exists = self
                 .retry("check the collection", |c| c.collection_exists(&self.name))
                 .await?;
             if !exists {
-                self.create(create, metadata).await?;
+                self.create(create, metadata, fields).await?;
             }
             self.describe().await
         })
@@ -207,6 +221,7 @@ impl Collection {
         &self,
         create: CreateCollectionBuilder,
         metadata: Metadata,
+        fields: &[PayloadIndex],
     ) -> Result<(), IndexError> {
         let request = create
             .shard_number(self.config.shard_number)
@@ -227,19 +242,10 @@ impl Collection {
             }
             Err(e) => return Err(e),
         }
-        // Payload indexes on every field a filter uses; the scope is the tenant key, so Qdrant
-        // keeps each scope's points together and plans scope-filtered searches per tenant.
-        let fields = [
-            (SCOPE, true),
-            (DOC_ID, false),
-            (LOCALE_TERMS, false),
-            (METADATA_TERMS, false),
-        ];
-        for (field, tenant) in fields {
+        for &(field, kind, tenant) in fields {
             self.retry("create a payload index", |c| {
                 let mut request =
-                    CreateFieldIndexCollectionBuilder::new(&self.name, field, FieldType::Keyword)
-                        .wait(true);
+                    CreateFieldIndexCollectionBuilder::new(&self.name, field, kind).wait(true);
                 if tenant {
                     request = request
                         .field_index_params(KeywordIndexParamsBuilder::default().is_tenant(true));

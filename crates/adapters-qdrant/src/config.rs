@@ -21,6 +21,10 @@ pub struct QdrantConfig {
     pub url: String,
     /// API key, when the server requires one (sent as the `api-key` header).
     pub api_key: Option<String>,
+    /// The knowledge base's name on the deployment, the same on every machine that serves it
+    /// (its collections are named after it). Unset: named after the store folder and a hash
+    /// of its absolute path, which only one machine shares.
+    pub knowledge_base: Option<String>,
     /// Prefix of every collection zhiku creates, so one server can host several installations.
     pub collection_prefix: String,
     /// Deadline of one request; connecting gets the same deadline, at most 5 s.
@@ -57,6 +61,7 @@ impl Default for QdrantConfig {
         Self {
             url: "http://127.0.0.1:6334".into(),
             api_key: None,
+            knowledge_base: None,
             collection_prefix: "zhiku_".into(),
             timeout: Duration::from_secs(10),
             batch_size: 256,
@@ -76,6 +81,7 @@ impl std::fmt::Debug for QdrantConfig {
         f.debug_struct("QdrantConfig")
             .field("url", &self.url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("knowledge_base", &self.knowledge_base)
             .field("collection_prefix", &self.collection_prefix)
             .field("timeout", &self.timeout)
             .field("batch_size", &self.batch_size)
@@ -160,6 +166,15 @@ impl QdrantConfig {
     /// analyzer gets a new collection.
     pub fn lexical_collection_name(&self, kb: &str, analyzer: &str) -> String {
         let digest = Sha256::digest(format!("lexical {analyzer}").as_bytes());
+        let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}{}_{tag}", self.collection_prefix, sanitize(kb))
+    }
+
+    /// The catalog collection of knowledge base `kb`:
+    /// `{prefix}{kb}_{first 8 hex of sha256("catalog")}`, one of the knowledge base's
+    /// collections (a rebuild drops it with the others).
+    pub fn catalog_collection_name(&self, kb: &str) -> String {
+        let digest = Sha256::digest(b"catalog");
         let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
         format!("{}{}_{tag}", self.collection_prefix, sanitize(kb))
     }

@@ -12,7 +12,7 @@ use zhiku_domain::ports::{
 };
 use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
-use crate::collection::{Collection, MAX_K, PAGE};
+use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, PAGE};
 use crate::config::QdrantConfig;
 use crate::error::{ADAPTER, permanent};
 use crate::payload::{self, CHUNK_ID, NORM, point_id, point_id_text, to_point, to_qdrant_filter};
@@ -110,6 +110,7 @@ impl QdrantVectorIndex {
         let (metadata, found) = index.collection.ensure(
             create,
             collection_metadata(&index.space, policy_fingerprint),
+            CHUNK_FIELDS,
         )?;
         index.check_collection(&metadata, found, policy_fingerprint)?;
         Ok(index)

@@ -36,7 +36,7 @@ use zhiku_analyzer::{ANALYZER_IDENTITY, analyze, jieba};
 use zhiku_domain::ports::{IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
 use zhiku_domain::{Chunk, ChunkId, DocId, Filter};
 
-use crate::collection::{Collection, MAX_K, Metadata};
+use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, Metadata};
 use crate::config::QdrantConfig;
 use crate::error::ADAPTER;
 use crate::payload::{chunk_payload, document_filter, point_id, to_qdrant_filter};
@@ -216,7 +216,7 @@ impl QdrantLexicalIndex {
             SparseVectorParamsBuilder::default().modifier(Modifier::Idf),
         );
         let create = CreateCollectionBuilder::new(collection).sparse_vectors_config(sparse);
-        let (metadata, _) = connected.ensure(create, lexical_metadata(&bm25))?;
+        let (metadata, _) = connected.ensure(create, lexical_metadata(&bm25), CHUNK_FIELDS)?;
         let bm25 = check_metadata(collection, &metadata)?;
         Ok(Self {
             collection: connected,

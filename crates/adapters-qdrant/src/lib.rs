@@ -13,6 +13,7 @@
 //! Its contract tests run against a real server: set `ZHIKU_TEST_QDRANT_URL` (e.g.
 //! `http://127.0.0.1:6334`); without it they print `SKIPPED`.
 
+mod catalog;
 mod collection;
 mod config;
 mod error;
@@ -21,6 +22,7 @@ mod lexical;
 mod nodes;
 pub mod payload;
 
+pub use catalog::{LEASE_TTL, LEASE_WAIT, Lease, MERGE_AT, QdrantCatalogStore};
 pub use config::QdrantConfig;
 pub use index::QdrantVectorIndex;
 pub use lexical::{Bm25, QdrantLexicalIndex, term_index, title_index};

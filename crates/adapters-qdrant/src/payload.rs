@@ -131,6 +131,14 @@ pub(crate) fn number_field(payload: &HashMap<String, qdrant::Value>, key: &str) 
     }
 }
 
+/// An integer payload field, exactly (a number read as `f64` loses digits past 2^53).
+pub(crate) fn integer_field(payload: &HashMap<String, qdrant::Value>, key: &str) -> Option<i64> {
+    match payload.get(key)?.kind.as_ref()? {
+        qdrant::value::Kind::IntegerValue(i) => Some(*i),
+        _ => None,
+    }
+}
+
 /// The domain filter as Qdrant conditions, every one of which must hold. Returns `None` when
 /// the filter can match nothing (an empty document list), so no request is needed.
 ///

@@ -14,14 +14,15 @@
 //! ingest runs at a time.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
     AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, Planner, StoredTraceEvent,
-    TraceSink, TraceStore, Turn,
+    TraceSink, TraceStore, Turn, WriteTurn,
 };
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
@@ -63,6 +64,10 @@ impl std::fmt::Debug for Planners {
 /// with its size, and its sections can be read one by one.
 pub const MAX_READ_CHARS: usize = 200_000;
 
+/// How often a knowledge base that answers callers checks the catalog on record for another
+/// process's saves (a store kept on a server that several replicas write).
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
+
 pub(crate) struct Inner {
     pub(crate) store: Store,
     pub(crate) docs: BTreeMap<DocId, DocInfo>,
@@ -82,6 +87,9 @@ pub struct KnowledgeBase {
     pub(crate) clock: MonotonicClock,
     pub(crate) traces: Arc<dyn TraceStore>,
     started: Instant,
+    /// When the catalog on record was last checked ([`Self::current`]), in milliseconds since
+    /// `started`.
+    followed_at: AtomicU64,
     pub(crate) audit: Arc<dyn AuditLog>,
 }
 
@@ -147,12 +155,15 @@ impl KnowledgeBase {
                 origin,
                 &mut |_| {},
             )?),
-            (Some(origin), None) => Some(index_loaded(
-                &mut store,
-                origin,
-                Default::default(),
-                &mut |_| {},
-            )?),
+            (Some(origin), None) => {
+                let (_turn, _) = store.begin_write()?;
+                Some(index_loaded(
+                    &mut store,
+                    origin,
+                    Default::default(),
+                    &mut |_| {},
+                )?)
+            }
             (None, _) => None,
         };
         let docs = served_docs(&store, documents.as_deref())?;
@@ -167,6 +178,7 @@ impl KnowledgeBase {
                 clock: MonotonicClock::default(),
                 traces,
                 started: Instant::now(),
+                followed_at: AtomicU64::new(0),
                 audit: Arc::new(MemoryAuditLog::default()),
             },
             refreshed,
@@ -193,6 +205,48 @@ impl KnowledgeBase {
 
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state to answer a caller from: first, at most once per [`FOLLOW_EVERY`], the catalog
+    /// another process saved since ([`Store::follow`]), so replicas that serve one store kept
+    /// on a server see each other's writes within that time. Skipped while this process
+    /// writes (its writer has the catalog on record).
+    pub(crate) fn current(&self) -> RwLockReadGuard<'_, Inner> {
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.followed_at.load(Ordering::Relaxed);
+        let due = now.saturating_sub(last) >= FOLLOW_EVERY.as_millis() as u64;
+        if due
+            && self
+                .followed_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            && let Ok(_one_writer) = self.writer.try_lock()
+        {
+            let mut inner = self.write();
+            match inner.store.follow() {
+                Ok(true) => match served_docs(&inner.store, self.documents.as_deref()) {
+                    Ok(docs) => inner.docs = docs,
+                    Err(e) => {
+                        tracing::warn!(target: "zhiku::store", "cannot list the documents another writer saved: {e}")
+                    }
+                },
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(target: "zhiku::store", "cannot check the catalog on record: {e}")
+                }
+            }
+        }
+        self.read()
+    }
+
+    /// Begins one write of the store ([`Store::begin_write`]); when another process saved
+    /// since, the documents served are those of the catalog it saved.
+    pub(crate) fn begin_write(&self, inner: &mut Inner) -> Result<WriteTurn, KbError> {
+        let (turn, moved) = inner.store.begin_write()?;
+        if moved {
+            inner.docs = served_docs(&inner.store, self.documents.as_deref())?;
+        }
+        Ok(turn)
     }
 
     /// The bounds every transport applies to a query.
@@ -239,7 +293,7 @@ impl KnowledgeBase {
         let started = Instant::now();
         let filter = filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref())
             .map_err(|e| KbError::invalid(Field::Filter, e))?;
-        let inner = self.read();
+        let inner = self.current();
         let store = &inner.store;
         let source = self.source(store)?;
         let retriever = store.retriever(source.as_ref());
@@ -289,7 +343,7 @@ impl KnowledgeBase {
         check_history(history)?;
         let filter = filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref())
             .map_err(|e| KbError::invalid(Field::Filter, e))?;
-        let inner = self.read();
+        let inner = self.current();
         let store = &inner.store;
         let source = self.source(store)?;
         let retriever = store.retriever(source.as_ref()).with_clock(&self.clock);
@@ -359,7 +413,7 @@ impl KnowledgeBase {
 
     /// Documents in the caller's scopes, by ID, from `offset`, at most `limit`.
     pub fn documents(&self, caller: &Caller, offset: usize, limit: usize) -> (Vec<DocInfo>, usize) {
-        let inner = self.read();
+        let inner = self.current();
         let visible: Vec<&DocInfo> = inner
             .docs
             .values()
@@ -412,7 +466,7 @@ impl KnowledgeBase {
     /// The file a document was read from, for a caller who may see the document: its bytes and
     /// its source path (a PDF opens at a cited page from it).
     pub fn original(&self, caller: &Caller, id: &str) -> Result<(Vec<u8>, String), KbError> {
-        let inner = self.read();
+        let inner = self.current();
         let (doc, rel) = self.visible_document(&inner, caller, id)?;
         let documents = self.documents.as_ref().ok_or_else(|| no_document(id))?;
         let bytes = documents
@@ -424,7 +478,7 @@ impl KnowledgeBase {
 
     /// One document with its chunks, as it is now in the source.
     pub fn document(&self, caller: &Caller, id: &str) -> Result<DocumentView, KbError> {
-        let inner = self.read();
+        let inner = self.current();
         let (doc, _) = self.visible_document(&inner, caller, id)?;
         let a = doc.attributes();
         let entry = inner.store.recorded.catalog.docs.get(doc.id());
@@ -459,7 +513,7 @@ impl KnowledgeBase {
         id: &str,
         section: Option<&str>,
     ) -> Result<SectionView, KbError> {
-        let inner = self.read();
+        let inner = self.current();
         let (doc, _) = self.visible_document(&inner, caller, id)?;
         let section = section
             .map(|s| {
@@ -530,6 +584,7 @@ impl KnowledgeBase {
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut inner = self.write();
+        let _turn = self.begin_write(&mut inner)?;
         let info = self.visible_info(&inner, caller, id)?;
         let documents = self.writable(Change::Remove)?;
         let report = remove_recorded(&mut inner.store, documents, &info.id)?;
@@ -551,6 +606,7 @@ impl KnowledgeBase {
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable(Change::Sweep)?;
         let mut inner = self.write();
+        let _turn = self.begin_write(&mut inner)?;
         let swept = crate::retention::sweep(&mut inner.store, documents, &|s| caller.sees(s));
         // What was removed before a failure stays removed: serve what the catalog lists.
         let Inner { store, docs } = &mut *inner;
@@ -579,7 +635,7 @@ impl KnowledgeBase {
 
     /// The state of the knowledge base as the caller may see it.
     pub fn status(&self, caller: &Caller) -> Status {
-        let inner = self.read();
+        let inner = self.current();
         let store = &inner.store;
         let visible: Vec<&DocInfo> = inner
             .docs

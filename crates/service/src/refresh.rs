@@ -37,6 +37,9 @@ pub fn refresh(
     origin: Origin,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<Refreshed> {
+    // One write: another process writing the same store waits, and what it saved before is
+    // where this run starts.
+    let (_turn, _) = store.begin_write()?;
     // What a writer killed mid-ingest or mid-delete left is settled first: an unrecorded
     // delete's file goes back, temporary files go.
     if !store.is_read_only() {

@@ -7,6 +7,7 @@ use anyhow::Result;
 use zhiku_domain::ports::{
     CatalogCounts, CatalogError, CatalogStore, Changed, Embedder, Generations, LexicalIndex,
     Reranker, SourceError, SourcePaths, SourceStore, StoredCatalog, VectorIndex, WallClock,
+    WriteTurn,
 };
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::expand::ContextPolicy;
@@ -351,6 +352,40 @@ impl Store {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Begins one write (an index run, a put, a delete, a sweep, a repair): takes the right
+    /// to write from the catalog store ([`CatalogStore::begin_write`]; several processes may
+    /// write a store kept on a server) and, when another process saved since, takes the catalog
+    /// on record as the one in memory, so the write starts from it. Hold the turn for the whole
+    /// write; the flag says whether the catalog in memory was replaced. A read-only store
+    /// takes nothing.
+    pub fn begin_write(&mut self) -> Result<(WriteTurn, bool), CatalogError> {
+        if self.read_only {
+            return Ok((WriteTurn::default(), false));
+        }
+        let (turn, fresh) = self.catalog_store.begin_write()?;
+        let moved = fresh.is_some();
+        if let Some(fresh) = fresh {
+            self.recorded = fresh;
+        }
+        Ok((turn, moved))
+    }
+
+    /// Takes the catalog another process saved since this store last loaded or saved one
+    /// ([`CatalogStore::moved`]) as the one in memory; true when it did. A store holding only
+    /// the catalog's header looks documents up as it goes and has nothing to follow.
+    pub fn follow(&mut self) -> Result<bool, CatalogError> {
+        if self.header_only.is_some() {
+            return Ok(false);
+        }
+        match self.catalog_store.moved()? {
+            Some(fresh) => {
+                self.recorded = fresh;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Saves the catalog in memory as it is.

@@ -31,8 +31,9 @@ struct File {
 }
 
 /// The variables of `[qdrant]`.
-const QDRANT_ENV: [EnvKey; 9] = [
+const QDRANT_ENV: [EnvKey; 10] = [
     var("url", "ZHIKU_QDRANT_URL"),
+    var("knowledge_base", "ZHIKU_QDRANT_KNOWLEDGE_BASE"),
     var("api_key", "ZHIKU_QDRANT_API_KEY"),
     var("collection_prefix", "ZHIKU_QDRANT_COLLECTION_PREFIX"),
     var("timeout_ms", "ZHIKU_QDRANT_TIMEOUT_MS"),
@@ -55,8 +56,9 @@ const ANN_ENV: [EnvKey; 4] = [
 pub(super) const ANN_KEYS: [&str; 4] = ["quantization", "ef", "rescore", "exact_scan_below"];
 
 /// The keys of `[qdrant]` whose origin `status` shows (the API key's value never is).
-pub(super) const QDRANT_KEYS: [&str; 8] = [
+pub(super) const QDRANT_KEYS: [&str; 9] = [
     "url",
+    "knowledge_base",
     "collection_prefix",
     "timeout_ms",
     "shards",

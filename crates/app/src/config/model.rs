@@ -128,6 +128,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// True when every piece of the store lives on the Qdrant deployment (profile `cluster`:
+    /// both routes, and so the catalog): nothing that a query or a write needs is kept on this
+    /// machine, and writers take turns through the catalog's lease instead of a lock file.
+    pub fn on_cluster(&self) -> bool {
+        self.lexical == LexicalKind::Qdrant
+    }
+
     /// True when the store persists (a lexical or vector index on disk or on a server), so its
     /// catalog must too.
     pub fn is_persistent(&self) -> bool {

@@ -22,10 +22,20 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
 
-/// The knowledge-base part of the collection name of the store in `store_dir`: the folder's
-/// name (the knowledge base's when the store is its `.zhiku/`) and 8 hex digits of the sha256 of
-/// the store's absolute path, so two stores never share a collection (a store deletes vectors
-/// its manifest does not list).
+/// The knowledge-base part of the collection names of the store in `store_dir`: the configured
+/// `[qdrant] knowledge_base`, which every machine serving it shares; unset, the folder's name
+/// (the knowledge base's when the store is its `.zhiku/`) and 8 hex digits of the sha256 of the
+/// store's absolute path, so two stores never share a collection (a store deletes vectors its
+/// catalog does not list).
+pub fn kb_name_of(settings: &QdrantConfig, store_dir: &Path) -> Result<String> {
+    match settings.knowledge_base.as_deref().map(str::trim) {
+        Some(name) if !name.is_empty() => Ok(name.to_string()),
+        _ => kb_name(store_dir),
+    }
+}
+
+/// The knowledge-base part of the collection name of the store in `store_dir` when none is
+/// configured (see [`kb_name_of`]).
 pub fn kb_name(store_dir: &Path) -> Result<String> {
     let absolute = std::fs::canonicalize(store_dir)
         .with_context(|| format!("cannot resolve the store {}", store_dir.display()))?;
@@ -47,7 +57,7 @@ pub fn kb_name(store_dir: &Path) -> Result<String> {
 pub fn drop_before_rebuild(settings: &QdrantConfig, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create store {}", dir.display()))?;
-    let kb = kb_name(dir)?;
+    let kb = kb_name_of(settings, dir)?;
     QdrantVectorIndex::drop_kb_collections(settings, &kb).map_err(|e| {
         anyhow!(
             "cannot drop this store's Qdrant collections before the rebuild ({e}); nothing was changed"

@@ -326,6 +326,12 @@ impl CatalogError {
 ///   its `sources`.
 /// - An adapter MAY refuse [`save`](Self::save) with [`CatalogError::ReadOnly`] when opened for
 ///   reading only; its loads still MUST work.
+/// - An adapter that several processes write at once MUST serialise their writes through
+///   [`begin_write`](Self::begin_write): while one handle holds a [`WriteTurn`], another
+///   handle's `begin_write` waits (and fails after a bounded wait, temporarily), and a
+///   `begin_write` or [`moved`](Self::moved) that returns a catalog returns the last one saved.
+///   A handle whose turn was taken from it (it outlived the adapter's lease) MUST have its
+///   saves refused, never recorded.
 pub trait CatalogStore: Send + Sync {
     /// The last saved catalog, or `None` when none was ever saved.
     fn load(&self) -> Result<Option<StoredCatalog>, CatalogError>;
@@ -373,6 +379,56 @@ pub trait CatalogStore: Send + Sync {
     fn save_changed(&self, catalog: &StoredCatalog, changed: &Changed) -> Result<(), CatalogError> {
         let _ = changed;
         self.save(catalog)
+    }
+
+    /// Takes the right to write the store for one write (an index run, a put, a delete, a
+    /// sweep, a repair), across every process that writes this catalog, waiting a bounded time
+    /// while another holds it (then a temporary error). Returns the right, held until the
+    /// [`WriteTurn`] is dropped, and the catalog on record when it moved since this handle last
+    /// loaded or saved (another process saved): the write starts from that one. A store only
+    /// one process can write (the embedded store, behind its file lock) has nothing to take:
+    /// the default.
+    fn begin_write(&self) -> Result<(WriteTurn, Option<StoredCatalog>), CatalogError> {
+        Ok((WriteTurn::default(), None))
+    }
+
+    /// The catalog on record when it moved since this handle last loaded or saved (another
+    /// process saved): how a process that serves queries beside writers elsewhere sees their
+    /// saves. Costs one small read when nothing moved. The default: nothing moves.
+    fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        Ok(None)
+    }
+}
+
+/// The right to write a store, taken by [`CatalogStore::begin_write`] and given up when
+/// dropped.
+#[derive(Default)]
+pub struct WriteTurn {
+    release: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl WriteTurn {
+    /// A turn that runs `release` when it ends.
+    pub fn releasing(release: impl FnOnce() + Send + 'static) -> Self {
+        Self {
+            release: Some(Box::new(release)),
+        }
+    }
+}
+
+impl std::fmt::Debug for WriteTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteTurn")
+            .field("held", &self.release.is_some())
+            .finish()
+    }
+}
+
+impl Drop for WriteTurn {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            release();
+        }
     }
 }
 

@@ -25,6 +25,7 @@ mod trace;
 pub use audit::{AuditEntry, AuditError, AuditLog, MemoryAuditLog};
 pub use catalog::{
     CatalogCounts, CatalogError, CatalogStore, Changed, Generations, Origin, StoredCatalog,
+    WriteTurn,
 };
 pub use clock::{Clock, FixedWallClock, FrozenClock, WallClock, elapsed_ms};
 pub use documents::{

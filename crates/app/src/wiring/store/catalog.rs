@@ -6,15 +6,24 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use zhiku_adapters_fs::manifest::ManifestFile;
 use zhiku_adapters_memory::MemoryCatalogStore;
+use zhiku_adapters_qdrant::QdrantCatalogStore;
 use zhiku_adapters_sqlite::SqliteCatalog;
 use zhiku_domain::ports::{CatalogCounts, CatalogStore, StoredCatalog};
 
 use super::access::Access;
 use super::request::Request;
 
-/// The catalog store of the request's store: `catalog.sqlite` in the folder of a store kept on
-/// disk ([`on_disk`]), otherwise one in memory.
+/// The catalog store of the request's store: a catalog collection on the Qdrant deployment for
+/// the cluster profile, `catalog.sqlite` in the folder of a store kept on disk ([`on_disk`]),
+/// otherwise one in memory.
 pub(super) fn open(request: &Request<'_>) -> Result<Box<dyn CatalogStore>> {
+    if request.config.on_cluster() {
+        let settings = &request.config.qdrant;
+        let kb = crate::wiring::qdrant::kb_name_of(settings, request.dir)?;
+        let store = QdrantCatalogStore::open(settings, &kb)
+            .with_context(|| format!("the catalog on Qdrant at {}", settings.url))?;
+        return Ok(Box::new(store));
+    }
     if request.config.is_persistent() {
         on_disk(request)
     } else {

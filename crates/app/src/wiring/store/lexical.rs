@@ -64,7 +64,7 @@ pub(super) fn open(
 /// that cannot be reached fails the open: there is no other copy of the lexical route.
 fn on_qdrant(request: &Request<'_>) -> Result<Lexical> {
     let settings = &request.config.qdrant;
-    let kb = crate::wiring::qdrant::kb_name(request.dir)?;
+    let kb = crate::wiring::qdrant::kb_name_of(settings, request.dir)?;
     let index = QdrantLexicalIndex::open(settings, &kb, Bm25::default())
         .map_err(|e| request.rebuild_or(e))?;
     Ok(Lexical {

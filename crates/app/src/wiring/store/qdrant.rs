@@ -14,7 +14,7 @@ use super::lexical;
 use super::opened::Store;
 use super::request::Request;
 use super::steps::{self, Opening, Vectors};
-use crate::wiring::qdrant::{VectorsUnavailable, drop_before_rebuild, kb_name};
+use crate::wiring::qdrant::{VectorsUnavailable, drop_before_rebuild, kb_name_of};
 
 /// Opens the Qdrant store the request names. A rebuild drops the store's collections before
 /// any local file is deleted, so a server that cannot be reached leaves the store whole.
@@ -37,7 +37,7 @@ pub(super) fn open(request: Request<'_>) -> Result<Store> {
 fn open_collection(opening: &mut Opening<'_>, space: &EmbeddingSpace) -> Result<Option<Vectors>> {
     let request = &opening.request;
     let settings = &request.config.qdrant;
-    let kb = kb_name(request.dir)?;
+    let kb = kb_name_of(settings, request.dir)?;
     let fingerprint = request.config.policy.fingerprint();
     let index = match QdrantVectorIndex::open(settings, &kb, space.clone(), Some(&fingerprint)) {
         Ok(index) => index,

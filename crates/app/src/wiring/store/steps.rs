@@ -42,6 +42,13 @@ pub(super) fn lock(request: &Request<'_>) -> Result<Option<StoreLock>> {
     if !request.config.is_persistent() {
         return Ok(None);
     }
+    if request.config.on_cluster() {
+        // Writers on any machine take turns through the catalog's lease on the cluster; the
+        // folder only names the knowledge base when `[qdrant] knowledge_base` does not.
+        std::fs::create_dir_all(request.dir)
+            .with_context(|| format!("cannot create store {}", request.dir.display()))?;
+        return Ok(None);
+    }
     refuse_linked_entries(request.dir)?;
     if request.access.is_read_only() {
         return Ok(None);
@@ -132,6 +139,17 @@ impl<'a> Opening<'a> {
         let (embedder, embedder_why) = resolve_embedder(&request.config);
         picked.push(("embedder".into(), embedder_why.clone()));
         let catalog_store = open_catalog(&request)?;
+        if request.config.on_cluster() {
+            let kb = crate::wiring::qdrant::kb_name_of(&request.config.qdrant, request.dir)?;
+            picked.push((
+                "catalog".into(),
+                format!(
+                    "qdrant collection {} on {} (writers take turns through its lease)",
+                    request.config.qdrant.catalog_collection_name(&kb),
+                    request.config.qdrant.url
+                ),
+            ));
+        }
         let requested = Catalog::new(
             request.config.policy,
             embedder.as_ref().map(|e| e.space().identity().to_string()),

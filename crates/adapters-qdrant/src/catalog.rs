@@ -1,0 +1,917 @@
+//! [`QdrantCatalogStore`]: the [`CatalogStore`] port in a Qdrant collection, so that the record
+//! of what is indexed lives on the cluster with the routes, and any replica can read and write
+//! it.
+//!
+//! # Layout
+//!
+//! A catalog collection holds points without vectors:
+//!
+//! - one **head** (point 0): the catalog's header (policy, space, analyzer, generations,
+//!   origin, counts), the list of **live commits**, a version that moves with every save, the
+//!   writer lease ([`Lease`]), and `seq`, which moves with every change of the head;
+//! - **rows**, one per document (its entry and source path) or file stamp and commit, each
+//!   tagged with the commit that wrote it; a row without a value is a removal.
+//!
+//! The catalog is the latest row of each key among the live commits (a later commit in the
+//! list shadows an earlier one). A row of a commit that is not live is never read.
+//!
+//! # Saves are atomic
+//!
+//! A save writes its rows under a fresh commit number, then changes the head in one
+//! compare-and-set: an upsert of point 0 whose `update_filter` requires the `seq` it read,
+//! through the shard's leader (`WriteOrdering::Medium`). Rows of a save that never reached
+//! the head (a crash, a lost race) are not live and so never read. A full save makes its
+//! commit the only live one; a save of what changed appends its commit; past
+//! [`MERGE_AT`] live commits the newer ones are merged into one. Rows of commits that leave
+//! the list are deleted afterwards. A reader takes the head, reads the rows of its live
+//! commits and takes the head again: when `seq` moved in between (a save, a merge, a lease
+//! change) it reads again, so a load never mixes two catalogs.
+//!
+//! # The writer lease
+//!
+//! The head carries who may write: an owner, an epoch that moves with every new holder, and
+//! an expiry (wall-clock milliseconds). [`QdrantCatalogStore::acquire`] takes it by a
+//! compare-and-set when it is free, expired or already this handle's, and waits otherwise;
+//! every save by a handle that holds a lease is fenced: its head change requires the lease
+//! still to be this handle's, unexpired, in the same epoch, so a writer that lost its lease
+//! (paused past the expiry, say) cannot make its catalog the one on record.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use qdrant_client::Payload;
+use qdrant_client::qdrant::{
+    Condition, CreateCollectionBuilder, DeletePointsBuilder, FieldType, Filter as QFilter,
+    GetPointsBuilder, PointId, PointStruct, ReadConsistencyType, RetrievedPoint,
+    ScrollPointsBuilder, UpdateMode, UpsertPointsBuilder, WriteOrdering, WriteOrderingType,
+    read_consistency,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use zhiku_domain::DocId;
+use zhiku_domain::contracts::CatalogEntry;
+use zhiku_domain::ports::{
+    CatalogCounts, CatalogError, CatalogStore, Changed, IndexError, StoredCatalog, WriteTurn,
+};
+
+use crate::collection::{Collection, Metadata, PAGE, PayloadIndex};
+use crate::config::QdrantConfig;
+use crate::payload::{integer_field, string_field};
+
+/// Format of the record zhiku keeps in a catalog collection's metadata.
+const FORMAT: &str = "zhiku-qdrant-catalog/1";
+/// The adapter's name in errors.
+const ADAPTER: &str = "qdrant-catalog";
+/// Live commits past which the newer ones are merged into one.
+pub const MERGE_AT: usize = 16;
+/// Reads of a catalog that a concurrent save moved under them before a load gives up.
+const READ_ATTEMPTS: usize = 20;
+/// The head's point.
+const HEAD: u64 = 0;
+/// How long a write lease lasts unless renewed; a turn renews it every third of that.
+pub const LEASE_TTL: Duration = Duration::from_secs(30);
+/// How long a writer waits for another's lease before it gives up (temporarily).
+pub const LEASE_WAIT: Duration = Duration::from_secs(120);
+
+const KIND: &str = "kind";
+const COMMIT: &str = "commit";
+const KEY: &str = "key";
+const VALUE: &str = "value";
+const SEQ: &str = "seq";
+const STATE: &str = "head";
+
+const FIELDS: &[PayloadIndex] = &[
+    (KIND, FieldType::Keyword, false),
+    (KEY, FieldType::Keyword, false),
+    (COMMIT, FieldType::Integer, false),
+];
+
+/// Who may write the knowledge base now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The holder (a replica's name for itself; empty: nobody).
+    pub owner: String,
+    /// Moves with every new holder, so a holder recognises a lease it lost and took back.
+    pub epoch: u64,
+    /// Wall-clock milliseconds since the Unix epoch when the lease lapses.
+    pub until_ms: i64,
+}
+
+impl Lease {
+    fn held_by(&self, owner: &str, now_ms: i64) -> bool {
+        self.owner == owner && self.until_ms > now_ms
+    }
+
+    fn free_at(&self, now_ms: i64) -> bool {
+        self.owner.is_empty() || self.until_ms <= now_ms
+    }
+}
+
+/// The head of a catalog collection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Head {
+    /// Moves with every change of the head.
+    seq: u64,
+    /// Moves with every save.
+    version: u64,
+    /// The commits whose rows make the catalog, oldest first.
+    live: Vec<i64>,
+    /// The catalog without its rows; `None` until the first save.
+    header: Option<StoredCatalog>,
+    /// What the rows hold.
+    counts: CatalogCounts,
+    /// Who may write.
+    lease: Lease,
+    /// Unique to the change that wrote this head, so a writer recognises its own.
+    nonce: String,
+}
+
+/// A document's row: its entry and its source path (the catalog may hold either alone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct DocRow {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    entry: Option<CatalogEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+}
+
+/// One row to write: kind (`doc` or `stamp`), key, and value (`None`: removed).
+type Row = (&'static str, String, Option<String>);
+
+/// A catalog store in one Qdrant collection (see the module documentation).
+pub struct QdrantCatalogStore {
+    collection: Arc<Collection>,
+    /// The version this handle last loaded or saved.
+    seen: Mutex<Option<u64>>,
+    /// The lease this handle holds, when it holds one (shared with the thread that renews it).
+    lease: Arc<Mutex<Option<Lease>>>,
+    /// This handle's name as a lease holder: unique to it.
+    owner: String,
+}
+
+impl std::fmt::Debug for QdrantCatalogStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QdrantCatalogStore")
+            .field("url", &self.collection.config.url)
+            .field("collection", &self.collection.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn catalog_error(e: IndexError) -> CatalogError {
+    match e {
+        IndexError::Unavailable { message, .. } => CatalogError::Unavailable {
+            adapter: ADAPTER,
+            message,
+        },
+        other => {
+            let temporary = other.is_temporary();
+            CatalogError::Backend {
+                adapter: ADAPTER,
+                source: Box::new(other),
+                temporary,
+            }
+        }
+    }
+}
+
+fn backend(message: String) -> CatalogError {
+    CatalogError::Backend {
+        adapter: ADAPTER,
+        source: message.into(),
+        temporary: false,
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A number no other save or head change will use: hashed from the time, the process, a
+/// counter and a random UUID, positive in an `i64`.
+fn unique() -> i64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seed = format!(
+        "{}:{}:{}:{}",
+        now_ms(),
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        uuid::Uuid::new_v4()
+    );
+    let digest = Sha256::digest(seed.as_bytes());
+    let n = u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]));
+    ((n >> 2) as i64).max(1)
+}
+
+/// The point of a row: a UUID from the sha256 of its commit, kind and key.
+fn row_point(commit: i64, kind: &str, key: &str) -> PointId {
+    let digest = Sha256::digest(format!("{commit}\0{kind}\0{key}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&digest[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(b).to_string().into()
+}
+
+impl QdrantCatalogStore {
+    /// Opens the catalog collection of knowledge base `kb` (see
+    /// [`QdrantConfig::catalog_collection_name`]), creating it when it does not exist.
+    pub fn open(config: &QdrantConfig, kb: &str) -> Result<Self, CatalogError> {
+        Self::open_collection(config, &config.catalog_collection_name(kb))
+    }
+
+    /// Opens or creates the catalog collection `name`: one shard (the head is one point and
+    /// every save changes it), replicated as the configuration says.
+    pub fn open_collection(config: &QdrantConfig, name: &str) -> Result<Self, CatalogError> {
+        let config = QdrantConfig {
+            shard_number: 1,
+            ..config.clone()
+        };
+        let collection = Collection::connect(&config, name).map_err(catalog_error)?;
+        let metadata = Metadata::from([("zhiku_format".to_string(), serde_json::json!(FORMAT))]);
+        let (found, _) = collection
+            .ensure(CreateCollectionBuilder::new(name), metadata, FIELDS)
+            .map_err(catalog_error)?;
+        if found.get("zhiku_format") != Some(&serde_json::json!(FORMAT)) {
+            return Err(CatalogError::FormatMismatch {
+                location: format!("Qdrant collection {name}"),
+                expected: FORMAT.to_string(),
+                found: found
+                    .get("zhiku_format")
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "none (not a zhiku catalog)".into()),
+            });
+        }
+        Ok(Self {
+            collection: Arc::new(collection),
+            seen: Mutex::new(None),
+            lease: Arc::new(Mutex::new(None)),
+            owner: format!(
+                "{}:{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..12]
+            ),
+        })
+    }
+
+    /// The collection's name.
+    pub fn collection(&self) -> &str {
+        &self.collection.name
+    }
+
+    /// The gRPC URL this store talks to.
+    pub fn url(&self) -> &str {
+        &self.collection.config.url
+    }
+
+    /// Deletes the collection and everything in it.
+    pub fn drop_collection(&self) -> Result<(), CatalogError> {
+        self.collection.drop_collection().map_err(catalog_error)
+    }
+
+    /// The version of the catalog on record (0 before the first save): moves with every save
+    /// by any handle.
+    pub fn version(&self) -> Result<u64, CatalogError> {
+        Ok(self.read_head()?.map_or(0, |h| h.version))
+    }
+
+    /// The lease on record now.
+    pub fn lease_on_record(&self) -> Result<Lease, CatalogError> {
+        Ok(self.read_head()?.map(|h| h.lease).unwrap_or_default())
+    }
+
+    /// This handle's name as a lease holder.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Takes the writer lease for this handle for `ttl`, waiting up to `wait` while another
+    /// holds it. Returns `false` when it is still held by another after `wait`. Holding it
+    /// already, it is renewed.
+    pub fn acquire(&self, ttl: Duration, wait: Duration) -> Result<bool, CatalogError> {
+        acquire(&self.collection, &self.lease, &self.owner, ttl, wait)
+    }
+
+    /// Gives the lease up, when this handle holds it (and it is still the one on record).
+    pub fn release(&self) -> Result<(), CatalogError> {
+        release(&self.collection, &self.lease)
+    }
+
+    fn held(&self) -> Option<Lease> {
+        self.lease.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Refuses a change of `head` by a handle that held a lease and no longer does.
+    fn check_fence(&self, head: &Head) -> Result<(), CatalogError> {
+        match self.held() {
+            Some(mine) if head.lease != mine || !mine.held_by(&mine.owner, now_ms()) => {
+                Err(CatalogError::Backend {
+                    adapter: ADAPTER,
+                    source: format!(
+                        "the writer lease of {} (epoch {}) was lost: {} holds epoch {} now; nothing was saved",
+                        mine.owner, mine.epoch, head.lease.owner, head.lease.epoch
+                    )
+                    .into(),
+                    temporary: true,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn read_head(&self) -> Result<Option<Head>, CatalogError> {
+        read_head(&self.collection)
+    }
+
+    fn swap_head(&self, seen: Option<&Head>, next: Head) -> Result<bool, CatalogError> {
+        swap_head(&self.collection, seen, next)
+    }
+}
+
+/// Takes the lease of the catalog in `c` into `cell` for `owner` (see
+/// [`QdrantCatalogStore::acquire`]).
+fn acquire(
+    c: &Collection,
+    cell: &Mutex<Option<Lease>>,
+    owner: &str,
+    ttl: Duration,
+    wait: Duration,
+) -> Result<bool, CatalogError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let head = read_head(c)?;
+        let current = head.clone().unwrap_or_default();
+        let now = now_ms();
+        let held = cell.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mine = held.filter(|l| current.lease == *l);
+        if mine.is_some() || current.lease.free_at(now) {
+            let epoch = match mine {
+                Some(l) => l.epoch,
+                None => current.lease.epoch + 1,
+            };
+            let lease = Lease {
+                owner: owner.to_string(),
+                epoch,
+                until_ms: now + ttl.as_millis() as i64,
+            };
+            let next = Head {
+                lease: lease.clone(),
+                ..current.clone()
+            };
+            if swap_head(c, head.as_ref(), next)? {
+                *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+                return Ok(true);
+            }
+            continue;
+        }
+        if started.elapsed() >= wait {
+            return Ok(false);
+        }
+        std::thread::sleep(pause.min(wait.saturating_sub(started.elapsed())));
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// Extends the lease `cell` holds by `ttl`, when it is still the one on record in `c`; false
+/// when it was lost (another holder took it after it lapsed). A lost lease stays in `cell`, so
+/// the holder's next save is refused by the fence rather than made under a lease it lost.
+fn renew(c: &Collection, cell: &Mutex<Option<Lease>>, ttl: Duration) -> Result<bool, CatalogError> {
+    for _ in 0..READ_ATTEMPTS {
+        let Some(mine) = cell.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+            return Ok(false);
+        };
+        let head = read_head(c)?;
+        let Some(current) = head.as_ref().filter(|h| h.lease == mine) else {
+            return Ok(false);
+        };
+        let lease = Lease {
+            until_ms: now_ms() + ttl.as_millis() as i64,
+            ..mine
+        };
+        let next = Head {
+            lease: lease.clone(),
+            ..current.clone()
+        };
+        if swap_head(c, head.as_ref(), next)? {
+            *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Gives up the lease `cell` holds, when it is still the one on record in `c`.
+fn release(c: &Collection, cell: &Mutex<Option<Lease>>) -> Result<(), CatalogError> {
+    let Some(mine) = cell.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        return Ok(());
+    };
+    for _ in 0..READ_ATTEMPTS {
+        let Some(head) = read_head(c)? else {
+            return Ok(());
+        };
+        if head.lease != mine {
+            return Ok(());
+        }
+        let next = Head {
+            lease: Lease {
+                owner: String::new(),
+                until_ms: 0,
+                ..mine.clone()
+            },
+            ..head.clone()
+        };
+        if swap_head(c, Some(&head), next)? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The head of the catalog in `c`, `None` before anything was recorded.
+fn read_head(c: &Collection) -> Result<Option<Head>, CatalogError> {
+    {
+        let points = c
+            .run(async {
+                c.retry("read the catalog head", |client| {
+                    client.get_points(
+                        GetPointsBuilder::new(&c.name, vec![PointId::from(HEAD)])
+                            .with_payload(true)
+                            .read_consistency(read_consistency::Value::Type(
+                                ReadConsistencyType::Majority as i32,
+                            )),
+                    )
+                })
+                .await
+            })
+            .map_err(catalog_error)?
+            .result;
+        let Some(point) = points.into_iter().next() else {
+            return Ok(None);
+        };
+        let text = string_field(&point.payload, STATE)
+            .ok_or_else(|| backend(format!("the head of {} has no state", c.name)))?;
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| CatalogError::Unreadable {
+                location: format!("Qdrant collection {}", c.name),
+                source: Box::new(e),
+            })
+    }
+}
+
+/// Replaces the head `seen` of the catalog in `c` (none: there was none) by `next` (its `seq`
+/// and `nonce` set here) if nothing changed it since; true when `next` is now on record.
+fn swap_head(c: &Collection, seen: Option<&Head>, mut next: Head) -> Result<bool, CatalogError> {
+    next.seq = seen.map_or(1, |h| h.seq + 1);
+    next.nonce = unique().to_string();
+    let state = serde_json::to_string(&next).map_err(|e| backend(e.to_string()))?;
+    let payload = Payload::try_from(serde_json::json!({
+        KIND: "head",
+        SEQ: next.seq as i64,
+        STATE: state,
+    }))
+    .map_err(|e| backend(e.to_string()))?;
+    let point = PointStruct::new(HEAD, HashMap::<String, Vec<f32>>::new(), payload);
+    c.run(async {
+        c.retry("change the catalog head", |client| {
+            let mut request = UpsertPointsBuilder::new(&c.name, vec![point.clone()])
+                .wait(true)
+                .ordering(WriteOrdering {
+                    r#type: WriteOrderingType::Medium as i32,
+                });
+            request = match seen {
+                None => request.update_mode(UpdateMode::InsertOnly),
+                Some(h) => {
+                    request.update_filter(QFilter::must([Condition::matches(SEQ, h.seq as i64)]))
+                }
+            };
+            client.upsert_points(request)
+        })
+        .await
+    })
+    .map_err(catalog_error)?;
+    Ok(read_head(c)?.is_some_and(|now| now.nonce == next.nonce))
+}
+
+impl QdrantCatalogStore {
+    fn write_rows(&self, commit: i64, rows: &[Row]) -> Result<(), CatalogError> {
+        let mut points = Vec::with_capacity(rows.len());
+        for (kind, key, value) in rows {
+            let mut json = serde_json::json!({ KIND: kind, COMMIT: commit, KEY: key });
+            if let Some(v) = value {
+                json[VALUE] = serde_json::json!(v);
+            }
+            let payload = Payload::try_from(json).map_err(|e| backend(e.to_string()))?;
+            points.push(PointStruct::new(
+                row_point(commit, kind, key),
+                HashMap::<String, Vec<f32>>::new(),
+                payload,
+            ));
+        }
+        self.collection.upsert(points).map_err(catalog_error)
+    }
+
+    fn delete_commits(&self, commits: &[i64]) -> Result<(), CatalogError> {
+        if commits.is_empty() {
+            return Ok(());
+        }
+        let c = &self.collection;
+        let filter = QFilter::must([Condition::matches(COMMIT, commits.to_vec())]);
+        c.run(async {
+            c.retry("delete catalog rows", |client| {
+                client.delete_points(
+                    DeletePointsBuilder::new(&c.name)
+                        .points(filter.clone())
+                        .wait(true),
+                )
+            })
+            .await
+        })
+        .map(|_| ())
+        .map_err(catalog_error)
+    }
+
+    /// The latest row of each key among `live` (restricted to `keys` of `kind` when given):
+    /// `(kind, key) → value`, a removal as `None`.
+    fn read_rows(
+        &self,
+        live: &[i64],
+        only: Option<(&str, Vec<String>)>,
+    ) -> Result<BTreeMap<(String, String), Option<String>>, CatalogError> {
+        if live.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let rank: HashMap<i64, usize> = live.iter().enumerate().map(|(i, c)| (*c, i)).collect();
+        let mut must = vec![Condition::matches(COMMIT, live.to_vec())];
+        if let Some((kind, keys)) = &only {
+            must.push(Condition::matches(KIND, kind.to_string()));
+            must.push(Condition::matches(KEY, keys.clone()));
+        }
+        let filter = QFilter::must(must);
+        let c = &self.collection;
+        let points: Vec<RetrievedPoint> = c
+            .run(async {
+                let mut all = Vec::new();
+                let mut offset: Option<PointId> = None;
+                loop {
+                    let page = c
+                        .retry("read catalog rows", |client| {
+                            let mut request = ScrollPointsBuilder::new(&c.name)
+                                .filter(filter.clone())
+                                .limit(PAGE as u32)
+                                .with_payload(true)
+                                .with_vectors(false);
+                            if let Some(o) = &offset {
+                                request = request.offset(o.clone());
+                            }
+                            client.scroll(request)
+                        })
+                        .await?;
+                    all.extend(page.result);
+                    match page.next_page_offset {
+                        Some(next) => offset = Some(next),
+                        None => return Ok(all),
+                    }
+                }
+            })
+            .map_err(catalog_error)?;
+        let mut latest: BTreeMap<(String, String), (usize, Option<String>)> = BTreeMap::new();
+        for point in points {
+            let (Some(kind), Some(key), Some(commit)) = (
+                string_field(&point.payload, KIND),
+                string_field(&point.payload, KEY),
+                integer_field(&point.payload, COMMIT),
+            ) else {
+                return Err(backend(format!("a row of {} is incomplete", c.name)));
+            };
+            let Some(&at) = rank.get(&commit) else {
+                continue;
+            };
+            let value = string_field(&point.payload, VALUE);
+            let slot = latest.entry((kind, key)).or_insert((at, value.clone()));
+            if at >= slot.0 {
+                *slot = (at, value);
+            }
+        }
+        Ok(latest.into_iter().map(|(k, (_, v))| (k, v)).collect())
+    }
+
+    /// The catalog of `head` (which records one) read whole, or `None` when the head moved
+    /// while it was read.
+    fn read_catalog(&self, head: &Head) -> Result<Option<StoredCatalog>, CatalogError> {
+        let Some(mut stored) = head.header.clone() else {
+            return Err(backend(format!(
+                "the head of {} records no catalog",
+                self.collection.name
+            )));
+        };
+        let rows = self.read_rows(&head.live, None)?;
+        if self.read_head()?.map(|h| h.seq) != Some(head.seq) {
+            return Ok(None);
+        }
+        for ((kind, key), value) in rows {
+            let Some(value) = value else { continue };
+            match kind.as_str() {
+                "doc" => {
+                    let id = DocId::new(&key).map_err(|e| backend(format!("row {key}: {e}")))?;
+                    let row: DocRow =
+                        serde_json::from_str(&value).map_err(|e| CatalogError::Unreadable {
+                            location: format!(
+                                "row {key} of Qdrant collection {}",
+                                self.collection.name
+                            ),
+                            source: Box::new(e),
+                        })?;
+                    if let Some(entry) = row.entry {
+                        stored.catalog.docs.insert(id.clone(), entry);
+                    }
+                    if let Some(source) = row.source {
+                        stored.sources.insert(id, source);
+                    }
+                }
+                "stamp" => {
+                    stored.stamps.insert(key, value);
+                }
+                _ => {}
+            }
+        }
+        Ok(Some(stored))
+    }
+
+    /// The rows of `catalog`'s documents `docs` and stamps `stamps`.
+    fn rows_of<'a>(
+        catalog: &StoredCatalog,
+        docs: impl Iterator<Item = &'a DocId>,
+        stamps: impl Iterator<Item = &'a String>,
+    ) -> Result<Vec<Row>, CatalogError> {
+        let mut rows = Vec::new();
+        for id in docs {
+            let row = DocRow {
+                entry: catalog.catalog.docs.get(id).cloned(),
+                source: catalog.sources.get(id).cloned(),
+            };
+            let value = match row {
+                DocRow {
+                    entry: None,
+                    source: None,
+                } => None,
+                row => Some(serde_json::to_string(&row).map_err(|e| backend(e.to_string()))?),
+            };
+            rows.push(("doc", id.as_str().to_string(), value));
+        }
+        for path in stamps {
+            rows.push(("stamp", path.clone(), catalog.stamps.get(path).cloned()));
+        }
+        Ok(rows)
+    }
+
+    /// Makes `commit` part of the catalog on record: `replace` it wholly (a full save) or
+    /// append it to the live commits, with `catalog`'s header. Fails when the version on record
+    /// is not `base` (when given) or this handle lost its lease.
+    fn publish(
+        &self,
+        catalog: &StoredCatalog,
+        commit: i64,
+        replace: bool,
+        base: Option<u64>,
+    ) -> Result<bool, CatalogError> {
+        let mut header = catalog.clone();
+        header.catalog.docs.clear();
+        header.sources.clear();
+        header.stamps.clear();
+        for _ in 0..READ_ATTEMPTS {
+            let head = self.read_head()?;
+            let current = head.clone().unwrap_or_default();
+            if base.is_some_and(|b| b != current.version) {
+                return Ok(false);
+            }
+            self.check_fence(&current)?;
+            let mut live = if replace {
+                Vec::new()
+            } else {
+                current.live.clone()
+            };
+            live.push(commit);
+            let next = Head {
+                version: current.version + 1,
+                live,
+                header: Some(header.clone()),
+                counts: CatalogCounts::of(&catalog.catalog),
+                ..current.clone()
+            };
+            let version = next.version;
+            if self.swap_head(head.as_ref(), next)? {
+                *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
+                if replace {
+                    // Best effort: a row left behind is not live and never read.
+                    let _ = self.delete_commits(&current.live);
+                }
+                return Ok(true);
+            }
+        }
+        Err(CatalogError::Backend {
+            adapter: ADAPTER,
+            source: "the catalog head kept changing; nothing was saved".into(),
+            temporary: true,
+        })
+    }
+
+    /// Merges the live commits after the first into one, when there are more than
+    /// [`MERGE_AT`]. Best effort: a merge that loses a race is dropped.
+    fn merge_tail(&self) -> Result<(), CatalogError> {
+        let Some(head) = self.read_head()? else {
+            return Ok(());
+        };
+        if head.live.len() <= MERGE_AT {
+            return Ok(());
+        }
+        let tail = head.live[1..].to_vec();
+        let rows = self.read_rows(&tail, None)?;
+        let merged = unique();
+        let rows: Vec<Row> = rows
+            .into_iter()
+            .map(|((kind, key), value)| {
+                let kind = if kind == "doc" { "doc" } else { "stamp" };
+                (kind, key, value)
+            })
+            .collect();
+        self.write_rows(merged, &rows)?;
+        let next = Head {
+            live: vec![head.live[0], merged],
+            ..head.clone()
+        };
+        self.check_fence(&head)?;
+        if self.swap_head(Some(&head), next)? {
+            let _ = self.delete_commits(&tail);
+        } else {
+            let _ = self.delete_commits(&[merged]);
+        }
+        Ok(())
+    }
+}
+
+impl QdrantCatalogStore {
+    /// A turn over the lease this handle just took: a thread renews it every third of
+    /// [`LEASE_TTL`] until the turn ends, which gives it up.
+    fn keep_lease(&self) -> WriteTurn {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (c, cell) = (Arc::clone(&self.collection), Arc::clone(&self.lease));
+        let renewer = std::thread::Builder::new()
+            .name("zhiku-lease".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(LEASE_TTL / 3)
+                {
+                    if !renew(&c, &cell, LEASE_TTL).unwrap_or(false) {
+                        break;
+                    }
+                }
+                // Ends the turn (or stops renewing a lost lease, which release leaves alone).
+                let _ = stopped.recv();
+                let _ = release(&c, &cell);
+            });
+        let (c, cell) = (Arc::clone(&self.collection), Arc::clone(&self.lease));
+        WriteTurn::releasing(move || {
+            drop(stop);
+            match renewer {
+                Ok(thread) => {
+                    let _ = thread.join();
+                }
+                Err(_) => {
+                    let _ = release(&c, &cell);
+                }
+            }
+        })
+    }
+}
+
+impl CatalogStore for QdrantCatalogStore {
+    /// Takes the knowledge base's write lease (waiting up to [`LEASE_WAIT`]), renewed until the
+    /// turn ends; then the catalog on record, when another writer saved since this handle last
+    /// loaded or saved.
+    fn begin_write(&self) -> Result<(WriteTurn, Option<StoredCatalog>), CatalogError> {
+        if !self.acquire(LEASE_TTL, LEASE_WAIT)? {
+            let holder = self.lease_on_record()?;
+            return Err(CatalogError::Backend {
+                adapter: ADAPTER,
+                source: format!(
+                    "another writer ({}) has held this knowledge base's write lease for more than {} s; try again later",
+                    holder.owner,
+                    LEASE_WAIT.as_secs()
+                )
+                .into(),
+                temporary: true,
+            });
+        }
+        let turn = self.keep_lease();
+        let fresh = self.moved()?;
+        Ok((turn, fresh))
+    }
+
+    fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        let seen = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let on_record = self
+            .read_head()?
+            .filter(|h| h.header.is_some())
+            .map(|h| h.version);
+        if on_record.is_none() || on_record == seen {
+            return Ok(None);
+        }
+        self.load()
+    }
+
+    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        for _ in 0..READ_ATTEMPTS {
+            let Some(head) = self.read_head()? else {
+                return Ok(None);
+            };
+            if head.header.is_none() {
+                return Ok(None);
+            }
+            if let Some(stored) = self.read_catalog(&head)? {
+                *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(head.version);
+                return Ok(Some(stored));
+            }
+        }
+        Err(CatalogError::Backend {
+            adapter: ADAPTER,
+            source: "the catalog kept changing while it was read".into(),
+            temporary: true,
+        })
+    }
+
+    fn load_header(&self) -> Result<Option<(StoredCatalog, CatalogCounts)>, CatalogError> {
+        Ok(self
+            .read_head()?
+            .and_then(|h| h.header.map(|header| (header, h.counts))))
+    }
+
+    fn source_paths(&self, ids: &[DocId]) -> Result<BTreeMap<DocId, String>, CatalogError> {
+        let Some(head) = self.read_head()? else {
+            return Ok(BTreeMap::new());
+        };
+        let keys: Vec<String> = ids.iter().map(|d| d.as_str().to_string()).collect();
+        if keys.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let rows = self.read_rows(&head.live, Some(("doc", keys)))?;
+        let mut out = BTreeMap::new();
+        for ((_, key), value) in rows {
+            let Some(value) = value else { continue };
+            let row: DocRow = serde_json::from_str(&value).map_err(|e| backend(e.to_string()))?;
+            if let (Some(source), Ok(id)) = (row.source, DocId::new(&key)) {
+                out.insert(id, source);
+            }
+        }
+        Ok(out)
+    }
+
+    fn save(&self, catalog: &StoredCatalog) -> Result<(), CatalogError> {
+        let commit = unique();
+        let docs: std::collections::BTreeSet<&DocId> = catalog
+            .catalog
+            .docs
+            .keys()
+            .chain(catalog.sources.keys())
+            .collect();
+        let rows = Self::rows_of(catalog, docs.into_iter(), catalog.stamps.keys())?;
+        self.write_rows(commit, &rows)?;
+        match self.publish(catalog, commit, true, None) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let _ = self.delete_commits(&[commit]);
+                Err(e)
+            }
+        }
+    }
+
+    fn save_changed(&self, catalog: &StoredCatalog, changed: &Changed) -> Result<(), CatalogError> {
+        let seen = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(base) = seen else {
+            return self.save(catalog);
+        };
+        let commit = unique();
+        let rows = Self::rows_of(catalog, changed.docs.keys(), changed.stamps.keys())?;
+        self.write_rows(commit, &rows)?;
+        match self.publish(catalog, commit, false, Some(base)) {
+            Ok(true) => {
+                let _ = self.merge_tail();
+                Ok(())
+            }
+            // Another handle saved in between: save the whole catalog, as the contract says.
+            Ok(false) => {
+                let _ = self.delete_commits(&[commit]);
+                self.save(catalog)
+            }
+            Err(e) => {
+                let _ = self.delete_commits(&[commit]);
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Two replicas of one knowledge base kept on Qdrant (profile `cluster`), each with its own
+//! store folder as two machines would have and the documents' folder shared (a file share both
+//! mount), writing the same document at the same time: every round ends with exactly one
+//! revision on record and the chunks of that revision, and only those, in both routes. The
+//! writers take turns through the catalog's lease on the server; nothing on either machine
+//! serialises them.
+//!
+//! Set `ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334` (the gRPC port of a Qdrant server) to run
+//! it; without it it prints `SKIPPED` and checks nothing. The hashing embedder stands in for a
+//! model.
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+
+use zhiku_adapters_qdrant::{Bm25, QdrantCatalogStore, QdrantConfig, QdrantLexicalIndex};
+use zhiku_app::config::Config;
+use zhiku_app::wiring::store::{Purpose, Store};
+use zhiku_domain::ports::{CatalogStore, LexicalIndex, Origin};
+use zhiku_domain::{DocId, Filter, Scope};
+use zhiku_service::{Caller, KnowledgeBase, NewDocument};
+
+const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
+
+fn server(test: &str) -> Option<String> {
+    match std::env::var(VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
+        _ => {
+            if std::env::var("ZHIKU_REQUIRE_QDRANT").as_deref() == Ok("1") {
+                panic!("ZHIKU_REQUIRE_QDRANT=1 but {VAR} is not set ({test})");
+            }
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "SKIPPED cluster_writers::{test}: set {VAR}=http://127.0.0.1:6334 (the gRPC port of a Qdrant server) to run it against a real server"
+            );
+            None
+        }
+    }
+}
+
+/// The variables of one replica: the cluster profile on `url`, knowledge base `kb`.
+fn env(url: &str, kb: &str) -> impl Fn(&str) -> Option<String> {
+    let (url, kb) = (url.to_string(), kb.to_string());
+    move |name: &str| match name {
+        "ZHIKU_EMBEDDER" => Some("hashing".into()),
+        "ZHIKU_QDRANT_URL" => Some(url.clone()),
+        "ZHIKU_QDRANT_KNOWLEDGE_BASE" => Some(kb.clone()),
+        "ZHIKU_QDRANT_TIMEOUT_MS" => Some("5000".into()),
+        _ => None,
+    }
+}
+
+/// A replica named `name`: its own store folder, the shared documents' folder `root`, the
+/// shared knowledge base on the server.
+fn replica(root: &Path, name: &str, url: &str, kb: &str) -> KnowledgeBase {
+    let root = root.canonicalize().unwrap();
+    let config = Config::resolve(None, Some("cluster"), &env(url, kb)).unwrap();
+    let store_dir = root.join(format!(".zhiku-{name}"));
+    let store = Store::open(&store_dir, config, Purpose::Write, Some(&root)).unwrap();
+    zhiku_app::wiring::open_service(store, Some(Origin::Folder { root }))
+        .unwrap()
+        .0
+}
+
+fn writer() -> Caller {
+    Caller {
+        name: "replica".into(),
+        scopes: vec![Scope::new("default").unwrap()],
+        write: true,
+    }
+}
+
+/// A body of several chunks, different for every writer and round.
+fn body(who: &str, round: usize) -> String {
+    (0..6)
+        .map(|p| {
+            format!(
+                "## 第{p}节\n\n{who} 在第 {round} 轮写下的段落 {p}：发货截止时间与仓库编号 {round}{p} 有关。{}\n",
+                "补充说明。".repeat(30)
+            )
+        })
+        .collect()
+}
+
+/// Drops the knowledge base's collections however the test ends.
+struct Cleanup(QdrantConfig, String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = zhiku_adapters_qdrant::QdrantVectorIndex::drop_kb_collections(&self.0, &self.1);
+    }
+}
+
+#[test]
+fn two_replicas_writing_one_document_leave_one_revision_and_its_chunks_only() {
+    let Some(url) = server("two_replicas_writing_one_document") else {
+        return;
+    };
+    let kb = format!("writers{}", std::process::id());
+    let settings = QdrantConfig {
+        knowledge_base: Some(kb.clone()),
+        ..QdrantConfig::with_url(&url)
+    };
+    let _cleanup = Cleanup(settings.clone(), kb.clone());
+    let folders = tempfile::tempdir().unwrap();
+    let a = Arc::new(replica(folders.path(), "a", &url, &kb));
+    let b = Arc::new(replica(folders.path(), "b", &url, &kb));
+    let catalog = QdrantCatalogStore::open(&settings, &kb).unwrap();
+    let lexical = QdrantLexicalIndex::open(&settings, &kb, Bm25::default()).unwrap();
+    let shared = DocId::new("shared").unwrap();
+
+    let rounds = 12;
+    for round in 0..rounds {
+        let start = Arc::new(Barrier::new(2));
+        // Every fourth round one replica deletes while the other writes.
+        let deletes = round % 4 == 3;
+        let threads: Vec<_> = [("A", Arc::clone(&a)), ("B", Arc::clone(&b))]
+            .into_iter()
+            .map(|(who, kb)| {
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    if deletes && who == "B" {
+                        // Absent already (A has not written yet) is fine too.
+                        let _ = kb.delete_document(&writer(), "shared");
+                        return None;
+                    }
+                    let put = kb
+                        .put_document(
+                            &writer(),
+                            NewDocument {
+                                id: "shared".into(),
+                                path: None,
+                                title: Some(format!("{who} {round}")),
+                                text: body(who, round),
+                                scope: None,
+                                locale: None,
+                                metadata: Default::default(),
+                            },
+                        )
+                        .unwrap_or_else(|e| panic!("{who} round {round}: {e}"));
+                    Some(put.revision)
+                })
+            })
+            .collect();
+        let written: Vec<Option<String>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+
+        let stored = catalog.load().unwrap().expect("a catalog on record");
+        let in_lexical = lexical.chunk_ids(&shared).unwrap();
+        match stored.catalog.docs.get(&shared) {
+            Some(entry) => {
+                // One of this round's writes is the one on record, whole.
+                assert!(
+                    written
+                        .iter()
+                        .flatten()
+                        .any(|r| *r == entry.revision.to_string()),
+                    "round {round}: {} is none of {written:?}",
+                    entry.revision
+                );
+                let mut listed = entry.chunk_ids.clone();
+                listed.sort();
+                assert_eq!(
+                    in_lexical, listed,
+                    "round {round}: the lexical route holds exactly the recorded revision's chunks"
+                );
+                let hits = lexical
+                    .search(
+                        "发货截止时间",
+                        100,
+                        &Filter::for_scope(Scope::new("default").unwrap()),
+                    )
+                    .unwrap();
+                assert!(hits.iter().all(|h| listed.contains(h.chunk.chunk_id())));
+            }
+            None => {
+                assert!(deletes, "round {round}: only a delete leaves no document");
+                assert!(in_lexical.is_empty(), "round {round}: {in_lexical:?}");
+            }
+        }
+    }
+
+    // A third process sees one consistent store: every recorded chunk in both routes, no
+    // other chunk anywhere.
+    let folder = folders.path().join("checker");
+    std::fs::create_dir_all(&folder).unwrap();
+    let config = Config::resolve(None, Some("cluster"), &env(&url, &kb)).unwrap();
+    let checker = Store::open_read_only(&folder.join(".zhiku"), config, Some(&folder)).unwrap();
+    let problems = checker.problems().unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    // Both replicas serve the document on record (or its absence) once they follow it.
+    std::thread::sleep(zhiku_service::FOLLOW_EVERY);
+    let recorded = catalog.load().unwrap().unwrap();
+    let on_record = recorded.catalog.docs.contains_key(&shared);
+    for replica in [&a, &b] {
+        let listed = replica.documents(&writer(), 0, 10).0;
+        assert_eq!(
+            listed.iter().any(|d| d.id.as_str() == "shared"),
+            on_record,
+            "{listed:?}"
+        );
+    }
+}
