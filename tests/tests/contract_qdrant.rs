@@ -821,4 +821,49 @@ mod adapter {
         a.release().unwrap();
         a.drop_collection().unwrap();
     }
+
+    /// The audit trail on the server: entries from two handles (two replicas) read back whole
+    /// and in the order they were appended, through either handle.
+    #[test]
+    fn the_audit_trail_keeps_every_entry_in_order_across_handles() {
+        let Some(url) = server("the_audit_trail_keeps_every_entry_in_order") else {
+            return;
+        };
+        use zhiku_adapters_qdrant::QdrantAuditLog;
+        use zhiku_domain::ports::{AuditEntry, AuditLog};
+        let config = config(&url);
+        let name = unique_collection("audit");
+        let a = QdrantAuditLog::open_collection(&config, &name).unwrap();
+        let b = QdrantAuditLog::open_collection(&config, &name).unwrap();
+        assert!(a.entries().unwrap().is_empty());
+        let entry = |i: usize, who: &str| AuditEntry {
+            at: zhiku_domain::Timestamp::from_unix(1_700_000_000 + i as i64),
+            who: who.into(),
+            doc_id: format!("notes/{i}"),
+            scope: "default".into(),
+            decision: if i.is_multiple_of(2) {
+                "accepted"
+            } else {
+                "refused"
+            }
+            .into(),
+            reason: "new".into(),
+            detail: format!("第 {i} 条"),
+            duplicate_of: (i == 3).then(|| "notes/1".to_string()),
+            content_hash: format!("{i:064x}"),
+        };
+        let mut written = Vec::new();
+        for i in 0..6 {
+            let e = entry(i, if i.is_multiple_of(2) { "a" } else { "b" });
+            if i.is_multiple_of(2) {
+                a.append(&e).unwrap()
+            } else {
+                b.append(&e).unwrap()
+            }
+            written.push(e);
+        }
+        assert_eq!(a.entries().unwrap(), written);
+        assert_eq!(b.entries().unwrap(), written);
+        a.drop_collection().unwrap();
+    }
 }

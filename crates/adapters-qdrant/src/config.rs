@@ -170,11 +170,17 @@ impl QdrantConfig {
         format!("{}{}_{tag}", self.collection_prefix, sanitize(kb))
     }
 
-    /// The catalog collection of knowledge base `kb`:
-    /// `{prefix}{kb}_{first 8 hex of sha256("catalog")}`, one of the knowledge base's
-    /// collections (a rebuild drops it with the others).
+    /// The catalog collection of knowledge base `kb` (see
+    /// [`tagged_collection_name`](Self::tagged_collection_name)).
     pub fn catalog_collection_name(&self, kb: &str) -> String {
-        let digest = Sha256::digest(b"catalog");
+        self.tagged_collection_name(kb, "catalog")
+    }
+
+    /// The collection of knowledge base `kb` that holds `what` (`catalog`, `audit`):
+    /// `{prefix}{kb}_{first 8 hex of sha256(what)}`, one of the knowledge base's collections (a
+    /// rebuild drops it with the others).
+    pub fn tagged_collection_name(&self, kb: &str, what: &str) -> String {
+        let digest = Sha256::digest(what.as_bytes());
         let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
         format!("{}{}_{tag}", self.collection_prefix, sanitize(kb))
     }

@@ -13,6 +13,7 @@
 //! Its contract tests run against a real server: set `ZHIKU_TEST_QDRANT_URL` (e.g.
 //! `http://127.0.0.1:6334`); without it they print `SKIPPED`.
 
+mod audit;
 mod catalog;
 mod collection;
 mod config;
@@ -22,6 +23,7 @@ mod lexical;
 mod nodes;
 pub mod payload;
 
+pub use audit::QdrantAuditLog;
 pub use catalog::{LEASE_TTL, LEASE_WAIT, Lease, MERGE_AT, QdrantCatalogStore};
 pub use config::QdrantConfig;
 pub use index::QdrantVectorIndex;

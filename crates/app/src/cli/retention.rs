@@ -9,7 +9,6 @@ use anyhow::{Result, bail};
 use serde_json::json;
 use zhiku_app::wiring;
 use zhiku_app::wiring::store::{Access, Purpose};
-use zhiku_domain::ports::AuditLog;
 
 use super::args::Output;
 use super::ctx::Ctx;
@@ -94,7 +93,7 @@ pub(crate) fn sweep(ctx: &Ctx, output: Output) -> Result<Exit> {
 pub(crate) fn audit(ctx: &Ctx, output: Output) -> Result<Exit> {
     let kb = ctx.global.kb.clone();
     let store = ctx.open_to_query(kb.as_deref())?;
-    for e in wiring::audit_log(&store).entries()? {
+    for e in wiring::audit_log(&store)?.entries()? {
         if output == Output::Json {
             println!("{}", serde_json::to_string(&e)?);
         } else {

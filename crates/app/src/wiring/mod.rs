@@ -19,7 +19,8 @@ use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
 use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
 use zhiku_adapters_fs::worker::{Parsers, WORKER_ARG, WorkerLimits};
-use zhiku_domain::ports::{DocumentStore, Origin};
+use zhiku_adapters_qdrant::QdrantAuditLog;
+use zhiku_domain::ports::{AuditLog, DocumentStore, Origin};
 use zhiku_domain::usecases::Progress;
 use zhiku_eval::corpus_documents::CorpusDocuments;
 use zhiku_service::{KnowledgeBase, Refreshed};
@@ -170,9 +171,15 @@ pub fn trace_log(store: &Store) -> JsonlTraceSink {
     )
 }
 
-/// The store's write-back audit trail: `audit.jsonl` in the store folder.
-pub fn audit_log(store: &Store) -> JsonlAuditLog {
-    JsonlAuditLog::in_store(&store.dir)
+/// The store's write-back audit trail: a collection on the Qdrant deployment for the cluster
+/// profile (every replica appends to one trail), else `audit.jsonl` in the store folder.
+pub fn audit_log(store: &Store) -> Result<Arc<dyn AuditLog>> {
+    if store.config.on_cluster() {
+        let settings = &store.config.qdrant;
+        let kb = qdrant::kb_name_of(settings, &store.dir)?;
+        return Ok(Arc::new(QdrantAuditLog::open(settings, &kb)?));
+    }
+    Ok(Arc::new(JsonlAuditLog::in_store(&store.dir)))
 }
 
 /// `store` as a long-lived service, first brought up to date with `refresh_from` when given.
@@ -191,7 +198,7 @@ pub fn open_service(
     )?);
     let traces = Arc::new(trace_log(&store));
     let store_config = store.config.clone();
-    let audit = Arc::new(audit_log(&store));
+    let audit = audit_log(&store)?;
     let mut core = store.into_service();
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     let planners = planner::planners_for(&store_config);
