@@ -43,9 +43,8 @@ use std::time::{Duration, Instant};
 use qdrant_client::Payload;
 use qdrant_client::qdrant::{
     Condition, CreateCollectionBuilder, DeletePointsBuilder, FieldType, Filter as QFilter,
-    GetPointsBuilder, PointId, PointStruct, ReadConsistencyType, RetrievedPoint,
-    ScrollPointsBuilder, UpdateMode, UpsertPointsBuilder, WriteOrdering, WriteOrderingType,
-    read_consistency,
+    GetPointsBuilder, PointId, PointStruct, RetrievedPoint, ScrollPointsBuilder, UpdateMode,
+    UpsertPointsBuilder, WriteOrdering, WriteOrderingType,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -293,7 +292,7 @@ impl QdrantCatalogStore {
     /// holds it. Returns `false` when it is still held by another after `wait`. Holding it
     /// already, it is renewed.
     pub fn acquire(&self, ttl: Duration, wait: Duration) -> Result<bool, CatalogError> {
-        acquire(&self.collection, &self.lease, &self.owner, ttl, wait)
+        Ok(acquire(&self.collection, &self.lease, &self.owner, ttl, wait)?.is_some())
     }
 
     /// Gives the lease up, when this handle holds it (and it is still the one on record).
@@ -333,14 +332,15 @@ impl QdrantCatalogStore {
 }
 
 /// Takes the lease of the catalog in `c` into `cell` for `owner` (see
-/// [`QdrantCatalogStore::acquire`]).
+/// [`QdrantCatalogStore::acquire`]); returns the catalog version on record when it was taken
+/// (the head it replaced was the current one), `None` when another still holds it after `wait`.
 fn acquire(
     c: &Collection,
     cell: &Mutex<Option<Lease>>,
     owner: &str,
     ttl: Duration,
     wait: Duration,
-) -> Result<bool, CatalogError> {
+) -> Result<Option<u64>, CatalogError> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(20);
     loop {
@@ -363,14 +363,15 @@ fn acquire(
                 lease: lease.clone(),
                 ..current.clone()
             };
+            let version = next.version;
             if swap_head(c, head.as_ref(), next)? {
                 *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
-                return Ok(true);
+                return Ok(Some(version));
             }
             continue;
         }
         if started.elapsed() >= wait {
-            return Ok(false);
+            return Ok(None);
         }
         std::thread::sleep(pause.min(wait.saturating_sub(started.elapsed())));
         pause = (pause * 2).min(Duration::from_millis(500));
@@ -440,10 +441,7 @@ fn read_head(c: &Collection) -> Result<Option<Head>, CatalogError> {
                 c.retry("read the catalog head", |client| {
                     client.get_points(
                         GetPointsBuilder::new(&c.name, vec![PointId::from(HEAD)])
-                            .with_payload(true)
-                            .read_consistency(read_consistency::Value::Type(
-                                ReadConsistencyType::Majority as i32,
-                            )),
+                            .with_payload(true),
                     )
                 })
                 .await
@@ -790,46 +788,18 @@ impl QdrantCatalogStore {
     }
 }
 
-impl CatalogStore for QdrantCatalogStore {
-    /// Takes the knowledge base's write lease (waiting up to [`LEASE_WAIT`]), renewed until the
-    /// turn ends; then the catalog on record, when another writer saved since this handle last
-    /// loaded or saved.
-    fn begin_write(&self) -> Result<(WriteTurn, Option<StoredCatalog>), CatalogError> {
-        if !self.acquire(LEASE_TTL, LEASE_WAIT)? {
-            let holder = self.lease_on_record()?;
-            return Err(CatalogError::Backend {
-                adapter: ADAPTER,
-                source: format!(
-                    "another writer ({}) has held this knowledge base's write lease for more than {} s; try again later",
-                    holder.owner,
-                    LEASE_WAIT.as_secs()
-                )
-                .into(),
-                temporary: true,
-            });
-        }
-        let turn = self.keep_lease();
-        let fresh = self.moved()?;
-        Ok((turn, fresh))
-    }
-
-    fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {
-        let seen = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let on_record = self
-            .read_head()?
-            .filter(|h| h.header.is_some())
-            .map(|h| h.version);
-        if on_record.is_none() || on_record == seen {
-            return Ok(None);
-        }
-        self.load()
-    }
-
-    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+impl QdrantCatalogStore {
+    /// The catalog on record, read whole once the head read says version `min` or later (a
+    /// read may reach a replica of the head that has not applied the latest change yet).
+    fn load_at_least(&self, min: u64) -> Result<Option<StoredCatalog>, CatalogError> {
         for _ in 0..READ_ATTEMPTS {
             let Some(head) = self.read_head()? else {
                 return Ok(None);
             };
+            if head.version < min {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
             if head.header.is_none() {
                 return Ok(None);
             }
@@ -843,6 +813,61 @@ impl CatalogStore for QdrantCatalogStore {
             source: "the catalog kept changing while it was read".into(),
             temporary: true,
         })
+    }
+}
+
+impl CatalogStore for QdrantCatalogStore {
+    /// Takes the knowledge base's write lease (waiting up to [`LEASE_WAIT`]), renewed until the
+    /// turn ends; then the catalog on record, when another writer saved since this handle last
+    /// loaded or saved.
+    fn begin_write(&self) -> Result<(WriteTurn, Option<StoredCatalog>), CatalogError> {
+        let taken = acquire(
+            &self.collection,
+            &self.lease,
+            &self.owner,
+            LEASE_TTL,
+            LEASE_WAIT,
+        )?;
+        let Some(version) = taken else {
+            let holder = self.lease_on_record()?;
+            return Err(CatalogError::Backend {
+                adapter: ADAPTER,
+                source: format!(
+                    "another writer ({}) has held this knowledge base's write lease for more than {} s; try again later",
+                    holder.owner,
+                    LEASE_WAIT.as_secs()
+                )
+                .into(),
+                temporary: true,
+            });
+        };
+        let turn = self.keep_lease();
+        // The head the lease replaced was the current one: its version is the catalog to start
+        // from (a replica read afterwards may lag behind it, so the load waits for it).
+        let seen = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = if version > 0 && seen != Some(version) {
+            self.load_at_least(version)?
+        } else {
+            None
+        };
+        Ok((turn, fresh))
+    }
+
+    fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        let seen = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let on_record = self
+            .read_head()?
+            .filter(|h| h.header.is_some())
+            .map(|h| h.version);
+        // Versions only grow: a lower one is a replica of the head that lags, not news.
+        match on_record {
+            Some(version) if seen.is_none_or(|seen| version > seen) => self.load_at_least(version),
+            _ => Ok(None),
+        }
+    }
+
+    fn load(&self) -> Result<Option<StoredCatalog>, CatalogError> {
+        self.load_at_least(0)
     }
 
     fn load_header(&self) -> Result<Option<(StoredCatalog, CatalogCounts)>, CatalogError> {

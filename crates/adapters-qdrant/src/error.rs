@@ -56,6 +56,11 @@ pub(crate) fn classify(error: &QdrantError) -> Kind {
                 Kind::Unreachable
             }
             Code::ResourceExhausted => Kind::Overloaded(None),
+            // A node that answers with another node's failure (a replica it could not reach)
+            // is reachable itself: retry it after a pause rather than move to another node.
+            Code::Internal if status.message().starts_with("Service internal error") => {
+                Kind::Overloaded(None)
+            }
             Code::Unknown | Code::Internal if transport_failure(status.message()) => {
                 Kind::Unreachable
             }
@@ -202,6 +207,14 @@ mod tests {
         );
         assert!(!e.is_temporary());
         assert!(e.to_string().contains("--rebuild"), "{e}");
+        let e = to_index_error(&status(Code::InvalidArgument, "bad"), "search", T, 1);
+        assert!(!e.is_temporary());
+        // Another node's failure reported by a node that answers: retried on that node.
+        let relayed = status(
+            Code::Internal,
+            "Service internal error: 1 of 2 read operations failed: Failed to connect to http://n2:6335/",
+        );
+        assert_eq!(classify(&relayed), Kind::Overloaded(None));
         let e = to_index_error(&status(Code::InvalidArgument, "bad"), "search", T, 1);
         assert!(!e.is_temporary());
     }
