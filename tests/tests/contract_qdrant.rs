@@ -12,10 +12,9 @@ use zhiku_adapters_qdrant::{
     Bm25, QdrantCatalogStore, QdrantConfig, QdrantLexicalIndex, QdrantVectorIndex,
 };
 use zhiku_domain::ports::{
-    CatalogStore, EmbeddedChunk, IndexCapabilities, IndexError, LexicalIndex, ScoredChunk,
-    VectorIndex,
+    CatalogStore, EmbeddedChunk, IndexError, LexicalIndex, ScoredChunk, VectorIndex,
 };
-use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+use zhiku_domain::{ChunkId, DocId, EmbeddingSpace, Filter};
 
 const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
 
@@ -69,70 +68,12 @@ fn config(url: &str) -> QdrantConfig {
     }
 }
 
-/// An index whose collection is dropped when the test is done with it.
-#[derive(Debug)]
-struct Scratch(QdrantVectorIndex);
-
-impl Scratch {
-    fn open(url: &str, tag: &str, space: EmbeddingSpace) -> Self {
-        let name = unique_collection(tag);
-        Self(
-            QdrantVectorIndex::open_collection(&config(url), &name, space, None)
-                .unwrap_or_else(|e| panic!("cannot open {name} on {url}: {e}")),
-        )
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Err(e) = self.0.drop_collection() {
-            eprintln!(
-                "warning: could not drop test collection {}: {e}",
-                self.0.collection()
-            );
-        }
-    }
-}
-
-impl VectorIndex for Scratch {
-    fn capabilities(&self) -> IndexCapabilities {
-        self.0.capabilities()
-    }
-    fn space(&self) -> &EmbeddingSpace {
-        self.0.space()
-    }
-    fn upsert(&self, items: &[EmbeddedChunk]) -> Result<(), IndexError> {
-        self.0.upsert(items)
-    }
-    fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
-        self.0.delete_chunks(ids)
-    }
-    fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
-        self.0.delete_document(doc)
-    }
-    fn search(
-        &self,
-        query: &Embedding,
-        k: usize,
-        filter: &Filter,
-    ) -> Result<Vec<ScoredChunk>, IndexError> {
-        self.0.search(query, k, filter)
-    }
-    fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
-        self.0.chunk_ids(doc)
-    }
-    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
-        self.0.all_chunk_ids()
-    }
-    fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {
-        self.0.embeddings(ids)
-    }
-    fn count(&self) -> Result<usize, IndexError> {
-        self.0.count()
-    }
-    fn commit(&self) -> Result<(), IndexError> {
-        self.0.commit()
-    }
+/// A vector index in a collection of its own, dropped when the test is done with it.
+fn scratch(url: &str, tag: &str, space: EmbeddingSpace) -> QdrantVectorIndex {
+    let name = unique_collection(tag);
+    QdrantVectorIndex::open_collection(&config(url), &name, space, None)
+        .unwrap_or_else(|e| panic!("cannot open {name} on {url}: {e}"))
+        .dropped_with_handle()
 }
 
 mod qdrant_vector {
@@ -140,71 +81,8 @@ mod qdrant_vector {
 
     zhiku_tests::vector_index_contract!(|space: EmbeddingSpace| -> Option<Box<dyn VectorIndex>> {
         let url = server("vector_index_contract")?;
-        Some(Box::new(Scratch::open(&url, "contract", space)))
+        Some(Box::new(scratch(&url, "contract", space)))
     });
-}
-
-/// A lexical index whose collection is dropped when the test is done with it.
-#[derive(Debug)]
-struct LexicalScratch(QdrantLexicalIndex);
-
-impl LexicalScratch {
-    fn open(url: &str, tag: &str) -> Self {
-        let name = unique_collection(tag);
-        Self(
-            QdrantLexicalIndex::open_collection(&config(url), &name, Bm25::default())
-                .unwrap_or_else(|e| panic!("cannot open {name} on {url}: {e}")),
-        )
-    }
-}
-
-impl Drop for LexicalScratch {
-    fn drop(&mut self) {
-        if let Err(e) = self.0.drop_collection() {
-            eprintln!(
-                "warning: could not drop test collection {}: {e}",
-                self.0.collection()
-            );
-        }
-    }
-}
-
-impl LexicalIndex for LexicalScratch {
-    fn capabilities(&self) -> IndexCapabilities {
-        self.0.capabilities()
-    }
-    fn analyzer(&self) -> String {
-        self.0.analyzer()
-    }
-    fn upsert(&self, chunks: &[Chunk]) -> Result<(), IndexError> {
-        self.0.upsert(chunks)
-    }
-    fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
-        self.0.delete_chunks(ids)
-    }
-    fn delete_document(&self, doc: &DocId) -> Result<(), IndexError> {
-        self.0.delete_document(doc)
-    }
-    fn search(
-        &self,
-        query: &str,
-        k: usize,
-        filter: &Filter,
-    ) -> Result<Vec<ScoredChunk>, IndexError> {
-        self.0.search(query, k, filter)
-    }
-    fn chunk_ids(&self, doc: &DocId) -> Result<Vec<ChunkId>, IndexError> {
-        self.0.chunk_ids(doc)
-    }
-    fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
-        self.0.all_chunk_ids()
-    }
-    fn count(&self) -> Result<usize, IndexError> {
-        self.0.count()
-    }
-    fn commit(&self) -> Result<(), IndexError> {
-        self.0.commit()
-    }
 }
 
 /// The lexical route on the server: sparse vectors of zhiku's analyzer terms.
@@ -213,7 +91,12 @@ mod qdrant_lexical {
 
     zhiku_tests::lexical_index_contract!(|()| -> Option<Box<dyn LexicalIndex>> {
         let url = server("lexical_index_contract")?;
-        Some(Box::new(LexicalScratch::open(&url, "lexical")))
+        let name = unique_collection("lexical");
+        Some(Box::new(
+            QdrantLexicalIndex::open_collection(&config(&url), &name, Bm25::default())
+                .unwrap_or_else(|e| panic!("cannot open {name} on {url}: {e}"))
+                .dropped_with_handle(),
+        ))
     });
 }
 
@@ -287,7 +170,7 @@ mod adapter {
         let Some(url) = server("reupserting_the_same_chunks_keeps_the_point_count") else {
             return;
         };
-        let index = Scratch::open(&url, "reupsert", space());
+        let index = scratch(&url, "reupsert", space());
         let items = many("a", "s", 500);
         index.upsert(&items).unwrap();
         assert_eq!(index.count().unwrap(), 500);
@@ -316,7 +199,7 @@ mod adapter {
         let Some(url) = server("deleting_a_document_removes_thousands_of_points") else {
             return;
         };
-        let index = Scratch::open(&url, "delete_doc", space());
+        let index = scratch(&url, "delete_doc", space());
         let big = many("big", "s", 3000);
         let small = many("small", "s", 7);
         index.upsert(&big).unwrap();
@@ -347,7 +230,7 @@ mod adapter {
         let Some(url) = server("every_filter_field_is_translated_like_the_reference") else {
             return;
         };
-        let index = Scratch::open(&url, "filters", space());
+        let index = scratch(&url, "filters", space());
         let reference = MemoryVectorIndex::new(space());
         let specs = [
             Spec::new("zh-doc", "team-a", "zh 1")
@@ -464,7 +347,7 @@ mod adapter {
         let name = unique_collection("reopen");
         let first =
             QdrantVectorIndex::open_collection(&config, &name, space(), Some("policy-1")).unwrap();
-        let guard = Scratch(first);
+        let guard = first.dropped_with_handle();
         guard
             .upsert(&[embedded(&Spec::new("a", "s", "kept"), axis(1))])
             .unwrap();
@@ -620,15 +503,14 @@ mod adapter {
             QdrantVectorIndex::open_collection(&config, &name, embedder.space().clone(), None)
                 .unwrap();
         // Dropped through the direct connection once the test is over.
-        let cleanup = Scratch(
-            QdrantVectorIndex::open_collection(
-                &QdrantConfig::with_url(&url),
-                &name,
-                embedder.space().clone(),
-                None,
-            )
-            .unwrap(),
-        );
+        let cleanup = QdrantVectorIndex::open_collection(
+            &QdrantConfig::with_url(&url),
+            &name,
+            embedder.space().clone(),
+            None,
+        )
+        .unwrap()
+        .dropped_with_handle();
         let lexical = MemoryLexicalIndex::new();
         let source = MemorySourceStore::new();
         let policy = ChunkingPolicy::with_sizes(200, 20).unwrap();

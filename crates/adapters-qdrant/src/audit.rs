@@ -11,12 +11,10 @@
 use std::collections::HashMap;
 
 use qdrant_client::Payload;
-use qdrant_client::qdrant::{
-    CreateCollectionBuilder, FieldType, PointId, PointStruct, RetrievedPoint, ScrollPointsBuilder,
-};
+use qdrant_client::qdrant::{CreateCollectionBuilder, FieldType, PointStruct};
 use zhiku_domain::ports::{AuditEntry, AuditError, AuditLog};
 
-use crate::collection::{Collection, Metadata, PAGE, PayloadIndex};
+use crate::collection::{Collection, Metadata, PayloadIndex};
 use crate::config::QdrantConfig;
 use crate::payload::{integer_field, string_field};
 
@@ -124,31 +122,9 @@ impl AuditLog for QdrantAuditLog {
 
     fn entries(&self) -> Result<Vec<AuditEntry>, AuditError> {
         let c = &self.collection;
-        let points: Vec<RetrievedPoint> = c
-            .run(async {
-                let mut all = Vec::new();
-                let mut offset: Option<PointId> = None;
-                loop {
-                    let page = c
-                        .retry("read the audit trail", |client| {
-                            let mut request = ScrollPointsBuilder::new(&c.name)
-                                .limit(PAGE as u32)
-                                .with_payload(true)
-                                .with_vectors(false);
-                            if let Some(o) = &offset {
-                                request = request.offset(o.clone());
-                            }
-                            client.scroll(request)
-                        })
-                        .await?;
-                    all.extend(page.result);
-                    match page.next_page_offset {
-                        Some(next) => offset = Some(next),
-                        None => return Ok(all),
-                    }
-                }
-            })
-            .map_err(|e: zhiku_domain::ports::IndexError| failed("read", &c.name, e))?;
+        let points = c
+            .scroll("read the audit trail", None, None)
+            .map_err(|e| failed("read", &c.name, e))?;
         let mut keyed = Vec::with_capacity(points.len());
         for point in points {
             let (Some(order), Some(tiebreak), Some(text)) = (

@@ -43,8 +43,8 @@ use std::time::{Duration, Instant};
 use qdrant_client::Payload;
 use qdrant_client::qdrant::{
     Condition, CreateCollectionBuilder, DeletePointsBuilder, FieldType, Filter as QFilter,
-    GetPointsBuilder, PointId, PointStruct, RetrievedPoint, ScrollPointsBuilder, UpdateMode,
-    UpsertPointsBuilder, WriteOrdering, WriteOrderingType,
+    GetPointsBuilder, PointId, PointStruct, UpdateMode, UpsertPointsBuilder, WriteOrdering,
+    WriteOrderingType,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -54,7 +54,7 @@ use zhiku_domain::ports::{
     CatalogCounts, CatalogError, CatalogStore, Changed, IndexError, StoredCatalog, WriteTurn,
 };
 
-use crate::collection::{Collection, Metadata, PAGE, PayloadIndex};
+use crate::collection::{Collection, Metadata, PayloadIndex};
 use crate::config::QdrantConfig;
 use crate::payload::{integer_field, string_field};
 
@@ -552,31 +552,8 @@ impl QdrantCatalogStore {
         }
         let filter = QFilter::must(must);
         let c = &self.collection;
-        let points: Vec<RetrievedPoint> = c
-            .run(async {
-                let mut all = Vec::new();
-                let mut offset: Option<PointId> = None;
-                loop {
-                    let page = c
-                        .retry("read catalog rows", |client| {
-                            let mut request = ScrollPointsBuilder::new(&c.name)
-                                .filter(filter.clone())
-                                .limit(PAGE as u32)
-                                .with_payload(true)
-                                .with_vectors(false);
-                            if let Some(o) = &offset {
-                                request = request.offset(o.clone());
-                            }
-                            client.scroll(request)
-                        })
-                        .await?;
-                    all.extend(page.result);
-                    match page.next_page_offset {
-                        Some(next) => offset = Some(next),
-                        None => return Ok(all),
-                    }
-                }
-            })
+        let points = c
+            .scroll("read catalog rows", Some(filter), None)
             .map_err(catalog_error)?;
         let mut latest: BTreeMap<(String, String), (usize, Option<String>)> = BTreeMap::new();
         for point in points {

@@ -12,7 +12,8 @@ use qdrant_client::qdrant::{
     CollectionConfig, CountPointsBuilder, CreateCollectionBuilder,
     CreateFieldIndexCollectionBuilder, DeleteCollectionBuilder, DeletePointsBuilder, FieldType,
     KeywordIndexParamsBuilder, PayloadIncludeSelector, PointId, PointStruct, PointsIdsList,
-    ScoredPoint, ScrollPointsBuilder, UpdateCollectionBuilder, UpsertPointsBuilder,
+    QueryPointsBuilder, RetrievedPoint, ScoredPoint, ScrollPointsBuilder, UpdateCollectionBuilder,
+    UpsertPointsBuilder,
 };
 use tokio::runtime::Runtime;
 use zhiku_domain::ports::{IndexError, ScoredChunk, rank_and_truncate};
@@ -111,6 +112,15 @@ where
     }
 }
 
+/// The items of one upsert that a sequence of single upserts would leave: the last write of each
+/// chunk, in the order of those last writes.
+pub(crate) fn last_of_each<T>(items: &[T], id: impl Fn(&T) -> &ChunkId) -> Vec<&T> {
+    let mut seen = std::collections::HashSet::new();
+    let mut last: Vec<&T> = items.iter().rev().filter(|i| seen.insert(id(i))).collect();
+    last.reverse();
+    last
+}
+
 /// The metadata zhiku records on a collection, as JSON.
 pub(crate) type Metadata = HashMap<String, serde_json::Value>;
 
@@ -138,10 +148,20 @@ pub(crate) struct Collection {
     nodes: Nodes,
     pub(crate) config: QdrantConfig,
     pub(crate) name: String,
+    /// Deleted from the server when this handle is dropped (a test's or an evaluation's).
+    pub(crate) scratch: bool,
 }
 
 impl Drop for Collection {
     fn drop(&mut self) {
+        if self.scratch
+            && let Err(e) = self.drop_collection()
+        {
+            eprintln!(
+                "warning: could not drop the scratch collection {}: {e}",
+                self.name
+            );
+        }
         // Never blocks, so dropping an index inside an async context is safe too.
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
@@ -164,6 +184,7 @@ impl Collection {
             nodes,
             config: config.clone(),
             name: name.to_string(),
+            scratch: false,
         })
     }
 
@@ -371,22 +392,29 @@ impl Collection {
         })
     }
 
-    /// The chunk IDs of every point that passes `filter` (all points without one), sorted,
-    /// without duplicates: a paged scroll.
-    pub(crate) fn scroll_ids(
+    /// Every point that passes `filter` (all points without one), with the payload fields
+    /// `fields` (all of them when `None`), without vectors: a paged scroll.
+    pub(crate) fn scroll(
         &self,
+        what: &str,
         filter: Option<qdrant_client::qdrant::Filter>,
-    ) -> Result<Vec<ChunkId>, IndexError> {
+        fields: Option<&[&str]>,
+    ) -> Result<Vec<RetrievedPoint>, IndexError> {
         self.run(async {
-            let mut ids = Vec::new();
+            let mut all = Vec::new();
             let mut offset: Option<PointId> = None;
             loop {
                 let page = self
-                    .retry("scroll", |c| {
+                    .retry(what, |c| {
                         let mut request = ScrollPointsBuilder::new(&self.name)
                             .limit(PAGE as u32)
-                            .with_payload(PayloadIncludeSelector::new(vec![CHUNK_ID.to_string()]))
                             .with_vectors(false);
+                        request = match fields {
+                            Some(keys) => request.with_payload(PayloadIncludeSelector::new(
+                                keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+                            )),
+                            None => request.with_payload(true),
+                        };
                         if let Some(f) = &filter {
                             request = request.filter(f.clone());
                         }
@@ -396,24 +424,32 @@ impl Collection {
                         c.scroll(request)
                     })
                     .await?;
-                for point in &page.result {
-                    let text =
-                        payload::string_field(&point.payload, CHUNK_ID).ok_or_else(|| {
-                            permanent(format!("a point in {} has no chunk_id", self.name))
-                        })?;
-                    ids.push(ChunkId::parse(&text).map_err(|e| {
-                        permanent(format!("a point in {} has a bad chunk_id: {e}", self.name))
-                    })?);
-                }
+                all.extend(page.result);
                 match page.next_page_offset {
                     Some(next) => offset = Some(next),
-                    None => break,
+                    None => return Ok(all),
                 }
             }
-            ids.sort();
-            ids.dedup();
-            Ok(ids)
         })
+    }
+
+    /// The chunk IDs of every point that passes `filter` (all points without one), sorted,
+    /// without duplicates.
+    pub(crate) fn scroll_ids(
+        &self,
+        filter: Option<qdrant_client::qdrant::Filter>,
+    ) -> Result<Vec<ChunkId>, IndexError> {
+        let mut ids = Vec::new();
+        for point in self.scroll("scroll", filter, Some(&[CHUNK_ID]))? {
+            let text = payload::string_field(&point.payload, CHUNK_ID)
+                .ok_or_else(|| permanent(format!("a point in {} has no chunk_id", self.name)))?;
+            ids.push(ChunkId::parse(&text).map_err(|e| {
+                permanent(format!("a point in {} has a bad chunk_id: {e}", self.name))
+            })?);
+        }
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
     }
 
     /// Upserts `points` in batches of the configured size, each acknowledged by the server.
@@ -477,18 +513,24 @@ impl Collection {
         })
     }
 
-    /// The `k` best chunks `query(limit)` finds, in the order every index promises: Qdrant
-    /// orders equal scores arbitrarily and the contract orders them by chunk ID, so a few more
-    /// than `k` are fetched and the window widens until the `k`-th score's whole tie group is
-    /// inside it.
-    pub(crate) fn ranked<F, Fut>(&self, k: usize, query: F) -> Result<Vec<ScoredChunk>, IndexError>
-    where
-        F: Fn(usize) -> Fut + Send + Sync,
-        Fut: Future<Output = Result<Vec<ScoredPoint>, IndexError>> + Send,
-    {
+    /// The `k` best chunks of the query `request` makes for a limit (vector, filter and
+    /// parameters set there), in the order every index promises: Qdrant orders equal scores
+    /// arbitrarily and the contract orders them by chunk ID, so a few more than `k` are fetched
+    /// and the window widens until the `k`-th score's whole tie group is inside it.
+    pub(crate) fn ranked(
+        &self,
+        what: &str,
+        k: usize,
+        request: impl Fn(u64) -> QueryPointsBuilder + Send + Sync,
+    ) -> Result<Vec<ScoredChunk>, IndexError> {
         let mut limit = k + TIE_SLACK;
         loop {
-            let points = self.run(query(limit))?;
+            let query = request(limit as u64).with_payload(true).with_vectors(false);
+            let points: Vec<ScoredPoint> = self.run(async {
+                self.retry(what, |c| c.query(query.clone()))
+                    .await
+                    .map(|r| r.result)
+            })?;
             let exhausted = points.len() < limit;
             let mut hits = Vec::with_capacity(points.len());
             for point in points {

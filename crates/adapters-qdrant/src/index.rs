@@ -1,6 +1,6 @@
 //! [`QdrantVectorIndex`]: the [`VectorIndex`] port over a Qdrant collection.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use qdrant_client::qdrant::{
@@ -12,7 +12,7 @@ use zhiku_domain::ports::{
 };
 use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
-use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, PAGE};
+use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, PAGE, last_of_each};
 use crate::config::QdrantConfig;
 use crate::error::{ADAPTER, permanent};
 use crate::payload::{self, CHUNK_ID, NORM, point_id, point_id_text, to_point, to_qdrant_filter};
@@ -144,6 +144,13 @@ impl QdrantVectorIndex {
         self.collection.drop_collection()
     }
 
+    /// The same index, whose collection is deleted when it is dropped: for tests, benches and
+    /// evaluations that work in a collection of their own.
+    pub fn dropped_with_handle(mut self) -> Self {
+        self.collection.scratch = true;
+        self
+    }
+
     /// Deletes every collection of knowledge base `kb` (whatever its space, and its lexical
     /// collection), e.g. before a rebuild. Returns the names deleted. Only names of the exact
     /// form `{prefix}{kb}_{8 hex digits}` are touched.
@@ -250,14 +257,10 @@ impl VectorIndex for QdrantVectorIndex {
             return Ok(());
         }
         // The last write of a chunk wins, as with sequential upserts.
-        let mut seen = HashSet::new();
-        let mut points = Vec::with_capacity(items.len());
-        for item in items.iter().rev() {
-            if seen.insert(item.chunk.chunk_id()) {
-                points.push(to_point(item)?);
-            }
-        }
-        points.reverse();
+        let points = last_of_each(items, |i| i.chunk.chunk_id())
+            .into_iter()
+            .map(to_point)
+            .collect::<Result<Vec<_>, _>>()?;
         self.collection.upsert(points)
     }
 
@@ -281,21 +284,12 @@ impl VectorIndex for QdrantVectorIndex {
             return Ok(Vec::new());
         };
         let vector = query.values();
-        let collection = &self.collection;
-        collection.ranked(k, |limit| {
-            let request = QueryPointsBuilder::new(&collection.name)
+        self.collection.ranked("search", k, |limit| {
+            QueryPointsBuilder::new(&self.collection.name)
                 .query(vector.to_vec())
                 .filter(qfilter.clone())
-                .limit(limit as u64)
+                .limit(limit)
                 .params(self.search_params())
-                .with_payload(true)
-                .with_vectors(false);
-            async move {
-                let response = collection
-                    .retry("search", |c| c.query(request.clone()))
-                    .await?;
-                Ok(response.result)
-            }
         })
     }
 

@@ -24,7 +24,7 @@
 //!
 //! Filters are payload conditions inside the query, as in the dense collection.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use qdrant_client::qdrant::{
     CreateCollectionBuilder, Modifier, PointStruct, QueryPointsBuilder, SparseVectorParamsBuilder,
@@ -36,7 +36,7 @@ use zhiku_analyzer::{ANALYZER_IDENTITY, analyze, jieba};
 use zhiku_domain::ports::{IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
 use zhiku_domain::{Chunk, ChunkId, DocId, Filter};
 
-use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, Metadata};
+use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, Metadata, last_of_each};
 use crate::config::QdrantConfig;
 use crate::error::ADAPTER;
 use crate::payload::{chunk_payload, document_filter, point_id, to_qdrant_filter};
@@ -264,6 +264,13 @@ impl QdrantLexicalIndex {
         self.collection.drop_collection()
     }
 
+    /// The same index, whose collection is deleted when it is dropped: for tests, benches and
+    /// evaluations that work in a collection of their own.
+    pub fn dropped_with_handle(mut self) -> Self {
+        self.collection.scratch = true;
+        self
+    }
+
     fn point(bm25: &Bm25, chunk: &Chunk, terms: &Terms) -> Result<PointStruct, IndexError> {
         let (indices, values): (Vec<u32>, Vec<f32>) = bm25.chunk_vector(terms).into_iter().unzip();
         let vectors = HashMap::from([(TERMS.to_string(), Vector::new_sparse(indices, values))]);
@@ -335,16 +342,10 @@ impl LexicalIndex for QdrantLexicalIndex {
 
     fn upsert(&self, chunks: &[Chunk]) -> Result<(), IndexError> {
         // The last write of a chunk wins, as with sequential upserts.
-        let mut seen = HashSet::new();
-        let mut last: Vec<&Chunk> = chunks
-            .iter()
-            .rev()
-            .filter(|c| seen.insert(c.chunk_id()))
-            .collect();
+        let last = last_of_each(chunks, Chunk::chunk_id);
         if last.is_empty() {
             return Ok(());
         }
-        last.reverse();
         let terms: Vec<Terms> = last.iter().map(|c| Terms::of(c)).collect();
         let bm25 = self.parameters_for(&terms)?;
         let points = last
@@ -377,21 +378,12 @@ impl LexicalIndex for QdrantLexicalIndex {
         let Some(qfilter) = to_qdrant_filter(filter) else {
             return Ok(Vec::new());
         };
-        let collection = &self.collection;
-        collection.ranked(k, |limit| {
-            let request = QueryPointsBuilder::new(&collection.name)
+        self.collection.ranked("lexical search", k, |limit| {
+            QueryPointsBuilder::new(&self.collection.name)
                 .query(vector.clone())
                 .using(TERMS)
                 .filter(qfilter.clone())
-                .limit(limit as u64)
-                .with_payload(true)
-                .with_vectors(false);
-            async move {
-                let response = collection
-                    .retry("lexical search", |c| c.query(request.clone()))
-                    .await?;
-                Ok(response.result)
-            }
+                .limit(limit)
         })
     }
 

@@ -25,8 +25,6 @@ pub fn corpus_scope() -> Scope {
 pub struct CorpusIndex {
     /// The BM25 index.
     pub lexical: Arc<dyn LexicalIndex>,
-    /// The scratch collection behind `lexical`, when it is on Qdrant.
-    scratch: Option<Arc<QdrantLexicalIndex>>,
     /// The dense route, when built.
     pub dense: Option<(Box<dyn Embedder>, MemoryVectorIndex)>,
     /// The corpus as the source of truth.
@@ -37,20 +35,6 @@ pub struct CorpusIndex {
     pub report: IndexReport,
     /// Seconds spent chunking, analysing, embedding and committing.
     pub build_seconds: f64,
-}
-
-impl Drop for CorpusIndex {
-    fn drop(&mut self) {
-        if let Some(scratch) = &self.scratch
-            && let Err(e) = scratch.drop_collection()
-        {
-            tracing::warn!(
-                target: "zhiku::eval",
-                "could not drop the scratch collection {}: {e}",
-                scratch.collection()
-            );
-        }
-    }
 }
 
 /// Where a corpus index keeps its lexical route.
@@ -72,13 +56,12 @@ impl CorpusLexical {
         }
     }
 
-    /// The index; the tantivy index to merge once built, or the scratch collection to drop
-    /// with it.
+    /// The index, and the tantivy index to merge once built.
     fn open(self) -> Result<OpenedLexical> {
         Ok(match self {
             Self::Tantivy(config) => {
                 let index = Arc::new(TantivyLexicalIndex::in_ram(config)?);
-                (index.clone(), Some(index), None)
+                (index.clone(), Some(index))
             }
             Self::Qdrant(config) => {
                 let nanos = std::time::SystemTime::now()
@@ -90,23 +73,16 @@ impl CorpusLexical {
                     config.collection_prefix,
                     std::process::id()
                 );
-                let index = Arc::new(QdrantLexicalIndex::open_collection(
-                    &config,
-                    &name,
-                    Bm25::default(),
-                )?);
-                (index.clone(), None, Some(index))
+                let index = QdrantLexicalIndex::open_collection(&config, &name, Bm25::default())?
+                    .dropped_with_handle();
+                (Arc::new(index), None)
             }
         })
     }
 }
 
-/// An opened corpus lexical index, and the same index by its adapter.
-type OpenedLexical = (
-    Arc<dyn LexicalIndex>,
-    Option<Arc<TantivyLexicalIndex>>,
-    Option<Arc<QdrantLexicalIndex>>,
-);
+/// An opened corpus lexical index, and the same index when it is tantivy's.
+type OpenedLexical = (Arc<dyn LexicalIndex>, Option<Arc<TantivyLexicalIndex>>);
 
 impl std::fmt::Debug for CorpusIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -159,7 +135,7 @@ pub fn build_corpus_index(
     for d in &docs {
         source.put(d);
     }
-    let (lexical, tantivy, scratch) = lexical.open()?;
+    let (lexical, tantivy) = lexical.open()?;
     let dense: Option<(Box<dyn Embedder>, MemoryVectorIndex)> = match dense {
         DenseChoice::None => None,
         DenseChoice::Hashing => {
@@ -196,7 +172,6 @@ pub fn build_corpus_index(
     let build_seconds = started.elapsed().as_secs_f64();
     Ok(CorpusIndex {
         lexical,
-        scratch,
         dense,
         source,
         catalog,
