@@ -131,6 +131,55 @@ mod qdrant_catalog {
     });
 }
 
+/// The documents of a knowledge base on the server (what replicas read, re-check and write
+/// without a folder).
+mod qdrant_documents {
+    use super::*;
+    use zhiku_adapters_qdrant::QdrantDocuments;
+    use zhiku_domain::{Document, Scope, Source, Title};
+    use zhiku_tests::contract::documents::DocumentPlace;
+
+    fn seeded(_: ()) -> Option<Box<DocumentPlace>> {
+        let url = server("writable_document_store_contract")?;
+        let store = QdrantDocuments::open_collection(&config(&url), &unique_collection("docs"))
+            .unwrap()
+            .dropped_with_handle();
+        let doc = |id: &str, path: &str, scope: &str, title: &str, text: &str| {
+            Document::builder(DocId::new(id).unwrap(), Source::new(path).unwrap(), text)
+                .scope(Scope::new(scope).unwrap())
+                .title(Title::new(title).unwrap())
+                .build()
+        };
+        let install = doc(
+            "install",
+            "guide/install.md",
+            "alpha",
+            "安装",
+            "# 安装\n\n先下载，再安装。\n",
+        );
+        let notes = doc(
+            "notes",
+            "notes.md",
+            "beta",
+            "Notes",
+            "# Notes\n\nPlain notes.\n",
+        );
+        store
+            .put_documents(
+                &[(&install, "guide/install.md"), (&notes, "notes.md")],
+                true,
+            )
+            .unwrap();
+        Some(Box::new(DocumentPlace {
+            store: Box::new(store),
+            seeded: vec![DocId::new("install").unwrap(), DocId::new("notes").unwrap()],
+            guard: Box::new(()),
+        }))
+    }
+
+    zhiku_tests::writable_document_store_contract!(seeded);
+}
+
 mod adapter {
     use super::*;
     use serde_json::json;

@@ -1,9 +1,8 @@
-//! Two replicas of one knowledge base kept on Qdrant (profile `cluster`), each with its own
-//! store folder as two machines would have and the documents' folder shared (a file share both
-//! mount), writing the same document at the same time: every round ends with exactly one
-//! revision on record and the chunks of that revision, and only those, in both routes. The
-//! writers take turns through the catalog's lease on the server; nothing on either machine
-//! serialises them.
+//! Two replicas of one knowledge base kept whole on Qdrant (profile `cluster`: routes, catalog
+//! and documents), each with its own folders as two machines would have, writing the same
+//! document at the same time: every round ends with exactly one revision on record and the
+//! chunks of that revision, and only those, in both routes. The writers take turns through the
+//! catalog's lease on the server; nothing on either machine serialises them.
 //!
 //! Set `ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334` (the gRPC port of a Qdrant server) to run
 //! it; without it it prints `SKIPPED` and checks nothing. The hashing embedder stands in for a
@@ -50,13 +49,12 @@ fn env(url: &str, kb: &str) -> impl Fn(&str) -> Option<String> {
     }
 }
 
-/// A replica named `name`: its own store folder, the shared documents' folder `root`, the
-/// shared knowledge base on the server.
-fn replica(root: &Path, name: &str, url: &str, kb: &str) -> KnowledgeBase {
-    let root = root.canonicalize().unwrap();
+/// A replica: its own (empty) folder and store folder, the shared knowledge base on the server.
+fn replica(folder: &Path, url: &str, kb: &str) -> KnowledgeBase {
+    std::fs::create_dir_all(folder).unwrap();
+    let root = folder.canonicalize().unwrap();
     let config = Config::resolve(None, Some("cluster"), &env(url, kb)).unwrap();
-    let store_dir = root.join(format!(".zhiku-{name}"));
-    let store = Store::open(&store_dir, config, Purpose::Write, Some(&root)).unwrap();
+    let store = Store::open(&root.join(".zhiku"), config, Purpose::Write, Some(&root)).unwrap();
     zhiku_app::wiring::open_service(store, Some(Origin::Folder { root }))
         .unwrap()
         .0
@@ -103,8 +101,8 @@ fn two_replicas_writing_one_document_leave_one_revision_and_its_chunks_only() {
     };
     let _cleanup = Cleanup(settings.clone(), kb.clone());
     let folders = tempfile::tempdir().unwrap();
-    let a = Arc::new(replica(folders.path(), "a", &url, &kb));
-    let b = Arc::new(replica(folders.path(), "b", &url, &kb));
+    let a = Arc::new(replica(&folders.path().join("a"), &url, &kb));
+    let b = Arc::new(replica(&folders.path().join("b"), &url, &kb));
     let catalog = QdrantCatalogStore::open(&settings, &kb).unwrap();
     let lexical = QdrantLexicalIndex::open(&settings, &kb, Bm25::default()).unwrap();
     let shared = DocId::new("shared").unwrap();
@@ -188,7 +186,8 @@ fn two_replicas_writing_one_document_leave_one_revision_and_its_chunks_only() {
     let checker = Store::open_read_only(&folder.join(".zhiku"), config, Some(&folder)).unwrap();
     let problems = checker.problems().unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    // Both replicas serve the document on record (or its absence) once they follow it.
+    // Both replicas serve the document on record (or its absence) once they follow it, read
+    // from the cluster: neither machine's folder holds it.
     std::thread::sleep(zhiku_service::FOLLOW_EVERY);
     let recorded = catalog.load().unwrap().unwrap();
     let on_record = recorded.catalog.docs.contains_key(&shared);
@@ -199,5 +198,13 @@ fn two_replicas_writing_one_document_leave_one_revision_and_its_chunks_only() {
             on_record,
             "{listed:?}"
         );
+        if let Some(entry) = recorded.catalog.docs.get(&shared) {
+            let view = replica.document(&writer(), "shared").unwrap();
+            assert_eq!(view.revision, entry.revision.to_string());
+        }
+    }
+    for machine in ["a", "b"] {
+        let api = folders.path().join(machine).join("api");
+        assert!(!api.exists(), "a put wrote into {}", api.display());
     }
 }

@@ -5,6 +5,7 @@
 pub mod corpus;
 pub mod embed_server;
 pub mod generator;
+pub mod imported;
 pub mod judge;
 pub mod planner;
 pub mod qdrant;
@@ -19,7 +20,7 @@ use zhiku_adapters_fs::folder::FolderDocuments;
 use zhiku_adapters_fs::loader::LoaderConfig;
 use zhiku_adapters_fs::trace_log::{JsonlTraceSink, Retention};
 use zhiku_adapters_fs::worker::{Parsers, WORKER_ARG, WorkerLimits};
-use zhiku_adapters_qdrant::QdrantAuditLog;
+use zhiku_adapters_qdrant::{QdrantAuditLog, QdrantDocuments};
 use zhiku_domain::ports::{AuditLog, DocumentStore, Origin};
 use zhiku_domain::usecases::Progress;
 use zhiku_eval::corpus_documents::CorpusDocuments;
@@ -114,8 +115,9 @@ pub fn run_extraction_worker(args: Vec<std::ffi::OsString>) -> Result<()> {
     zhiku_adapters_fs::worker::serve(args.into_iter())
 }
 
-/// The document store of `origin`: the folder (writable) or the BEIR corpus (read-only). The
-/// one place that tells origins apart.
+/// The document store of `origin`: the folder (writable), the BEIR corpus (read-only), or the
+/// knowledge base's documents collection on its cluster (writable). The one place that tells
+/// origins apart.
 pub fn documents_for(store: &Store, origin: &Origin) -> Result<Box<dyn DocumentStore>> {
     Ok(match origin {
         Origin::Folder { root } => {
@@ -125,7 +127,32 @@ pub fn documents_for(store: &Store, origin: &Origin) -> Result<Box<dyn DocumentS
             dir.clone(),
             store.config.default_scope.clone(),
         )),
+        Origin::Cluster => Box::new(cluster_documents(store)?),
     })
+}
+
+/// The documents collection of the store's knowledge base on its cluster.
+fn cluster_documents(store: &Store) -> Result<QdrantDocuments> {
+    let settings = &store.config.qdrant;
+    let kb = qdrant::kb_name_of(settings, &store.dir)?;
+    Ok(QdrantDocuments::open(settings, &kb)?)
+}
+
+/// What indexing `origin` into `store` reads, and the origin the catalog then records: the
+/// origin's own store, except that a folder indexed into a knowledge base kept on a cluster is
+/// brought into its documents collection ([`imported::Imported`]), which the catalog records,
+/// so that every replica reads the documents from there.
+pub fn indexed_from(store: &Store, origin: Origin) -> Result<(Box<dyn DocumentStore>, Origin)> {
+    match origin {
+        Origin::Folder { root } if store.config.on_cluster() => Ok((
+            Box::new(imported::Imported {
+                folder: FolderDocuments::new(root, loader_config(store)?),
+                cluster: cluster_documents(store)?,
+            }),
+            Origin::Cluster,
+        )),
+        origin => Ok((documents_for(store, &origin)?, origin)),
+    }
 }
 
 /// The document store of the origin `store` recorded, if it recorded one.
@@ -154,7 +181,7 @@ pub fn refresh(
     origin: Origin,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<Refreshed> {
-    let documents = documents_for(store, &origin)?;
+    let (documents, origin) = indexed_from(store, origin)?;
     zhiku_service::refresh(store, documents.as_ref(), origin, on_progress)
 }
 
@@ -188,9 +215,12 @@ pub fn open_service(
     store: Store,
     refresh_from: Option<Origin>,
 ) -> Result<(KnowledgeBase, Option<Refreshed>)> {
-    let documents = match &refresh_from {
-        Some(origin) => Some(documents_for(&store, origin)?),
-        None => recorded_documents(&store)?,
+    let (documents, refresh_from) = match refresh_from {
+        Some(origin) => {
+            let (documents, origin) = indexed_from(&store, origin)?;
+            (Some(documents), Some(origin))
+        }
+        None => (recorded_documents(&store)?, None),
     };
     let generator = zhiku_http::metrics::count_generator_errors(generator::generator_for(
         &store.config,

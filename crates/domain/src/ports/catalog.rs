@@ -17,7 +17,7 @@ use crate::contracts::{Catalog, CatalogChanges, CatalogEntry};
 use super::errors::BoxError;
 
 /// What a knowledge base's documents were loaded from. Serialised as
-/// `{"kind": "folder", "root": …}` or `{"kind": "beir", "dir": …}`.
+/// `{"kind": "folder", "root": …}`, `{"kind": "beir", "dir": …}` or `{"kind": "cluster"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Origin {
@@ -31,6 +31,9 @@ pub enum Origin {
         /// Absolute path of the BEIR directory.
         dir: PathBuf,
     },
+    /// The knowledge base's own documents collection on its cluster, which `index` fills
+    /// from a folder and the API writes: what every replica reads, wherever it runs.
+    Cluster,
 }
 
 /// How many documents a catalog lists and how many chunks they have.
