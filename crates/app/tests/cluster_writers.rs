@@ -208,3 +208,80 @@ fn two_replicas_writing_one_document_leave_one_revision_and_its_chunks_only() {
         assert!(!api.exists(), "a put wrote into {}", api.display());
     }
 }
+
+/// A replica waiting for the write lease another process holds goes on answering searches;
+/// its write completes once the lease is released.
+#[test]
+fn a_replica_waiting_for_the_lease_goes_on_answering() {
+    let Some(url) = server("a_replica_waiting_for_the_lease_goes_on_answering") else {
+        return;
+    };
+    let kb = format!("waiting{}", std::process::id());
+    let settings = QdrantConfig {
+        knowledge_base: Some(kb.clone()),
+        ..QdrantConfig::with_url(&url)
+    };
+    let _cleanup = Cleanup(settings.clone(), kb.clone());
+    let folders = tempfile::tempdir().unwrap();
+    let replica = Arc::new(replica(&folders.path().join("a"), &url, &kb));
+    let put = |round| NewDocument {
+        id: "shared".into(),
+        path: None,
+        title: None,
+        text: body("A", round),
+        scope: None,
+        locale: None,
+        metadata: Default::default(),
+    };
+    replica.put_document(&writer(), put(0)).unwrap();
+    // Another process takes the lease and keeps it.
+    let other = QdrantCatalogStore::open(&settings, &kb).unwrap();
+    assert!(
+        other
+            .acquire(
+                std::time::Duration::from_secs(60),
+                std::time::Duration::ZERO
+            )
+            .unwrap()
+    );
+    let writer_thread = {
+        let replica = Arc::clone(&replica);
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            replica.put_document(&writer(), put(1)).unwrap();
+            started.elapsed()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let query = zhiku_service::SearchQuery {
+        query: "发货截止时间".into(),
+        k: Some(3),
+        mode: zhiku_domain::usecases::RetrievalMode::Lexical,
+        metadata: Vec::new(),
+        locale: None,
+        request_id: None,
+    };
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let found = replica.search(&writer(), &query).unwrap();
+        assert!(!found.hits.is_empty());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "a search waited {:?} behind a write waiting for the lease",
+            started.elapsed()
+        );
+    }
+    assert!(
+        !writer_thread.is_finished(),
+        "the write waits for the lease"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    other.release().unwrap();
+    let waited = writer_thread.join().unwrap();
+    assert!(
+        waited >= std::time::Duration::from_millis(900),
+        "{waited:?}"
+    );
+    let view = replica.document(&writer(), "shared").unwrap();
+    assert_eq!(view.text, body("A", 1));
+}

@@ -9,7 +9,8 @@
 //! One line per request goes to stderr, as text or JSON (`--log-format`), through `tracing`:
 //! `request_id`, `method`, `route` (the matched route template, never the raw path, which may
 //! hold document IDs), `caller` (the token's configured name, never the token), `status` and
-//! `latency_ms` (until the response head; a streamed answer goes on after it). The level comes
+//! `latency_ms` (until the response head; a streamed answer goes on after it). A request whose
+//! client went away before the response gets its line too, with status 499. The level comes
 //! from `ZHIKU_LOG` or else `RUST_LOG` (default `info`).
 
 use std::time::Instant;
@@ -157,7 +158,15 @@ pub async fn access(mut request: Request, next: Next) -> Response {
     let route = route_label(request.extensions().get::<MatchedPath>());
     let method = method_label(request.method());
     let span = tracing::info_span!("request", request_id = %id);
+    let mut abandoned = Abandoned {
+        id: id.clone(),
+        method,
+        route: route.clone(),
+        started,
+        armed: true,
+    };
     let mut response = next.run(request).instrument(span).await;
+    abandoned.armed = false;
     let elapsed = started.elapsed();
     response.headers_mut().insert(X_REQUEST_ID.clone(), value);
     let caller = response.extensions_mut().remove::<CallerName>();
@@ -174,6 +183,35 @@ pub async fn access(mut request: Request, next: Next) -> Response {
         "request"
     );
     response
+}
+
+/// The log line of a request whose client went away before its response was ready (the
+/// server drops the request then, and [`access`] never reaches its own line): status 499, as
+/// proxies write it. Work the request handed to a worker thread (a write) may still complete.
+struct Abandoned {
+    id: String,
+    method: &'static str,
+    route: String,
+    started: Instant,
+    armed: bool,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let elapsed = self.started.elapsed();
+        tracing::info!(
+            target: "zhiku::http",
+            request_id = %self.id,
+            method = self.method,
+            route = %self.route,
+            status = 499u16,
+            latency_ms = (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+            "request abandoned by the client before its response; work it started may still complete"
+        );
+    }
 }
 
 #[cfg(test)]

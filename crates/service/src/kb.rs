@@ -239,11 +239,15 @@ impl KnowledgeBase {
         self.read()
     }
 
-    /// Begins one write of the store ([`Store::begin_write`]); when another process saved
-    /// since, the documents served are those of the catalog it saved.
-    pub(crate) fn begin_write(&self, inner: &mut Inner) -> Result<WriteTurn, KbError> {
-        let (turn, moved) = inner.store.begin_write()?;
-        if moved {
+    /// Begins one write of the store ([`Store::begin_write`]): waits for the right to write
+    /// holding the store for reading only (searches go on meanwhile; the caller holds the
+    /// writer mutex, so no other write of this process runs); when another process saved since,
+    /// the documents served are those of the catalog it saved.
+    pub(crate) fn begin_write(&self) -> Result<WriteTurn, KbError> {
+        let (turn, fresh) = self.read().store.take_turn()?;
+        if fresh.is_some() {
+            let mut inner = self.write();
+            inner.store.start_from(fresh);
             inner.docs = served_docs(&inner.store, self.documents.as_deref())?;
         }
         Ok(turn)
@@ -583,8 +587,8 @@ impl KnowledgeBase {
             .into());
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _turn = self.begin_write()?;
         let mut inner = self.write();
-        let _turn = self.begin_write(&mut inner)?;
         let info = self.visible_info(&inner, caller, id)?;
         let documents = self.writable(Change::Remove)?;
         let report = remove_recorded(&mut inner.store, documents, &info.id)?;
@@ -605,8 +609,8 @@ impl KnowledgeBase {
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable(Change::Sweep)?;
+        let _turn = self.begin_write()?;
         let mut inner = self.write();
-        let _turn = self.begin_write(&mut inner)?;
         let swept = crate::retention::sweep(&mut inner.store, documents, &|s| caller.sees(s));
         // What was removed before a failure stays removed: serve what the catalog lists.
         let Inner { store, docs } = &mut *inner;

@@ -202,10 +202,7 @@ impl KnowledgeBase {
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable(Change::Add)?;
         // The turn is taken before planning, so the plan is made on the catalog on record.
-        let _turn = {
-            let mut inner = self.write();
-            self.begin_write(&mut inner)?
-        };
+        let _turn = self.begin_write()?;
         // Plan and embed under the read lock: searches go on meanwhile.
         let batch = self.plan_batch(caller, documents, &news, &checked)?;
         // Every check has passed: what is about to be written is told first (and may stop it).

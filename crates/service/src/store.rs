@@ -361,15 +361,31 @@ impl Store {
     /// write; the flag says whether the catalog in memory was replaced. A read-only store
     /// takes nothing.
     pub fn begin_write(&mut self) -> Result<(WriteTurn, bool), CatalogError> {
+        let (turn, fresh) = self.take_turn()?;
+        Ok((turn, self.start_from(fresh)))
+    }
+
+    /// The first half of [`Self::begin_write`], which only reads the store: takes the right to
+    /// write (waiting while another process holds it) and returns the catalog on record when
+    /// another process saved since. A service waits here without holding its store for
+    /// writing, so its searches go on meanwhile.
+    pub fn take_turn(&self) -> Result<(WriteTurn, Option<StoredCatalog>), CatalogError> {
         if self.read_only {
-            return Ok((WriteTurn::default(), false));
+            return Ok((WriteTurn::default(), None));
         }
-        let (turn, fresh) = self.catalog_store.begin_write()?;
-        let moved = fresh.is_some();
-        if let Some(fresh) = fresh {
-            self.recorded = fresh;
+        self.catalog_store.begin_write()
+    }
+
+    /// The second half of [`Self::begin_write`]: makes `fresh` (from [`Self::take_turn`]) the
+    /// catalog in memory; true when there was one.
+    pub fn start_from(&mut self, fresh: Option<StoredCatalog>) -> bool {
+        match fresh {
+            Some(fresh) => {
+                self.recorded = fresh;
+                true
+            }
+            None => false,
         }
-        Ok((turn, moved))
     }
 
     /// Takes the catalog another process saved since this store last loaded or saved one
