@@ -3,6 +3,7 @@
 //! ```text
 //! ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334 cargo bench -p zhiku-adapters-qdrant --bench qdrant
 //! ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334 cargo bench -p zhiku-adapters-qdrant --bench qdrant -- --n 10000
+//! ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334 cargo bench -p zhiku-adapters-qdrant --bench qdrant -- --ef 64,128,256,512,1024
 //! ```
 //!
 //! `--n N` chunks (default 100 000) of synthetic text in 10 scopes, embedded by the hashing
@@ -13,6 +14,13 @@
 //! retrieval never runs unscoped) and to one scope (a tenth of the points), and the recall@10 of
 //! Qdrant's HNSW search against the exact search of `MemoryVectorIndex`. Ratios are
 //! Qdrant / memory. Without `ZHIKU_TEST_QDRANT_URL` (or `--url`) it prints SKIPPED.
+//!
+//! `--ef LIST` (comma-separated, e.g. `64,128,256,512,1024`) sweeps the search beam: after the
+//! same upsert and HNSW build, the collection is reopened with `QdrantConfig::hnsw_ef` set to
+//! each value in turn and searched with the same queries, one row per value (latency, recall@10
+//! against the exact index, ratios to it). `exact` in the list reopens it with
+//! `QdrantConfig::exact` instead: Qdrant's own brute force, the ceiling of the recall measured
+//! here. Without `--ef` only the server's default beam is measured.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +39,54 @@ struct Args {
     batch: usize,
     url: Option<String>,
     keep: bool,
+    /// The search beams of `--ef`, in the order given; empty: only the server's default.
+    beams: Vec<Beam>,
+}
+
+/// One search setting of the `--ef` sweep.
+#[derive(Clone, Copy)]
+enum Beam {
+    /// HNSW with this beam width (`QdrantConfig::hnsw_ef`).
+    Ef(u64),
+    /// Brute force (`QdrantConfig::exact`).
+    Exact,
+}
+
+impl Beam {
+    fn parse(list: &str) -> Vec<Beam> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| match v {
+                "exact" => Beam::Exact,
+                _ => match v.parse::<u64>() {
+                    Ok(ef) if ef > 0 => Beam::Ef(ef),
+                    _ => panic!("--ef takes positive integers or `exact`, comma-separated: {v}"),
+                },
+            })
+            .collect()
+    }
+
+    fn label(self) -> String {
+        match self {
+            Beam::Ef(ef) => ef.to_string(),
+            Beam::Exact => "exact".into(),
+        }
+    }
+
+    /// The bench's settings with this beam.
+    fn config(self, config: &QdrantConfig) -> QdrantConfig {
+        match self {
+            Beam::Ef(ef) => QdrantConfig {
+                hnsw_ef: Some(ef),
+                ..config.clone()
+            },
+            Beam::Exact => QdrantConfig {
+                exact: true,
+                ..config.clone()
+            },
+        }
+    }
 }
 
 fn args() -> Args {
@@ -42,6 +98,7 @@ fn args() -> Args {
             .ok()
             .filter(|u| !u.is_empty()),
         keep: false,
+        beams: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -52,6 +109,7 @@ fn args() -> Args {
             "--batch" => a.batch = value("--batch").parse().expect("--batch B"),
             "--url" => a.url = Some(value("--url")),
             "--keep" => a.keep = true,
+            "--ef" => a.beams = Beam::parse(&value("--ef")),
             _ => {} // cargo bench passes --bench
         }
     }
@@ -296,6 +354,48 @@ fn main() {
         q_one.p50_ms / mem_one.p50_ms,
         q_one.p99_ms / mem_one.p99_ms
     );
+
+    if !args.beams.is_empty() {
+        println!();
+        println!(
+            "search beam sweep (same collection, reopened per beam; same queries; ratios qdrant / memory):"
+        );
+        println!();
+        println!(
+            "| hnsw_ef | all scopes p50 ms | p99 ms | one scope p50 ms | p99 ms | recall@10 all | recall@10 one | all p50 ratio | all p99 ratio | one p50 ratio | one p99 ratio |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        let row = |label: &str, all_lat: &Latency, one_lat: &Latency| {
+            println!(
+                "| {label} | {:.3} | {:.3} | {:.3} | {:.3} | {:.4} | {:.4} | {:.3}x | {:.3}x | {:.3}x | {:.3}x |",
+                all_lat.p50_ms,
+                all_lat.p99_ms,
+                one_lat.p50_ms,
+                one_lat.p99_ms,
+                recall(&all_lat.results, &mem_all.results),
+                recall(&one_lat.results, &mem_one.results),
+                all_lat.p50_ms / mem_all.p50_ms,
+                all_lat.p99_ms / mem_all.p99_ms,
+                one_lat.p50_ms / mem_one.p50_ms,
+                one_lat.p99_ms / mem_one.p99_ms
+            );
+        };
+        row("default", &q_all, &q_one);
+        for beam in &args.beams {
+            let beam_config = beam.config(&config);
+            let index =
+                QdrantVectorIndex::open_collection(&beam_config, &collection, space.clone(), None)
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "cannot reopen {collection} on {url} with hnsw_ef {}: {e}",
+                            beam.label()
+                        )
+                    });
+            let b_all = measure(&index, &query_vectors, &all);
+            let b_one = measure(&index, &query_vectors, &one);
+            row(&beam.label(), &b_all, &b_one);
+        }
+    }
 
     if args.keep {
         println!("kept collection {collection}");
