@@ -714,7 +714,7 @@ mod adapter {
         );
         second.save(&other).unwrap();
         assert_eq!(first.load().unwrap(), Some(other));
-        second.release().unwrap();
+        second.release(true).unwrap();
         assert!(first.lease_on_record().unwrap().owner.is_empty());
         first.drop_collection().unwrap();
     }
@@ -749,7 +749,7 @@ mod adapter {
             a.acquire(zhiku_adapters_qdrant::LEASE_TTL, Duration::ZERO)
                 .unwrap()
         );
-        a.release().unwrap();
+        a.release(true).unwrap();
         a.drop_collection().unwrap();
     }
 
@@ -796,5 +796,54 @@ mod adapter {
         assert_eq!(a.entries().unwrap(), written);
         assert_eq!(b.entries().unwrap(), written);
         a.drop_collection().unwrap();
+    }
+
+    /// Whether earlier writes finished: a turn dropped midway (a failed or killed write)
+    /// leaves the store unvouched until a later finished turn checked it chunk by chunk; a
+    /// finished turn after an unvouched one does not vouch by itself.
+    #[test]
+    fn an_unfinished_turn_is_remembered_until_a_check_vouches() {
+        let Some(url) = server("an_unfinished_turn_is_remembered") else {
+            return;
+        };
+        let config = config(&url);
+        let name = unique_collection("turns");
+        let store = || QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let (first, second, third, fourth) = (store(), store(), store(), store());
+        first
+            .save(&zhiku_tests::contract::catalog::stored_catalog(
+                &[("a", 1)],
+                None,
+            ))
+            .unwrap();
+        // A new catalog's first turn has nothing earlier to trust.
+        let (turn, _) = first.begin_write().unwrap();
+        assert!(!first.earlier_turns_finished());
+        turn.finish();
+        let (turn, _) = second.begin_write().unwrap();
+        assert!(!second.earlier_turns_finished(), "nothing vouched yet");
+        second.vouch_consistent();
+        turn.finish();
+        let (turn, _) = third.begin_write().unwrap();
+        assert!(third.earlier_turns_finished(), "vouched and finished");
+        drop(turn); // a write that failed midway
+        let (turn, _) = fourth.begin_write().unwrap();
+        assert!(
+            !fourth.earlier_turns_finished(),
+            "the dropped turn is remembered"
+        );
+        turn.finish(); // finished, but vouched for nothing
+        let (turn, _) = first.begin_write().unwrap();
+        assert!(!first.earlier_turns_finished(), "still unvouched");
+        first.vouch_consistent();
+        turn.finish();
+        let (turn, _) = second.begin_write().unwrap();
+        assert!(second.earlier_turns_finished());
+        assert!(
+            !third.earlier_turns_finished(),
+            "only the holder of a turn may trust it"
+        );
+        turn.finish();
+        first.drop_collection().unwrap();
     }
 }

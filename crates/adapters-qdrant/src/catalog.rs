@@ -125,6 +125,10 @@ struct Head {
     counts: CatalogCounts,
     /// Who may write.
     lease: Lease,
+    /// True when the last turn ended finished (see [`WriteTurn::finish`]); false while a turn
+    /// runs, and after one that failed or was killed midway.
+    #[serde(default)]
+    clean: bool,
     /// Unique to the change that wrote this head, so a writer recognises its own.
     nonce: String,
 }
@@ -150,6 +154,10 @@ pub struct QdrantCatalogStore {
     lease: Arc<Mutex<Option<Lease>>>,
     /// This handle's name as a lease holder: unique to it.
     owner: String,
+    /// Whether the turn before the one this handle took last had been finished.
+    earlier_finished: Mutex<bool>,
+    /// Set when this handle's turn checked the store chunk by chunk.
+    vouched: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for QdrantCatalogStore {
@@ -252,6 +260,8 @@ impl QdrantCatalogStore {
             collection: Arc::new(collection),
             seen: Mutex::new(None),
             lease: Arc::new(Mutex::new(None)),
+            earlier_finished: Mutex::new(false),
+            vouched: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             owner: format!(
                 "{}:{}",
                 std::process::id(),
@@ -298,9 +308,10 @@ impl QdrantCatalogStore {
         Ok(acquire(&self.collection, &self.lease, &self.owner, ttl, wait)?.is_some())
     }
 
-    /// Gives the lease up, when this handle holds it (and it is still the one on record).
-    pub fn release(&self) -> Result<(), CatalogError> {
-        release(&self.collection, &self.lease)
+    /// Gives the lease up, when this handle holds it (and it is still the one on record),
+    /// recording whether its turn was `finished`.
+    pub fn release(&self, finished: bool) -> Result<(), CatalogError> {
+        release(&self.collection, &self.lease, finished)
     }
 
     fn held(&self) -> Option<Lease> {
@@ -336,14 +347,16 @@ impl QdrantCatalogStore {
 
 /// Takes the lease of the catalog in `c` into `cell` for `owner` (see
 /// [`QdrantCatalogStore::acquire`]); returns the catalog version on record when it was taken
-/// (the head it replaced was the current one), `None` when another still holds it after `wait`.
+/// (the head it replaced was the current one) and whether the turn before had been finished,
+/// `None` when another still holds it after `wait`. A new turn marks the head not clean until
+/// it is finished.
 fn acquire(
     c: &Collection,
     cell: &Mutex<Option<Lease>>,
     owner: &str,
     ttl: Duration,
     wait: Duration,
-) -> Result<Option<u64>, CatalogError> {
+) -> Result<Option<(u64, bool)>, CatalogError> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(20);
     loop {
@@ -353,7 +366,7 @@ fn acquire(
         let held = cell.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mine = held.filter(|l| current.lease == *l);
         if mine.is_some() || current.lease.free_at(now) {
-            let epoch = match mine {
+            let epoch = match &mine {
                 Some(l) => l.epoch,
                 None => current.lease.epoch + 1,
             };
@@ -364,12 +377,13 @@ fn acquire(
             };
             let next = Head {
                 lease: lease.clone(),
+                clean: mine.is_some() && current.clean,
                 ..current.clone()
             };
             let version = next.version;
             if swap_head(c, head.as_ref(), next)? {
                 *cell.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
-                return Ok(Some(version));
+                return Ok(Some((version, current.clean)));
             }
             continue;
         }
@@ -409,8 +423,13 @@ fn renew(c: &Collection, cell: &Mutex<Option<Lease>>, ttl: Duration) -> Result<b
     Ok(false)
 }
 
-/// Gives up the lease `cell` holds, when it is still the one on record in `c`.
-fn release(c: &Collection, cell: &Mutex<Option<Lease>>) -> Result<(), CatalogError> {
+/// Gives up the lease `cell` holds, when it is still the one on record in `c`, recording
+/// whether the turn was `finished`.
+fn release(
+    c: &Collection,
+    cell: &Mutex<Option<Lease>>,
+    finished: bool,
+) -> Result<(), CatalogError> {
     let Some(mine) = cell.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return Ok(());
     };
@@ -427,6 +446,7 @@ fn release(c: &Collection, cell: &Mutex<Option<Lease>>) -> Result<(), CatalogErr
                 until_ms: 0,
                 ..mine.clone()
             },
+            clean: finished,
             ..head.clone()
         };
         if swap_head(c, Some(&head), next)? {
@@ -737,32 +757,45 @@ impl QdrantCatalogStore {
     /// A turn over the lease this handle just took: a thread renews it every third of
     /// [`LEASE_TTL`] until the turn ends, which gives it up.
     fn keep_lease(&self) -> WriteTurn {
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        use std::sync::mpsc::RecvTimeoutError;
+        let (stop, stopped) = std::sync::mpsc::channel::<bool>();
         let (c, cell) = (Arc::clone(&self.collection), Arc::clone(&self.lease));
+        // A finished turn leaves the store clean only if the one before did, or if this one
+        // checked it chunk by chunk.
+        let earlier = *self
+            .earlier_finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let vouched = Arc::clone(&self.vouched);
+        vouched.store(false, std::sync::atomic::Ordering::Relaxed);
+        let clean = move |finished: bool| {
+            finished && (earlier || vouched.load(std::sync::atomic::Ordering::Relaxed))
+        };
         let renewer = std::thread::Builder::new()
             .name("zhiku-lease".into())
             .spawn(move || {
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    stopped.recv_timeout(LEASE_TTL / 3)
-                {
-                    if !renew(&c, &cell, LEASE_TTL).unwrap_or(false) {
-                        break;
+                let finished = loop {
+                    match stopped.recv_timeout(LEASE_TTL / 3) {
+                        Ok(finished) => break finished,
+                        Err(RecvTimeoutError::Disconnected) => break false,
+                        Err(RecvTimeoutError::Timeout) => {
+                            if !renew(&c, &cell, LEASE_TTL).unwrap_or(false) {
+                                // Lost: wait for the turn to end (release leaves it alone).
+                                break stopped.recv().unwrap_or(false);
+                            }
+                        }
                     }
-                }
-                // Ends the turn (or stops renewing a lost lease, which release leaves alone).
-                let _ = stopped.recv();
-                let _ = release(&c, &cell);
+                };
+                let _ = release(&c, &cell, finished);
             });
         let (c, cell) = (Arc::clone(&self.collection), Arc::clone(&self.lease));
-        WriteTurn::releasing(move || {
-            drop(stop);
-            match renewer {
-                Ok(thread) => {
-                    let _ = thread.join();
-                }
-                Err(_) => {
-                    let _ = release(&c, &cell);
-                }
+        WriteTurn::releasing(move |finished| match renewer {
+            Ok(thread) => {
+                let _ = stop.send(clean(finished));
+                let _ = thread.join();
+            }
+            Err(_) => {
+                let _ = release(&c, &cell, clean(finished));
             }
         })
     }
@@ -808,7 +841,7 @@ impl CatalogStore for QdrantCatalogStore {
             LEASE_TTL,
             LEASE_WAIT,
         )?;
-        let Some(version) = taken else {
+        let Some((version, earlier_finished)) = taken else {
             let holder = self.lease_on_record()?;
             return Err(CatalogError::Backend {
                 adapter: ADAPTER,
@@ -821,6 +854,10 @@ impl CatalogStore for QdrantCatalogStore {
                 temporary: true,
             });
         };
+        *self
+            .earlier_finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = earlier_finished;
         let turn = self.keep_lease();
         // The head the lease replaced was the current one: its version is the catalog to start
         // from (a replica read afterwards may lag behind it, so the load waits for it).
@@ -831,6 +868,19 @@ impl CatalogStore for QdrantCatalogStore {
             None
         };
         Ok((turn, fresh))
+    }
+
+    fn vouch_consistent(&self) {
+        self.vouched
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn earlier_turns_finished(&self) -> bool {
+        self.held().is_some()
+            && *self
+                .earlier_finished
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
     }
 
     fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {

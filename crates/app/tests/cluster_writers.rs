@@ -276,7 +276,7 @@ fn a_replica_waiting_for_the_lease_goes_on_answering() {
         "the write waits for the lease"
     );
     std::thread::sleep(std::time::Duration::from_millis(500));
-    other.release().unwrap();
+    other.release(true).unwrap();
     let waited = writer_thread.join().unwrap();
     assert!(
         waited >= std::time::Duration::from_millis(900),

@@ -156,13 +156,10 @@ impl KnowledgeBase {
                 &mut |_| {},
             )?),
             (Some(origin), None) => {
-                let (_turn, _) = store.begin_write()?;
-                Some(index_loaded(
-                    &mut store,
-                    origin,
-                    Default::default(),
-                    &mut |_| {},
-                )?)
+                let (turn, _) = store.begin_write()?;
+                let indexed = index_loaded(&mut store, origin, Default::default(), &mut |_| {})?;
+                turn.finish();
+                Some(indexed)
             }
             (None, _) => None,
         };
@@ -587,12 +584,13 @@ impl KnowledgeBase {
             .into());
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _turn = self.begin_write()?;
+        let turn = self.begin_write()?;
         let mut inner = self.write();
         let info = self.visible_info(&inner, caller, id)?;
         let documents = self.writable(Change::Remove)?;
         let report = remove_recorded(&mut inner.store, documents, &info.id)?;
         inner.docs.remove(&info.id);
+        turn.finish();
         Ok(report)
     }
 
@@ -609,13 +607,15 @@ impl KnowledgeBase {
         }
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable(Change::Sweep)?;
-        let _turn = self.begin_write()?;
+        let turn = self.begin_write()?;
         let mut inner = self.write();
         let swept = crate::retention::sweep(&mut inner.store, documents, &|s| caller.sees(s));
         // What was removed before a failure stays removed: serve what the catalog lists.
         let Inner { store, docs } = &mut *inner;
         docs.retain(|id, _| store.recorded.catalog.docs.contains_key(id));
-        swept.map_err(|e| self.without_paths(e))
+        let swept = swept.map_err(|e| self.without_paths(e))?;
+        turn.finish();
+        Ok(swept)
     }
 
     /// Brings what the indexes derive from their commits up to the last one (the vector graph's

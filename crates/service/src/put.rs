@@ -202,7 +202,7 @@ impl KnowledgeBase {
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable(Change::Add)?;
         // The turn is taken before planning, so the plan is made on the catalog on record.
-        let _turn = self.begin_write()?;
+        let turn = self.begin_write()?;
         // Plan and embed under the read lock: searches go on meanwhile.
         let batch = self.plan_batch(caller, documents, &news, &checked)?;
         // Every check has passed: what is about to be written is told first (and may stop it).
@@ -216,6 +216,7 @@ impl KnowledgeBase {
         let mut inner = self.write();
         let report = write_batch(&mut inner, documents, &batch.planned, batch.prepared)?;
         let done = record_batch(&mut inner, batch.planned, &batch.before);
+        turn.finish();
         Ok((done, report))
     }
 }

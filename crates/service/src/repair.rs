@@ -98,22 +98,28 @@ impl Store {
                 "the store was opened read-only and cannot be repaired"
             ));
         }
-        let (_turn, _) = self.begin_write()?;
+        let (turn, _) = self.begin_write()?;
         // Both indexes still carry the generations saved with the catalog: nothing committed
         // since, so they hold what it lists (a crash after an index commit and before the
-        // catalog save changes a generation). Checked in O(1) instead of chunk by chunk.
-        if self.generations_match() {
+        // catalog save changes a generation). Or the catalog store saw every earlier write
+        // finish (a store several processes write, which keeps no generations). Checked in
+        // O(1) instead of chunk by chunk.
+        if self.generations_match() || self.earlier_writes_finished() {
+            turn.finish();
             return Ok(Repair::default());
         }
         // A writing open lists no stray files (it swept them): the repair is about chunks.
         let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
         let (catalog, done) =
             Consistency::new(self.lexical.as_ref(), vectors).repair(&self.recorded.catalog)?;
+        self.vouch_consistent();
         if done.is_empty() {
             self.record_vouched_generations()?;
+            turn.finish();
             return Ok(Repair::default());
         }
         self.commit_repaired(catalog, &done)?;
+        turn.finish();
         Ok(Repair {
             orphans_removed: done.orphans_removed,
             docs_requeued: done.docs_requeued.iter().map(ToString::to_string).collect(),

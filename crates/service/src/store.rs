@@ -358,11 +358,23 @@ impl Store {
     /// to write from the catalog store ([`CatalogStore::begin_write`]; several processes may
     /// write a store kept on a server) and, when another process saved since, takes the catalog
     /// on record as the one in memory, so the write starts from it. Hold the turn for the whole
-    /// write; the flag says whether the catalog in memory was replaced. A read-only store
-    /// takes nothing.
+    /// write and [finish](WriteTurn::finish) it once the write completed; the flag says
+    /// whether the catalog in memory was replaced. A read-only store takes nothing.
     pub fn begin_write(&mut self) -> Result<(WriteTurn, bool), CatalogError> {
         let (turn, fresh) = self.take_turn()?;
         Ok((turn, self.start_from(fresh)))
+    }
+
+    /// True when the catalog store saw every earlier write of every process finish
+    /// ([`CatalogStore::earlier_turns_finished`]).
+    pub fn earlier_writes_finished(&self) -> bool {
+        self.catalog_store.earlier_turns_finished()
+    }
+
+    /// Tells the catalog store that this turn checked the indexes chunk by chunk against the
+    /// catalog ([`CatalogStore::vouch_consistent`]).
+    pub fn vouch_consistent(&self) {
+        self.catalog_store.vouch_consistent();
     }
 
     /// The first half of [`Self::begin_write`], which only reads the store: takes the right to

@@ -329,6 +329,9 @@ impl CatalogError {
 ///   its `sources`.
 /// - An adapter MAY refuse [`save`](Self::save) with [`CatalogError::ReadOnly`] when opened for
 ///   reading only; its loads still MUST work.
+/// - [`earlier_turns_finished`](Self::earlier_turns_finished) MUST stay false after a turn that
+///   was not finished until a later finished turn [vouched](Self::vouch_consistent) for the
+///   store: a finished write after a killed one does not undo what the killed one left.
 /// - An adapter that several processes write at once MUST serialise their writes through
 ///   [`begin_write`](Self::begin_write): while one handle holds a [`WriteTurn`], another
 ///   handle's `begin_write` waits (and fails after a bounded wait, temporarily), and a
@@ -401,20 +404,43 @@ pub trait CatalogStore: Send + Sync {
     fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {
         Ok(None)
     }
+
+    /// True when this handle holds a turn and every earlier turn, of every process, was
+    /// [finished](WriteTurn::finish) (none was killed or failed midway), so the indexes hold
+    /// exactly what the catalog on record lists and a writing open needs no chunk-by-chunk
+    /// check. A store that cannot tell says false (the default); the open then relies on the
+    /// indexes' generations.
+    fn earlier_turns_finished(&self) -> bool {
+        false
+    }
+
+    /// Tells the store, during a turn, that the indexes were checked chunk by chunk against the
+    /// catalog (and repaired) in it: once the turn is finished, later turns may trust
+    /// [`earlier_turns_finished`](Self::earlier_turns_finished) again after a turn that was
+    /// not. The default has nothing to record.
+    fn vouch_consistent(&self) {}
 }
 
-/// The right to write a store, taken by [`CatalogStore::begin_write`] and given up when
-/// dropped.
+/// The right to write a store, taken by [`CatalogStore::begin_write`] and given up when it
+/// ends: by [`finish`](Self::finish) once the write completed (its indexes and catalog agree),
+/// or dropped (an error or a panic midway: the store then assumes they may not).
 #[derive(Default)]
 pub struct WriteTurn {
-    release: Option<Box<dyn FnOnce() + Send>>,
+    release: Option<Box<dyn FnOnce(bool) + Send>>,
 }
 
 impl WriteTurn {
-    /// A turn that runs `release` when it ends.
-    pub fn releasing(release: impl FnOnce() + Send + 'static) -> Self {
+    /// A turn that runs `release` when it ends, with true when it was finished.
+    pub fn releasing(release: impl FnOnce(bool) + Send + 'static) -> Self {
         Self {
             release: Some(Box::new(release)),
+        }
+    }
+
+    /// Ends the turn of a write that completed.
+    pub fn finish(mut self) {
+        if let Some(release) = self.release.take() {
+            release(true);
         }
     }
 }
@@ -430,7 +456,7 @@ impl std::fmt::Debug for WriteTurn {
 impl Drop for WriteTurn {
     fn drop(&mut self) {
         if let Some(release) = self.release.take() {
-            release();
+            release(false);
         }
     }
 }
