@@ -3,8 +3,8 @@
 //! `cluster`: vectors, lexical route, catalog). Each property opens the store as the binary
 //! does and checks what a user relies on whatever the store: the catalog read back after a
 //! reopen, both routes finding what the catalog lists and nothing else, an incremental refresh
-//! that reads no unchanged file and embeds no unchanged chunk, removal, a consistent `verify`,
-//! and writers that never interleave.
+//! that reads no unchanged file and embeds no unchanged chunk, removal, the retention sweep, a
+//! consistent `verify`, and writers that never interleave.
 //!
 //! The cluster runs need `ZHIKU_TEST_QDRANT_URL=http://127.0.0.1:6334` (the gRPC port of a Qdrant
 //! server); without it they print `SKIPPED` and check nothing. The hashing embedder stands in
@@ -258,6 +258,26 @@ fn a_removed_file_leaves_no_trace(place: &Place) {
     assert!(!docs.iter().any(|d| d == "退货.md"), "{docs:?}");
 }
 
+/// An expired document is swept at the end of a refresh: out of the catalog and both routes.
+fn an_expired_document_is_swept(place: &Place) {
+    place.seed();
+    place.write(
+        "过期.md",
+        &format!(
+            "---\nexpires_at: 2020-01-01T00:00:00Z\n---\n{}",
+            document("过期通知", 0)
+        ),
+    );
+    let mut store = place.open();
+    let refreshed = place.refresh(&mut store);
+    assert_eq!(refreshed.swept.len(), 1, "{:?}", refreshed.swept);
+    assert_eq!(store.recorded.catalog.docs.len(), 3);
+    assert!(store.problems().unwrap().is_empty());
+    drop(store);
+    let docs = hit_docs(place.open(), "过期通知的规定", RetrievalMode::Lexical);
+    assert!(!docs.iter().any(|d| d == "过期.md"), "{docs:?}");
+}
+
 /// Two writers at once: the embedded store admits one writing process (a second one opening
 /// the same store folder is refused with the store lock); the cluster store lets writers on
 /// two machines (each its own store folder) both open and makes their writes take turns, so
@@ -329,5 +349,6 @@ store_contract!(
     an_unchanged_refresh_reads_and_embeds_nothing,
     an_edit_reuses_the_unchanged_chunks,
     a_removed_file_leaves_no_trace,
+    an_expired_document_is_swept,
     writers_never_interleave,
 );
