@@ -364,7 +364,15 @@ fn acquire(
         let current = head.clone().unwrap_or_default();
         let now = now_ms();
         let held = cell.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mine = held.filter(|l| current.lease == *l);
+        // The lease on record is this handle's when it is the one it holds, or when it names this
+        // handle's owner (unique to it) and has not lapsed: a change of the head that went
+        // through while the read after it said otherwise.
+        let mine = held.filter(|l| current.lease == *l).or_else(|| {
+            current
+                .lease
+                .held_by(owner, now)
+                .then(|| current.lease.clone())
+        });
         if mine.is_some() || current.lease.free_at(now) {
             let epoch = match &mine {
                 Some(l) => l.epoch,
@@ -516,7 +524,15 @@ fn swap_head(c: &Collection, seen: Option<&Head>, mut next: Head) -> Result<bool
         .await
     })
     .map_err(catalog_error)?;
-    Ok(read_head(c)?.is_some_and(|now| now.nonce == next.nonce))
+    // A read may reach a copy of the head that has not applied the change yet: read again
+    // while it shows an older head, then tell by the nonce whose change is on record.
+    for _ in 0..READ_ATTEMPTS {
+        match read_head(c)? {
+            Some(now) if now.seq < next.seq => std::thread::sleep(Duration::from_millis(20)),
+            now => return Ok(now.is_some_and(|now| now.nonce == next.nonce)),
+        }
+    }
+    Ok(false)
 }
 
 impl QdrantCatalogStore {

@@ -23,6 +23,9 @@
 //! time (which a sparse vector, weighted when written, cannot do).
 //!
 //! Filters are payload conditions inside the query, as in the dense collection.
+//!
+//! The collection has one shard, replicated as configured: the IDF modifier counts document
+//! frequencies per shard, so several shards would score one chunk differently in each.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -209,7 +212,14 @@ impl QdrantLexicalIndex {
         collection: &str,
         bm25: Bm25,
     ) -> Result<Self, IndexError> {
-        let connected = Collection::connect(config, collection)?;
+        // One shard: Qdrant's IDF modifier counts document frequencies per shard, so on several
+        // shards the same chunk scores differently in each (on a 6-shard cluster, identical
+        // chunks stopped tying). Replication still spreads the copies over the nodes.
+        let config = QdrantConfig {
+            shard_number: 1,
+            ..config.clone()
+        };
+        let connected = Collection::connect(&config, collection)?;
         let mut sparse = SparseVectorsConfigBuilder::default();
         sparse.add_named_vector_params(
             TERMS,
@@ -249,11 +259,23 @@ impl QdrantLexicalIndex {
             return Ok(known);
         }
         let name = &self.collection.name;
+        let measured_both = |b: &Bm25| b.avg_len.is_some() && b.avg_title_len.is_some();
         let mut recorded = check_metadata(name, &self.collection.metadata()?)?;
-        if recorded.avg_len.is_none() || recorded.avg_title_len.is_none() {
+        if !measured_both(&recorded) {
             let measured = recorded.measured_on(batch);
             self.collection.set_metadata(lexical_metadata(&measured))?;
-            recorded = check_metadata(name, &self.collection.metadata()?)?;
+            // A cluster applies a metadata change through its consensus: a read right after it
+            // may not show it yet. Read until it does; past that, the writer's own measure
+            // stands (writers of a knowledge base take turns, so no other wrote one meanwhile).
+            recorded = measured;
+            for _ in 0..40 {
+                let read = check_metadata(name, &self.collection.metadata()?)?;
+                if measured_both(&read) {
+                    recorded = read;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
         }
         *self.bm25.write().unwrap_or_else(|e| e.into_inner()) = recorded;
         Ok(recorded)

@@ -45,6 +45,9 @@ fn env(url: &str, kb: &str) -> impl Fn(&str) -> Option<String> {
         "ZHIKU_QDRANT_URL" => Some(url.clone()),
         "ZHIKU_QDRANT_KNOWLEDGE_BASE" => Some(kb.clone()),
         "ZHIKU_QDRANT_TIMEOUT_MS" => Some("5000".into()),
+        // On a cluster, the test collections' layout (as contract_qdrant.rs takes it).
+        "ZHIKU_QDRANT_SHARDS" => std::env::var("ZHIKU_TEST_QDRANT_SHARDS").ok(),
+        "ZHIKU_QDRANT_REPLICATION" => std::env::var("ZHIKU_TEST_QDRANT_REPLICATION").ok(),
         _ => None,
     }
 }

@@ -82,6 +82,11 @@ impl Place {
             ("ZHIKU_EMBEDDER", _) => Some("hashing".to_string()),
             ("ZHIKU_QDRANT_URL", Some((url, _))) => Some(url.clone()),
             ("ZHIKU_QDRANT_KNOWLEDGE_BASE", Some((_, kb))) => Some(kb.clone()),
+            // On a cluster, the test collections' layout (as contract_qdrant.rs takes it).
+            ("ZHIKU_QDRANT_SHARDS", Some(_)) => std::env::var("ZHIKU_TEST_QDRANT_SHARDS").ok(),
+            ("ZHIKU_QDRANT_REPLICATION", Some(_)) => {
+                std::env::var("ZHIKU_TEST_QDRANT_REPLICATION").ok()
+            }
             _ => None,
         };
         let profile = if self.cluster.is_some() {
