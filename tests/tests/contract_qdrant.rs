@@ -818,29 +818,43 @@ mod adapter {
             .unwrap();
         // A new catalog's first turn has nothing earlier to trust.
         let (turn, _) = first.begin_write().unwrap();
-        assert!(!first.earlier_turns_finished());
+        assert_eq!(first.earlier_turns_finished(), Some(false));
         turn.finish();
         let (turn, _) = second.begin_write().unwrap();
-        assert!(!second.earlier_turns_finished(), "nothing vouched yet");
+        assert_eq!(
+            second.earlier_turns_finished(),
+            Some(false),
+            "nothing vouched yet"
+        );
         second.vouch_consistent();
         turn.finish();
         let (turn, _) = third.begin_write().unwrap();
-        assert!(third.earlier_turns_finished(), "vouched and finished");
+        assert_eq!(
+            third.earlier_turns_finished(),
+            Some(true),
+            "vouched and finished"
+        );
         drop(turn); // a write that failed midway
         let (turn, _) = fourth.begin_write().unwrap();
-        assert!(
-            !fourth.earlier_turns_finished(),
+        assert_eq!(
+            fourth.earlier_turns_finished(),
+            Some(false),
             "the dropped turn is remembered"
         );
         turn.finish(); // finished, but vouched for nothing
         let (turn, _) = first.begin_write().unwrap();
-        assert!(!first.earlier_turns_finished(), "still unvouched");
+        assert_eq!(
+            first.earlier_turns_finished(),
+            Some(false),
+            "still unvouched"
+        );
         first.vouch_consistent();
         turn.finish();
         let (turn, _) = second.begin_write().unwrap();
-        assert!(second.earlier_turns_finished());
-        assert!(
-            !third.earlier_turns_finished(),
+        assert_eq!(second.earlier_turns_finished(), Some(true));
+        assert_eq!(
+            third.earlier_turns_finished(),
+            None,
             "only the holder of a turn may trust it"
         );
         turn.finish();

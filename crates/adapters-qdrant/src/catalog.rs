@@ -891,12 +891,13 @@ impl CatalogStore for QdrantCatalogStore {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn earlier_turns_finished(&self) -> bool {
-        self.held().is_some()
-            && *self
+    fn earlier_turns_finished(&self) -> Option<bool> {
+        self.held().map(|_| {
+            *self
                 .earlier_finished
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
+        })
     }
 
     fn moved(&self) -> Result<Option<StoredCatalog>, CatalogError> {

@@ -288,3 +288,60 @@ fn a_replica_waiting_for_the_lease_goes_on_answering() {
     let view = replica.document(&writer(), "shared").unwrap();
     assert_eq!(view.text, body("A", 1));
 }
+
+/// A writer killed midway on another machine (its turn never finished, its lease lapses)
+/// left a chunk no catalog lists; the next write of a running replica repairs the store
+/// first, so it is consistent again without a restart.
+#[test]
+fn a_running_replica_repairs_what_a_killed_writer_left() {
+    let Some(url) = server("a_running_replica_repairs_what_a_killed_writer_left") else {
+        return;
+    };
+    let kb = format!("healing{}", std::process::id());
+    let settings = QdrantConfig {
+        knowledge_base: Some(kb.clone()),
+        ..QdrantConfig::with_url(&url)
+    };
+    let _cleanup = Cleanup(settings.clone(), kb.clone());
+    let folders = tempfile::tempdir().unwrap();
+    let replica = replica(&folders.path().join("a"), &url, &kb);
+    let put = |round| NewDocument {
+        id: "shared".into(),
+        path: None,
+        title: None,
+        text: body("A", round),
+        scope: None,
+        locale: None,
+        metadata: Default::default(),
+    };
+    replica.put_document(&writer(), put(0)).unwrap();
+    // The killed writer: took a turn, wrote a chunk, never finished nor released.
+    let killed = QdrantCatalogStore::open(&settings, &kb).unwrap();
+    assert!(
+        killed
+            .acquire(
+                std::time::Duration::from_millis(800),
+                std::time::Duration::from_secs(5)
+            )
+            .unwrap()
+    );
+    let lexical = QdrantLexicalIndex::open(&settings, &kb, Bm25::default()).unwrap();
+    let ghost =
+        zhiku_tests::contract::fixtures::Spec::new("ghost", "default", "发货截止时间的幽灵片段")
+            .chunk();
+    lexical.upsert(&[ghost]).unwrap();
+    let ghost_id = DocId::new("ghost").unwrap();
+    assert_eq!(lexical.chunk_ids(&ghost_id).unwrap().len(), 1);
+    // The running replica's next write waits for the lease to lapse, then repairs first.
+    replica.put_document(&writer(), put(1)).unwrap();
+    assert!(
+        lexical.chunk_ids(&ghost_id).unwrap().is_empty(),
+        "the orphan is gone"
+    );
+    let folder = folders.path().join("checker");
+    std::fs::create_dir_all(&folder).unwrap();
+    let config = Config::resolve(None, Some("cluster"), &env(&url, &kb)).unwrap();
+    let checker = Store::open_read_only(&folder.join(".zhiku"), config, Some(&folder)).unwrap();
+    let problems = checker.problems().unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+}

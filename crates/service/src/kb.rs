@@ -247,6 +247,22 @@ impl KnowledgeBase {
             inner.store.start_from(fresh);
             inner.docs = served_docs(&inner.store, self.documents.as_deref())?;
         }
+        // A write killed midway elsewhere left the store unvouched: repair it first (searches
+        // wait for this, once after such a crash).
+        if self.read().store.earlier_writes_finished() == Some(false) {
+            let mut inner = self.write();
+            if let Some(repair) = inner.store.repair_if_unvouched()?
+                && (repair.orphans_removed > 0 || !repair.docs_requeued.is_empty())
+            {
+                tracing::warn!(
+                    target: "zhiku::store",
+                    orphans_removed = repair.orphans_removed,
+                    docs_requeued = ?repair.docs_requeued,
+                    "repaired what an unfinished write left"
+                );
+                inner.docs = served_docs(&inner.store, self.documents.as_deref())?;
+            }
+        }
         Ok(turn)
     }
 

@@ -104,10 +104,31 @@ impl Store {
         // catalog save changes a generation). Or the catalog store saw every earlier write
         // finish (a store several processes write, which keeps no generations). Checked in
         // O(1) instead of chunk by chunk.
-        if self.generations_match() || self.earlier_writes_finished() {
+        if self.generations_match() || self.earlier_writes_finished() == Some(true) {
             turn.finish();
             return Ok(Repair::default());
         }
+        let repair = self.repair_chunks()?;
+        turn.finish();
+        Ok(repair)
+    }
+
+    /// Inside a turn: when the catalog store says an earlier write did not finish (a writer
+    /// killed midway, on this machine or another), checks and repairs the store chunk by chunk
+    /// ([`Self::repair_chunks`]) before this write; nothing otherwise. How a process that
+    /// serves a store kept on a server heals what a writer killed elsewhere left, without
+    /// waiting for the next writing open.
+    pub fn repair_if_unvouched(&mut self) -> Result<Option<Repair>> {
+        if self.earlier_writes_finished() != Some(false) {
+            return Ok(None);
+        }
+        self.repair_chunks().map(Some)
+    }
+
+    /// Inside a turn: checks every catalogued chunk against both indexes and repairs the store
+    /// in one step (see [`Self::check_and_repair`]), then tells the catalog store it was
+    /// checked.
+    fn repair_chunks(&mut self) -> Result<Repair> {
         // A writing open lists no stray files (it swept them): the repair is about chunks.
         let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
         let (catalog, done) =
@@ -115,11 +136,9 @@ impl Store {
         self.vouch_consistent();
         if done.is_empty() {
             self.record_vouched_generations()?;
-            turn.finish();
             return Ok(Repair::default());
         }
         self.commit_repaired(catalog, &done)?;
-        turn.finish();
         Ok(Repair {
             orphans_removed: done.orphans_removed,
             docs_requeued: done.docs_requeued.iter().map(ToString::to_string).collect(),

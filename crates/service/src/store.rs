@@ -365,9 +365,9 @@ impl Store {
         Ok((turn, self.start_from(fresh)))
     }
 
-    /// True when the catalog store saw every earlier write of every process finish
-    /// ([`CatalogStore::earlier_turns_finished`]).
-    pub fn earlier_writes_finished(&self) -> bool {
+    /// Whether the catalog store saw every earlier write of every process finish
+    /// ([`CatalogStore::earlier_turns_finished`]; `None`: it cannot tell).
+    pub fn earlier_writes_finished(&self) -> Option<bool> {
         self.catalog_store.earlier_turns_finished()
     }
 

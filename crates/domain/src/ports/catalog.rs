@@ -329,9 +329,10 @@ impl CatalogError {
 ///   its `sources`.
 /// - An adapter MAY refuse [`save`](Self::save) with [`CatalogError::ReadOnly`] when opened for
 ///   reading only; its loads still MUST work.
-/// - [`earlier_turns_finished`](Self::earlier_turns_finished) MUST stay false after a turn that
-///   was not finished until a later finished turn [vouched](Self::vouch_consistent) for the
-///   store: a finished write after a killed one does not undo what the killed one left.
+/// - [`earlier_turns_finished`](Self::earlier_turns_finished), when it says anything, MUST say
+///   `Some(false)` after a turn that was not finished until a later finished turn
+///   [vouched](Self::vouch_consistent) for the store: a finished write after a killed one does
+///   not undo what the killed one left.
 /// - An adapter that several processes write at once MUST serialise their writes through
 ///   [`begin_write`](Self::begin_write): while one handle holds a [`WriteTurn`], another
 ///   handle's `begin_write` waits (and fails after a bounded wait, temporarily), and a
@@ -405,13 +406,14 @@ pub trait CatalogStore: Send + Sync {
         Ok(None)
     }
 
-    /// True when this handle holds a turn and every earlier turn, of every process, was
-    /// [finished](WriteTurn::finish) (none was killed or failed midway), so the indexes hold
-    /// exactly what the catalog on record lists and a writing open needs no chunk-by-chunk
-    /// check. A store that cannot tell says false (the default); the open then relies on the
-    /// indexes' generations.
-    fn earlier_turns_finished(&self) -> bool {
-        false
+    /// Whether every earlier turn, of every process, was [finished](WriteTurn::finish), asked
+    /// by the holder of a turn: `Some(true)` when none was killed or failed midway since the
+    /// store was last checked chunk by chunk, so the indexes hold exactly what the catalog on
+    /// record lists and a writer needs no check; `Some(false)` when one was, so the writer
+    /// checks and repairs first; `None` when the store cannot tell (the default: the indexes'
+    /// generations decide).
+    fn earlier_turns_finished(&self) -> Option<bool> {
+        None
     }
 
     /// Tells the store, during a turn, that the indexes were checked chunk by chunk against the
