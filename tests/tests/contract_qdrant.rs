@@ -16,24 +16,9 @@ use zhiku_domain::ports::{
 };
 use zhiku_domain::{ChunkId, DocId, EmbeddingSpace, Filter};
 
-const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
-
 /// The server's URL, or `None` after printing the loud notice.
 fn server(test: &str) -> Option<String> {
-    match std::env::var(VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
-        _ => {
-            // In CI the project's script starts a server: a missing one is a failure there.
-            if std::env::var("ZHIKU_REQUIRE_QDRANT").as_deref() == Ok("1") {
-                panic!("ZHIKU_REQUIRE_QDRANT=1 but {VAR} is not set ({test})");
-            }
-            let line = format!(
-                "SKIPPED qdrant::{test}: set {VAR}=http://127.0.0.1:6334 (the gRPC port of a Qdrant server) to run it against a real server"
-            );
-            zhiku_tests::contract::notice(&line);
-            None
-        }
-    }
+    zhiku_tests::local::qdrant_server("qdrant", test)
 }
 
 /// A collection name no other test (or test run) uses.

@@ -613,10 +613,7 @@ fn normalise_locale(tag: &str) -> String {
 }
 
 fn first_heading(body: &str) -> Option<String> {
-    body.lines()
-        .find_map(|l| l.strip_prefix("# "))
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
+    zhiku_text::first_heading(body).map(str::to_string)
 }
 
 #[cfg(test)]

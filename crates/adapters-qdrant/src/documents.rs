@@ -157,17 +157,6 @@ fn check_path(path: &str) -> Result<(), DocumentError> {
     Ok(())
 }
 
-/// The first Markdown heading of `text`, as a title.
-fn first_heading(text: &str) -> Option<&str> {
-    text.lines()
-        .map(str::trim)
-        .find_map(|l| {
-            l.strip_prefix('#')
-                .map(|h| h.trim_start_matches('#').trim())
-        })
-        .filter(|h| !h.is_empty())
-}
-
 impl QdrantDocuments {
     /// Opens the documents collection of knowledge base `kb` (see
     /// [`QdrantConfig::tagged_collection_name`]), creating it when it does not exist.
@@ -416,7 +405,7 @@ impl DocumentStore for QdrantDocuments {
         }
         let title = put
             .title
-            .or_else(|| first_heading(put.text))
+            .or_else(|| zhiku_text::first_heading(put.text))
             .unwrap_or_default();
         let mut builder = Document::builder(
             put.id.clone(),

@@ -13,25 +13,8 @@ use assert_cmd::Command;
 use serde_json::Value;
 use zhiku_adapters_qdrant::{QdrantConfig, QdrantVectorIndex};
 
-const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
-
 fn server(test: &str) -> Option<String> {
-    match std::env::var(VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
-        _ => {
-            // In CI the project's script starts a server: a missing one is a failure there.
-            if std::env::var("ZHIKU_REQUIRE_QDRANT").as_deref() == Ok("1") {
-                panic!("ZHIKU_REQUIRE_QDRANT=1 but {VAR} is not set ({test})");
-            }
-            let line = format!(
-                "SKIPPED cli_qdrant::{test}: set {VAR}=http://127.0.0.1:6334 (the gRPC port of a Qdrant server) to run it against a real server"
-            );
-            use std::io::Write;
-            // Straight to stderr: the harness would swallow eprintln! of a passing test.
-            let _ = writeln!(std::io::stderr().lock(), "{line}");
-            None
-        }
-    }
+    zhiku_tests::local::qdrant_server("cli_qdrant", test)
 }
 
 fn examples_kb() -> PathBuf {

@@ -18,23 +18,8 @@ use zhiku_domain::ports::{CatalogStore, LexicalIndex, Origin};
 use zhiku_domain::{DocId, Filter, Scope};
 use zhiku_service::{Caller, KnowledgeBase, NewDocument};
 
-const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
-
 fn server(test: &str) -> Option<String> {
-    match std::env::var(VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
-        _ => {
-            if std::env::var("ZHIKU_REQUIRE_QDRANT").as_deref() == Ok("1") {
-                panic!("ZHIKU_REQUIRE_QDRANT=1 but {VAR} is not set ({test})");
-            }
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "SKIPPED cluster_writers::{test}: set {VAR}=http://127.0.0.1:6334 (the gRPC port of a Qdrant server) to run it against a real server"
-            );
-            None
-        }
-    }
+    zhiku_tests::local::qdrant_server("cluster_writers", test)
 }
 
 /// The variables of one replica: the cluster profile on `url`, knowledge base `kb`.
@@ -81,6 +66,43 @@ fn body(who: &str, round: usize) -> String {
             )
         })
         .collect()
+}
+
+/// Replica A's put of the shared document in `round`.
+fn shared(round: usize) -> NewDocument {
+    NewDocument {
+        id: "shared".into(),
+        path: None,
+        title: None,
+        text: body("A", round),
+        scope: None,
+        locale: None,
+        metadata: Default::default(),
+    }
+}
+
+/// One replica of a fresh knowledge base named after `tag`, with the shared document put once;
+/// the settings that reach its collections, and what drops them.
+fn one_replica(
+    url: &str,
+    tag: &str,
+) -> (
+    Arc<KnowledgeBase>,
+    QdrantConfig,
+    String,
+    Cleanup,
+    tempfile::TempDir,
+) {
+    let kb = format!("{tag}{}", std::process::id());
+    let settings = QdrantConfig {
+        knowledge_base: Some(kb.clone()),
+        ..QdrantConfig::with_url(url)
+    };
+    let cleanup = Cleanup(settings.clone(), kb.clone());
+    let folders = tempfile::tempdir().unwrap();
+    let replica = Arc::new(replica(&folders.path().join("a"), url, &kb));
+    replica.put_document(&writer(), shared(0)).unwrap();
+    (replica, settings, kb, cleanup, folders)
 }
 
 /// Drops the knowledge base's collections however the test ends.
@@ -219,24 +241,7 @@ fn a_replica_waiting_for_the_lease_goes_on_answering() {
     let Some(url) = server("a_replica_waiting_for_the_lease_goes_on_answering") else {
         return;
     };
-    let kb = format!("waiting{}", std::process::id());
-    let settings = QdrantConfig {
-        knowledge_base: Some(kb.clone()),
-        ..QdrantConfig::with_url(&url)
-    };
-    let _cleanup = Cleanup(settings.clone(), kb.clone());
-    let folders = tempfile::tempdir().unwrap();
-    let replica = Arc::new(replica(&folders.path().join("a"), &url, &kb));
-    let put = |round| NewDocument {
-        id: "shared".into(),
-        path: None,
-        title: None,
-        text: body("A", round),
-        scope: None,
-        locale: None,
-        metadata: Default::default(),
-    };
-    replica.put_document(&writer(), put(0)).unwrap();
+    let (replica, settings, kb, _cleanup, _folders) = one_replica(&url, "waiting");
     // Another process takes the lease and keeps it.
     let other = QdrantCatalogStore::open(&settings, &kb).unwrap();
     assert!(
@@ -251,7 +256,7 @@ fn a_replica_waiting_for_the_lease_goes_on_answering() {
         let replica = Arc::clone(&replica);
         std::thread::spawn(move || {
             let started = std::time::Instant::now();
-            replica.put_document(&writer(), put(1)).unwrap();
+            replica.put_document(&writer(), shared(1)).unwrap();
             started.elapsed()
         })
     };
@@ -297,24 +302,7 @@ fn a_running_replica_repairs_what_a_killed_writer_left() {
     let Some(url) = server("a_running_replica_repairs_what_a_killed_writer_left") else {
         return;
     };
-    let kb = format!("healing{}", std::process::id());
-    let settings = QdrantConfig {
-        knowledge_base: Some(kb.clone()),
-        ..QdrantConfig::with_url(&url)
-    };
-    let _cleanup = Cleanup(settings.clone(), kb.clone());
-    let folders = tempfile::tempdir().unwrap();
-    let replica = replica(&folders.path().join("a"), &url, &kb);
-    let put = |round| NewDocument {
-        id: "shared".into(),
-        path: None,
-        title: None,
-        text: body("A", round),
-        scope: None,
-        locale: None,
-        metadata: Default::default(),
-    };
-    replica.put_document(&writer(), put(0)).unwrap();
+    let (replica, settings, kb, _cleanup, folders) = one_replica(&url, "healing");
     // The killed writer: took a turn, wrote a chunk, never finished nor released.
     let killed = QdrantCatalogStore::open(&settings, &kb).unwrap();
     assert!(
@@ -333,7 +321,7 @@ fn a_running_replica_repairs_what_a_killed_writer_left() {
     let ghost_id = DocId::new("ghost").unwrap();
     assert_eq!(lexical.chunk_ids(&ghost_id).unwrap().len(), 1);
     // The running replica's next write waits for the lease to lapse, then repairs first.
-    replica.put_document(&writer(), put(1)).unwrap();
+    replica.put_document(&writer(), shared(1)).unwrap();
     assert!(
         lexical.chunk_ids(&ghost_id).unwrap().is_empty(),
         "the orphan is gone"

@@ -19,8 +19,6 @@ use zhiku_domain::ports::Origin;
 use zhiku_domain::usecases::RetrievalMode;
 use zhiku_service::{Refreshed, SearchQuery};
 
-const VAR: &str = "ZHIKU_TEST_QDRANT_URL";
-
 /// Where a property runs: a knowledge-base folder, and the store it is indexed into.
 struct Place {
     root: PathBuf,
@@ -48,20 +46,7 @@ impl Place {
     }
 
     fn cluster(test: &str) -> Option<Self> {
-        let url = match std::env::var(VAR) {
-            Ok(url) if !url.trim().is_empty() => url.trim().to_string(),
-            _ => {
-                if std::env::var("ZHIKU_REQUIRE_QDRANT").as_deref() == Ok("1") {
-                    panic!("ZHIKU_REQUIRE_QDRANT=1 but {VAR} is not set ({test})");
-                }
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "SKIPPED store_contract::cluster::{test}: set {VAR}=http://127.0.0.1:6334 (the gRPC port of a Qdrant server) to run it against a real server"
-                );
-                return None;
-            }
-        };
+        let url = zhiku_tests::local::qdrant_server("store_contract::cluster", test)?;
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let kb = format!(
             "storecontract{}_{}",
