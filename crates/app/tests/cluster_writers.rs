@@ -332,4 +332,19 @@ fn a_running_replica_repairs_what_a_killed_writer_left() {
     let checker = Store::open_read_only(&folder.join(".zhiku"), config, Some(&folder)).unwrap();
     let problems = checker.problems().unwrap();
     assert!(problems.is_empty(), "{problems:?}");
+    // A killed writer that left nothing behind: the next write checks, finds the store
+    // consistent and vouches for it, so the turn after that trusts it again.
+    assert!(
+        killed
+            .acquire(
+                std::time::Duration::from_millis(800),
+                std::time::Duration::from_secs(5)
+            )
+            .unwrap()
+    );
+    replica.put_document(&writer(), shared(2)).unwrap();
+    let probe = QdrantCatalogStore::open(&settings, &kb).unwrap();
+    let (turn, _) = probe.begin_write().unwrap();
+    assert_eq!(probe.earlier_turns_finished(), Some(true));
+    turn.finish();
 }

@@ -247,9 +247,17 @@ impl KnowledgeBase {
             inner.store.start_from(fresh);
             inner.docs = served_docs(&inner.store, self.documents.as_deref())?;
         }
-        // A write killed midway elsewhere left the store unvouched: repair it first (searches
-        // wait for this, once after such a crash).
+        // A write killed midway elsewhere left the store unvouched: check it chunk by chunk
+        // first, holding it for reading (searches go on), and repair it only when the check
+        // finds something (searches wait for that, once after such a crash).
         if self.read().store.earlier_writes_finished() == Some(false) {
+            {
+                let inner = self.read();
+                if inner.store.problems()?.is_empty() {
+                    inner.store.vouch_consistent();
+                    return Ok(turn);
+                }
+            }
             let mut inner = self.write();
             if let Some(repair) = inner.store.repair_if_unvouched()?
                 && (repair.orphans_removed > 0 || !repair.docs_requeued.is_empty())
