@@ -11,10 +11,10 @@
 use std::collections::HashMap;
 
 use qdrant_client::Payload;
-use qdrant_client::qdrant::{CreateCollectionBuilder, FieldType, PointStruct};
+use qdrant_client::qdrant::{FieldType, PointStruct};
 use zhiku_domain::ports::{AuditEntry, AuditError, AuditLog};
 
-use crate::collection::{Collection, Metadata, PayloadIndex};
+use crate::collection::{Collection, OpenError, PayloadIndex};
 use crate::config::QdrantConfig;
 use crate::payload::{integer_field, string_field};
 
@@ -56,23 +56,13 @@ impl QdrantAuditLog {
 
     /// Opens or creates the audit collection `name` (one shard, replicated as configured).
     pub fn open_collection(config: &QdrantConfig, name: &str) -> Result<Self, AuditError> {
-        let config = QdrantConfig {
-            shard_number: 1,
-            ..config.clone()
-        };
         let collection =
-            Collection::connect(&config, name).map_err(|e| failed("reach", name, e))?;
-        let metadata = Metadata::from([("zhiku_format".to_string(), serde_json::json!(FORMAT))]);
-        let (found, _) = collection
-            .ensure(CreateCollectionBuilder::new(name), metadata, FIELDS)
-            .map_err(|e| failed("open", name, e))?;
-        if found.get("zhiku_format") != Some(&serde_json::json!(FORMAT)) {
-            return Err(failed(
-                "open",
-                name,
-                format!("it is not a {FORMAT} collection"),
-            ));
-        }
+            Collection::open_records(config, name, FORMAT, FIELDS, true).map_err(|e| match e {
+                OpenError::Index(e) => failed("open", name, e),
+                OpenError::NotFormat(_) => {
+                    failed("open", name, format!("it is not a {FORMAT} collection"))
+                }
+            })?;
         Ok(Self {
             collection,
             last: std::sync::Mutex::new(0),

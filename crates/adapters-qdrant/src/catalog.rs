@@ -42,21 +42,19 @@ use std::time::{Duration, Instant};
 
 use qdrant_client::Payload;
 use qdrant_client::qdrant::{
-    Condition, CreateCollectionBuilder, DeletePointsBuilder, FieldType, Filter as QFilter,
-    GetPointsBuilder, PointId, PointStruct, UpdateMode, UpsertPointsBuilder, WriteOrdering,
-    WriteOrderingType,
+    Condition, DeletePointsBuilder, FieldType, Filter as QFilter, GetPointsBuilder, PointId,
+    PointStruct, UpdateMode, UpsertPointsBuilder, WriteOrdering, WriteOrderingType,
 };
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use zhiku_domain::DocId;
 use zhiku_domain::contracts::CatalogEntry;
 use zhiku_domain::ports::{
     CatalogCounts, CatalogError, CatalogStore, Changed, IndexError, StoredCatalog, WriteTurn,
 };
 
-use crate::collection::{Collection, Metadata, PayloadIndex};
+use crate::collection::{Collection, OpenError, PayloadIndex};
 use crate::config::QdrantConfig;
-use crate::payload::{integer_field, string_field};
+use crate::payload::{integer_field, string_field, uuid_of};
 
 /// Format of the record zhiku keeps in a catalog collection's metadata.
 const FORMAT: &str = "zhiku-qdrant-catalog/1";
@@ -201,30 +199,15 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// A number no other save or head change will use: hashed from the time, the process, a
-/// counter and a random UUID, positive in an `i64`.
+/// A number no other save or head change will use: the low 62 bits of a v4 UUID (all random:
+/// its version and variant bits lie above them), positive in an `i64`.
 fn unique() -> i64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seed = format!(
-        "{}:{}:{}:{}",
-        now_ms(),
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        uuid::Uuid::new_v4()
-    );
-    let digest = Sha256::digest(seed.as_bytes());
-    let n = u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]));
-    ((n >> 2) as i64).max(1)
+    ((uuid::Uuid::new_v4().as_u128() as u64 & ((1 << 62) - 1)) as i64).max(1)
 }
 
 /// The point of a row: a UUID from the sha256 of its commit, kind and key.
 fn row_point(commit: i64, kind: &str, key: &str) -> PointId {
-    let digest = Sha256::digest(format!("{commit}\0{kind}\0{key}").as_bytes());
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    uuid::Uuid::from_bytes(b).to_string().into()
+    uuid_of(&format!("{commit}\0{kind}\0{key}")).into()
 }
 
 impl QdrantCatalogStore {
@@ -237,25 +220,15 @@ impl QdrantCatalogStore {
     /// Opens or creates the catalog collection `name`: one shard (the head is one point and
     /// every save changes it), replicated as the configuration says.
     pub fn open_collection(config: &QdrantConfig, name: &str) -> Result<Self, CatalogError> {
-        let config = QdrantConfig {
-            shard_number: 1,
-            ..config.clone()
-        };
-        let collection = Collection::connect(&config, name).map_err(catalog_error)?;
-        let metadata = Metadata::from([("zhiku_format".to_string(), serde_json::json!(FORMAT))]);
-        let (found, _) = collection
-            .ensure(CreateCollectionBuilder::new(name), metadata, FIELDS)
-            .map_err(catalog_error)?;
-        if found.get("zhiku_format") != Some(&serde_json::json!(FORMAT)) {
-            return Err(CatalogError::FormatMismatch {
-                location: format!("Qdrant collection {name}"),
-                expected: FORMAT.to_string(),
-                found: found
-                    .get("zhiku_format")
-                    .map(ToString::to_string)
-                    .unwrap_or_else(|| "none (not a zhiku catalog)".into()),
-            });
-        }
+        let collection =
+            Collection::open_records(config, name, FORMAT, FIELDS, true).map_err(|e| match e {
+                OpenError::Index(e) => catalog_error(e),
+                OpenError::NotFormat(found) => CatalogError::FormatMismatch {
+                    location: format!("Qdrant collection {name}"),
+                    expected: FORMAT.to_string(),
+                    found: found.unwrap_or_else(|| "none (not a zhiku catalog)".into()),
+                },
+            })?;
         Ok(Self {
             collection: Arc::new(collection),
             seen: Mutex::new(None),

@@ -124,6 +124,16 @@ pub(crate) fn last_of_each<T>(items: &[T], id: impl Fn(&T) -> &ChunkId) -> Vec<&
 /// The metadata zhiku records on a collection, as JSON.
 pub(crate) type Metadata = HashMap<String, serde_json::Value>;
 
+/// Why a collection of records (points without vectors) could not be opened.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// The server refused or could not be reached.
+    Index(IndexError),
+    /// The collection exists and zhiku did not record it as of the format asked; what it
+    /// records instead, if anything.
+    NotFormat(Option<String>),
+}
+
 /// A payload index: the field, its type, and whether it is the tenant key.
 pub(crate) type PayloadIndex = (&'static str, FieldType, bool);
 
@@ -299,6 +309,31 @@ impl Collection {
             })
             .unwrap_or_default();
         Ok((metadata, config))
+    }
+
+    /// Opens, creating it when absent, the collection `name` of points without vectors that
+    /// zhiku records as of format `format`, with the payload indexes `fields`; with
+    /// `one_shard`, in one shard (replicated as configured) whatever the configuration says.
+    pub(crate) fn open_records(
+        config: &QdrantConfig,
+        name: &str,
+        format: &str,
+        fields: &[PayloadIndex],
+        one_shard: bool,
+    ) -> Result<Self, OpenError> {
+        let config = QdrantConfig {
+            shard_number: if one_shard { 1 } else { config.shard_number },
+            ..config.clone()
+        };
+        let collection = Self::connect(&config, name).map_err(OpenError::Index)?;
+        let metadata = Metadata::from([("zhiku_format".to_string(), serde_json::json!(format))]);
+        let (found, _) = collection
+            .ensure(CreateCollectionBuilder::new(name), metadata, fields)
+            .map_err(OpenError::Index)?;
+        match found.get("zhiku_format") {
+            Some(serde_json::Value::String(f)) if f == format => Ok(collection),
+            other => Err(OpenError::NotFormat(other.map(ToString::to_string))),
+        }
     }
 
     /// The metadata the collection records now.

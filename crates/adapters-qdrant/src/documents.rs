@@ -13,19 +13,18 @@ use std::collections::{BTreeMap, HashMap};
 
 use qdrant_client::Payload;
 use qdrant_client::qdrant::{
-    CreateCollectionBuilder, DeletePointsBuilder, FieldType, GetPointsBuilder, PointId,
-    PointStruct, PointsIdsList, RetrievedPoint,
+    DeletePointsBuilder, FieldType, GetPointsBuilder, PointId, PointStruct, PointsIdsList,
+    RetrievedPoint,
 };
-use sha2::{Digest, Sha256};
 use zhiku_domain::ports::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, IndexError, KnownFile,
     LoadedDocuments, PreparedPut, PutRequest, SourceError, SourcePaths, SourceStore, Staged,
 };
 use zhiku_domain::{DocAttributes, DocId, Document, Locale, Metadata, Source, SourceRecord, Title};
 
-use crate::collection::{Collection, Metadata as CollectionMetadata, PAGE, PayloadIndex};
+use crate::collection::{Collection, OpenError, PAGE, PayloadIndex};
 use crate::config::QdrantConfig;
-use crate::payload::string_field;
+use crate::payload::{string_field, uuid_of};
 
 /// Format of the record zhiku keeps in a documents collection's metadata.
 const FORMAT: &str = "zhiku-qdrant-documents/1";
@@ -65,12 +64,7 @@ fn io(e: IndexError) -> DocumentError {
 
 /// The point of a document: a UUID from the sha256 of its ID.
 fn doc_point(id: &DocId) -> PointId {
-    let digest = Sha256::digest(format!("document\0{id}").as_bytes());
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    uuid::Uuid::from_bytes(b).to_string().into()
+    uuid_of(&format!("document\0{id}")).into()
 }
 
 /// The point that keeps `doc` at `path` (brought from a folder, or put through the API).
@@ -166,17 +160,13 @@ impl QdrantDocuments {
 
     /// Opens or creates the documents collection `name`.
     pub fn open_collection(config: &QdrantConfig, name: &str) -> Result<Self, DocumentError> {
-        let collection = Collection::connect(config, name).map_err(io)?;
-        let metadata =
-            CollectionMetadata::from([("zhiku_format".to_string(), serde_json::json!(FORMAT))]);
-        let (found, _) = collection
-            .ensure(CreateCollectionBuilder::new(name), metadata, FIELDS)
-            .map_err(io)?;
-        if found.get("zhiku_format") != Some(&serde_json::json!(FORMAT)) {
-            return Err(DocumentError::Io(format!(
-                "Qdrant collection {name} is not a {FORMAT} collection"
-            )));
-        }
+        let collection =
+            Collection::open_records(config, name, FORMAT, FIELDS, false).map_err(|e| match e {
+                OpenError::Index(e) => io(e),
+                OpenError::NotFormat(_) => DocumentError::Io(format!(
+                    "Qdrant collection {name} is not a {FORMAT} collection"
+                )),
+            })?;
         Ok(Self {
             collection: std::sync::Arc::new(collection),
         })

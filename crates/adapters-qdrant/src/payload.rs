@@ -36,7 +36,14 @@ pub(crate) const NORM: &str = "norm";
 /// point, so re-upserting replaces instead of duplicating; the full chunk ID rides in the payload
 /// and is checked on every read.
 pub fn point_id(chunk: &ChunkId) -> String {
-    let digest = Sha256::digest(chunk.as_str().as_bytes());
+    uuid_of(chunk.as_str())
+}
+
+/// A UUID made of the first 16 bytes of sha256(`text`), with the RFC 9562 version 8
+/// ("custom") and variant bits set: the point ID of whatever `text` names (a chunk, a catalog
+/// row, a document), the same every time.
+pub(crate) fn uuid_of(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
     let mut b = [0u8; 16];
     b.copy_from_slice(&digest[..16]);
     b[6] = (b[6] & 0x0f) | 0x80;
