@@ -156,7 +156,7 @@ impl KnowledgeBase {
                 &mut |_| {},
             )?),
             (Some(origin), None) => {
-                let (turn, _) = store.begin_write()?;
+                let turn = store.begin_write()?;
                 let indexed = index_loaded(&mut store, origin, Default::default(), &mut |_| {})?;
                 turn.finish();
                 Some(indexed)
@@ -242,7 +242,7 @@ impl KnowledgeBase {
     /// the documents served are those of the catalog it saved.
     pub(crate) fn begin_write(&self) -> Result<WriteTurn, KbError> {
         let (turn, fresh) = self.read().store.take_turn()?;
-        if fresh.is_some() {
+        if let Some(fresh) = fresh {
             let mut inner = self.write();
             inner.store.start_from(fresh);
             inner.docs = served_docs(&inner.store, self.documents.as_deref())?;

@@ -39,7 +39,7 @@ pub fn refresh(
 ) -> Result<Refreshed> {
     // One write: another process writing the same store waits, and what it saved before is
     // where this run starts.
-    let (turn, _) = store.begin_write()?;
+    let turn = store.begin_write()?;
     // What a writer killed mid-ingest or mid-delete left is settled first: an unrecorded
     // delete's file goes back, temporary files go.
     if !store.is_read_only() {

@@ -98,7 +98,7 @@ impl Store {
                 "the store was opened read-only and cannot be repaired"
             ));
         }
-        let (turn, _) = self.begin_write()?;
+        let turn = self.begin_write()?;
         // Both indexes still carry the generations saved with the catalog: nothing committed
         // since, so they hold what it lists (a crash after an index commit and before the
         // catalog save changes a generation). Or the catalog store saw every earlier write

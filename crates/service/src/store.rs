@@ -358,11 +358,14 @@ impl Store {
     /// to write from the catalog store ([`CatalogStore::begin_write`]; several processes may
     /// write a store kept on a server) and, when another process saved since, takes the catalog
     /// on record as the one in memory, so the write starts from it. Hold the turn for the whole
-    /// write and [finish](WriteTurn::finish) it once the write completed; the flag says
-    /// whether the catalog in memory was replaced. A read-only store takes nothing.
-    pub fn begin_write(&mut self) -> Result<(WriteTurn, bool), CatalogError> {
+    /// write and [finish](WriteTurn::finish) it once the write completed. A read-only store
+    /// takes nothing.
+    pub fn begin_write(&mut self) -> Result<WriteTurn, CatalogError> {
         let (turn, fresh) = self.take_turn()?;
-        Ok((turn, self.start_from(fresh)))
+        if let Some(fresh) = fresh {
+            self.start_from(fresh);
+        }
+        Ok(turn)
     }
 
     /// Whether the catalog store saw every earlier write of every process finish
@@ -388,16 +391,10 @@ impl Store {
         self.catalog_store.begin_write()
     }
 
-    /// The second half of [`Self::begin_write`]: makes `fresh` (from [`Self::take_turn`]) the
-    /// catalog in memory; true when there was one.
-    pub fn start_from(&mut self, fresh: Option<StoredCatalog>) -> bool {
-        match fresh {
-            Some(fresh) => {
-                self.recorded = fresh;
-                true
-            }
-            None => false,
-        }
+    /// The second half of [`Self::begin_write`]: makes `fresh` (the catalog
+    /// [`Self::take_turn`] returned) the catalog in memory.
+    pub fn start_from(&mut self, fresh: StoredCatalog) {
+        self.recorded = fresh;
     }
 
     /// Takes the catalog another process saved since this store last loaded or saved one
@@ -409,7 +406,7 @@ impl Store {
         }
         match self.catalog_store.moved()? {
             Some(fresh) => {
-                self.recorded = fresh;
+                self.start_from(fresh);
                 Ok(true)
             }
             None => Ok(false),

@@ -15,8 +15,9 @@
 //!   lexical retrieval with a notice.
 //! - `prod`: vectors on a Qdrant server (`[qdrant]`, `ZHIKU_QDRANT_*`, the adapter's
 //!   [`QdrantConfig`]), manifest and tantivy on disk, candle.
-//! - `cluster`: vectors and the lexical route (sparse vectors of the same analyzer's terms) on
-//!   a Qdrant server or cluster, candle; the catalog still in the store folder.
+//! - `cluster`: the whole store on a Qdrant server or cluster (vectors, the lexical route as
+//!   sparse vectors of the same analyzer's terms, catalog, documents, audit), candle; writers
+//!   on any machine take turns through the catalog's lease, no lock file.
 //!
 //! Each section's type is owned by the crate it configures: `[qdrant]` by the Qdrant adapter,
 //! `[ann]` by the embedded vector index, `[serve]` by the HTTP transport.

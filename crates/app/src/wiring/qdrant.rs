@@ -1,10 +1,11 @@
 //! The `[qdrant]` table of `zhiku.toml` and the `ZHIKU_QDRANT_*` variables: where the `prod`
-//! profile keeps its vectors.
+//! profile keeps its vectors and the `cluster` profile its whole store.
 //!
 //! ```toml
 //! [qdrant]
 //! url = "http://127.0.0.1:6334"   # gRPC port
 //! api_key = "…"                     # better: ZHIKU_QDRANT_API_KEY
+//! knowledge_base = "handbook"       # the same on every machine serving it
 //! collection_prefix = "zhiku_"
 //! timeout_ms = 10000
 //! shards = 1                        # shards of a new collection (distributed mode)
@@ -12,10 +13,11 @@
 //! batch = 256                       # points per upsert request
 //! ```
 //!
-//! The store keeps the manifest and the lexical index on local disk and the vectors in one
-//! collection per store and embedding space, named after the knowledge-base folder and a short
-//! hash of the store's absolute path (see [`kb_name`]). The store's Qdrant opener
-//! (`wiring/store/qdrant.rs`) opens that collection.
+//! The collections of a knowledge base are named after `knowledge_base` when it is set (the same
+//! on every machine), else after the knowledge-base folder and a short hash of the store's
+//! absolute path (see [`kb_name_of`]). The store's Qdrant opener (`wiring/store/qdrant.rs`)
+//! opens the vectors' collection; with `prod` the catalog and the lexical index stay on local
+//! disk.
 
 use std::path::Path;
 

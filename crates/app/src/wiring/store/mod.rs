@@ -49,7 +49,10 @@
 //! embedded again), then removes it; a read-only open searches it exactly, in memory.
 //!
 //! With `vectors = "qdrant"` (profile `prod`) the vectors live in a Qdrant collection instead
-//! (see [`crate::wiring::qdrant`]); catalog and lexical index stay on disk. A server that
+//! (see [`crate::wiring::qdrant`]); catalog and lexical index stay on disk. With profile
+//! `cluster` the catalog, the lexical index, the documents and the audit trail are Qdrant
+//! collections too, the folder holds only the trace log, and writers take turns through the
+//! catalog's lease instead of `writer.lock` (ARCHITECTURE.md, *Writers on a cluster*). A server that
 //! cannot be reached fails `index` before anything is recorded, and makes a read-only open fall
 //! back to lexical retrieval with a notice.
 //!

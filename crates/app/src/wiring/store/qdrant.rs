@@ -1,6 +1,8 @@
-//! The store whose vectors live on a Qdrant server (`vectors = "qdrant"`, profile `prod`), in
-//! one collection per store and embedding space ([`crate::wiring::qdrant`]); catalog and
-//! lexical index stay in the store folder (in memory with `lexical = "ram"`).
+//! The store whose vectors live on a Qdrant server (`vectors = "qdrant"`), in one collection
+//! per knowledge base and embedding space ([`crate::wiring::qdrant`]). With profile `prod` the
+//! catalog and the lexical index stay in the store folder (in memory with `lexical = "ram"`);
+//! with profile `cluster` (`lexical = "qdrant"`) they are collections too, and no lock file is
+//! taken (the catalog and lexical steps pick them).
 
 use std::sync::Arc;
 
