@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The embedded store at scale (issue 15): what each `zhiku` command costs on a large folder.
+"""The store at scale (issue 15): what each `zhiku` command costs on a large folder.
 
 Runs a release `zhiku` binary (and, with --baseline, a second binary — e.g. the build before a
 change — on a copy of the same store, so both are measured in the same window) against a scale
 corpus made by `scripts/make-scale-corpus.py`, with the hashing embedder (384 dims: only the
-store is measured, not a model), store on disk (profile `local`). For each binary it reports:
+store is measured, not a model). `--profile local` (the default) puts the store on disk;
+`--profile cluster` puts the whole store on the Qdrant node `--qdrant-url` names, in the
+knowledge base `--knowledge-base`. For each binary it reports:
 
 - `index` from scratch, `index` with nothing changed, `status`, a fresh-process
   `search --no-refresh` (median of 3): wall time and peak RSS of the process;
@@ -13,13 +15,34 @@ store is measured, not a model), store on disk (profile `local`). For each binar
 - one-document ingests over HTTP (`POST /v1/documents`, each committed before it answers):
   p50/p99, and lexical searches while they run (p50/p99 against idle).
 
-Python standard library only. The load average at start and end is printed with the figures.
+With `--profile cluster` also (the Qdrant node must be local: its process is found by its
+port):
+
+- the index from scratch is `index --rebuild` (the knowledge base's collections dropped
+  first), followed by the time the node then takes to optimise them (HNSW graphs built: every
+  collection green twice, 0.5 s apart) before anything is served;
+- the Qdrant process's RSS (and peak, VmHWM) and the size on disk of the knowledge base's
+  collections, after that optimisation and at the end;
+- `--beams`: recall@10 of the served dense route at each search beam (`hnsw_ef`; `default`
+  leaves it to the server) against the same store served with `exact` search, over all scopes
+  and over one scope (a token of `scope-0` only), with p50/p99 per beam;
+- `--replicas N`: throughput of hybrid search with 1 and with N `zhiku serve` processes on the
+  knowledge base, clients spread round-robin over them: client threads are stepped (`--threads`,
+  each step `--step-s` seconds) until p99 passes `--p99-ms`; the highest requests/s whose p99
+  stays within it is reported. The clients, the replicas and Qdrant share this machine's cores.
+
+Python standard library only. The load average is printed at the start and end of each phase.
 
     python3 scripts/make-scale-corpus.py /tmp/scale-100k --chunks 100000 \\
         --queries /tmp/scale-100k.queries.jsonl
     cargo build --release -p zhiku
     python3 scripts/bench-scale.py --kb /tmp/scale-100k --queries /tmp/scale-100k.queries.jsonl \\
         --bin $CARGO_TARGET_DIR/release/zhiku [--baseline /path/to/older/zhiku]
+    ZHIKU_QDRANT_HOME=/tmp/zq ZHIKU_QDRANT_HTTP_PORT=6383 ZHIKU_QDRANT_GRPC_PORT=6384 \\
+        bash scripts/qdrant-server.sh start
+    python3 scripts/bench-scale.py --kb /tmp/scale-100k --queries /tmp/scale-100k.queries.jsonl \\
+        --bin $CARGO_TARGET_DIR/release/zhiku --profile cluster \\
+        --qdrant-url http://127.0.0.1:6384 --knowledge-base scale --replicas 2
 """
 
 from __future__ import annotations
@@ -36,14 +59,24 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 TOKEN = "scale-bench-token"
+TOKEN_ONE = "scale-bench-token-one-scope"  # reads scope-0 only
 SCOPES = [f"scope-{i}" for i in range(10)]
 
 
 def load() -> str:
     return " ".join(os.getloadavg().__repr__().strip("()").split(", "))
+
+
+def phase(label: str, log: list[str]) -> None:
+    """Prints (and keeps) the time and load average at a phase boundary."""
+    line = f"[{time.strftime('%H:%M:%S')}] {label}: load {load()}"
+    log.append(line)
+    print("  " + line, flush=True)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -75,6 +108,15 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return float(wall), float(rss)
 
 
+def status_kib(pid: int, key: str) -> float:
+    """A `/proc/PID/status` field (VmRSS, VmHWM) in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
 class Server:
     def __init__(self, bin_: str, kb: Path, store: Path, env: dict[str, str]):
         # A free port picked here, so nothing depends on the server's log lines or level.
@@ -101,11 +143,7 @@ class Server:
         return http.client.HTTPConnection(self.host, int(self.port), timeout=120)
 
     def rss_mib(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-        return float("nan")
+        return status_kib(self.proc.pid, "VmRSS")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -115,25 +153,133 @@ class Server:
             self.proc.kill()
 
 
-def post(conn: http.client.HTTPConnection, path: str, body: dict) -> tuple[float, int]:
+def post(conn: http.client.HTTPConnection, path: str, body: dict,
+         token: str = TOKEN) -> tuple[float, int, bytes]:
+    """Latency (ms), status and body of one request."""
     data = json.dumps(body, ensure_ascii=False).encode()
     t = time.perf_counter()
     conn.request("POST", path, body=data, headers={
-        "content-type": "application/json", "authorization": f"Bearer {TOKEN}"})
+        "content-type": "application/json", "authorization": f"Bearer {token}"})
     r = conn.getresponse()
-    r.read()
-    return (time.perf_counter() - t) * 1000.0, r.status
+    answer = r.read()
+    return (time.perf_counter() - t) * 1000.0, r.status, answer
 
 
-def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], args) -> dict:
-    env = dict(os.environ)
-    env.update({"ZHIKU_EMBEDDER": "hashing", "ZHIKU_BENCH_TOKEN": TOKEN, "ZHIKU_LOG": "warn"})
+def searches(conn, qs: list[dict], mode: str | None, token: str = TOKEN,
+             ids: bool = False) -> tuple[list[float], list[list[str]]]:
+    """Top-10 searches of `qs` (`mode` None: the server's default): latencies, and (with
+    `ids`) each answer's chunk IDs. A search that does not answer 200 stops the bench."""
+    ms, hits = [], []
+    for q in qs:
+        body = {"query": q["text"], "k": 10} | ({"mode": mode} if mode else {})
+        t, status, answer = post(conn, "/v1/search", body, token)
+        if status != 200:
+            sys.exit(f"search ({mode}) answered {status}: {answer[:500]!r}")
+        ms.append(t)
+        if ids:
+            hits.append([h["chunk_id"] for h in json.loads(answer)["hits"]])
+    return ms, hits
+
+
+class Qdrant:
+    """The local Qdrant node of `--profile cluster`: its process, its REST API, and the
+    collections of one knowledge base."""
+
+    def __init__(self, grpc_url: str, http_url: str | None, knowledge_base: str):
+        grpc = urllib.parse.urlsplit(grpc_url.split(",")[0])
+        # By convention (and in scripts/qdrant-server.sh) the REST port is the gRPC port − 1.
+        self.http = (http_url or f"http://{grpc.hostname}:{grpc.port - 1}").rstrip("/")
+        self.prefix = f"zhiku_{knowledge_base}_"
+        self.pid = self.pid_listening(grpc.port)
+        if self.pid is None:
+            sys.exit(f"no local process of this user listens on port {grpc.port} (the Qdrant node)")
+        env = Path(f"/proc/{self.pid}/environ").read_bytes().split(b"\0")
+        given = [e.split(b"=", 1)[1].decode() for e in env
+                 if e.startswith(b"QDRANT__STORAGE__STORAGE_PATH=")]
+        self.storage = Path(given[0]) if given else Path(os.readlink(f"/proc/{self.pid}/cwd")) / "storage"
+
+    @staticmethod
+    def pid_listening(port: int) -> int | None:
+        """The pid of the process listening on TCP `port` (its socket's inode among the
+        process's open files)."""
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                lines = Path(table).read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                f = line.split()
+                if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{f[9]}]")
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        return int(pid)
+            except OSError:
+                continue
+        return None
+
+    def get(self, path: str) -> dict:
+        with urllib.request.urlopen(self.http + path, timeout=30) as r:
+            return json.loads(r.read())["result"]
+
+    def collections(self) -> list[str]:
+        return sorted(c["name"] for c in self.get("/collections")["collections"]
+                      if c["name"].startswith(self.prefix))
+
+    def points(self) -> dict[str, int]:
+        return {c: self.get(f"/collections/{c}").get("points_count", 0) for c in self.collections()}
+
+    def wait_optimized(self, limit_s: float = 7200) -> float:
+        """Seconds until every collection of the knowledge base is green twice in a row, 0.5 s
+        apart (as the adapter's `wait_until_optimized`)."""
+        start = time.perf_counter()
+        green_before = False
+        while time.perf_counter() - start < limit_s:
+            green = all(self.get(f"/collections/{c}")["status"] == "green"
+                        for c in self.collections())
+            if green and green_before:
+                break
+            green_before = green
+            time.sleep(0.5)
+        return time.perf_counter() - start
+
+    def rss_mib(self) -> tuple[float, float]:
+        return status_kib(self.pid, "VmRSS"), status_kib(self.pid, "VmHWM")
+
+    def disk_mib(self) -> float:
+        """Allocated size of the knowledge base's collections in the node's storage."""
+        total = 0
+        for c in self.collections():
+            for root, _, files in os.walk(self.storage / "collections" / c):
+                for name in files:
+                    try:
+                        total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                    except OSError:
+                        pass
+        return total / 2**20
+
+
+def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], args,
+            env: dict[str, str], qdrant: Qdrant | None, loads: list[str]) -> dict:
     base = [bin_, "--kb", str(kb), "--store", str(store), "-q"]
     row: dict = {"name": name}
     if not args.skip_build:
         shutil.rmtree(store, ignore_errors=True)
-        row["index (scratch)"] = timed(base + ["index"], env)
+        phase(f"{name}: index from scratch", loads)
+        row["index (scratch)"] = timed(base + ["index"] + (["--rebuild"] if qdrant else []), env)
         print(f"  {name}: index from scratch {row['index (scratch)'][0]:.1f} s", flush=True)
+        if qdrant:
+            row["Qdrant optimising after index s"] = qdrant.wait_optimized()
+            print(f"  {name}: Qdrant optimised after {row['Qdrant optimising after index s']:.1f} s"
+                  f"; points {qdrant.points()}", flush=True)
+        phase(f"{name}: index from scratch done", loads)
+    if qdrant:
+        row["Qdrant RSS MiB (after index)"], row["Qdrant peak RSS MiB (index)"] = qdrant.rss_mib()
+        row["Qdrant storage MiB"] = qdrant.disk_mib()
+    phase(f"{name}: fresh processes", loads)
     row["index (unchanged)"] = timed(base + ["index"], env)
     row["status"] = timed(base + ["status"], env)
     runs = [timed(base + ["search", queries[i]["text"], "--no-refresh"], env) for i in range(3)]
@@ -141,19 +287,19 @@ def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], ar
     print(f"  {name}: unchanged {row['index (unchanged)'][0]:.2f} s, status "
           f"{row['status'][0]:.2f} s, search {row['search --no-refresh'][0]:.2f} s", flush=True)
 
+    phase(f"{name}: serve", loads)
     server = Server(bin_, kb, store, env)
     try:
         conn = server.conn()
         qs = queries[: args.queries_n]
-        for q in qs[:20]:  # warm-up
-            post(conn, "/v1/search", {"query": q["text"], "k": 10})
+        searches(conn, qs[:20], None)  # warm-up
         for mode in ["dense", "hybrid", "lexical"]:
-            ms = [post(conn, "/v1/search", {"query": q["text"], "k": 10, "mode": mode})[0]
-                  for q in qs]
+            ms, _ = searches(conn, qs, mode)
             row[f"serve {mode}"] = (percentile(ms, 50), percentile(ms, 99))
         row["serve RSS MiB"] = server.rss_mib()
         row["serve start s"] = server.start_s
         # Ingests, with a lexical searcher beside them.
+        phase(f"{name}: ingests", loads)
         stop = threading.Event()
         during: list[float] = []
 
@@ -169,13 +315,14 @@ def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], ar
         t.start()
         ingest = []
         for i in range(args.ingests):
-            ms, status = post(conn, "/v1/documents", {
+            ms, status, answer = post(conn, "/v1/documents", {
                 "id": f"bench-ingest-{name}-{i}",
                 "text": f"# 基准文档 {i}\n\n这是第 {i} 篇用于测量写入延迟的小文档。",
                 "scope": "scope-0",
             })
             if status not in (200, 201):
-                sys.exit(f"ingest answered {status}")
+                stop.set()
+                sys.exit(f"ingest answered {status}: {answer[:500]!r}")
             ingest.append(ms)
         stop.set()
         t.join()
@@ -183,40 +330,113 @@ def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], ar
         row["lexical during ingests"] = (percentile(during, 50), percentile(during, 99))
     finally:
         server.stop()
+    phase(f"{name}: serve and ingests done", loads)
     return row
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--kb", required=True, type=Path, help="a scale corpus folder")
-    p.add_argument("--queries", required=True, type=Path, help="its query JSONL")
-    p.add_argument("--bin", required=True, help="the zhiku binary to measure (release)")
-    p.add_argument("--baseline", help="a second zhiku binary measured in the same run")
-    p.add_argument("--store-root", type=Path, default=None,
-                   help="where the stores go (default: a temporary folder)")
-    p.add_argument("--queries-n", type=int, default=300, help="queries per serve mode")
-    p.add_argument("--ingests", type=int, default=50, help="one-document ingests")
-    p.add_argument("--skip-build", action="store_true",
-                   help="reuse the stores of an earlier run (no index from scratch)")
-    args = p.parse_args()
+def beam_sweep(bin_: str, kb: Path, store: Path, queries: list[dict], args,
+               env: dict[str, str], loads: list[str]) -> list[dict]:
+    """Served dense search at each beam against the same store served with exact search."""
+    qs = queries[: args.queries_n]
 
-    queries = [json.loads(l) for l in args.queries.read_text(encoding="utf-8").splitlines() if l]
-    meta = json.loads((args.kb / ".scale-corpus.json").read_text()) \
-        if (args.kb / ".scale-corpus.json").exists() else {}
-    # The serve bench ingests with a token: a config beside the corpus names it.
-    (args.kb / "zhiku.toml").write_text(
-        '[[serve.tokens]]\nname = "bench"\nenv = "ZHIKU_BENCH_TOKEN"\n'
-        f"scopes = {json.dumps(SCOPES + ['default'])}\nwrite = true\n",
-        encoding="utf-8",
-    )
-    root = args.store_root or Path(tempfile.mkdtemp(prefix="zhiku-scale-"))
-    print(f"corpus {args.kb}: {meta.get('docs', '?')} files, {meta.get('chunks', '?')} chunks")
-    print(f"load at start: {load()}")
+    def serve_dense(extra: dict[str, str]) -> dict:
+        e = {k: v for k, v in env.items() if k not in ("ZHIKU_QDRANT_HNSW_EF", "ZHIKU_QDRANT_EXACT")}
+        e.update(extra)
+        server = Server(bin_, kb, store, e)
+        try:
+            conn = server.conn()
+            searches(conn, qs[:20], "dense")  # warm-up
+            all_ms, all_ids = searches(conn, qs, "dense", TOKEN, ids=True)
+            one_ms, one_ids = searches(conn, qs, "dense", TOKEN_ONE, ids=True)
+        finally:
+            server.stop()
+        return {"all": (all_ms, all_ids), "one": (one_ms, one_ids)}
+
+    phase("beam sweep: exact", loads)
+    exact = serve_dense({"ZHIKU_QDRANT_EXACT": "true"})
     rows = []
-    for name, bin_ in [("zhiku", args.bin)] + ([("baseline", args.baseline)] if args.baseline else []):
-        rows.append(measure(name, bin_, args.kb, root / name, queries, args))
-    print(f"load at end: {load()}\n")
+    for beam in ["exact"] + args.beams:
+        if beam != "exact":
+            phase(f"beam sweep: hnsw_ef {beam}", loads)
+        got = exact if beam == "exact" else serve_dense(
+            {} if beam == "default" else {"ZHIKU_QDRANT_HNSW_EF": beam})
+        row = {"beam": beam}
+        for scope in ("all", "one"):
+            ms, ids = got[scope]
+            ref = exact[scope][1]
+            found = [len(set(a) & set(b)) / len(b) for a, b in zip(ids, ref) if b]
+            row[scope] = (percentile(ms, 50), percentile(ms, 99),
+                          statistics.mean(found) if found else float("nan"))
+        rows.append(row)
+        print(f"  hnsw_ef {beam}: all scopes {row['all'][0]:.2f} / {row['all'][1]:.2f} ms, "
+              f"recall {row['all'][2]:.3f}; one scope {row['one'][0]:.2f} / {row['one'][1]:.2f} ms,"
+              f" recall {row['one'][2]:.3f}", flush=True)
+    phase("beam sweep done", loads)
+    return rows
 
+
+def throughput(bin_: str, kb: Path, stores: Path, queries: list[dict], args,
+               env: dict[str, str], loads: list[str]) -> list[dict]:
+    """Hybrid searches/s with 1 and with `--replicas` servers, client threads stepped until p99
+    passes `--p99-ms`."""
+    qs = queries[: args.queries_n]
+    rows = []
+    for replicas in sorted({1, args.replicas}):
+        phase(f"throughput: {replicas} replica(s)", loads)
+        servers = [Server(bin_, kb, Path(f"{stores}-replica-{i}"), env) for i in range(replicas)]
+        try:
+            for s in servers:
+                searches(s.conn(), qs[:20], "hybrid")  # warm-up
+            for threads in args.threads:
+                ms: list[float] = []
+                errors = [0]
+                lock = threading.Lock()
+                go = threading.Barrier(threads + 1)
+                deadline = [0.0]
+
+                def client(i: int) -> None:
+                    c = servers[i % replicas].conn()
+                    mine, bad, n = [], 0, i * 37
+                    go.wait()
+                    while time.perf_counter() < deadline[0]:
+                        t, status, _ = post(c, "/v1/search",
+                                            {"query": qs[n % len(qs)]["text"], "k": 10,
+                                             "mode": "hybrid"})
+                        n += 1
+                        if status == 200:
+                            mine.append(t)
+                        else:
+                            bad += 1
+                    with lock:
+                        ms.extend(mine)
+                        errors[0] += bad
+
+                pool = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
+                for t in pool:
+                    t.start()
+                deadline[0] = time.perf_counter() + args.step_s
+                started = time.perf_counter()
+                go.wait()
+                for t in pool:
+                    t.join()
+                elapsed = time.perf_counter() - started
+                row = {"replicas": replicas, "threads": threads, "rps": len(ms) / elapsed,
+                       "p50": percentile(ms, 50), "p99": percentile(ms, 99),
+                       "errors": errors[0], "load": load()}
+                rows.append(row)
+                print(f"  {replicas} replica(s), {threads} threads: {row['rps']:.1f} req/s, "
+                      f"p50 {row['p50']:.1f} / p99 {row['p99']:.1f} ms, errors {errors[0]}, "
+                      f"load {row['load']}", flush=True)
+                if row["p99"] > args.p99_ms:
+                    break
+        finally:
+            for s in servers:
+                s.stop()
+    phase("throughput done", loads)
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
     keys = [k for k in rows[0] if k != "name"]
     head = "| measure | " + " | ".join(r["name"] for r in rows)
     if len(rows) == 2:
@@ -246,6 +466,114 @@ def main() -> None:
                 line += " | -"
         print(line + " |")
     print("\n(index/status/search: wall s, peak RSS MiB; serve and ingest: p50 / p99 ms)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--kb", required=True, type=Path, help="a scale corpus folder")
+    p.add_argument("--queries", required=True, type=Path, help="its query JSONL")
+    p.add_argument("--bin", required=True, help="the zhiku binary to measure (release)")
+    p.add_argument("--baseline", help="a second zhiku binary measured in the same run")
+    p.add_argument("--store-root", type=Path, default=None,
+                   help="where the stores go (default: a temporary folder)")
+    p.add_argument("--queries-n", type=int, default=300, help="queries per serve mode")
+    p.add_argument("--ingests", type=int, default=50, help="one-document ingests")
+    p.add_argument("--skip-build", action="store_true",
+                   help="reuse the stores of an earlier run (no index from scratch)")
+    p.add_argument("--json-out", type=Path, help="also write every figure to this JSON file")
+    c = p.add_argument_group("profile cluster (the whole store on a local Qdrant node)")
+    c.add_argument("--profile", choices=["local", "cluster"], default="local")
+    c.add_argument("--qdrant-url", help="the node's gRPC URL (ZHIKU_QDRANT_URL)")
+    c.add_argument("--qdrant-http", help="its REST URL (default: the gRPC port - 1)")
+    c.add_argument("--knowledge-base", default="scale",
+                   help="ZHIKU_QDRANT_KNOWLEDGE_BASE (a baseline gets NAME-baseline)")
+    c.add_argument("--hnsw-ef", help="ZHIKU_QDRANT_HNSW_EF for every phase but the beam sweep "
+                   "(default: the server's)")
+    c.add_argument("--beams", type=lambda s: [b for b in s.split(",") if b],
+                   default=["default", "128", "256", "512"],
+                   help="beams of the recall sweep, comma-separated ('' skips it)")
+    c.add_argument("--replicas", type=int, default=0,
+                   help="measure hybrid throughput with 1 and with N serve replicas (0: skip)")
+    c.add_argument("--threads", type=lambda s: [int(t) for t in s.split(",")],
+                   default=[1, 2, 4, 8, 16, 32], help="client threads, stepped")
+    c.add_argument("--step-s", type=float, default=15.0, help="seconds per throughput step")
+    c.add_argument("--p99-ms", type=float, default=100.0, help="the throughput's p99 target")
+    args = p.parse_args()
+    cluster = args.profile == "cluster"
+    if cluster and not args.qdrant_url:
+        p.error("--profile cluster needs --qdrant-url")
+
+    queries = [json.loads(l) for l in args.queries.read_text(encoding="utf-8").splitlines() if l]
+    meta = json.loads((args.kb / ".scale-corpus.json").read_text()) \
+        if (args.kb / ".scale-corpus.json").exists() else {}
+    # The serve bench ingests with a token: a config beside the corpus names it (and a
+    # read-only one of one scope, for the beam sweep).
+    (args.kb / "zhiku.toml").write_text(
+        '[[serve.tokens]]\nname = "bench"\nenv = "ZHIKU_BENCH_TOKEN"\n'
+        f"scopes = {json.dumps(SCOPES + ['default'])}\nwrite = true\n\n"
+        '[[serve.tokens]]\nname = "bench-one"\nenv = "ZHIKU_BENCH_TOKEN_ONE"\n'
+        'scopes = ["scope-0"]\n',
+        encoding="utf-8",
+    )
+    root = args.store_root or Path(tempfile.mkdtemp(prefix="zhiku-scale-"))
+    print(f"corpus {args.kb}: {meta.get('docs', '?')} files, {meta.get('chunks', '?')} chunks; "
+          f"profile {args.profile}")
+    loads: list[str] = []
+    phase("start", loads)
+    rows, sweeps, tput = [], {}, {}
+    for name, bin_ in [("zhiku", args.bin)] + ([("baseline", args.baseline)] if args.baseline else []):
+        env = dict(os.environ)
+        env.update({"ZHIKU_EMBEDDER": "hashing", "ZHIKU_BENCH_TOKEN": TOKEN,
+                    "ZHIKU_BENCH_TOKEN_ONE": TOKEN_ONE, "ZHIKU_LOG": "warn"})
+        qdrant = None
+        if cluster:
+            kb_name = args.knowledge_base + ("-baseline" if name == "baseline" else "")
+            env.update({"ZHIKU_PROFILE": "cluster", "ZHIKU_QDRANT_URL": args.qdrant_url,
+                        "ZHIKU_QDRANT_KNOWLEDGE_BASE": kb_name})
+            env.pop("ZHIKU_QDRANT_EXACT", None)
+            env.pop("ZHIKU_QDRANT_HNSW_EF", None)
+            if args.hnsw_ef:
+                env["ZHIKU_QDRANT_HNSW_EF"] = args.hnsw_ef
+            qdrant = Qdrant(args.qdrant_url, args.qdrant_http, kb_name)
+        rows.append(measure(name, bin_, args.kb, root / name, queries, args, env, qdrant, loads))
+        if cluster and args.beams:
+            sweeps[name] = beam_sweep(bin_, args.kb, root / name, queries, args, env, loads)
+        if cluster and args.replicas:
+            tput[name] = throughput(bin_, args.kb, root / name, queries, args, env, loads)
+        if qdrant:
+            rows[-1]["Qdrant RSS MiB (end)"], rows[-1]["Qdrant peak RSS MiB (end)"] = qdrant.rss_mib()
+            rows[-1]["Qdrant storage MiB (end)"] = qdrant.disk_mib()
+    phase("end", loads)
+    print()
+
+    print_rows(rows)
+    for name, sweep in sweeps.items():
+        print(f"\n{name}: served dense top-10 against exact search ({args.queries_n} queries)\n")
+        print("| hnsw_ef | all scopes p50 / p99 ms | recall@10 | one scope p50 / p99 ms | recall@10 |")
+        print("|---|---|---|---|---|")
+        for r in sweep:
+            a, o = r["all"], r["one"]
+            print(f"| {r['beam']} | {a[0]:.2f} / {a[1]:.2f} | {a[2]:.3f} | "
+                  f"{o[0]:.2f} / {o[1]:.2f} | {o[2]:.3f} |")
+    for name, steps in tput.items():
+        print(f"\n{name}: hybrid search throughput, {args.step_s:.0f} s per step, "
+              f"p99 target {args.p99_ms:.0f} ms\n")
+        print("| replicas | client threads | requests/s | p50 ms | p99 ms | errors | load |")
+        print("|---|---|---|---|---|---|---|")
+        for r in steps:
+            print(f"| {r['replicas']} | {r['threads']} | {r['rps']:.1f} | {r['p50']:.1f} | "
+                  f"{r['p99']:.1f} | {r['errors']} | {r['load']} |")
+        for replicas in sorted({s["replicas"] for s in steps}):
+            ok = [s for s in steps if s["replicas"] == replicas and s["p99"] <= args.p99_ms]
+            best = max(ok, key=lambda s: s["rps"]) if ok else None
+            print(f"{replicas} replica(s): " + (
+                f"{best['rps']:.1f} requests/s at {best['threads']} threads (p99 {best['p99']:.1f} ms)"
+                if best else f"no step with p99 <= {args.p99_ms:.0f} ms"))
+    print("\n" + "\n".join(loads))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(
+            {"profile": args.profile, "corpus": meta, "rows": rows, "beams": sweeps,
+             "throughput": tput, "loads": loads}, ensure_ascii=False, indent=1))
 
 
 if __name__ == "__main__":

@@ -660,10 +660,48 @@ mod consistency {
         assert!(lexical.writes() > 0 && vectors.writes() > 0);
     }
 
-    /// Passes every call to a memory index and counts the writes (upserts, deletes, commits).
+    #[test]
+    fn a_repair_from_a_check_lists_each_index_once() {
+        let kb = indexed();
+        let a = DocId::new("a").unwrap();
+        let a_chunks = kb.catalog.docs[&a].chunk_ids.clone();
+        kb.lexical
+            .upsert(&[Spec::new("ghost", "s", "stray").chunk()])
+            .unwrap();
+        kb.vectors.upsert(&[stray(&kb, "ghost", "stray")]).unwrap();
+        LexicalIndex::delete_chunks(&kb.lexical, &a_chunks[..1]).unwrap();
+        let expected = Consistency::new(&kb.lexical, Some(&kb.vectors))
+            .check(&kb.catalog)
+            .unwrap();
+        assert_eq!(expected.docs_missing_chunks, vec![a.clone()]);
+
+        let lexical = Watched::new(&kb.lexical);
+        let vectors = Watched::new(&kb.vectors);
+        let check = Consistency::new(&lexical, Some(&vectors));
+        let checked = check.inspect(&kb.catalog).unwrap();
+        assert_eq!(checked.problems(), &expected);
+        assert_eq!((lexical.writes(), vectors.writes()), (0, 0));
+        let (catalog, repair) = check.repair_checked(&kb.catalog, checked).unwrap();
+        assert_eq!((lexical.lists(), vectors.lists()), (1, 1));
+        assert_eq!(repair.docs_requeued, vec![a.clone()]);
+        // The ghost in each index, and what survived of `a`: all but one chunk lexically,
+        // every one as vectors.
+        assert_eq!(repair.orphans_removed, 2 + 2 * a_chunks.len() - 1);
+        assert!(!catalog.docs.contains_key(&a));
+        assert!(
+            Consistency::new(&kb.lexical, Some(&kb.vectors))
+                .check(&catalog)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// Passes every call to a memory index and counts the writes (upserts, deletes, commits)
+    /// and the full listings.
     struct Watched<'a, T> {
         inner: &'a T,
         writes: AtomicUsize,
+        lists: AtomicUsize,
     }
 
     impl<'a, T> Watched<'a, T> {
@@ -671,11 +709,16 @@ mod consistency {
             Self {
                 inner,
                 writes: AtomicUsize::new(0),
+                lists: AtomicUsize::new(0),
             }
         }
 
         fn writes(&self) -> usize {
             self.writes.load(Ordering::SeqCst)
+        }
+
+        fn lists(&self) -> usize {
+            self.lists.load(Ordering::SeqCst)
         }
 
         fn wrote(&self) {
@@ -714,6 +757,7 @@ mod consistency {
             LexicalIndex::chunk_ids(self.inner, doc)
         }
         fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+            self.lists.fetch_add(1, Ordering::SeqCst);
             LexicalIndex::all_chunk_ids(self.inner)
         }
         fn count(&self) -> Result<usize, IndexError> {
@@ -756,6 +800,7 @@ mod consistency {
             VectorIndex::chunk_ids(self.inner, doc)
         }
         fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
+            self.lists.fetch_add(1, Ordering::SeqCst);
             VectorIndex::all_chunk_ids(self.inner)
         }
         fn embeddings(&self, ids: &[ChunkId]) -> Result<Vec<Option<Embedding>>, IndexError> {

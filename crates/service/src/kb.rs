@@ -248,20 +248,14 @@ impl KnowledgeBase {
             inner.docs = served_docs(&inner.store, self.documents.as_deref())?;
         }
         // A write killed midway elsewhere left the store unvouched: check it chunk by chunk
-        // first, holding it for reading (searches go on), and repair it only when the check
-        // finds something (searches wait for that, once after such a crash).
-        if self.read().store.earlier_writes_finished() == Some(false) {
-            {
-                let inner = self.read();
-                if inner.store.problems()?.is_empty() {
-                    inner.store.vouch_consistent();
-                    return Ok(turn);
-                }
-            }
+        // first, holding it for reading (searches go on), and repair it from what that check
+        // listed only when it finds something (searches wait for that, once after such a
+        // crash). The turn keeps every other writer out in between.
+        let checked = self.read().store.check_if_unvouched()?;
+        if let Some(checked) = checked {
             let mut inner = self.write();
-            if let Some(repair) = inner.store.repair_if_unvouched()?
-                && (repair.orphans_removed > 0 || !repair.docs_requeued.is_empty())
-            {
+            let repair = inner.store.repair_checked(checked)?;
+            if repair.orphans_removed > 0 || !repair.docs_requeued.is_empty() {
                 tracing::warn!(
                     target: "zhiku::store",
                     orphans_removed = repair.orphans_removed,

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Result, anyhow};
 use serde::Serialize;
 use zhiku_domain::ports::StoredCatalog;
-use zhiku_domain::usecases::{Catalog, ChunkRepair, Consistency};
+use zhiku_domain::usecases::{Catalog, Checked, ChunkRepair, Consistency};
 use zhiku_domain::{ChunkId, DocId};
 
 use crate::Store;
@@ -113,26 +113,49 @@ impl Store {
         Ok(repair)
     }
 
-    /// Inside a turn: when the catalog store says an earlier write did not finish (a writer
-    /// killed midway, on this machine or another), checks and repairs the store chunk by chunk
-    /// ([`Self::repair_chunks`]) before this write; nothing otherwise. How a process that
-    /// serves a store kept on a server heals what a writer killed elsewhere left, without
-    /// waiting for the next writing open.
-    pub fn repair_if_unvouched(&mut self) -> Result<Option<Repair>> {
+    /// Inside a turn, holding the store for reading: when the catalog store says an earlier
+    /// write did not finish (a writer killed midway, on this machine or another), checks the
+    /// store chunk by chunk. Consistent: the catalog store is told so and `None` comes back.
+    /// Otherwise what the check saw, for [`Self::repair_checked`] in the same turn. How a
+    /// process that serves a store kept on a server heals what a writer killed elsewhere left,
+    /// without waiting for the next writing open, and with searches going on during the check.
+    pub fn check_if_unvouched(&self) -> Result<Option<Checked>> {
         if self.earlier_writes_finished() != Some(false) {
             return Ok(None);
         }
-        self.repair_chunks().map(Some)
+        let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
+        let checked =
+            Consistency::new(self.lexical.as_ref(), vectors).inspect(&self.recorded.catalog)?;
+        if checked.problems().is_empty() {
+            self.vouch_consistent();
+            return Ok(None);
+        }
+        Ok(Some(checked))
+    }
+
+    /// Inside the turn of [`Self::check_if_unvouched`]: repairs what its check found, from
+    /// the same listings (both indexes are listed once).
+    pub fn repair_checked(&mut self, checked: Checked) -> Result<Repair> {
+        self.repair_with(Some(checked))
     }
 
     /// Inside a turn: checks every catalogued chunk against both indexes and repairs the store
     /// in one step (see [`Self::check_and_repair`]), then tells the catalog store it was
     /// checked.
     fn repair_chunks(&mut self) -> Result<Repair> {
+        self.repair_with(None)
+    }
+
+    /// The repair of [`Self::repair_chunks`], from `checked` when the caller already listed
+    /// the indexes in this turn.
+    fn repair_with(&mut self, checked: Option<Checked>) -> Result<Repair> {
         // A writing open lists no stray files (it swept them): the repair is about chunks.
         let vectors = self.dense.as_ref().map(|(_, v)| v.as_ref());
-        let (catalog, done) =
-            Consistency::new(self.lexical.as_ref(), vectors).repair(&self.recorded.catalog)?;
+        let consistency = Consistency::new(self.lexical.as_ref(), vectors);
+        let (catalog, done) = match checked {
+            Some(checked) => consistency.repair_checked(&self.recorded.catalog, checked)?,
+            None => consistency.repair(&self.recorded.catalog)?,
+        };
         self.vouch_consistent();
         if done.is_empty() {
             self.record_vouched_generations()?;

@@ -71,7 +71,26 @@ impl std::fmt::Debug for Consistency<'_> {
     }
 }
 
+/// What one check of a catalog against its indexes saw: the chunk IDs each index held and
+/// where they disagree with the catalog. A writer that checks while holding the store for
+/// reading and repairs afterwards, without another write in between, repairs from it
+/// ([`Consistency::repair_checked`]) instead of listing both indexes twice.
+#[derive(Debug)]
+pub struct Checked {
+    lexical: Listing,
+    vectors: Option<Listing>,
+    problems: ChunkProblems,
+}
+
+impl Checked {
+    /// Where the catalog and the indexes disagreed.
+    pub fn problems(&self) -> &ChunkProblems {
+        &self.problems
+    }
+}
+
 /// The chunk IDs one index holds.
+#[derive(Debug)]
 struct Listing {
     stored: BTreeSet<ChunkId>,
 }
@@ -135,8 +154,19 @@ impl<'a> Consistency<'a> {
     /// Compares `catalog` with the indexes: every catalogued chunk in every index, and nothing
     /// else there. Reads only.
     pub fn check(&self, catalog: &Catalog) -> Result<ChunkProblems, IndexError> {
+        Ok(self.inspect(catalog)?.problems)
+    }
+
+    /// [`Self::check`], keeping what the indexes held for a [`Self::repair_checked`] of the
+    /// same catalog. Reads only.
+    pub fn inspect(&self, catalog: &Catalog) -> Result<Checked, IndexError> {
         let (lexical, vectors) = self.list()?;
-        Ok(Self::compare(catalog, &lexical, vectors.as_ref()))
+        let problems = Self::compare(catalog, &lexical, vectors.as_ref());
+        Ok(Checked {
+            lexical,
+            vectors,
+            problems,
+        })
     }
 
     /// Repairs the indexes from `catalog` in one step and returns the repaired catalog: the
@@ -146,8 +176,23 @@ impl<'a> Consistency<'a> {
     /// back unchanged. The caller saves the returned catalog after this returns, so a crash
     /// during the repair leaves orphans the next repair removes.
     pub fn repair(&self, catalog: &Catalog) -> Result<(Catalog, ChunkRepair), IndexError> {
-        let (lexical, vectors) = self.list()?;
-        let first = Self::compare(catalog, &lexical, vectors.as_ref());
+        let checked = self.inspect(catalog)?;
+        self.repair_checked(catalog, checked)
+    }
+
+    /// [`Self::repair`] from what [`Self::inspect`] saw of the same `catalog` and indexes.
+    /// The caller keeps every other writer out from the inspection to the repair (it holds
+    /// the write turn throughout), so the listings are still those of the indexes.
+    pub fn repair_checked(
+        &self,
+        catalog: &Catalog,
+        checked: Checked,
+    ) -> Result<(Catalog, ChunkRepair), IndexError> {
+        let Checked {
+            lexical,
+            vectors,
+            problems: first,
+        } = checked;
         if first.is_empty() {
             return Ok((catalog.clone(), ChunkRepair::default()));
         }

@@ -16,7 +16,7 @@ pub use answerer::{
 // The catalog is a contract (ports store it); re-exported where the use cases always had it.
 pub use crate::contracts::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use bounded_plan::plan_within;
-pub use consistency::{ChunkProblems, ChunkRepair, Consistency};
+pub use consistency::{Checked, ChunkProblems, ChunkRepair, Consistency};
 pub use indexer::{IndexReport, Indexer, IndexerError, Prepared, Progress, SyncMode};
 pub use judging::apply_judge;
 pub use reader::DocumentReader;
