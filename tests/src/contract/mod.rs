@@ -5,6 +5,7 @@ pub mod documents;
 pub mod embedder;
 pub mod fixtures;
 pub mod lexical;
+pub mod ocr;
 pub mod records;
 pub mod rerank;
 pub mod trace;
@@ -36,6 +37,28 @@ pub fn skipped(adapter: &str, property: &str, why: &str) {
 pub fn notice(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// One test per property of the [`Ocr`](zhiku_domain::ports::Ocr) port, for the engine
+/// `$make(())` returns (`None`: not available here, each test says SKIPPED).
+#[macro_export]
+macro_rules! ocr_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            ocr,
+            $make,
+            (),
+            [
+                reads_simplified_chinese_and_latin,
+                reads_traditional_chinese,
+                lines_come_in_reading_order_where_they_are,
+                a_page_upside_down_is_turned_back,
+                a_page_on_its_side_is_turned_back,
+                a_blank_page_gives_no_lines,
+                reading_is_deterministic,
+            ]
+        );
+    };
 }
 
 #[doc(hidden)]

@@ -128,6 +128,45 @@ impl EmbedError {
     }
 }
 
+/// Errors of [`Ocr`](super::Ocr).
+#[derive(Debug, thiserror::Error)]
+pub enum OcrError {
+    /// The engine cannot run here (models or program missing, runtime library not found).
+    /// Temporary: it runs once what is missing is installed.
+    #[error("OCR engine {adapter} is unavailable: {message}")]
+    Unavailable {
+        /// Adapter name.
+        adapter: &'static str,
+        /// What is missing, and how to get it.
+        message: String,
+    },
+    /// The image cannot be read as given (empty, inconsistent size). Permanent.
+    #[error("invalid image: {0}")]
+    InvalidInput(String),
+    /// Any other failure of the engine on this image.
+    #[error("OCR engine {adapter} failed: {source}")]
+    Backend {
+        /// Adapter name.
+        adapter: &'static str,
+        /// The adapter's own error.
+        #[source]
+        source: BoxError,
+        /// Whether a retry may succeed.
+        temporary: bool,
+    },
+}
+
+impl OcrError {
+    /// True when retrying later may succeed.
+    pub fn is_temporary(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Backend { temporary, .. } => *temporary,
+            Self::InvalidInput(_) => false,
+        }
+    }
+}
+
 /// Errors of [`SourceStore`](super::SourceStore).
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {

@@ -17,6 +17,7 @@ mod errors;
 mod generator;
 mod index;
 mod judge;
+mod ocr;
 mod planner;
 mod rerank;
 mod source;
@@ -33,13 +34,16 @@ pub use documents::{
     PreparedPut, PutRequest, SkippedFile, Staged,
 };
 pub use embedder::Embedder;
-pub use errors::{BoxError, EmbedError, GenerateError, IndexError, RerankError, SourceError};
+pub use errors::{
+    BoxError, EmbedError, GenerateError, IndexError, OcrError, RerankError, SourceError,
+};
 pub use generator::{Generated, GenerationRequest, Generator, SourceBlock};
 pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
 };
 pub use judge::{Judge, JudgeError};
+pub use ocr::{Ocr, OcrImage, OcrLine, OcrPage, PixelBox, turn_clockwise};
 pub(crate) use planner::as_asked;
 pub use planner::{AS_ASKED_PLANNER, AsAsked, Intent, Plan, PlanError, Planner, Turn};
 pub use rerank::{RerankCandidate, Reranker};
