@@ -10,10 +10,13 @@
 //! `tags` and `category`) becomes filterable metadata. Without an `id` the document ID is the
 //! path relative to the root, with `/` separators.
 //!
-//! Bad input never stops the load: each file that is not UTF-8, is binary, exceeds a size,
-//! page or time limit, is damaged, encrypted or of an unsupported format, has no text, has
-//! malformed front matter or is a broken symlink is reported with its path and reason, and every
-//! other document is still loaded.
+//! Text files (`.txt`, Markdown, CSV, HTML) are read as UTF-8, UTF-16 with a byte order mark,
+//! or GB18030 (GBK) or Big5 told from their bytes ([`formats::decode_text_file`]).
+//!
+//! Bad input never stops the load: each file that is in none of those encodings, is binary,
+//! exceeds a size, page or time limit, is damaged, encrypted or of an unsupported format, has
+//! no text, has malformed front matter or is a broken symlink is reported with its path and
+//! reason, and every other document is still loaded.
 //!
 //! Symbolic links never cross the knowledge-base root: a link (to a file or a folder, the file
 //! itself or any folder above it) whose target lies outside the root is skipped with that reason,
@@ -435,15 +438,13 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         );
     }
     if format.is_some_and(Format::is_text) {
-        if bytes.contains(&0) {
+        // UTF-8, UTF-16 with a BOM, or GB18030/Big5 told from the bytes; anything else is
+        // reported with what it seems to be.
+        let text = formats::decode_text_file(&bytes)?;
+        drop(bytes);
+        if text.contains('\0') {
             bail!("binary file (contains NUL bytes)");
         }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "not valid UTF-8 (first bad byte at offset {})",
-                e.utf8_error().valid_up_to()
-            )
-        })?;
         return load_text(path, rel, &text, config);
     }
     let announced = match format {
@@ -654,6 +655,58 @@ mod tests {
             .iter()
             .map(|d| d.attributes().source.to_string())
             .collect()
+    }
+
+    #[test]
+    fn text_files_in_gbk_big5_or_utf16_are_read_and_others_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |name: &str, bytes: &[u8]| std::fs::write(root.join(name), bytes).unwrap();
+        // "# 部门说明\n\n研发部负责产品的设计与开发，市场部负责推广。\n" in GBK.
+        let gbk = b"# \xB2\xBF\xC3\xC5\xCB\xB5\xC3\xF7\n\n\xD1\xD0\xB7\xA2\xB2\xBF\xB8\xBA\xD4\xF0\xB2\xFA\
+            \xC6\xB7\xB5\xC4\xC9\xE8\xBC\xC6\xD3\xEB\xBF\xAA\xB7\xA2\xA3\xAC\xCA\xD0\xB3\xA1\xB2\xBF\
+            \xB8\xBA\xD4\xF0\xCD\xC6\xB9\xE3\xA1\xA3\n";
+        write("gbk.md", gbk);
+        // "繁體中文的說明文件，內容包含常用的繁體字。\n" in Big5.
+        let big5 =
+            b"\xC1c\xC5\xE9\xA4\xA4\xA4\xE5\xAA\xBA\xBB\xA1\xA9\xFA\xA4\xE5\xA5\xF3\xA1A\xA4\xBA\
+            \xAEe\xA5]\xA7t\xB1`\xA5\xCE\xAA\xBA\xC1c\xC5\xE9\xA6r\xA1C\n";
+        write("big5.txt", big5);
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("UTF-16 的文本\n".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        write("utf16.txt", &utf16);
+        // "Größe,Straße\nMüller,Köln\n" in Latin-1 (valid GB18030 too, into nonsense).
+        write("latin1.txt", b"Gr\xF6\xDFe,Stra\xDFe\nM\xFCller,K\xF6ln\n");
+        write("binary.txt", b"\x01\x02\x03\xFF\xFE\x80\x00\x00junk");
+        let config = LoaderConfig {
+            racy_window: std::time::Duration::ZERO,
+            ..LoaderConfig::default()
+        };
+        let loaded = load_folder(root, &config).unwrap();
+        let docs: BTreeMap<String, &Document> = loaded
+            .documents
+            .iter()
+            .map(|d| (d.attributes().source.to_string(), d))
+            .collect();
+        assert_eq!(
+            docs.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["big5.txt", "gbk.md", "utf16.txt"]
+        );
+        assert_eq!(docs["gbk.md"].attributes().title.as_str(), "部门说明");
+        assert!(docs["gbk.md"].content().contains("研发部负责产品"));
+        assert!(docs["big5.txt"].content().contains("繁體中文的說明文件"));
+        assert!(docs["utf16.txt"].content().contains("UTF-16 的文本"));
+        let skipped: BTreeMap<&str, &str> = loaded
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason.as_str()))
+            .collect();
+        assert!(skipped["latin1.txt"].contains("not UTF-8, UTF-16, GB18030"));
+        assert!(skipped["latin1.txt"].contains("Latin-1"));
+        assert!(skipped["binary.txt"].contains("binary"), "{skipped:?}");
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
     }
 
     #[test]

@@ -48,7 +48,8 @@ impl Format {
         })
     }
 
-    /// True for formats read as UTF-8 text (front matter and `load_text` apply).
+    /// True for formats read as text (front matter and `load_text` apply), decoded by
+    /// [`decode_text_file`](crate::decode_text_file).
     pub fn is_text(self) -> bool {
         matches!(self, Format::Markdown | Format::Text)
     }

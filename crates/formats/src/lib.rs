@@ -35,7 +35,7 @@ pub mod pdf;
 pub mod pptx;
 pub mod sheet;
 
-pub use decode::decode_text;
+pub use decode::{DETECT_BYTES, decode_text, decode_text_file};
 pub use extracted::Extracted;
 pub use format::{Announced, Format, detect};
 pub use limits::Limits;
@@ -48,7 +48,7 @@ pub fn extract(format: Format, bytes: &[u8], limits: &Limits) -> Result<Extracte
     let extracted = match format {
         Format::Pdf => pdf::extract(bytes, limits)?,
         Format::Docx => docx::extract(bytes, limits)?,
-        Format::Html => html::extract(&decode_text(bytes)?, limits)?,
+        Format::Html => html::extract(&decode_text_file(bytes)?, limits)?,
         Format::Epub => epub::extract(bytes, limits)?,
         Format::Pptx => pptx::extract(bytes, limits)?,
         Format::Csv => sheet::extract_csv(bytes, limits)?,

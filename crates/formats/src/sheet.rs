@@ -9,7 +9,8 @@
 //! one default chunk and every chunk carries the header. Empty rows are skipped.
 //!
 //! CSV: rows are numbered by record (a quoted field's line breaks do not count, blank lines
-//! are skipped). UTF-8 (with or without a BOM) or UTF-16 with a BOM; the delimiter is the one of `,`
+//! are skipped). UTF-8 (with or without a BOM), UTF-16 with a BOM, GB18030 (GBK) or Big5 told from
+//! the bytes ([`decode_text_file`]); the delimiter is the one of `,`
 //! `;` tab `|` that splits the first lines most consistently; quoted fields and ragged rows are
 //! read; the row groups are level-1 sections.
 //!
@@ -28,7 +29,7 @@ use std::io::Cursor;
 use anyhow::{Result, anyhow, bail};
 use calamine::{DataRef, ExcelDateTime, ExcelDateTimeType, Reader, SheetType, Xlsx};
 
-use crate::decode::decode_text;
+use crate::decode::decode_text_file;
 use crate::extracted::Extracted;
 use crate::limits::Limits;
 use crate::ooxml::core_properties;
@@ -40,11 +41,8 @@ pub const GROUP_CHARS: usize = 400;
 
 /// Extracts a CSV file.
 pub fn extract_csv(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
-    let text = decode_text(bytes).map_err(|e| {
-        anyhow!(
-            "{e}: this CSV is neither UTF-8 nor UTF-16; save it as UTF-8 (in Excel: \"CSV UTF-8\"). Legacy encodings such as GBK/GB18030 are not read"
-        )
-    })?;
+    let text =
+        decode_text_file(bytes).map_err(|e| anyhow!("{e} (in Excel: save as \"CSV UTF-8\")"))?;
     let delimiter = detect_delimiter(&text);
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(delimiter)
@@ -460,16 +458,29 @@ mod tests {
     }
 
     #[test]
-    fn csv_in_another_encoding_is_reported() {
-        let gbk = b"\xd0\xd5\xc3\xfb,\xb2\xbf\xc3\xc5\n";
-        let err = extract_csv(gbk, &limits()).unwrap_err().to_string();
-        assert!(err.contains("UTF-8") && err.contains("GB18030"), "{err}");
+    fn csv_in_gbk_or_utf16_is_read_and_in_latin1_reported() {
+        // "姓名,部门,城市\n张三,研发部,北京\n李四,市场部,上海\n" as Excel saves it in GBK.
+        let gbk = b"\xd0\xd5\xc3\xfb,\xb2\xbf\xc3\xc5,\xb3\xc7\xca\xd0\r\n\xd5\xc5\xc8\xfd,\
+            \xd1\xd0\xb7\xa2\xb2\xbf,\xb1\xb1\xbe\xa9\r\n\xc0\xee\xcb\xc4,\xca\xd0\xb3\xa1\xb2\xbf,\
+            \xc9\xcf\xba\xa3\r\n";
+        let out = extract_csv(gbk, &limits()).unwrap();
+        assert_eq!(
+            out.text,
+            "# Rows 2\u{2013}3\n\n姓名 | 部门 | 城市\n张三 | 研发部 | 北京\n李四 | 市场部 | 上海\n"
+        );
         let utf16: Vec<u8> = [0xFF, 0xFE]
             .into_iter()
             .chain("a,b\n1,2\n".encode_utf16().flat_map(|u| u.to_le_bytes()))
             .collect();
         let out = extract_csv(&utf16, &limits()).unwrap();
         assert_eq!(out.text, "# Row 2\n\na | b\n1 | 2\n");
+        // Latin-1 (valid GB18030 too, into nonsense): reported, with how to save it.
+        let latin1 = b"Name,Stra\xDFe\nM\xFCller,K\xF6ln\n";
+        let err = extract_csv(latin1, &limits()).unwrap_err().to_string();
+        assert!(
+            err.contains("not UTF-8, UTF-16, GB18030") && err.contains("CSV UTF-8"),
+            "{err}"
+        );
     }
 
     #[test]

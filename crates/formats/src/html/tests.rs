@@ -538,6 +538,110 @@ fn prepare_is_not_fooled_into_letting_deep_nesting_through() {
     assert!(matches!(prepare(hidden, false).unwrap(), Cow::Borrowed(_)));
 }
 
+/// 100,000 nested `<div>`s around `deep text`.
+fn deep_divs() -> String {
+    let n = 100_000;
+    format!("{}deep text{}", "<div>".repeat(n), "</div>".repeat(n))
+}
+
+/// Extracts `page` within a bound of time, checking that the source the flattener hands
+/// html5ever builds a tree no deeper than [`MAX_DEPTH`] (and a little): the text.
+fn bounded_text(page: &str) -> String {
+    let t = Instant::now();
+    let prepared = prepare(page, false).unwrap();
+    let deepest = Html::parse_document(&prepared)
+        .tree
+        .nodes()
+        .map(|n| n.ancestors().count())
+        .max()
+        .unwrap_or(0);
+    assert!(deepest <= MAX_DEPTH + 8, "{deepest} deep");
+    let got = text(page);
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    got
+}
+
+/// The comments in a page as html5ever reads them.
+fn comments(page: &str) -> Vec<String> {
+    Html::parse_document(page)
+        .tree
+        .nodes()
+        .filter_map(|n| n.value().as_comment().map(|c| c.to_string()))
+        .collect()
+}
+
+/// `<!-->` (and `<!--->`) is a whole, empty comment (the tokenizer's abrupt closing of an
+/// empty comment): what follows is markup, and its nesting is flattened like any other.
+#[test]
+fn an_abruptly_closed_empty_comment_hides_no_nesting() {
+    for open in ["<!-->", "<!--->"] {
+        // html5ever: an empty comment, then the paragraph.
+        assert_eq!(comments(&format!("{open}<p>x</p>-->")), [""], "{open}");
+        let page = format!(
+            "<html><body><p>before</p>{open}{}<!-- <p>hidden</p> --><p>after</p></body></html>",
+            deep_divs()
+        );
+        assert_eq!(
+            bounded_text(&page),
+            "before\n\ndeep text\n\nafter\n",
+            "{open}"
+        );
+        // The scan saw the `<div>`s as tags: it dropped those too deep.
+        let prepared = prepare(&page, false).unwrap();
+        assert!(prepared.matches("<div>").count() <= MAX_DEPTH, "{open}");
+    }
+}
+
+/// `--!>` ends a comment as `-->` does (the tokenizer's comment end bang state); `--!x>`
+/// does not, so what follows it up to a `-->` is comment, nesting and all.
+#[test]
+fn a_comment_closed_by_bang_hides_no_nesting() {
+    assert_eq!(
+        comments("<!-- a --!><p>x</p><!-- b --!x> <p>y</p> -->"),
+        [" a ", " b --!x> <p>y</p> "]
+    );
+    let page = format!(
+        "<html><body><p>before</p><!-- hidden <div><div> --!>{}<p>after</p></body></html>",
+        deep_divs()
+    );
+    assert_eq!(bounded_text(&page), "before\n\ndeep text\n\nafter\n");
+    // Nesting inside a comment that `--!x>` does not close is comment text: nothing to
+    // flatten, nothing shown.
+    let page = format!(
+        "<html><body><p>before</p><!-- hidden --!x> {} --><p>after</p></body></html>",
+        deep_divs()
+    );
+    assert!(matches!(prepare(&page, false).unwrap(), Cow::Borrowed(_)));
+    assert_eq!(bounded_text(&page), "before\n\nafter\n");
+}
+
+/// In SVG, `<style>` is an element like any other, not raw text: a `<div>` in it leaves the
+/// SVG (a breakout tag) and nests in the page, and SVG elements in it nest in the SVG. Both
+/// are flattened; the style's text is dropped with the SVG. In HTML, `<style>` is raw text:
+/// its `<div>`s are text of the style, neither flattened nor shown.
+#[test]
+fn svg_style_hides_no_nesting_and_shows_no_style() {
+    let style = ".hidden { color: red }";
+    let page = format!(
+        "<html><body><p>before</p><svg><style>{style}{}</style></svg><p>after</p></body></html>",
+        deep_divs()
+    );
+    assert_eq!(bounded_text(&page), "before\n\ndeep text\n\nafter\n");
+    let n = 100_000;
+    let page = format!(
+        "<html><body><p>before</p><svg><style>{style}{}svg text{}</style></svg><p>after</p></body></html>",
+        "<g>".repeat(n),
+        "</g>".repeat(n)
+    );
+    assert_eq!(bounded_text(&page), "before\n\nafter\n");
+    let page = format!(
+        "<html><body><p>before</p><style>{style}{}</style><p>after</p></body></html>",
+        deep_divs()
+    );
+    assert!(matches!(prepare(&page, false).unwrap(), Cow::Borrowed(_)));
+    assert_eq!(bounded_text(&page), "before\n\nafter\n");
+}
+
 #[test]
 fn a_large_page_is_quick_and_an_oversized_one_refused() {
     let para = "<p>检索增强生成把<a href=\"/wiki/x\">向量检索</a>和生成模型结合起来，\n先召回相关段落再回答。The quick brown fox jumps over the lazy dog.</p>\n";
