@@ -118,11 +118,8 @@ const ADAPTERS: [&str; 11] = [
 ];
 
 /// Adapters the binary does not wire yet, each with its reason. They obey every other rule.
-/// (The usearch index was listed here until it became the `local` default.)
-const NOT_YET_WIRED: [(&str, &str); 1] = [(
-    "zhiku-adapters-tesseract",
-    "the OCR port reaches the loader's extraction workers in the next step of issue 38",
-)];
+/// (None today: the usearch index was listed here until it became the `local` default.)
+const NOT_YET_WIRED: [(&str, &str); 0] = [];
 
 /// **Architecture Invariant:** only the binary (`zhiku`, whose `wiring` module is the
 /// composition root) names adapter crates: the service and the transports depend on no

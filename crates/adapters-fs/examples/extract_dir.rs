@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     use zhiku_adapters_fs::worker::{Parsers, WORKER_ARG, WorkerLimits, serve};
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(WORKER_ARG) {
-        return serve(args.into_iter().skip(2));
+        return serve(args.into_iter().skip(2), None);
     }
     let workers = args.iter().any(|a| a == "--workers");
     let dir = PathBuf::from(

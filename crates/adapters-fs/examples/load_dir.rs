@@ -21,7 +21,7 @@ use zhiku_adapters_fs::worker::{Parsers, WORKER_ARG, WorkerLimits, serve};
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(WORKER_ARG) {
-        return serve(args.into_iter().skip(2));
+        return serve(args.into_iter().skip(2), None);
     }
     let dir = PathBuf::from(args.get(1).expect("a folder"));
     let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(3);
@@ -32,7 +32,7 @@ fn main() -> anyhow::Result<()> {
     );
     let (mut here, mut there) = (Vec::new(), Vec::new());
     for round in 1..=rounds {
-        for parsers in [Parsers::InProcess, workers.clone()] {
+        for parsers in [Parsers::default(), workers.clone()] {
             let config = LoaderConfig {
                 parsers: parsers.clone(),
                 ..LoaderConfig::default()
@@ -53,7 +53,7 @@ fn main() -> anyhow::Result<()> {
                 })
             );
             match parsers {
-                Parsers::InProcess => here.push(rate),
+                Parsers::InProcess(_) => here.push(rate),
                 Parsers::Workers(_) => there.push(rate),
             }
         }

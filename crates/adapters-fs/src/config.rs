@@ -26,6 +26,8 @@ pub struct LoaderConfig {
     pub max_pages: usize,
     /// Longest extraction of one file.
     pub max_extract_time: std::time::Duration,
+    /// Most pixels of one page picture (checked from the image's header before decoding).
+    pub max_image_pixels: u64,
     /// Scope of documents that do not declare one.
     pub default_scope: Scope,
     /// Follow symbolic links whose target lies inside the knowledge-base root (links to
@@ -113,6 +115,7 @@ impl Default for LoaderConfig {
             max_document_bytes: 200 * 1024 * 1024,
             max_unpacked_bytes: 512 * 1024 * 1024,
             max_pages: 10_000,
+            max_image_pixels: 50_000_000,
             max_extract_time: std::time::Duration::from_secs(60),
             default_scope: Scope::default_scope(),
             follow_links_inside: false,

@@ -455,6 +455,7 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         max_unpacked_bytes: config.max_unpacked_bytes,
         max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
         max_pages: config.max_pages,
+        max_image_pixels: config.max_image_pixels,
         deadline: std::time::Instant::now() + config.max_extract_time,
     };
     let extracted = config.parsers.extract(announced, &bytes, &limits)?;

@@ -29,6 +29,11 @@
 //! header, then the payload bytes); a reply is one frame of JSON, bounded by the job's text
 //! limit.
 //!
+//! Scanned pages (image files, PDF pages without a text layer) are read by an OCR engine
+//! ([`OcrEngine`], the domain's `Ocr` port) inside the same worker: the picture is decoded and
+//! read where a crash costs one file. The worker builds its engine on its first scan, from the
+//! factory the binary hands to [`serve`].
+//!
 //! [`Parsers::InProcess`] runs the same jobs in the calling process: for the library's own
 //! tests, the fuzz targets and benchmarks that compare the two.
 
@@ -45,6 +50,8 @@ use anyhow::{Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::front_matter;
+use zhiku_domain::ports::{Ocr, OcrImage};
+use zhiku_formats::scan::{PageImage, PageReader, ScanLine, ScanPage};
 use zhiku_formats::{self as formats, Announced, Extracted, Limits};
 
 /// The first argument that starts a program in worker mode.
@@ -71,14 +78,62 @@ const WORKER_FILES: u64 = 32;
 const REPLY_SLACK: u64 = 1 << 20;
 
 /// Where the parsers run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub enum Parsers {
-    /// In the calling process (tests, fuzzing, benchmarks).
-    #[default]
-    InProcess,
-    /// In worker processes of a [`WorkerPool`].
+    /// In the calling process (tests, fuzzing, benchmarks), with the OCR engine that reads
+    /// scans, if any.
+    InProcess(Option<OcrEngine>),
+    /// In worker processes of a [`WorkerPool`] (each builds its own OCR engine, see
+    /// [`serve`]).
     Workers(Arc<WorkerPool>),
 }
+
+impl Default for Parsers {
+    fn default() -> Self {
+        Self::InProcess(None)
+    }
+}
+
+/// An OCR engine the extractors hand scanned pages to.
+#[derive(Clone)]
+pub struct OcrEngine(pub Arc<dyn Ocr>);
+
+impl std::fmt::Debug for OcrEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("OcrEngine").field(&self.0.name()).finish()
+    }
+}
+
+impl PageReader for OcrEngine {
+    fn name(&self) -> String {
+        self.0.name().to_string()
+    }
+
+    fn read(&self, page: &PageImage) -> Result<ScanPage> {
+        let image = OcrImage::new(page.width, page.height, &page.rgb)?;
+        let read = self.0.read(&image)?;
+        Ok(ScanPage {
+            rotation: read.rotation,
+            width: read.width,
+            height: read.height,
+            lines: read
+                .lines
+                .into_iter()
+                .map(|l| ScanLine {
+                    text: l.text,
+                    left: l.bbox.left,
+                    top: l.bbox.top,
+                    right: l.bbox.right,
+                    bottom: l.bbox.bottom,
+                    confidence: l.confidence,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Builds the OCR engine of a worker process, once, when its first scan needs it.
+pub type OcrFactory = Box<dyn Fn() -> Result<Arc<dyn Ocr>> + Send + Sync>;
 
 /// A job for a parser.
 #[derive(Debug, Serialize, Deserialize)]
@@ -90,6 +145,8 @@ enum Job {
         max_unpacked_bytes: u64,
         max_text_bytes: usize,
         max_pages: usize,
+        /// Most pixels of one page picture.
+        max_image_pixels: u64,
         /// Milliseconds left until the deadline.
         millis: u64,
     },
@@ -110,7 +167,7 @@ enum Reply {
 }
 
 impl Parsers {
-    /// Parsers in worker processes started as `program args… __extract-worker`.
+    /// Parsers in worker processes started as `program __extract-worker … args…`.
     pub fn workers(program: PathBuf, args: Vec<OsString>, limits: WorkerLimits) -> Self {
         Self::Workers(Arc::new(WorkerPool::new(program, args, limits)))
     }
@@ -124,13 +181,19 @@ impl Parsers {
         limits: &Limits,
     ) -> Result<Extracted> {
         match self {
-            Self::InProcess => extract_here(announced, bytes, limits),
+            Self::InProcess(ocr) => extract_here(
+                announced,
+                bytes,
+                limits,
+                ocr.as_ref().map(|o| o as &dyn PageReader),
+            ),
             Self::Workers(pool) => {
                 let job = Job::Extract {
                     announced,
                     max_unpacked_bytes: limits.max_unpacked_bytes,
                     max_text_bytes: limits.max_text_bytes,
                     max_pages: limits.max_pages,
+                    max_image_pixels: limits.max_image_pixels,
                     millis: millis_until(limits.deadline),
                 };
                 let reply_bound = limits.max_text_bytes as u64 * 2 + REPLY_SLACK;
@@ -152,7 +215,7 @@ impl Parsers {
         deadline: Instant,
     ) -> Result<BTreeMap<String, serde_json::Value>> {
         match self {
-            Self::InProcess => front_matter::parse_mapping(text, what),
+            Self::InProcess(_) => front_matter::parse_mapping(text, what),
             Self::Workers(pool) => {
                 let job = Job::Metadata {
                     what: what.into(),
@@ -171,7 +234,7 @@ impl Parsers {
     /// How parsers are isolated, for `status`.
     pub fn isolation(&self) -> String {
         match self {
-            Self::InProcess => "in process".into(),
+            Self::InProcess(_) => "in process".into(),
             Self::Workers(pool) => pool.describe(),
         }
     }
@@ -186,13 +249,19 @@ fn millis_until(deadline: Instant) -> u64 {
     .unwrap_or(u64::MAX)
 }
 
-/// Detects and extracts in this process.
-fn extract_here(announced: Announced, bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+/// Detects and extracts in this process; scanned pages go to `ocr`, when there is one.
+fn extract_here(
+    announced: Announced,
+    bytes: &[u8],
+    limits: &Limits,
+    ocr: Option<&dyn PageReader>,
+) -> Result<Extracted> {
     let format = formats::detect(announced, bytes)?;
     if format.is_text() {
         bail!("{} is read as text, not extracted", format.name());
     }
-    formats::extract(format, bytes, limits).map_err(|e| anyhow!("{} file: {e:#}", format.name()))
+    formats::extract_with(format, bytes, limits, ocr)
+        .map_err(|e| anyhow!("{} file: {e:#}", format.name()))
 }
 
 /// Operating-system limits of a worker process.
@@ -223,7 +292,7 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    /// A pool that starts `program args… __extract-worker --memory-bytes N` on demand.
+    /// A pool that starts `program __extract-worker --memory-bytes N args…` on demand.
     pub fn new(program: PathBuf, args: Vec<OsString>, limits: WorkerLimits) -> Self {
         let (starter, requests) = sync_channel::<SyncSender<Result<Worker>>>(0);
         // If the thread cannot start, every request fails below with that reason.
@@ -363,10 +432,10 @@ const STDERR_KEPT: usize = 4096;
 impl Worker {
     fn start(program: &PathBuf, args: &[OsString], limits: WorkerLimits) -> Result<Self> {
         let mut child = Command::new(program)
-            .args(args)
             .arg(WORKER_ARG)
             .arg("--memory-bytes")
             .arg(limits.memory_bytes.to_string())
+            .args(args)
             .env_clear()
             .env("RUST_BACKTRACE", "0")
             .stdin(Stdio::piped())
@@ -539,7 +608,9 @@ fn read_frame(input: &mut impl Read, limit: u64) -> std::result::Result<Option<V
 
 /// The worker side: applies the limits named on the command line (`--memory-bytes N`, the
 /// arguments after [`WORKER_ARG`]), then answers jobs from stdin on stdout until stdin closes.
-pub fn serve(args: impl Iterator<Item = String>) -> Result<()> {
+/// Scanned pages are read by the engine `ocr` builds, when given (built on the first scan,
+/// and a failure to build is each such file's error).
+pub fn serve(args: impl Iterator<Item = String>, ocr: Option<OcrFactory>) -> Result<()> {
     let mut limits = WorkerLimits::default();
     let mut args = args;
     while let Some(arg) = args.next() {
@@ -561,12 +632,13 @@ pub fn serve(args: impl Iterator<Item = String>) -> Result<()> {
     let mut output = BufWriter::new(stdout.lock());
     // A request header is small; a payload is at most a document's size bound (checked by the
     // parent before it sends), which the address-space limit bounds again.
+    let engine = LazyEngine::new(ocr);
     while let Some(header) = read_frame(&mut input, 1 << 20).map_err(|e| anyhow!(e))? {
         let Some(payload) = read_frame(&mut input, u64::MAX).map_err(|e| anyhow!(e))? else {
             bail!("the request ended before its payload");
         };
         let reply = match serde_json::from_slice::<Job>(&header) {
-            Ok(job) => run_job(job, payload, stack),
+            Ok(job) => run_job(job, payload, stack, &engine),
             Err(e) => Reply::Failed(format!("malformed extraction request: {e}")),
         };
         let frame = serde_json::to_vec(&reply)?;
@@ -576,54 +648,108 @@ pub fn serve(args: impl Iterator<Item = String>) -> Result<()> {
     Ok(())
 }
 
+/// A worker's OCR engine, built on first use.
+struct LazyEngine {
+    factory: Option<OcrFactory>,
+    built: std::sync::OnceLock<std::result::Result<OcrEngine, String>>,
+}
+
+impl LazyEngine {
+    fn new(factory: Option<OcrFactory>) -> Self {
+        Self {
+            factory,
+            built: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The engine, or `None` when the worker has none.
+    fn get(&self) -> Option<std::result::Result<OcrEngine, String>> {
+        let factory = self.factory.as_ref()?;
+        Some(
+            self.built
+                .get_or_init(|| factory().map(OcrEngine).map_err(|e| format!("{e:#}")))
+                .clone(),
+        )
+    }
+}
+
+/// Reads scans with the worker's engine; a failure to build it is each scan's error.
+struct WorkerReader<'a>(&'a LazyEngine);
+
+impl PageReader for WorkerReader<'_> {
+    fn name(&self) -> String {
+        match self.0.get() {
+            Some(Ok(engine)) => PageReader::name(&engine),
+            _ => "ocr (unavailable)".into(),
+        }
+    }
+
+    fn read(&self, page: &PageImage) -> Result<ScanPage> {
+        match self.0.get() {
+            Some(Ok(engine)) => engine.read(page),
+            Some(Err(why)) => Err(anyhow!("the OCR engine cannot run: {why}")),
+            None => Err(anyhow!("OCR is off")),
+        }
+    }
+}
+
 /// Runs one job on a thread with a large stack, within its CPU time; a panic is its error.
-fn run_job(job: Job, payload: Vec<u8>, stack: usize) -> Reply {
+fn run_job(job: Job, payload: Vec<u8>, stack: usize, engine: &LazyEngine) -> Reply {
     let seconds = match &job {
         Job::Extract { millis, .. } | Job::Metadata { millis, .. } => millis.div_ceil(1000),
     };
     limit_cpu(seconds + GRACE.as_secs());
-    let worker = std::thread::Builder::new()
-        .name("zhiku-extract-job".into())
-        .stack_size(stack)
-        .spawn(move || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
-                Job::Extract {
-                    announced,
-                    max_unpacked_bytes,
-                    max_text_bytes,
-                    max_pages,
-                    millis,
-                } => {
-                    let limits = Limits {
+    let reader = WorkerReader(engine);
+    let ocr = engine
+        .factory
+        .is_some()
+        .then_some(&reader as &dyn PageReader);
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("zhiku-extract-job".into())
+            .stack_size(stack)
+            .spawn_scoped(scope, move || {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
+                    Job::Extract {
+                        announced,
                         max_unpacked_bytes,
                         max_text_bytes,
                         max_pages,
-                        deadline: Instant::now() + Duration::from_millis(millis),
-                    };
-                    match extract_here(announced, &payload, &limits) {
-                        Ok(e) => Reply::Extracted(e),
-                        Err(e) => Reply::Failed(name_the_memory_limit(format!("{e:#}"))),
+                        max_image_pixels,
+                        millis,
+                    } => {
+                        let limits = Limits {
+                            max_unpacked_bytes,
+                            max_text_bytes,
+                            max_pages,
+                            max_image_pixels,
+                            deadline: Instant::now() + Duration::from_millis(millis),
+                        };
+                        match extract_here(announced, &payload, &limits, ocr) {
+                            Ok(e) => Reply::Extracted(e),
+                            Err(e) => Reply::Failed(name_the_memory_limit(format!("{e:#}"))),
+                        }
                     }
-                }
-                Job::Metadata { what, .. } => match std::str::from_utf8(&payload) {
-                    Ok(text) => match front_matter::parse_mapping(text, &what) {
-                        Ok(m) => Reply::Metadata(m),
-                        Err(e) => Reply::Failed(format!("{e:#}")),
+                    Job::Metadata { what, .. } => match std::str::from_utf8(&payload) {
+                        Ok(text) => match front_matter::parse_mapping(text, &what) {
+                            Ok(m) => Reply::Metadata(m),
+                            Err(e) => Reply::Failed(format!("{e:#}")),
+                        },
+                        Err(_) => Reply::Failed(format!("malformed {what}: not UTF-8")),
                     },
-                    Err(_) => Reply::Failed(format!("malformed {what}: not UTF-8")),
-                },
-            }))
-        });
-    match worker {
-        Ok(handle) => match handle.join() {
-            Ok(Ok(reply)) => reply,
-            Ok(Err(panic)) | Err(panic) => {
-                let what = formats::panic_message(panic.as_ref());
-                Reply::Failed(format!("the extractor failed on this file: {what}"))
-            }
-        },
-        Err(e) => Reply::Failed(format!("cannot start an extraction thread: {e}")),
-    }
+                }))
+            });
+        match worker {
+            Ok(handle) => match handle.join() {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(panic)) | Err(panic) => {
+                    let what = formats::panic_message(panic.as_ref());
+                    Reply::Failed(format!("the extractor failed on this file: {what}"))
+                }
+            },
+            Err(e) => Reply::Failed(format!("cannot start an extraction thread: {e}")),
+        }
+    })
 }
 
 /// An allocation the address-space limit refused, reported as an error rather than an abort
@@ -736,6 +862,7 @@ mod tests {
             max_unpacked_bytes: 1,
             max_text_bytes: 2,
             max_pages: 3,
+            max_image_pixels: 5,
             millis: 4,
         };
         let bytes = serde_json::to_vec(&job).unwrap();

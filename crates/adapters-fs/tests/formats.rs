@@ -410,7 +410,7 @@ fn bad_files_are_reported_by_path_and_reason_and_the_rest_loads() {
     // Extensions that lie: content decides.
     write("report.pdf", &fixture("zh-policy.docx")); // a Word document named .pdf
     write("notes.txt", &fixture("en-guide.pdf")); // a PDF named .txt
-    write("photo.docx", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"); // an image named .docx
+    write("photo.docx", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"); // an image named .docx: read as a picture (here without OCR)
     write("old.doc", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1\0\0\0\0");
     let body = br#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p/></w:body></w:document>"#;
     write("empty.docx", &zip_with(&[("word/document.xml", body)]));
@@ -438,7 +438,7 @@ fn bad_files_are_reported_by_path_and_reason_and_the_rest_loads() {
         ("million-pages.pdf", "page limit"),
         ("bomb.docx", "zip bomb"),
         ("huge.html", "byte limit"),
-        ("photo.docx", "PNG"),
+        ("photo.docx", "picture"),
         ("old.doc", "unsupported"),
         ("empty.docx", "no text"),
     ];

@@ -22,6 +22,7 @@ fn limits() -> Limits {
         max_unpacked_bytes: 512 << 20,
         max_text_bytes: 10 << 20,
         max_pages: 10_000,
+        max_image_pixels: 50_000_000,
         deadline: Instant::now() + Duration::from_secs(60),
     }
 }

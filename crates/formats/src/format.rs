@@ -24,6 +24,8 @@ pub enum Format {
     Csv,
     /// Excel 2007+ (`.xlsx`, `.xlsm`).
     Xlsx,
+    /// A picture of pages: PNG, JPEG, TIFF (every page), WebP, BMP; read by OCR.
+    Image,
 }
 
 impl Format {
@@ -43,6 +45,7 @@ impl Format {
             "pptx" => Known(Pptx),
             "csv" => Known(Csv),
             "xlsx" | "xlsm" => Known(Xlsx),
+            "png" | "jpg" | "jpeg" | "tif" | "tiff" | "webp" | "bmp" => Known(Image),
             "doc" | "ppt" | "xls" => Legacy,
             _ => return None,
         })
@@ -66,6 +69,7 @@ impl Format {
             Format::Pptx => "PowerPoint (.pptx)",
             Format::Csv => "CSV",
             Format::Xlsx => "Excel (.xlsx)",
+            Format::Image => "image",
         }
     }
 }
@@ -106,6 +110,9 @@ pub fn detect(announced: Announced, bytes: &[u8]) -> Result<Format> {
     if bytes.starts_with(b"PK\x03\x04") {
         return zip_format(bytes);
     }
+    if crate::scan::ImageKind::sniff(bytes).is_some() && (!announced_text || binaryish) {
+        return Ok(Format::Image);
+    }
     if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) {
         bail!(
             "legacy binary Office file (.doc/.xls/.ppt, or an encrypted Office file): unsupported; save it as .docx, .xlsx or .pptx"
@@ -124,6 +131,7 @@ pub fn detect(announced: Announced, bytes: &[u8]) -> Result<Format> {
         // Text that is really HTML is read as HTML, whatever the extension says.
         Format::Markdown | Format::Text | Format::Csv if looks_like_html(head) => Format::Html,
         Format::Markdown | Format::Text | Format::Csv | Format::Html => format,
+        Format::Image => bail!("not an image: its content is no PNG, JPEG, TIFF, WebP or BMP"),
         other => bail!(
             "not a {} file: its content is neither a PDF nor a zip package",
             other.name()
@@ -207,10 +215,17 @@ mod tests {
         assert_eq!(detect(md, b"<!DOCTYPE html><html>").unwrap(), Format::Html);
         assert_eq!(detect(md, b"# title").unwrap(), Format::Markdown);
         let pdf = Announced::Known(Format::Pdf);
-        let err = detect(pdf, b"\x89PNG\r\n\x1a\nxxxx")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("PNG"), "{err}");
+        // A picture named .pdf is a picture (read by OCR); one named .md too, being binary.
+        assert_eq!(
+            detect(pdf, b"\x89PNG\r\n\x1a\nxxxx").unwrap(),
+            Format::Image
+        );
+        assert_eq!(
+            detect(md, b"\xFF\xD8\xFF\xE0\0\x10JFIF\0").unwrap(),
+            Format::Image
+        );
+        let gif = detect(pdf, b"GIF89a....").unwrap_err().to_string();
+        assert!(gif.contains("GIF"), "{gif}");
         let err = detect(pdf, b"just text").unwrap_err().to_string();
         assert!(err.contains("not a PDF"), "{err}");
         // Text that mentions a signature is text.

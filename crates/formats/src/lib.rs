@@ -22,11 +22,14 @@ use anyhow::{Result, bail};
 mod decode;
 mod extracted;
 mod format;
+pub mod layout;
 mod limits;
 mod ooxml;
 mod package;
 mod panic;
 mod text_builder;
+
+pub mod scan;
 
 pub mod docx;
 pub mod epub;
@@ -43,10 +46,23 @@ pub use package::{Package, PartReader};
 pub use panic::panic_message;
 pub use text_builder::{TextBuilder, one_line};
 
-/// Extracts a file of `format` from its `bytes`.
+/// Extracts a file of `format` from its `bytes`, with no OCR: an image, or a PDF without a
+/// text layer, is an error.
 pub fn extract(format: Format, bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+    extract_with(format, bytes, limits, None)
+}
+
+/// Extracts a file of `format` from its `bytes`; pictures of pages (an image file, a PDF
+/// page without a text layer) are read by `ocr` ([`scan`]).
+pub fn extract_with(
+    format: Format,
+    bytes: &[u8],
+    limits: &Limits,
+    ocr: Option<&dyn scan::PageReader>,
+) -> Result<Extracted> {
     let extracted = match format {
-        Format::Pdf => pdf::extract(bytes, limits)?,
+        Format::Pdf => pdf::extract(bytes, limits, ocr)?,
+        Format::Image => scan::extract_image(bytes, limits, ocr)?,
         Format::Docx => docx::extract(bytes, limits)?,
         Format::Html => html::extract(&decode_text_file(bytes)?, limits)?,
         Format::Epub => epub::extract(bytes, limits)?,

@@ -13,6 +13,9 @@ pub struct Limits {
     pub max_text_bytes: usize,
     /// Most pages of a PDF (or slides, sheets' rows in thousands are bounded by text).
     pub max_pages: usize,
+    /// Most pixels of one page picture (an image file's page, a scanned PDF page), checked
+    /// from the image's header before it is decoded.
+    pub max_image_pixels: u64,
     /// When extraction must have finished.
     pub deadline: Instant,
 }
@@ -25,6 +28,7 @@ impl Limits {
             max_unpacked_bytes: 1 << 30,
             max_text_bytes: 10 << 20,
             max_pages: 1000,
+            max_image_pixels: 50_000_000,
             deadline: Instant::now() + std::time::Duration::from_secs(60),
         }
     }

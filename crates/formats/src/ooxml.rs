@@ -687,6 +687,7 @@ pub(super) mod tests {
             max_unpacked_bytes: 8 << 20,
             max_text_bytes: 1 << 20,
             max_pages: 100,
+            max_image_pixels: 1_000_000,
             deadline: Instant::now() + Duration::from_secs(60),
         }
     }

@@ -13,7 +13,7 @@ use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
 use super::kinds::{EmbedServer, FallbackStep, LexicalKind, VectorsKind};
-use super::model::Config;
+use super::model::{Config, OcrSettings};
 use super::settings::Values;
 
 /// The least address space an extraction worker can run in (its program, a job's 256 MiB
@@ -179,6 +179,16 @@ impl Config {
         let default_scope = Scope::new(&v.default_scope)?;
         let max_pages = at_least_one(v.max_pages, "max_pages")?;
         let max_extract_seconds = at_least_one(v.max_extract_seconds, "max_extract_seconds")?;
+        let max_image_pixels = at_least_one(v.max_image_pixels, "max_image_pixels")?;
+        let ocr = OcrSettings {
+            kind: v.ocr,
+            languages: v.ocr_languages.clone(),
+            program: v.ocr_program.clone(),
+            page_seconds: at_least_one(v.ocr_page_seconds, "ocr_page_seconds")?,
+        };
+        if ocr.languages.trim().is_empty() || ocr.program.trim().is_empty() {
+            bail!("ocr_languages and ocr_program must not be empty");
+        }
         if v.max_extract_memory < MIN_EXTRACT_MEMORY {
             bail!(
                 "max_extract_memory = {} is too small: an extraction worker needs at least {MIN_EXTRACT_MEMORY} bytes (1 GiB)",
@@ -218,6 +228,8 @@ impl Config {
             max_pages,
             max_extract_seconds,
             max_extract_memory: v.max_extract_memory,
+            max_image_pixels,
+            ocr,
             follow_links_inside: v.follow_links_inside,
             k: v.k,
             candidates: v.candidates,

@@ -39,6 +39,16 @@ pub enum EmbedderKind {
     Openai,
 }
 
+/// Which OCR engine reads scans and pictures (PDF pages without a text layer, image files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OcrKind {
+    /// No OCR: image files and pages without a text layer are reported, not read.
+    Off,
+    /// Debian's Tesseract 5 program (`ocr_program`, `ocr_languages`).
+    Tesseract,
+}
+
 /// Which reranker reorders the fused candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -39,9 +39,9 @@ use zhiku_http::settings::ServeSettings;
 
 pub use kinds::{
     DEFAULT_MODEL, EMBED_INPUTS, EmbedServer, EmbedderKind, FallbackStep, GeneratorKind, JudgeKind,
-    LexicalKind, RerankerKind, VectorsKind,
+    LexicalKind, OcrKind, RerankerKind, VectorsKind,
 };
-pub use model::Config;
+pub use model::{Config, OcrSettings};
 pub use settings::{SETTINGS, Setting, markdown_table};
 
 use assemble::Sections;

@@ -13,9 +13,22 @@ use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
 use super::kinds::{
-    EmbedServer, EmbedderKind, FallbackStep, GeneratorKind, JudgeKind, LexicalKind, RerankerKind,
-    VectorsKind,
+    EmbedServer, EmbedderKind, FallbackStep, GeneratorKind, JudgeKind, LexicalKind, OcrKind,
+    RerankerKind, VectorsKind,
 };
+
+/// How scans and pictures are read: the engine and its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OcrSettings {
+    /// The engine.
+    pub kind: OcrKind,
+    /// Tesseract's languages.
+    pub languages: String,
+    /// The Tesseract program.
+    pub program: String,
+    /// Longest OCR of one page, in seconds.
+    pub page_seconds: u64,
+}
 
 /// The resolved configuration of one run, parsed once.
 #[derive(Debug, Clone)]
@@ -49,6 +62,10 @@ pub struct Config {
     pub max_extract_seconds: u64,
     /// Address space of one extraction worker process, in bytes.
     pub max_extract_memory: u64,
+    /// Most pixels of one page picture.
+    pub max_image_pixels: u64,
+    /// How scans and pictures are read.
+    pub ocr: OcrSettings,
     /// Follow symbolic links whose target is inside the knowledge-base folder (links to outside
     /// it are never followed).
     pub follow_links_inside: bool,

@@ -18,7 +18,8 @@ use zhiku_domain::rules::fusion::{FusionMethod, Normalisation};
 use zhiku_service::DuplicatePolicy;
 
 use super::kinds::{
-    DEFAULT_MODEL, EmbedderKind, GeneratorKind, JudgeKind, LexicalKind, RerankerKind, VectorsKind,
+    DEFAULT_MODEL, EmbedderKind, GeneratorKind, JudgeKind, LexicalKind, OcrKind, RerankerKind,
+    VectorsKind,
 };
 use super::resolver::EnvKey;
 
@@ -127,6 +128,19 @@ settings! {
     max_extract_seconds: u64 = 60, env: "ZHIKU_MAX_EXTRACT_SECONDS";
     /// Address space of one extraction worker process, in bytes (4 GiB; at least 1 GiB).
     max_extract_memory: u64 = 4 << 30, env: "ZHIKU_MAX_EXTRACT_MEMORY";
+    /// Most pixels of one page picture (an image file's page, a scanned PDF page), checked
+    /// from the image's header before it is decoded; at least 1 (50 MP: A4 at 600 dpi is 35).
+    max_image_pixels: u64 = 50_000_000, env: "ZHIKU_MAX_IMAGE_PIXELS";
+    /// The OCR engine that reads scans and pictures: `tesseract` or `off`.
+    ocr: OcrKind = OcrKind::Tesseract, env: "ZHIKU_OCR";
+    /// Tesseract's languages, `+`-separated (Debian packages tesseract-ocr-chi-sim, -chi-tra,
+    /// -eng).
+    ocr_languages: String = "chi_sim+chi_tra+eng".into(), env: "ZHIKU_OCR_LANGUAGES";
+    /// The Tesseract program: a path, or a name looked up on `PATH`.
+    ocr_program: String = "tesseract".into(), env: "ZHIKU_OCR_PROGRAM";
+    /// Longest OCR of one page picture, in seconds; at least 1 (a file's OCR is bounded by
+    /// `max_extract_seconds` too).
+    ocr_page_seconds: u64 = 60, env: "ZHIKU_OCR_PAGE_SECONDS";
     /// Follow symbolic links whose target is inside the knowledge-base folder (links to
     /// outside it are never followed).
     follow_links_inside: bool = false, env: "ZHIKU_FOLLOW_LINKS_INSIDE";

@@ -7,6 +7,7 @@ pub mod embed_server;
 pub mod generator;
 pub mod imported;
 pub mod judge;
+pub mod ocr;
 pub mod planner;
 pub mod qdrant;
 pub mod rerank;
@@ -40,6 +41,7 @@ fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<Loa
         max_document_bytes: config.max_document_bytes,
         max_unpacked_bytes: config.max_unpacked_bytes,
         max_pages: config.max_pages,
+        max_image_pixels: config.max_image_pixels,
         max_extract_time: std::time::Duration::from_secs(config.max_extract_seconds),
         default_scope: config.default_scope.clone(),
         follow_links_inside: config.follow_links_inside,
@@ -85,11 +87,13 @@ fn worker_program() -> Option<std::path::PathBuf> {
 /// executable that is neither `zhiku` nor built beside it (a library user's) parses in process.
 fn extraction_workers(config: &Config) -> Result<Parsers> {
     let Some(program) = worker_program() else {
-        return Ok(Parsers::InProcess);
+        return Ok(Parsers::InProcess(
+            ocr::engine(&config.ocr).map(zhiku_adapters_fs::worker::OcrEngine),
+        ));
     };
     Ok(Parsers::workers(
         program,
-        Vec::new(),
+        ocr::worker_args(&config.ocr),
         WorkerLimits {
             memory_bytes: config.max_extract_memory,
         },
@@ -112,7 +116,8 @@ pub fn run_extraction_worker(args: Vec<std::ffi::OsString>) -> Result<()> {
                 .map_err(|_| anyhow::anyhow!("a worker argument is not UTF-8"))
         })
         .collect::<Result<Vec<_>>>()?;
-    zhiku_adapters_fs::worker::serve(args.into_iter())
+    let (ocr, args) = ocr::take_worker_args(args)?;
+    zhiku_adapters_fs::worker::serve(args.into_iter(), ocr)
 }
 
 /// The document store of `origin`: the folder (writable), the BEIR corpus (read-only), or the

@@ -124,6 +124,7 @@ fn limits() -> Limits {
         max_unpacked_bytes: 1 << 30,
         max_text_bytes: 10 << 20,
         max_pages: 1000,
+        max_image_pixels: 1_000_000,
         deadline: Instant::now() + Duration::from_secs(60),
     }
 }

@@ -3,9 +3,12 @@
 //! [`pdf_oxide`] parses the file (cross-reference repair, encryption with an empty user
 //! password, fonts: embedded and predefined CID CMaps such as `UniGB-UCS2-H`, `ToUnicode`
 //! maps, simple encodings) and gives every glyph of a page with its box and size. zhiku's own
-//! [`layout`] turns those glyphs into lines, columns, paragraphs and headings; headings come
+//! [`layout`](crate::layout) turns those glyphs into lines, columns, paragraphs and headings; headings come
 //! from the outline (bookmarks) when the file has one, from font size otherwise. Each page is
-//! one page of the output, so every chunk knows its pages.
+//! one page of the output, so every chunk knows its pages. A page without a text layer is read
+//! by OCR when the caller gives an engine ([`crate::scan`]): its largest picture, checked
+//! against the pixel bound before it is decoded; the text pages of a mixed PDF stay as they
+//! are.
 //!
 //! Refused, with the reason: a password-protected file, more pages than
 //! [`Limits::max_pages`], a file with no text layer at all (a scan: "no text layer"), a file
@@ -15,7 +18,6 @@
 //! page numbers stay true.
 
 mod check;
-pub mod layout;
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -24,10 +26,11 @@ use anyhow::{Result, anyhow, bail};
 use pdf_oxide::PdfDocument;
 use pdf_oxide::object::Object;
 
-use self::layout::{Block, Glyph, OutlineEntry, PageText};
 use crate::extracted::Extracted;
+use crate::layout::{self, Glyph, OutlineEntry, PageText};
 use crate::limits::Limits;
-use crate::text_builder::{TextBuilder, one_line};
+use crate::scan::PageReader;
+use crate::text_builder::one_line;
 
 /// Outline entries read at most (a larger outline is not read, and headings come from sizes).
 const MAX_OUTLINE: usize = 5_000;
@@ -40,8 +43,8 @@ const MAX_GLYPHS_PER_PAGE: usize = 200_000;
 /// extraction worker's address space to the file.
 const PARSER_STACK: usize = 32 << 20;
 
-/// Extracts a PDF.
-pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+/// Extracts a PDF; pages without a text layer are read by `ocr` when given.
+pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> Result<Extracted> {
     // The parser recurses into nested objects: refuse what would overflow a stack (an
     // overflow aborts the process, which no unwinding catches), checked before the parser
     // reads anything (see the `check` module), and give it a large one.
@@ -54,7 +57,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
                 // this file's failure, not the load's.
                 catch_unwind(AssertUnwindSafe(|| {
                     let mut checker = check::Checker::before_parsing(bytes, limits)?;
-                    extract_inner(bytes, limits, &mut checker)
+                    extract_inner(bytes, limits, &mut checker, ocr)
                 }))
             })
             .map_err(|e| anyhow!("cannot start the PDF reader: {e}"))?;
@@ -72,6 +75,7 @@ fn extract_inner(
     bytes: &[u8],
     limits: &Limits,
     checker: &mut check::Checker<'_>,
+    ocr: Option<&dyn PageReader>,
 ) -> Result<Extracted> {
     // A PDF ends with `%%EOF` (give or take trailing bytes some writers add). Without it the
     // file was cut short: the parser could rebuild part of it, but indexing part of a document
@@ -103,6 +107,7 @@ fn extract_inner(
     }
     let mut pages: Vec<(f32, Vec<layout::Line>)> = Vec::with_capacity(count);
     let mut glyphs_seen = 0usize;
+    let mut scanned = 0usize;
     for index in 0..count {
         limits.check_time()?;
         let height = doc
@@ -130,41 +135,90 @@ fn extract_inner(
             })
             .collect();
         glyphs_seen += glyphs.len();
+        if glyphs.is_empty()
+            && let Some(reader) = ocr
+            && let Some(read) = read_scanned_page(&doc, index, height, limits, reader)?
+        {
+            scanned += 1;
+            pages.push(read);
+            continue;
+        }
         let page = PageText { height, glyphs };
         pages.push((height, layout::lines(&page)));
     }
-    if glyphs_seen == 0 {
-        bail!("no text layer (a scanned PDF?): nothing to index without OCR");
-    }
-    limits.check_time()?;
-    layout::drop_repeated_edges(&mut pages);
-    let mut ordered: Vec<Vec<layout::Line>> = Vec::with_capacity(pages.len());
-    for (height, lines) in pages {
-        limits.check_time()?;
-        ordered.push(layout::reading_order(lines, height));
+    if glyphs_seen == 0 && scanned == 0 {
+        match ocr {
+            None => bail!(
+                "no text layer (a scanned PDF?): nothing to index without OCR (ocr = \"off\")"
+            ),
+            Some(_) => bail!("no text layer, and no page picture OCR could read"),
+        }
     }
     limits.check_time()?;
     let outline = outline(&doc, count);
-    let blocks = layout::blocks(&ordered, &outline);
-    let mut out = TextBuilder::new(limits);
-    for page in &blocks {
-        out.page()?;
-        for block in page {
-            match block {
-                Block::Heading(level, text) => out.heading(*level, text)?,
-                Block::Paragraph(text) => out.paragraph(text)?,
-            }
-        }
-    }
-    let pages = out.pages();
+    let (text, pages) = layout::lay_out(pages, &outline, limits)?;
     let (title, locale) = info(&doc);
     Ok(Extracted {
-        text: out.finish(),
+        text,
         title,
         locale,
         pages: Some(pages),
         synthetic_headings: false,
     })
+}
+
+/// The lines OCR reads on page `index` (of `height` points), which has no text layer: the
+/// page's largest picture (a scan is one picture per page), checked against the pixel bound
+/// before it is decoded. `None` when the page holds no picture (a blank page).
+fn read_scanned_page(
+    doc: &PdfDocument,
+    index: usize,
+    height: f32,
+    limits: &Limits,
+    reader: &dyn PageReader,
+) -> Result<Option<(f32, Vec<layout::Line>)>> {
+    let page_no = index + 1;
+    let handles = doc.page_image_handles(index).unwrap_or_default();
+    let Some(largest) = handles
+        .iter()
+        .max_by_key(|h| u64::from(h.width) * u64::from(h.height))
+    else {
+        return Ok(None);
+    };
+    let pixels = u64::from(largest.width) * u64::from(largest.height);
+    if pixels > limits.max_image_pixels {
+        bail!(
+            "page {page_no} is a picture of {} × {} pixels, more than the {} a page may have (loader.max_image_pixels)",
+            largest.width,
+            largest.height,
+            limits.max_image_pixels
+        );
+    }
+    if largest.width < 16 || largest.height < 16 {
+        return Ok(None);
+    }
+    let image = largest
+        .decode()
+        .and_then(|i| i.to_dynamic_image())
+        .map_err(|e| {
+            anyhow!(
+                "page {page_no}: its picture cannot be decoded: {}",
+                short(&e.to_string())
+            )
+        })?;
+    let page = crate::scan::rgb_page(image);
+    limits.check_time()?;
+    let read = reader
+        .read(&page)
+        .map_err(|e| anyhow!("page {page_no}: OCR failed: {e:#}"))?;
+    // Pixels to points: the upright picture spans the page's height.
+    let scale = if read.height > 0 && height > 0.0 {
+        height / read.height as f32
+    } else {
+        1.0
+    };
+    let (_, lines) = crate::scan::page_lines(&read, scale);
+    Ok(Some((height, lines)))
 }
 
 fn short(message: &str) -> String {
@@ -312,7 +366,7 @@ mod tests {
             assert!(err.contains("nested deeper"), "{err}");
         }
         // And a file that aborted the process before is one refused file now.
-        assert!(extract(&deep(50_000), &limits()).is_err());
+        assert!(extract(&deep(50_000), &limits(), None).is_err());
     }
 
     fn limits() -> Limits {

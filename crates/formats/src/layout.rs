@@ -1,5 +1,6 @@
 //! From positioned glyphs to the chunker's text: lines, columns, reading order, repeated
-//! headers and footers, headings, paragraphs and line joins.
+//! headers and footers, headings, paragraphs and line joins. [`lay_out`] runs steps 2–4 on
+//! the pages of a text-layer PDF and on pages read by OCR alike ([`crate::scan`]).
 //!
 //! The input is what a PDF's text layer says: each glyph's Unicode text, box and font size, in
 //! the order the content stream draws them, page by page. The steps, each a function below:
@@ -18,7 +19,11 @@
 //!    between CJK characters (a Chinese line break is no word break), and a word hyphenated at
 //!    a line end is rejoined.
 
+use anyhow::Result;
 use unicode_normalization::UnicodeNormalization;
+
+use crate::limits::Limits;
+use crate::text_builder::TextBuilder;
 
 /// One glyph of a page: its text and box in PDF user space (y grows upwards).
 #[derive(Debug, Clone, PartialEq)]
@@ -678,6 +683,36 @@ pub fn normalise(text: &str) -> String {
         }
     }
     out
+}
+
+/// The text of `pages` (each its height and lines): running headers and footers dropped,
+/// reading order across columns, paragraphs and headings (from `outline` when it has
+/// entries), one page of output per page. Text-layer and OCR'd pages alike.
+pub(crate) fn lay_out(
+    mut pages: Vec<(f32, Vec<Line>)>,
+    outline: &[OutlineEntry],
+    limits: &Limits,
+) -> Result<(String, u32)> {
+    drop_repeated_edges(&mut pages);
+    let mut ordered: Vec<Vec<Line>> = Vec::with_capacity(pages.len());
+    for (height, lines) in pages {
+        limits.check_time()?;
+        ordered.push(reading_order(lines, height));
+    }
+    limits.check_time()?;
+    let blocks = blocks(&ordered, outline);
+    let mut out = TextBuilder::new(limits);
+    for page in &blocks {
+        out.page()?;
+        for block in page {
+            match block {
+                Block::Heading(level, text) => out.heading(*level, text)?,
+                Block::Paragraph(text) => out.paragraph(text)?,
+            }
+        }
+    }
+    let pages = out.pages();
+    Ok((out.finish(), pages))
 }
 
 #[cfg(test)]

@@ -1,0 +1,290 @@
+//! `zhiku index` over scans, through the binary and its extraction workers: a picture of a
+//! page (PNG, and a two-page TIFF), a PDF whose pages are pictures, and a mixed PDF (a text
+//! page, then a scanned one) are read by OCR and found by a search on the page they are on;
+//! a decompression bomb and, with OCR off, a picture are reported by path and reason while the
+//! rest is indexed. The pages are drawn by the OCR contract suite's renderer; the engine is
+//! Debian's Tesseract (`scripts/setup-ocr.sh`): without it each test says SKIPPED, unless
+//! `ZHIKU_REQUIRE_OCR=1`.
+
+use std::io::Cursor;
+use std::path::Path;
+
+mod support;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use support::zhiku;
+use zhiku_tests::contract::ocr::{Drawn, draw, font};
+
+fn json_of(cmd: &mut Command) -> (Option<i32>, Value) {
+    let out = cmd.output().unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), v)
+}
+
+/// True when Tesseract and a CJK font are here; says SKIPPED (or fails under
+/// `ZHIKU_REQUIRE_OCR=1`) otherwise.
+fn ocr_here(test: &str) -> bool {
+    let tesseract = std::process::Command::new("tesseract")
+        .arg("--list-langs")
+        .output()
+        .map(|o| {
+            let langs = String::from_utf8_lossy(&o.stdout).into_owned();
+            ["chi_sim", "chi_tra", "eng", "osd"]
+                .iter()
+                .all(|l| langs.lines().any(|x| x.trim() == *l))
+        })
+        .unwrap_or(false);
+    let ready = tesseract && font().is_some();
+    if !ready {
+        let why = "tesseract with chi_sim, chi_tra, eng and osd, and a CJK font, are needed: run scripts/setup-ocr.sh";
+        if std::env::var("ZHIKU_REQUIRE_OCR").is_ok_and(|v| v == "1") {
+            panic!("ZHIKU_REQUIRE_OCR=1 but {why}");
+        }
+        zhiku_tests::contract::notice(&format!("SKIPPED scans::{test}: {why}"));
+    }
+    ready
+}
+
+fn page(lines: &[&str]) -> Drawn {
+    draw(font().expect("checked by ocr_here"), lines, 36.0)
+}
+
+fn png_of(page: &Drawn) -> Vec<u8> {
+    let img = image::RgbImage::from_raw(page.width, page.height, page.rgb.clone()).unwrap();
+    let mut out = Vec::new();
+    img.write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png)
+        .unwrap();
+    out
+}
+
+fn tiff_of(pages: &[&Drawn]) -> Vec<u8> {
+    let mut out = Cursor::new(Vec::new());
+    let mut encoder = tiff::encoder::TiffEncoder::new(&mut out).unwrap();
+    for p in pages {
+        encoder
+            .write_image::<tiff::encoder::colortype::RGB8>(p.width, p.height, &p.rgb)
+            .unwrap();
+    }
+    out.into_inner()
+}
+
+/// One page of a PDF: text drawn in Helvetica (a text layer), or a picture filling the page
+/// (a scan: no text layer).
+enum PdfPage<'a> {
+    Text(&'a str),
+    Scan(&'a Drawn),
+}
+
+/// A PDF of `pages`, written object by object (pictures stored uncompressed, RGB).
+fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
+    let mut objects: Vec<Vec<u8>> = Vec::new();
+    // 1: catalog, 2: page tree, 3: font; then per page: page, content, (picture).
+    objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
+    objects.push(Vec::new()); // the page tree, once the kids are known
+    objects.push(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec());
+    let mut kids = Vec::new();
+    for page in pages {
+        let page_id = objects.len() + 1;
+        kids.push(format!("{page_id} 0 R"));
+        let (w, h, content, picture) = match page {
+            PdfPage::Text(text) => (
+                595.0,
+                842.0,
+                format!("BT /F1 14 Tf 72 760 Td ({text}) Tj ET"),
+                None,
+            ),
+            PdfPage::Scan(d) => {
+                // 200 dpi: pixels to points.
+                let (w, h) = (d.width as f32 * 0.36, d.height as f32 * 0.36);
+                (w, h, format!("q {w} 0 0 {h} 0 0 cm /Im1 Do Q"), Some(*d))
+            }
+        };
+        let content_id = page_id + 1;
+        let resources = match picture {
+            Some(_) => format!("<< /XObject << /Im1 {} 0 R >> >>", content_id + 1),
+            None => "<< /Font << /F1 3 0 R >> >>".to_string(),
+        };
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w} {h}] /Resources {resources} /Contents {content_id} 0 R >>"
+            )
+            .into_bytes(),
+        );
+        let mut stream = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();
+        stream.extend_from_slice(content.as_bytes());
+        stream.extend_from_slice(b"\nendstream");
+        objects.push(stream);
+        if let Some(d) = picture {
+            let mut image = format!(
+                "<< /Type /XObject /Subtype /Image /Width {} /Height {} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Length {} >>\nstream\n",
+                d.width,
+                d.height,
+                d.rgb.len()
+            )
+            .into_bytes();
+            image.extend_from_slice(&d.rgb);
+            image.extend_from_slice(b"\nendstream");
+            objects.push(image);
+        }
+    }
+    objects[1] = format!(
+        "<< /Type /Pages /Kids [{}] /Count {} >>",
+        kids.join(" "),
+        kids.len()
+    )
+    .into_bytes();
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = out.len();
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
+    for offset in offsets {
+        out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+/// The evidence a search for `query` finds in `doc`.
+fn hit_in(kb: &Path, query: &str, doc: &str) -> Option<Value> {
+    let (_, found) = json_of(zhiku(kb).args(["search", "--json", "-k", "10", query]));
+    found["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["doc_id"] == doc)
+        .cloned()
+}
+
+/// True when the hit's page range covers page `n`.
+fn covers(hit: &Value, n: u64) -> bool {
+    let pages = &hit["pages"];
+    pages[0].as_u64().is_some_and(|a| a <= n) && pages[1].as_u64().is_some_and(|b| n <= b)
+}
+
+#[test]
+fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
+    if !ocr_here("scans_and_pictures_are_read_found_and_placed_on_their_page") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    let contract = page(&[
+        "合同的保修期为三年，自交付之日起计算。",
+        "甲方应于每月十五日前支付服务费用。",
+    ]);
+    let notice = page(&[
+        "本公司員工每年享有十五天帶薪假期。",
+        "報銷申請須於出差結束後三十日內提交。",
+    ]);
+    let minutes = page(&[
+        "会议纪要：第三季度预算调整为八十万元。",
+        "下次会议定于十月九日召开。",
+    ]);
+    let invoice = page(&["发票号码为二零二四零八一五。", "开票金额合计一万二千元整。"]);
+    std::fs::write(kb.join("contract.png"), png_of(&contract)).unwrap();
+    std::fs::write(kb.join("faxes.tiff"), tiff_of(&[&notice, &minutes])).unwrap();
+    std::fs::write(
+        kb.join("mixed.pdf"),
+        pdf_of(&[
+            PdfPage::Text("Quarterly report: the text layer page."),
+            PdfPage::Scan(&invoice),
+        ]),
+    )
+    .unwrap();
+    // A picture upside down is read upright.
+    std::fs::write(kb.join("upside-down.png"), png_of(&minutes.turned(180))).unwrap();
+
+    let (code, report) = json_of(zhiku(kb).args(["index", "--json"]));
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["docs_added"], 4, "{report}");
+
+    let hit = hit_in(kb, "保修期", "contract.png").expect("the PNG's text is found");
+    assert!(hit["content"].as_str().unwrap().contains("保修期"), "{hit}");
+    // The TIFF's second page holds the minutes: found there.
+    // (Short pages share a chunk: the hit's page range covers the page the text is on.)
+    let hit = hit_in(kb, "第三季度预算", "faxes.tiff").expect("the TIFF's second page is read");
+    assert!(covers(&hit, 2), "{hit}");
+    let hit = hit_in(kb, "帶薪假期", "faxes.tiff").expect("the Traditional page is read");
+    assert!(covers(&hit, 1), "{hit}");
+    // The mixed PDF keeps its text page, and its scanned page is page 2.
+    let hit = hit_in(kb, "发票号码", "mixed.pdf").expect("the PDF's scanned page is read");
+    assert!(covers(&hit, 2), "{hit}");
+    let text = hit["content"].as_str().unwrap();
+    let (before, after) = text.split_once('\u{c}').expect("a page break in the chunk");
+    assert!(
+        before.contains("Quarterly") && after.contains("票"),
+        "{hit}"
+    );
+    assert!(hit_in(kb, "Quarterly report", "mixed.pdf").is_some());
+    assert!(hit_in(kb, "会议纪要", "upside-down.png").is_some());
+}
+
+#[test]
+fn a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed() {
+    if !ocr_here("a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    let contract = page(&["合同的保修期为三年。"]);
+    std::fs::write(kb.join("contract.png"), png_of(&contract)).unwrap();
+    std::fs::write(kb.join("notes.md"), "# 笔记\n\n报销须在三十日内提交。\n").unwrap();
+    // A PNG whose header claims 50,000 × 50,000 pixels, in a few hundred bytes.
+    let mut bomb = png_of(&page(&["x"]));
+    bomb[16..20].copy_from_slice(&50_000u32.to_be_bytes());
+    bomb[20..24].copy_from_slice(&50_000u32.to_be_bytes());
+    std::fs::write(kb.join("bomb.png"), &bomb).unwrap();
+
+    let (code, report) = json_of(zhiku(kb).args(["index", "--json"]));
+    assert_eq!(code, Some(3), "{report}");
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{report}");
+    assert_eq!(skipped[0]["path"], "bomb.png");
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("max_image_pixels") || reason.contains("damaged"),
+        "{reason}"
+    );
+    assert_eq!(report["docs_added"], 2, "{report}");
+
+    // With OCR off, a picture is reported with the reason, and the rest stays.
+    let off = tempfile::tempdir().unwrap();
+    std::fs::write(off.path().join("contract.png"), png_of(&contract)).unwrap();
+    std::fs::write(
+        off.path().join("notes.md"),
+        "# 笔记\n\n报销须在三十日内提交。\n",
+    )
+    .unwrap();
+    let (code, report) = json_of(
+        zhiku(off.path())
+            .env("ZHIKU_OCR", "off")
+            .args(["index", "--json"]),
+    );
+    assert_eq!(code, Some(3), "{report}");
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped[0]["path"], "contract.png", "{report}");
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("OCR is off"),
+        "{report}"
+    );
+    assert_eq!(report["docs_added"], 1, "{report}");
+}
