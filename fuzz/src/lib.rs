@@ -12,6 +12,7 @@ pub fn limits() -> Limits {
         max_unpacked_bytes: 16 << 20,
         max_text_bytes: 1 << 20,
         max_pages: 50,
+        max_image_pixels: 4_000_000,
         deadline: Instant::now() + Duration::from_secs(2),
     }
 }
