@@ -42,6 +42,8 @@ pub struct LoaderConfig {
     /// that re-checking a hit at its source does not extract a large file again. Shared by
     /// the clones of one configuration.
     pub extracted: ExtractCache,
+    /// Where OCR results are kept by content, so a scan is read once (`None`: not kept).
+    pub ocr_cache: Option<crate::ocr_cache::OcrCache>,
     /// Where the format extractors and the front-matter parser run: the binary sets
     /// [worker processes](crate::worker), so that a parser's crash costs one file; the
     /// default runs them in this process (tests, benchmarks).
@@ -122,6 +124,7 @@ impl Default for LoaderConfig {
             store_dir: None,
             racy_window: RACY_WINDOW,
             extracted: ExtractCache::default(),
+            ocr_cache: None,
             parsers: Parsers::default(),
         }
     }

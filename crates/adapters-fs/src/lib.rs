@@ -28,6 +28,7 @@ pub mod front_matter;
 pub mod loader;
 pub mod lock;
 pub mod manifest;
+pub mod ocr_cache;
 pub mod paths;
 pub mod stamp;
 pub mod trace_log;

@@ -458,7 +458,20 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         max_image_pixels: config.max_image_pixels,
         deadline: std::time::Instant::now() + config.max_extract_time,
     };
-    let extracted = config.parsers.extract(announced, &bytes, &limits)?;
+    let cached = config
+        .ocr_cache
+        .as_ref()
+        .and_then(|cache| cache.get(&bytes, &limits));
+    let extracted = match cached {
+        Some(extracted) => extracted,
+        None => {
+            let extracted = config.parsers.extract(announced, &bytes, &limits)?;
+            if let Some(cache) = &config.ocr_cache {
+                cache.put(&bytes, &limits, &extracted);
+            }
+            extracted
+        }
+    };
     drop(bytes);
     let doc = build_document(path, rel, config, extracted, None)?;
     if let Some(stamp) = stamp {

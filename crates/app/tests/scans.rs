@@ -288,3 +288,44 @@ fn a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed() {
     );
     assert_eq!(report["docs_added"], 1, "{report}");
 }
+
+#[test]
+fn an_unchanged_scan_is_read_once_even_after_a_rebuild() {
+    if !ocr_here("an_unchanged_scan_is_read_once_even_after_a_rebuild") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&kb).unwrap();
+    let contract = page(&["合同的保修期为三年，自交付之日起计算。"]);
+    std::fs::write(kb.join("contract.png"), png_of(&contract)).unwrap();
+    let (code, report) = json_of(
+        zhiku(&kb)
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["index", "--json"]),
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert!(cache.join("zhiku/ocr").is_dir(), "no OCR cache written");
+    // With the engine gone, a rebuild still indexes the scan: its text comes from the cache,
+    // not from OCR.
+    let (code, report) = json_of(
+        zhiku(&kb)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("ZHIKU_OCR_PROGRAM", "/nonexistent/tesseract")
+            .args(["index", "--rebuild", "--json"]),
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["docs_added"], 1, "{report}");
+    assert!(hit_in(&kb, "保修期", "contract.png").is_some());
+    // Without the cache, the same rebuild reports the scan: the engine cannot run.
+    let (code, report) = json_of(
+        zhiku(&kb)
+            .env("XDG_CACHE_HOME", dir.path().join("empty-cache"))
+            .env("ZHIKU_OCR_PROGRAM", "/nonexistent/tesseract")
+            .args(["index", "--rebuild", "--json"]),
+    );
+    assert_eq!(code, Some(3), "{report}");
+    let reason = report["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("tesseract"), "{reason}");
+}

@@ -14,4 +14,8 @@ pub struct Extracted {
     /// True when the headings are labels zhiku made (row groups of a sheet), not the file's
     /// own: the first of them is then no title.
     pub synthetic_headings: bool,
+    /// The OCR engine that read some of its pages (pictures, PDF pages without a text
+    /// layer), when one did.
+    #[serde(default)]
+    pub ocr: Option<String>,
 }

@@ -122,6 +122,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         locale,
         pages: None,
         synthetic_headings: false,
+        ocr: None,
     })
 }
 

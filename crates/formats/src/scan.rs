@@ -303,6 +303,7 @@ pub fn extract_image(
         locale: None,
         pages: (count > 1).then_some(pages),
         synthetic_headings: false,
+        ocr: Some(reader.name()),
     })
 }
 

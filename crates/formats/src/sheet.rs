@@ -66,6 +66,7 @@ pub fn extract_csv(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         locale: None,
         pages: None,
         synthetic_headings: true,
+        ocr: None,
     })
 }
 
@@ -131,6 +132,7 @@ pub fn extract_xlsx(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         locale,
         pages: None,
         synthetic_headings: true,
+        ocr: None,
     })
 }
 

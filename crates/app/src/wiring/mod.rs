@@ -48,7 +48,30 @@ fn loader_config_for(config: &Config, store_dir: &std::path::Path) -> Result<Loa
         // A store kept inside the folder (`--store kb/store`) is never read as documents.
         store_dir: store_dir.canonicalize().ok(),
         parsers: extraction_workers(config)?,
+        ocr_cache: ocr_cache(config),
         ..LoaderConfig::default()
+    })
+}
+
+/// Where this user's OCR results are kept (`$XDG_CACHE_HOME/zhiku/ocr`, else
+/// `~/.cache/zhiku/ocr`), keyed by the engine's settings; none with OCR off or no home.
+fn ocr_cache(config: &Config) -> Option<zhiku_adapters_fs::ocr_cache::OcrCache> {
+    if config.ocr.kind == crate::config::OcrKind::Off {
+        return None;
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".cache"))
+        })?;
+    Some(zhiku_adapters_fs::ocr_cache::OcrCache {
+        dir: base.join("zhiku").join("ocr"),
+        // What decides the text read: the engine and its languages (not the program's path,
+        // nor its deadline).
+        engine: format!("{:?}:{}", config.ocr.kind, config.ocr.languages),
     })
 }
 

@@ -85,6 +85,7 @@ pub fn extract(text: &str, limits: &Limits) -> Result<Extracted> {
         locale: page.locale,
         pages: None,
         synthetic_headings: false,
+        ocr: None,
     })
 }
 

@@ -164,6 +164,7 @@ fn extract_inner(
         locale,
         pages: Some(pages),
         synthetic_headings: false,
+        ocr: ocr.filter(|_| scanned > 0).map(|r| r.name()),
     })
 }
 
