@@ -232,6 +232,16 @@ fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
         "{hit}"
     );
     assert!(hit_in(kb, "Quarterly report", "mixed.pdf").is_some());
+    // An answer from the scanned page cites it with the quote's own page, not the chunk's
+    // first.
+    let (_, answer) = json_of(zhiku(kb).args(["ask", "--json", "开票金额合计多少？"]));
+    let citation = answer["citations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .find(|c| c["doc_id"] == "mixed.pdf")
+        .unwrap_or_else(|| panic!("no citation of the scanned page: {answer}"));
+    assert_eq!(citation["page"], 2, "{citation}");
     assert!(hit_in(kb, "会议纪要", "upside-down.png").is_some());
 }
 

@@ -64,6 +64,10 @@ pub struct Citation {
     /// The pages of the document the cited chunk lies on (a PDF's), as `[first, last]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages: Option<PageSpan>,
+    /// The page the quote itself is on: the chunk's first page plus the page breaks before
+    /// the quote in its text (a chunk over pages 1–2 quoted on page 2 says 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
     /// The document revision the chunk was read from (checked against the source this round).
     pub revision: String,
     /// The sentence of the chunk that best supports the citing text.
@@ -279,6 +283,20 @@ fn best_quote(content: &str, claim: &str) -> String {
     }
 }
 
+/// The page `quote` is on in a chunk of `content` over `pages`: the first page plus the page
+/// breaks (form feeds, see `zhiku-formats`) before where the quote starts. `None` without
+/// pages; the first page when the quote is not found as written.
+fn quote_page(content: &str, pages: Option<PageSpan>, quote: &str) -> Option<u32> {
+    let pages = pages?;
+    let head: String = quote.trim_end_matches('…').chars().take(40).collect();
+    let at = (!head.is_empty())
+        .then(|| content.find(head.as_str()))
+        .flatten()
+        .unwrap_or(0);
+    let breaks = content[..at].matches('\u{c}').count() as u32;
+    Some((pages.first() + breaks).min(pages.last()))
+}
+
 pub(super) fn citations_for(
     answer: &str,
     cited: &[(u32, ChunkId)],
@@ -289,7 +307,9 @@ pub(super) fn citations_for(
         .filter_map(|(marker, id)| {
             let e = evidence.iter().find(|e| &e.chunk_id == id)?;
             let doc = e.chunk.doc();
+            let quote = best_quote(e.chunk.content(), &citing_text(answer, *marker));
             Some(Citation {
+                page: quote_page(e.chunk.content(), e.chunk.pages(), &quote),
                 marker: *marker,
                 chunk_id: id.clone(),
                 doc_id: e.chunk.doc_id().clone(),
@@ -299,10 +319,29 @@ pub(super) fn citations_for(
                 section: e.chunk.section().clone(),
                 pages: e.chunk.pages(),
                 revision: doc.revision.to_string(),
-                quote: best_quote(e.chunk.content(), &citing_text(answer, *marker)),
+                quote,
             })
         })
         .collect();
     out.sort_by_key(|c| c.marker);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quote_is_placed_on_its_own_page() {
+        let content = "第一页的内容。\n\n\u{c}\n\n保修期为三年。\n\n\u{c}\n\n第三页。";
+        let span = PageSpan::new(4, 6).ok();
+        assert_eq!(quote_page(content, span, "第一页的内容。"), Some(4));
+        assert_eq!(quote_page(content, span, "保修期为三年。"), Some(5));
+        assert_eq!(quote_page(content, span, "第三页。"), Some(6));
+        // Not found as written: the chunk's first page; no pages: none.
+        assert_eq!(quote_page(content, span, "别处"), Some(4));
+        assert_eq!(quote_page(content, None, "保修期为三年。"), None);
+        // A truncated quote is found by its start.
+        assert_eq!(quote_page(content, span, "保修期为…"), Some(5));
+    }
 }
