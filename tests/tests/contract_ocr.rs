@@ -29,3 +29,34 @@ mod tesseract {
 
     zhiku_tests::ocr_contract!(engine);
 }
+
+mod ppocr {
+    use super::*;
+    use zhiku_adapters_ppocr::{PpOcr, PpOcrConfig};
+
+    /// The folder `scripts/fetch-ocr-models.sh` filled: `ZHIKU_TEST_PPOCR_DIR`, else its
+    /// default, `~/.cache/zhiku/models/ppocr`.
+    fn folder() -> std::path::PathBuf {
+        match std::env::var_os("ZHIKU_TEST_PPOCR_DIR") {
+            Some(dir) if !dir.is_empty() => dir.into(),
+            _ => std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/zhiku/models/ppocr"),
+        }
+    }
+
+    fn engine(_: ()) -> Option<Box<dyn Ocr>> {
+        let engine = PpOcr::new(PpOcrConfig::in_folder(folder()));
+        match engine.unavailable() {
+            None => Some(Box::new(engine)),
+            Some(why) if required() => panic!("ZHIKU_REQUIRE_OCR=1 but {why}"),
+            Some(why) => {
+                zhiku_tests::contract::notice(&format!(
+                    "SKIPPED ppocr OCR contract: {why} (or set ZHIKU_TEST_PPOCR_DIR to the folder it filled)"
+                ));
+                None
+            }
+        }
+    }
+
+    zhiku_tests::ocr_contract!(engine);
+}

@@ -438,6 +438,10 @@ impl Worker {
             .args(args)
             .env_clear()
             .env("RUST_BACKTRACE", "0")
+            // ONNX Runtime's PyPI build (the PP-OCR engine's) opens a telemetry database under
+            // the home folder when its environment is created, before any setting of ours can
+            // stop it; a worker may write no file (RLIMIT_FSIZE 0), so that write would kill it.
+            .env("ORT_DISABLE_TELEMETRY", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -7,7 +7,7 @@
 //! `ZHIKU_REQUIRE_OCR=1`.
 
 use std::io::Cursor;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 mod support;
 
@@ -23,28 +23,39 @@ fn json_of(cmd: &mut Command) -> (Option<i32>, Value) {
     (out.status.code(), v)
 }
 
-/// True when Tesseract and a CJK font are here; says SKIPPED (or fails under
-/// `ZHIKU_REQUIRE_OCR=1`) otherwise.
-fn ocr_here(test: &str) -> bool {
-    let tesseract = std::process::Command::new("tesseract")
-        .arg("--list-langs")
-        .output()
-        .map(|o| {
-            let langs = String::from_utf8_lossy(&o.stdout).into_owned();
-            ["chi_sim", "chi_tra", "eng", "osd"]
-                .iter()
-                .all(|l| langs.lines().any(|x| x.trim() == *l))
+/// The PP-OCR engine's folder (models and ONNX Runtime: `ZHIKU_TEST_PPOCR_DIR`, else
+/// `~/.cache/zhiku/models/ppocr`), when it and a CJK font are here; says SKIPPED (or fails
+/// under `ZHIKU_REQUIRE_OCR=1`) otherwise.
+fn ocr_here(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("ZHIKU_TEST_PPOCR_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/zhiku/models/ppocr"))
         })
-        .unwrap_or(false);
-    let ready = tesseract && font().is_some();
-    if !ready {
-        let why = "tesseract with chi_sim, chi_tra, eng and osd, and a CJK font, are needed: run scripts/setup-ocr.sh";
+        .filter(|d| d.join(zhiku_adapters_ppocr::RUNTIME_LIBRARY).is_file());
+    let ready = dir.filter(|_| font().is_some());
+    if ready.is_none() {
+        let why = "the PP-OCR models and ONNX Runtime (ZHIKU_TEST_PPOCR_DIR, from scripts/fetch-ocr-models.sh) and a CJK font are needed: run scripts/setup-ocr.sh";
         if std::env::var("ZHIKU_REQUIRE_OCR").is_ok_and(|v| v == "1") {
             panic!("ZHIKU_REQUIRE_OCR=1 but {why}");
         }
         zhiku_tests::contract::notice(&format!("SKIPPED scans::{test}: {why}"));
     }
     ready
+}
+
+/// `zhiku --kb KB` reading scans with the default engine from `models`, keeping what it
+/// reads in a cache of the tests' own (a search re-checks a hit at its source, which for a
+/// scan is the cached reading, not OCR again).
+fn with_ocr(kb: &Path, models: &Path) -> Command {
+    let mut cmd = zhiku(kb);
+    cmd.env("ZHIKU_OCR_MODELS", models)
+        .env("ORT_DISABLE_TELEMETRY", "1")
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("zhiku-scans-test-cache"),
+        );
+    cmd
 }
 
 fn page(lines: &[&str]) -> Drawn {
@@ -161,8 +172,8 @@ fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
 }
 
 /// The evidence a search for `query` finds in `doc`.
-fn hit_in(kb: &Path, query: &str, doc: &str) -> Option<Value> {
-    let (_, found) = json_of(zhiku(kb).args(["search", "--json", "-k", "10", query]));
+fn hit_in(mut cmd: Command, query: &str, doc: &str) -> Option<Value> {
+    let (_, found) = json_of(cmd.args(["search", "--json", "-k", "10", query]));
     found["evidence"]
         .as_array()
         .unwrap()
@@ -179,9 +190,10 @@ fn covers(hit: &Value, n: u64) -> bool {
 
 #[test]
 fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
-    if !ocr_here("scans_and_pictures_are_read_found_and_placed_on_their_page") {
+    let Some(models) = ocr_here("scans_and_pictures_are_read_found_and_placed_on_their_page")
+    else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let kb = dir.path();
     let contract = page(&[
@@ -210,20 +222,24 @@ fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
     // A picture upside down is read upright.
     std::fs::write(kb.join("upside-down.png"), png_of(&minutes.turned(180))).unwrap();
 
-    let (code, report) = json_of(zhiku(kb).args(["index", "--json"]));
+    let (code, report) = json_of(with_ocr(kb, &models).args(["index", "--json"]));
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["docs_added"], 4, "{report}");
 
-    let hit = hit_in(kb, "保修期", "contract.png").expect("the PNG's text is found");
+    let hit =
+        hit_in(with_ocr(kb, &models), "保修期", "contract.png").expect("the PNG's text is found");
     assert!(hit["content"].as_str().unwrap().contains("保修期"), "{hit}");
     // The TIFF's second page holds the minutes: found there.
     // (Short pages share a chunk: the hit's page range covers the page the text is on.)
-    let hit = hit_in(kb, "第三季度预算", "faxes.tiff").expect("the TIFF's second page is read");
+    let hit = hit_in(with_ocr(kb, &models), "第三季度预算", "faxes.tiff")
+        .expect("the TIFF's second page is read");
     assert!(covers(&hit, 2), "{hit}");
-    let hit = hit_in(kb, "帶薪假期", "faxes.tiff").expect("the Traditional page is read");
+    let hit = hit_in(with_ocr(kb, &models), "帶薪假期", "faxes.tiff")
+        .expect("the Traditional page is read");
     assert!(covers(&hit, 1), "{hit}");
     // The mixed PDF keeps its text page, and its scanned page is page 2.
-    let hit = hit_in(kb, "发票号码", "mixed.pdf").expect("the PDF's scanned page is read");
+    let hit = hit_in(with_ocr(kb, &models), "发票号码", "mixed.pdf")
+        .expect("the PDF's scanned page is read");
     assert!(covers(&hit, 2), "{hit}");
     let text = hit["content"].as_str().unwrap();
     let (before, after) = text.split_once('\u{c}').expect("a page break in the chunk");
@@ -231,10 +247,10 @@ fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
         before.contains("Quarterly") && after.contains("票"),
         "{hit}"
     );
-    assert!(hit_in(kb, "Quarterly report", "mixed.pdf").is_some());
+    assert!(hit_in(with_ocr(kb, &models), "Quarterly report", "mixed.pdf").is_some());
     // An answer from the scanned page cites it with the quote's own page, not the chunk's
     // first.
-    let (_, answer) = json_of(zhiku(kb).args(["ask", "--json", "开票金额合计多少？"]));
+    let (_, answer) = json_of(with_ocr(kb, &models).args(["ask", "--json", "开票金额合计多少？"]));
     let citation = answer["citations"]
         .as_array()
         .unwrap_or_else(|| panic!("{answer}"))
@@ -242,14 +258,16 @@ fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
         .find(|c| c["doc_id"] == "mixed.pdf")
         .unwrap_or_else(|| panic!("no citation of the scanned page: {answer}"));
     assert_eq!(citation["page"], 2, "{citation}");
-    assert!(hit_in(kb, "会议纪要", "upside-down.png").is_some());
+    assert!(hit_in(with_ocr(kb, &models), "会议纪要", "upside-down.png").is_some());
 }
 
 #[test]
 fn a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed() {
-    if !ocr_here("a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed") {
+    let Some(models) =
+        ocr_here("a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed")
+    else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let kb = dir.path();
     let contract = page(&["合同的保修期为三年。"]);
@@ -261,7 +279,7 @@ fn a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed() {
     bomb[20..24].copy_from_slice(&50_000u32.to_be_bytes());
     std::fs::write(kb.join("bomb.png"), &bomb).unwrap();
 
-    let (code, report) = json_of(zhiku(kb).args(["index", "--json"]));
+    let (code, report) = json_of(with_ocr(kb, &models).args(["index", "--json"]));
     assert_eq!(code, Some(3), "{report}");
     let skipped = report["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 1, "{report}");
@@ -301,41 +319,52 @@ fn a_bomb_and_pictures_without_ocr_are_reported_and_the_rest_indexed() {
 
 #[test]
 fn an_unchanged_scan_is_read_once_even_after_a_rebuild() {
-    if !ocr_here("an_unchanged_scan_is_read_once_even_after_a_rebuild") {
+    let Some(models) = ocr_here("an_unchanged_scan_is_read_once_even_after_a_rebuild") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let kb = dir.path().join("kb");
     let cache = dir.path().join("cache");
     std::fs::create_dir_all(&kb).unwrap();
+    // The engine's files, linked into a folder of the test's own: removing the links makes the
+    // engine unavailable under the same settings (the cache is keyed by them).
+    let engine = dir.path().join("engine");
+    std::fs::create_dir_all(&engine).unwrap();
+    for entry in std::fs::read_dir(&models).unwrap() {
+        let path = entry.unwrap().path();
+        std::os::unix::fs::symlink(&path, engine.join(path.file_name().unwrap())).unwrap();
+    }
     let contract = page(&["合同的保修期为三年，自交付之日起计算。"]);
     std::fs::write(kb.join("contract.png"), png_of(&contract)).unwrap();
     let (code, report) = json_of(
-        zhiku(&kb)
+        with_ocr(&kb, &engine)
             .env("XDG_CACHE_HOME", &cache)
             .args(["index", "--json"]),
     );
     assert_eq!(code, Some(0), "{report}");
     assert!(cache.join("zhiku/ocr").is_dir(), "no OCR cache written");
+    for entry in std::fs::read_dir(&engine).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
     // With the engine gone, a rebuild still indexes the scan: its text comes from the cache,
     // not from OCR.
-    let (code, report) = json_of(
-        zhiku(&kb)
-            .env("XDG_CACHE_HOME", &cache)
-            .env("ZHIKU_OCR_PROGRAM", "/nonexistent/tesseract")
-            .args(["index", "--rebuild", "--json"]),
-    );
+    let (code, report) = json_of(with_ocr(&kb, &engine).env("XDG_CACHE_HOME", &cache).args([
+        "index",
+        "--rebuild",
+        "--json",
+    ]));
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["docs_added"], 1, "{report}");
-    assert!(hit_in(&kb, "保修期", "contract.png").is_some());
+    let mut search = with_ocr(&kb, &engine);
+    search.env("XDG_CACHE_HOME", &cache);
+    assert!(hit_in(search, "保修期", "contract.png").is_some());
     // Without the cache, the same rebuild reports the scan: the engine cannot run.
     let (code, report) = json_of(
-        zhiku(&kb)
+        with_ocr(&kb, &engine)
             .env("XDG_CACHE_HOME", dir.path().join("empty-cache"))
-            .env("ZHIKU_OCR_PROGRAM", "/nonexistent/tesseract")
             .args(["index", "--rebuild", "--json"]),
     );
     assert_eq!(code, Some(3), "{report}");
     let reason = report["skipped"][0]["reason"].as_str().unwrap();
-    assert!(reason.contains("tesseract"), "{reason}");
+    assert!(reason.contains("fetch-ocr-models"), "{reason}");
 }

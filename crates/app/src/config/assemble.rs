@@ -38,6 +38,14 @@ fn at_least_one<T: PartialOrd + Default>(n: T, key: &str) -> Result<T> {
     }
 }
 
+/// `path` with a leading `~/` made the home folder (`HOME`); as given when there is none.
+fn home_resolved(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) if !home.is_empty() => std::path::PathBuf::from(home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
+}
+
 /// The fusion keys as one [`FusionConfig`], checked.
 fn fusion_config(v: &Values) -> FusionConfig {
     let weights = BTreeMap::from([
@@ -185,9 +193,14 @@ impl Config {
             languages: v.ocr_languages.clone(),
             program: v.ocr_program.clone(),
             page_seconds: at_least_one(v.ocr_page_seconds, "ocr_page_seconds")?,
+            models: home_resolved(&v.ocr_models),
+            runtime: (!v.ocr_runtime.trim().is_empty()).then(|| home_resolved(&v.ocr_runtime)),
         };
         if ocr.languages.trim().is_empty() || ocr.program.trim().is_empty() {
             bail!("ocr_languages and ocr_program must not be empty");
+        }
+        if v.ocr_models.trim().is_empty() {
+            bail!("ocr_models must not be empty");
         }
         if v.max_extract_memory < MIN_EXTRACT_MEMORY {
             bail!(

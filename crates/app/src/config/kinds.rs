@@ -47,6 +47,9 @@ pub enum OcrKind {
     Off,
     /// Debian's Tesseract 5 program (`ocr_program`, `ocr_languages`).
     Tesseract,
+    /// PP-OCRv6 small run by ONNX Runtime (`ocr_models`, `ocr_runtime`; fetched by
+    /// `scripts/fetch-ocr-models.sh`).
+    Ppocr,
 }
 
 /// Which reranker reorders the fused candidates.

@@ -28,6 +28,10 @@ pub struct OcrSettings {
     pub program: String,
     /// Longest OCR of one page, in seconds.
     pub page_seconds: u64,
+    /// The PP-OCR models' folder, the home folder resolved.
+    pub models: PathBuf,
+    /// The ONNX Runtime library PP-OCR runs on; `None`: the one in `models`.
+    pub runtime: Option<PathBuf>,
 }
 
 /// The resolved configuration of one run, parsed once.

@@ -131,13 +131,20 @@ settings! {
     /// Most pixels of one page picture (an image file's page, a scanned PDF page), checked
     /// from the image's header before it is decoded; at least 1 (50 MP: A4 at 600 dpi is 35).
     max_image_pixels: u64 = 50_000_000, env: "ZHIKU_MAX_IMAGE_PIXELS";
-    /// The OCR engine that reads scans and pictures: `tesseract` or `off`.
-    ocr: OcrKind = OcrKind::Tesseract, env: "ZHIKU_OCR";
+    /// The OCR engine that reads scans and pictures: `ppocr` (PP-OCRv6 small, measured best:
+    /// `bench/ocr/README.md`), `tesseract` or `off`.
+    ocr: OcrKind = OcrKind::Ppocr, env: "ZHIKU_OCR";
     /// Tesseract's languages, `+`-separated (Debian packages tesseract-ocr-chi-sim, -chi-tra,
     /// -eng).
     ocr_languages: String = "chi_sim+chi_tra+eng".into(), env: "ZHIKU_OCR_LANGUAGES";
     /// The Tesseract program: a path, or a name looked up on `PATH`.
     ocr_program: String = "tesseract".into(), env: "ZHIKU_OCR_PROGRAM";
+    /// The folder of the PP-OCR models (`ocr = "ppocr"`), as `scripts/fetch-ocr-models.sh`
+    /// fills it; a leading `~/` is the home folder.
+    ocr_models: String = "~/.cache/zhiku/models/ppocr".into(), env: "ZHIKU_OCR_MODELS";
+    /// The ONNX Runtime shared library PP-OCR runs on; empty: `libonnxruntime.so.1.32.0` in
+    /// `ocr_models`. A leading `~/` is the home folder.
+    ocr_runtime: String = String::new(), env: "ZHIKU_OCR_RUNTIME";
     /// Longest OCR of one page picture, in seconds; at least 1 (a file's OCR is bounded by
     /// `max_extract_seconds` too).
     ocr_page_seconds: u64 = 60, env: "ZHIKU_OCR_PAGE_SECONDS";

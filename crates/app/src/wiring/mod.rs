@@ -69,9 +69,15 @@ fn ocr_cache(config: &Config) -> Option<zhiku_adapters_fs::ocr_cache::OcrCache> 
         })?;
     Some(zhiku_adapters_fs::ocr_cache::OcrCache {
         dir: base.join("zhiku").join("ocr"),
-        // What decides the text read: the engine and its languages (not the program's path,
-        // nor its deadline).
-        engine: format!("{:?}:{}", config.ocr.kind, config.ocr.languages),
+        // What decides the text read: the engine, its languages, models and runtime (not
+        // Tesseract's path, nor the deadline).
+        engine: format!(
+            "{:?}:{}:{}:{:?}",
+            config.ocr.kind,
+            config.ocr.languages,
+            config.ocr.models.display(),
+            config.ocr.runtime
+        ),
     })
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use zhiku_adapters_fs::worker::OcrFactory;
+use zhiku_adapters_ppocr::{PpOcr, PpOcrConfig};
 use zhiku_adapters_tesseract::{Tesseract, TesseractConfig};
 use zhiku_domain::ports::Ocr;
 
@@ -24,7 +25,19 @@ pub fn engine(settings: &OcrSettings) -> Option<Arc<dyn Ocr>> {
             languages: settings.languages.clone(),
             timeout: Duration::from_secs(settings.page_seconds),
         }))),
+        OcrKind::Ppocr => Some(Arc::new(PpOcr::new(ppocr_config(settings)))),
     }
+}
+
+/// The PP-OCR engine's files: the models' folder and the runtime library, absolute (the
+/// extraction workers may not share this process's working folder's meaning).
+fn ppocr_config(settings: &OcrSettings) -> PpOcrConfig {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut config = PpOcrConfig::in_folder(absolute(&settings.models));
+    if let Some(runtime) = &settings.runtime {
+        config.runtime = absolute(runtime);
+    }
+    config
 }
 
 /// The arguments that tell an extraction worker its engine (the worker's environment is
@@ -42,6 +55,17 @@ pub fn worker_args(settings: &OcrSettings) -> Vec<OsString> {
             "--ocr-page-seconds".into(),
             settings.page_seconds.to_string().into(),
         ],
+        OcrKind::Ppocr => {
+            let config = ppocr_config(settings);
+            vec![
+                "--ocr".into(),
+                "ppocr".into(),
+                "--ocr-models".into(),
+                config.models.into_os_string(),
+                "--ocr-runtime".into(),
+                config.runtime.into_os_string(),
+            ]
+        }
     }
 }
 
@@ -54,6 +78,8 @@ pub fn take_worker_args(args: Vec<String>) -> Result<(Option<OcrFactory>, Vec<St
         languages: String::new(),
         program: String::new(),
         page_seconds: 60,
+        models: PathBuf::new(),
+        runtime: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -64,10 +90,13 @@ pub fn take_worker_args(args: Vec<String>) -> Result<(Option<OcrFactory>, Vec<St
         match arg.as_str() {
             "--ocr" => match value()?.as_str() {
                 "tesseract" => settings.kind = OcrKind::Tesseract,
+                "ppocr" => settings.kind = OcrKind::Ppocr,
                 other => bail!("unknown OCR engine {other:?}"),
             },
             "--ocr-program" => settings.program = value()?,
             "--ocr-languages" => settings.languages = value()?,
+            "--ocr-models" => settings.models = value()?.into(),
+            "--ocr-runtime" => settings.runtime = Some(value()?.into()),
             "--ocr-page-seconds" => {
                 settings.page_seconds = value()?
                     .parse()
@@ -78,7 +107,7 @@ pub fn take_worker_args(args: Vec<String>) -> Result<(Option<OcrFactory>, Vec<St
     }
     let factory: Option<OcrFactory> = match settings.kind {
         OcrKind::Off => None,
-        OcrKind::Tesseract => Some(Box::new(move || {
+        OcrKind::Tesseract | OcrKind::Ppocr => Some(Box::new(move || {
             engine(&settings).ok_or_else(|| anyhow!("OCR is off"))
         })),
     };
@@ -116,6 +145,8 @@ mod tests {
             languages: "chi_sim+eng".into(),
             program: "/opt/t/tesseract".into(),
             page_seconds: 7,
+            models: PathBuf::new(),
+            runtime: None,
         };
         let mut args: Vec<String> = worker_args(&settings)
             .into_iter()
@@ -131,5 +162,42 @@ mod tests {
         };
         assert!(worker_args(&off).is_empty());
         assert!(take_worker_args(vec!["--ocr".into()]).is_err());
+    }
+
+    #[test]
+    fn the_workers_ppocr_arguments_are_absolute_paths() {
+        let settings = OcrSettings {
+            kind: OcrKind::Ppocr,
+            languages: String::new(),
+            program: String::new(),
+            page_seconds: 60,
+            models: "/m/ppocr".into(),
+            runtime: None,
+        };
+        let args: Vec<String> = worker_args(&settings)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "--ocr",
+                "ppocr",
+                "--ocr-models",
+                "/m/ppocr",
+                "--ocr-runtime",
+                "/m/ppocr/libonnxruntime.so.1.32.0"
+            ]
+        );
+        let (factory, rest) = take_worker_args(args).unwrap();
+        assert!(factory.is_some() && rest.is_empty());
+        let relative = OcrSettings {
+            models: "models".into(),
+            runtime: Some("lib/libonnxruntime.so".into()),
+            ..settings
+        };
+        let args = worker_args(&relative);
+        assert!(Path::new(&args[3]).is_absolute() && Path::new(&args[5]).is_absolute());
+        assert!(args[5].to_string_lossy().ends_with("lib/libonnxruntime.so"));
     }
 }
