@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use zhiku_adapters_qdrant::{
-    Bm25, QdrantCatalogStore, QdrantConfig, QdrantLexicalIndex, QdrantVectorIndex,
+    Bm25, MERGE_AT, QdrantCatalogStore, QdrantConfig, QdrantLexicalIndex, QdrantVectorIndex,
 };
 use zhiku_domain::ports::{
     CatalogStore, EmbeddedChunk, IndexError, LexicalIndex, ScoredChunk, VectorIndex,
@@ -702,6 +702,54 @@ mod adapter {
         second.release(true).unwrap();
         assert!(first.lease_on_record().unwrap().owner.is_empty());
         first.drop_collection().unwrap();
+    }
+
+    /// One-document saves after a large indexing commit fold only what came after it: the
+    /// large commit stays as it is (not rewritten with every merge), the live commits stay
+    /// bounded, no merged rows are left dead, and the catalog reads back whole.
+    #[test]
+    fn saves_after_a_large_commit_fold_only_the_small_ones() {
+        use zhiku_domain::ports::Changed;
+        let Some(url) = server("saves_after_a_large_commit_fold_only_the_small_ones") else {
+            return;
+        };
+        let config = config(&url);
+        let name = unique_collection("merge");
+        let store = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let (turn, _) = store.begin_write().unwrap();
+        let names: Vec<String> = (0..760).map(|i| format!("d{i:04}")).collect();
+        let catalog_of = |n: usize| {
+            let docs: Vec<(&str, usize)> = names[..n].iter().map(|s| (s.as_str(), 1)).collect();
+            zhiku_tests::contract::catalog::stored_catalog(&docs, None)
+        };
+        let changed = |from: usize, to: usize| Changed {
+            docs: names[from..to]
+                .iter()
+                .map(|d| (DocId::new(d).unwrap(), (None, None)))
+                .collect(),
+            stamps: names[from..to]
+                .iter()
+                .map(|d| (format!("notes/{d}.md"), None))
+                .collect(),
+        };
+        store.save(&catalog_of(200)).unwrap();
+        store
+            .save_changed(&catalog_of(700), &changed(200, 700))
+            .unwrap();
+        let large = store.live_commits().unwrap()[1];
+        for n in 701..=760 {
+            store
+                .save_changed(&catalog_of(n), &changed(n - 1, n))
+                .unwrap();
+        }
+        let live = store.live_commits().unwrap();
+        assert!(live.len() <= MERGE_AT + 1, "{} live commits", live.len());
+        assert_eq!(live[1], large, "the large commit was rewritten: {live:?}");
+        assert_eq!(store.load().unwrap(), Some(catalog_of(760)));
+        // The head, two rows (entry, stamp) per document, nothing dead.
+        assert_eq!(store.points().unwrap(), 1 + 2 * 760);
+        turn.finish();
+        store.drop_collection().unwrap();
     }
 
     /// A turn taken through the port holds the lease until it is dropped, renewing it; the

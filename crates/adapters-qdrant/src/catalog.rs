@@ -71,6 +71,9 @@ const HEAD: u64 = 0;
 /// 31.3 s with 30 s), and how long a writer may stall before its lease can be taken (its save
 /// is then refused, never recorded).
 pub const LEASE_TTL: Duration = Duration::from_secs(10);
+/// How soon a renewal that failed (not lost: the head could not be read or changed) is tried
+/// again.
+const RENEW_RETRY: Duration = Duration::from_millis(500);
 /// How long a writer waits for another's lease before it gives up (temporarily).
 pub const LEASE_WAIT: Duration = Duration::from_secs(120);
 
@@ -262,6 +265,17 @@ impl QdrantCatalogStore {
     /// by any handle.
     pub fn version(&self) -> Result<u64, CatalogError> {
         Ok(self.read_head()?.map_or(0, |h| h.version))
+    }
+
+    /// The live commits on record now, oldest first (for tests and diagnostics).
+    pub fn live_commits(&self) -> Result<Vec<i64>, CatalogError> {
+        Ok(self.read_head()?.map(|h| h.live).unwrap_or_default())
+    }
+
+    /// The points of the catalog collection: the head and every row, live or not (for tests
+    /// and diagnostics: rows of commits that are not live are dead weight).
+    pub fn points(&self) -> Result<usize, CatalogError> {
+        self.collection.count().map_err(|e| backend(e.to_string()))
     }
 
     /// The lease on record now.
@@ -708,8 +722,13 @@ impl QdrantCatalogStore {
         })
     }
 
-    /// Merges the live commits after the first into one, when there are more than
-    /// [`MERGE_AT`]. Best effort: a merge that loses a race is dropped.
+    /// Merges the newest live commits into one, when there are more than [`MERGE_AT`]: the
+    /// ones after the largest commit of the tail (the first commit is never merged), or the
+    /// whole tail when fewer than two follow it. So a merge rewrites what was written since the
+    /// last large commit, not the whole catalog: a big indexing run's commits stay as they are
+    /// while one-document saves are folded together. Best effort: a merge that loses a race
+    /// to a save is dropped (its rows are deleted, never live); one that only crossed a lease
+    /// renewal is made again on the renewed head.
     fn merge_tail(&self) -> Result<(), CatalogError> {
         let Some(head) = self.read_head()? else {
             return Ok(());
@@ -717,8 +736,19 @@ impl QdrantCatalogStore {
         if head.live.len() <= MERGE_AT {
             return Ok(());
         }
-        let tail = head.live[1..].to_vec();
-        let rows = self.read_rows(&tail, None)?;
+        let tail = &head.live[1..];
+        let mut sizes = Vec::with_capacity(tail.len());
+        for commit in tail {
+            let filter = QFilter::must([Condition::matches(COMMIT, *commit)]);
+            sizes.push(
+                self.collection
+                    .count_where(Some(&filter))
+                    .map_err(|e| backend(e.to_string()))?,
+            );
+        }
+        let from = merge_from(&sizes) + 1;
+        let merging = head.live[from..].to_vec();
+        let rows = self.read_rows(&merging, None)?;
         let merged = unique();
         let rows: Vec<Row> = rows
             .into_iter()
@@ -728,17 +758,52 @@ impl QdrantCatalogStore {
             })
             .collect();
         self.write_rows(merged, &rows)?;
-        let next = Head {
-            live: vec![head.live[0], merged],
-            ..head.clone()
-        };
-        self.check_fence(&head)?;
-        if self.swap_head(Some(&head), next)? {
-            let _ = self.delete_commits(&tail);
-        } else {
-            let _ = self.delete_commits(&[merged]);
+        let mut seen = head;
+        for _ in 0..READ_ATTEMPTS {
+            self.check_fence(&seen)?;
+            let mut live = seen.live[..from].to_vec();
+            live.push(merged);
+            let next = Head {
+                live,
+                ..seen.clone()
+            };
+            if self.swap_head(Some(&seen), next)? {
+                let _ = self.delete_commits(&merging);
+                return Ok(());
+            }
+            // Lost the race: to a lease renewal (the catalog is the same, only the lease
+            // moved), merge again on that head; to anything else, drop the merge.
+            match self.read_head()? {
+                Some(now)
+                    if now.live.starts_with(&seen.live)
+                        && now.live.len() == seen.live.len()
+                        && now.version == seen.version =>
+                {
+                    seen = now
+                }
+                _ => break,
+            }
         }
+        let _ = self.delete_commits(&[merged]);
         Ok(())
+    }
+}
+
+/// Where the merge of a tail of commits of `sizes` rows (oldest first) starts: after the
+/// largest, when at least two commits follow it; at the start otherwise.
+fn merge_from(sizes: &[usize]) -> usize {
+    let Some(largest) = sizes
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (**s, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i)
+    else {
+        return 0;
+    };
+    if sizes.len() - (largest + 1) >= 2 {
+        largest + 1
+    } else {
+        0
     }
 }
 
@@ -767,12 +832,21 @@ impl QdrantCatalogStore {
                     match stopped.recv_timeout(LEASE_TTL / 3) {
                         Ok(finished) => break finished,
                         Err(RecvTimeoutError::Disconnected) => break false,
-                        Err(RecvTimeoutError::Timeout) => {
-                            if !renew(&c, &cell, LEASE_TTL).unwrap_or(false) {
-                                // Lost: wait for the turn to end (release leaves it alone).
-                                break stopped.recv().unwrap_or(false);
-                            }
-                        }
+                        Err(RecvTimeoutError::Timeout) => match renew(&c, &cell, LEASE_TTL) {
+                            Ok(true) => {}
+                            // Lost: wait for the turn to end (release leaves it alone).
+                            Ok(false) => break stopped.recv().unwrap_or(false),
+                            // The head could not be read or changed now (a busy or failing
+                            // node): try again soon; if the lease lapses meanwhile, the next
+                            // save is refused by the fence, never made without it.
+                            Err(_) => match stopped.recv_timeout(RENEW_RETRY) {
+                                Ok(finished) => break finished,
+                                Err(RecvTimeoutError::Disconnected) => break false,
+                                Err(RecvTimeoutError::Timeout) => {
+                                    let _ = renew(&c, &cell, LEASE_TTL);
+                                }
+                            },
+                        },
                     }
                 };
                 let _ = release(&c, &cell, finished);
@@ -958,5 +1032,22 @@ impl CatalogStore for QdrantCatalogStore {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_from;
+
+    #[test]
+    fn a_merge_folds_what_came_after_the_largest_commit() {
+        // One large indexing commit, then small saves: only the small ones are merged.
+        assert_eq!(merge_from(&[8_192, 137_000, 1, 1, 1, 1]), 2);
+        // Equal batches: the first is the largest, the rest follow it.
+        assert_eq!(merge_from(&[10, 10, 10, 10]), 1);
+        // Fewer than two after the largest: the whole tail.
+        assert_eq!(merge_from(&[1, 1, 500, 1]), 0);
+        assert_eq!(merge_from(&[1, 2, 3]), 0);
+        assert_eq!(merge_from(&[]), 0);
     }
 }

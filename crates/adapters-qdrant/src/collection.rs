@@ -11,9 +11,9 @@ use std::time::Duration;
 use qdrant_client::qdrant::{
     CollectionConfig, CountPointsBuilder, CreateCollectionBuilder,
     CreateFieldIndexCollectionBuilder, DeleteCollectionBuilder, DeletePointsBuilder, FieldType,
-    KeywordIndexParamsBuilder, PayloadIncludeSelector, PointId, PointStruct, PointsIdsList,
-    QueryPointsBuilder, RetrievedPoint, ScoredPoint, ScrollPointsBuilder, UpdateCollectionBuilder,
-    UpsertPointsBuilder,
+    Filter as QFilter, KeywordIndexParamsBuilder, PayloadIncludeSelector, PointId, PointStruct,
+    PointsIdsList, QueryPointsBuilder, RetrievedPoint, ScoredPoint, ScrollPointsBuilder,
+    UpdateCollectionBuilder, UpsertPointsBuilder,
 };
 use tokio::runtime::Runtime;
 use zhiku_domain::ports::{IndexError, ScoredChunk, rank_and_truncate};
@@ -538,10 +538,19 @@ impl Collection {
 
     /// The exact number of points.
     pub(crate) fn count(&self) -> Result<usize, IndexError> {
+        self.count_where(None)
+    }
+
+    /// The exact number of points `filter` matches (all of them without one).
+    pub(crate) fn count_where(&self, filter: Option<&QFilter>) -> Result<usize, IndexError> {
         self.run(async {
             let response = self
                 .retry("count", |c| {
-                    c.count(CountPointsBuilder::new(&self.name).exact(true))
+                    let mut request = CountPointsBuilder::new(&self.name).exact(true);
+                    if let Some(f) = filter {
+                        request = request.filter(f.clone());
+                    }
+                    c.count(request)
                 })
                 .await?;
             Ok(response.result.map(|r| r.count as usize).unwrap_or(0))
