@@ -21,8 +21,8 @@
 //! compare-and-set: an upsert of point 0 whose `update_filter` requires the `seq` it read,
 //! through the shard's leader (`WriteOrdering::Medium`). Rows of a save that never reached
 //! the head (a crash, a lost race) are not live and so never read. A full save makes its
-//! commit the only live one; a save of what changed appends its commit; past
-//! [`MERGE_AT`] live commits the newer ones are merged into one. Rows of commits that leave
+//! commit the only live one; a save of what changed appends its commit, and the newest
+//! commits are then merged as a size-tiered log does (`merge_start`). Rows of commits that leave
 //! the list are deleted afterwards. A reader takes the head, reads the rows of its live
 //! commits and takes the head again: when `seq` moved in between (a save, a merge, a lease
 //! change) it reads again, so a load never mixes two catalogs.
@@ -60,7 +60,8 @@ use crate::payload::{integer_field, string_field, uuid_of};
 const FORMAT: &str = "zhiku-qdrant-catalog/1";
 /// The adapter's name in errors.
 const ADAPTER: &str = "qdrant-catalog";
-/// Live commits past which the newer ones are merged into one.
+/// Half the live commits past which the whole tail is merged, whatever the sizes (a head an
+/// earlier version wrote, without sizes); the size-tiered merges keep far fewer.
 pub const MERGE_AT: usize = 16;
 /// Reads of a catalog that a concurrent save moved under them before a load gives up.
 const READ_ATTEMPTS: usize = 20;
@@ -120,6 +121,10 @@ struct Head {
     version: u64,
     /// The commits whose rows make the catalog, oldest first.
     live: Vec<i64>,
+    /// The rows each live commit wrote, in the order of `live` (empty, or of another length,
+    /// in a head an earlier version wrote: then counted when needed).
+    #[serde(default)]
+    sizes: Vec<u64>,
     /// The catalog without its rows; `None` until the first save.
     header: Option<StoredCatalog>,
     /// What the rows hold.
@@ -678,6 +683,7 @@ impl QdrantCatalogStore {
         &self,
         catalog: &StoredCatalog,
         commit: i64,
+        rows: u64,
         replace: bool,
         base: Option<u64>,
     ) -> Result<bool, CatalogError> {
@@ -692,15 +698,20 @@ impl QdrantCatalogStore {
                 return Ok(false);
             }
             self.check_fence(&current)?;
-            let mut live = if replace {
-                Vec::new()
+            let (mut live, mut sizes) = if replace {
+                (Vec::new(), Vec::new())
             } else {
-                current.live.clone()
+                (current.live.clone(), current.sizes.clone())
             };
             live.push(commit);
+            sizes.push(rows);
+            if sizes.len() != live.len() {
+                sizes.clear();
+            }
             let next = Head {
                 version: current.version + 1,
                 live,
+                sizes,
                 header: Some(header.clone()),
                 counts: CatalogCounts::of(&catalog.catalog),
                 ..current.clone()
@@ -722,31 +733,45 @@ impl QdrantCatalogStore {
         })
     }
 
-    /// Merges the newest live commits into one, when there are more than [`MERGE_AT`]: the
-    /// ones after the largest commit of the tail (the first commit is never merged), or the
-    /// whole tail when fewer than two follow it. So a merge rewrites what was written since the
-    /// last large commit, not the whole catalog: a big indexing run's commits stay as they are
-    /// while one-document saves are folded together. Best effort: a merge that loses a race
-    /// to a save is dropped (its rows are deleted, never live); one that only crossed a lease
-    /// renewal is made again on the renewed head.
+    /// Merges the newest live commits as a size-tiered log does, after every save: the
+    /// longest run of newest commits whose rows together are at least as many as the commit
+    /// before the run's first is folded into that one, never the first live commit (see
+    /// [`merge_start`]). So live commits shrink in size from oldest to newest, there are a
+    /// logarithm of the rows of them, and a row is rewritten a logarithm of times: a big
+    /// indexing run's commits stay as they are while one-document saves fold together. Past
+    /// [`MERGE_AT`] × 2 live commits (a head an earlier version wrote), the whole tail is
+    /// merged. Best effort: a merge that loses a race to a save is dropped (its rows are
+    /// deleted, never live); one that only crossed a lease renewal is made again on the
+    /// renewed head.
     fn merge_tail(&self) -> Result<(), CatalogError> {
         let Some(head) = self.read_head()? else {
             return Ok(());
         };
-        if head.live.len() <= MERGE_AT {
+        if head.live.len() < 3 {
             return Ok(());
         }
-        let tail = &head.live[1..];
-        let mut sizes = Vec::with_capacity(tail.len());
-        for commit in tail {
-            let filter = QFilter::must([Condition::matches(COMMIT, *commit)]);
-            sizes.push(
-                self.collection
-                    .count_where(Some(&filter))
-                    .map_err(|e| backend(e.to_string()))?,
-            );
-        }
-        let from = merge_from(&sizes) + 1;
+        let sizes = if head.sizes.len() == head.live.len() {
+            head.sizes.clone()
+        } else {
+            let mut sizes = Vec::with_capacity(head.live.len());
+            for commit in &head.live {
+                let filter = QFilter::must([Condition::matches(COMMIT, *commit)]);
+                sizes.push(
+                    self.collection
+                        .count_where(Some(&filter))
+                        .map_err(|e| backend(e.to_string()))? as u64,
+                );
+            }
+            sizes
+        };
+        let from = if head.live.len() > 2 * MERGE_AT {
+            1
+        } else {
+            match merge_start(&sizes) {
+                Some(from) => from,
+                None => return Ok(()),
+            }
+        };
         let merging = head.live[from..].to_vec();
         let rows = self.read_rows(&merging, None)?;
         let merged = unique();
@@ -758,13 +783,17 @@ impl QdrantCatalogStore {
             })
             .collect();
         self.write_rows(merged, &rows)?;
+        let merged_rows = rows.len() as u64;
         let mut seen = head;
         for _ in 0..READ_ATTEMPTS {
             self.check_fence(&seen)?;
             let mut live = seen.live[..from].to_vec();
             live.push(merged);
+            let mut sizes = sizes[..from].to_vec();
+            sizes.push(merged_rows);
             let next = Head {
                 live,
+                sizes,
                 ..seen.clone()
             };
             if self.swap_head(Some(&seen), next)? {
@@ -789,22 +818,22 @@ impl QdrantCatalogStore {
     }
 }
 
-/// Where the merge of a tail of commits of `sizes` rows (oldest first) starts: after the
-/// largest, when at least two commits follow it; at the start otherwise.
-fn merge_from(sizes: &[usize]) -> usize {
-    let Some(largest) = sizes
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, s)| (**s, std::cmp::Reverse(*i)))
-        .map(|(i, _)| i)
-    else {
-        return 0;
-    };
-    if sizes.len() - (largest + 1) >= 2 {
-        largest + 1
-    } else {
-        0
+/// Where a merge of live commits of `sizes` rows (oldest first) starts: the longest run of
+/// newest commits, two or more, whose rows add up to at least the commit before each step
+/// (so equal neighbours fold, as a binary counter carries); never at the first commit.
+/// `None` when the newest commit is smaller than the one before it.
+fn merge_start(sizes: &[u64]) -> Option<usize> {
+    let n = sizes.len();
+    if n < 3 {
+        return None;
     }
+    let mut start = n - 1;
+    let mut rows = sizes[start];
+    while start > 1 && rows >= sizes[start - 1] {
+        start -= 1;
+        rows += sizes[start];
+    }
+    (n - start >= 2).then_some(start)
 }
 
 impl QdrantCatalogStore {
@@ -1000,7 +1029,7 @@ impl CatalogStore for QdrantCatalogStore {
             .collect();
         let rows = Self::rows_of(catalog, docs.into_iter(), catalog.stamps.keys())?;
         self.write_rows(commit, &rows)?;
-        match self.publish(catalog, commit, true, None) {
+        match self.publish(catalog, commit, rows.len() as u64, true, None) {
             Ok(_) => Ok(()),
             Err(e) => {
                 let _ = self.delete_commits(&[commit]);
@@ -1017,7 +1046,7 @@ impl CatalogStore for QdrantCatalogStore {
         let commit = unique();
         let rows = Self::rows_of(catalog, changed.docs.keys(), changed.stamps.keys())?;
         self.write_rows(commit, &rows)?;
-        match self.publish(catalog, commit, false, Some(base)) {
+        match self.publish(catalog, commit, rows.len() as u64, false, Some(base)) {
             Ok(true) => {
                 let _ = self.merge_tail();
                 Ok(())
@@ -1037,17 +1066,19 @@ impl CatalogStore for QdrantCatalogStore {
 
 #[cfg(test)]
 mod tests {
-    use super::merge_from;
+    use super::merge_start;
 
     #[test]
-    fn a_merge_folds_what_came_after_the_largest_commit() {
-        // One large indexing commit, then small saves: only the small ones are merged.
-        assert_eq!(merge_from(&[8_192, 137_000, 1, 1, 1, 1]), 2);
-        // Equal batches: the first is the largest, the rest follow it.
-        assert_eq!(merge_from(&[10, 10, 10, 10]), 1);
-        // Fewer than two after the largest: the whole tail.
-        assert_eq!(merge_from(&[1, 1, 500, 1]), 0);
-        assert_eq!(merge_from(&[1, 2, 3]), 0);
-        assert_eq!(merge_from(&[]), 0);
+    fn merges_fold_the_newest_commits_as_a_binary_counter_carries() {
+        // A large indexing commit, then one-row saves: only the saves fold.
+        assert_eq!(merge_start(&[400, 1_000, 2, 2]), Some(2));
+        assert_eq!(merge_start(&[400, 1_000, 4, 2]), None);
+        assert_eq!(merge_start(&[400, 1_000, 4, 2, 2]), Some(2));
+        // Equal indexing batches carry into one another, never into the first commit.
+        assert_eq!(merge_start(&[10, 10, 10, 10]), Some(1));
+        assert_eq!(merge_start(&[10, 40, 20, 10, 10]), Some(1));
+        assert_eq!(merge_start(&[10, 100, 20, 10, 10]), Some(2));
+        assert_eq!(merge_start(&[5, 5]), None);
+        assert_eq!(merge_start(&[]), None);
     }
 }
