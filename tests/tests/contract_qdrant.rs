@@ -752,6 +752,82 @@ mod adapter {
         store.drop_collection().unwrap();
     }
 
+    /// An indexing run's equal batches, saved while the lease is renewed again and again (as
+    /// the turn's renewer does on a busy node), fold as a binary counter carries and leave no
+    /// dead rows: a merge that crossed a renewal is made on the renewed head, and one that is
+    /// dropped takes its rows with it. A save that touched no row adds no commit.
+    #[test]
+    fn batches_saved_across_lease_renewals_leave_no_dead_rows() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use zhiku_domain::ports::Changed;
+        let Some(url) = server("batches_saved_across_lease_renewals_leave_no_dead_rows") else {
+            return;
+        };
+        let config = config(&url);
+        let name = unique_collection("renewals");
+        let store = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let ttl = zhiku_adapters_qdrant::LEASE_TTL;
+        assert!(store.acquire(ttl, Duration::ZERO).unwrap());
+        let names: Vec<String> = (0..640).map(|i| format!("d{i:04}")).collect();
+        let catalog_of = |n: usize| {
+            let docs: Vec<(&str, usize)> = names[..n].iter().map(|s| (s.as_str(), 1)).collect();
+            zhiku_tests::contract::catalog::stored_catalog(&docs, None)
+        };
+        let changed = |from: usize, to: usize| Changed {
+            docs: names[from..to]
+                .iter()
+                .map(|d| (DocId::new(d).unwrap(), (None, None)))
+                .collect(),
+            stamps: names[from..to]
+                .iter()
+                .map(|d| (format!("notes/{d}.md"), None))
+                .collect(),
+        };
+        let done = AtomicBool::new(false);
+        let renewals = std::thread::scope(|s| {
+            let renewer = s.spawn(|| {
+                let mut renewals = 0;
+                while !done.load(Ordering::Relaxed) {
+                    if !store.acquire(ttl, Duration::ZERO).unwrap() {
+                        break;
+                    }
+                    renewals += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                renewals
+            });
+            // Stops the renewer however this thread leaves the scope (a failed save panics).
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let stop = Stop(&done);
+            store.save(&catalog_of(40)).unwrap();
+            for n in (80..=640).step_by(40) {
+                store
+                    .save_changed(&catalog_of(n), &changed(n - 40, n))
+                    .unwrap();
+            }
+            // Nothing touched: the header alone.
+            store
+                .save_changed(&catalog_of(640), &Changed::default())
+                .unwrap();
+            drop(stop);
+            renewer.join().unwrap()
+        });
+        assert!(renewals > 10, "only {renewals} renewals crossed the saves");
+        assert_eq!(store.load().unwrap(), Some(catalog_of(640)));
+        let live = store.live_commits().unwrap();
+        // 16 batches of 40 after a first of 40: sizes shrink oldest to newest, so at most
+        // about log2(16) + 2 commits stay live.
+        assert!(live.len() <= 6, "{} live commits", live.len());
+        assert_eq!(store.points().unwrap(), 1 + 2 * 640, "dead rows were left");
+        store.release(true).unwrap();
+        store.drop_collection().unwrap();
+    }
+
     /// A turn taken through the port holds the lease until it is dropped, renewing it; the
     /// catalog it returns is the one another handle saved since.
     #[test]

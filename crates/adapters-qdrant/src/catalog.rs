@@ -313,7 +313,12 @@ impl QdrantCatalogStore {
     /// Refuses a change of `head` by a handle that held a lease and no longer does.
     fn check_fence(&self, head: &Head) -> Result<(), CatalogError> {
         match self.held() {
-            Some(mine) if head.lease != mine || !mine.held_by(&mine.owner, now_ms()) => {
+            // A renewal moves only `until_ms`: the lease is still this handle's when the head
+            // names its owner and epoch and has not lapsed (the head may carry a renewal this
+            // handle's copy has not taken in yet).
+            Some(mine)
+                if head.lease.epoch != mine.epoch || !head.lease.held_by(&mine.owner, now_ms()) =>
+            {
                 Err(CatalogError::Backend {
                     adapter: ADAPTER,
                     source: format!(
@@ -703,8 +708,11 @@ impl QdrantCatalogStore {
             } else {
                 (current.live.clone(), current.sizes.clone())
             };
-            live.push(commit);
-            sizes.push(rows);
+            // A save that changed no row (the header alone) adds no commit.
+            if replace || rows > 0 {
+                live.push(commit);
+                sizes.push(rows);
+            }
             if sizes.len() != live.len() {
                 sizes.clear();
             }
@@ -783,38 +791,53 @@ impl QdrantCatalogStore {
             })
             .collect();
         self.write_rows(merged, &rows)?;
-        let merged_rows = rows.len() as u64;
-        let mut seen = head;
-        for _ in 0..READ_ATTEMPTS {
-            self.check_fence(&seen)?;
-            let mut live = seen.live[..from].to_vec();
-            live.push(merged);
-            let mut sizes = sizes[..from].to_vec();
-            sizes.push(merged_rows);
-            let next = Head {
-                live,
-                sizes,
-                ..seen.clone()
-            };
-            if self.swap_head(Some(&seen), next)? {
+        match self.publish_merge(head, from, sizes, merged, rows.len() as u64) {
+            Ok(true) => {
                 let _ = self.delete_commits(&merging);
-                return Ok(());
+                Ok(())
             }
-            // Lost the race: to a lease renewal (the catalog is the same, only the lease
-            // moved), merge again on that head; to anything else, drop the merge.
-            match self.read_head()? {
-                Some(now)
-                    if now.live.starts_with(&seen.live)
-                        && now.live.len() == seen.live.len()
-                        && now.version == seen.version =>
-                {
-                    seen = now
-                }
-                _ => break,
+            // Not made live, whatever stopped it: its rows go (best effort; never read).
+            outcome => {
+                let _ = self.delete_commits(&[merged]);
+                outcome.map(|_| ())
             }
         }
-        let _ = self.delete_commits(&[merged]);
-        Ok(())
+    }
+
+    /// Makes `merged` (the rows of `seen.live[from..]`) live in their place; false when the
+    /// catalog changed meanwhile (a save) or the lease is not this handle's. Crossing a lease
+    /// renewal (the catalog is the same, only the lease moved) is not a change: the merge is
+    /// made on the renewed head.
+    fn publish_merge(
+        &self,
+        mut seen: Head,
+        from: usize,
+        sizes: Vec<u64>,
+        merged: i64,
+        merged_rows: u64,
+    ) -> Result<bool, CatalogError> {
+        let (live, version) = (seen.live.clone(), seen.version);
+        for _ in 0..READ_ATTEMPTS {
+            if self.check_fence(&seen).is_ok() {
+                let mut next_live = live[..from].to_vec();
+                next_live.push(merged);
+                let mut next_sizes = sizes[..from].to_vec();
+                next_sizes.push(merged_rows);
+                let next = Head {
+                    live: next_live,
+                    sizes: next_sizes,
+                    ..seen.clone()
+                };
+                if self.swap_head(Some(&seen), next)? {
+                    return Ok(true);
+                }
+            }
+            match self.read_head()? {
+                Some(now) if now.live == live && now.version == version => seen = now,
+                _ => return Ok(false),
+            }
+        }
+        Ok(false)
     }
 }
 

@@ -49,12 +49,17 @@ pub struct QdrantConfig {
     pub initial_backoff: Duration,
     /// The HNSW beam width of a search (`hnsw_ef`); `None` leaves it to the server (which
     /// uses the collection's `ef_construct`, 100 by default). Larger finds more of the true
-    /// nearest neighbours and costs more per search.
+    /// nearest neighbours and costs more per search. 256 by default: on 100,000 chunks it
+    /// found 0.995 / 0.992 of the exact top 10 (all scopes / one scope; the server's beam
+    /// 0.975 / 0.963) at 13.5 / 10.2 ms p50 (`bench/cluster/SCALE.md`).
     pub hnsw_ef: Option<u64>,
     /// Exact (brute-force) search instead of HNSW: every point is scored. For measurements of
     /// recall and for small collections.
     pub exact: bool,
 }
+
+/// The search beam when none is configured (see [`QdrantConfig::hnsw_ef`]).
+pub const DEFAULT_HNSW_EF: u64 = 256;
 
 impl Default for QdrantConfig {
     fn default() -> Self {
@@ -69,7 +74,7 @@ impl Default for QdrantConfig {
             replication_factor: 1,
             max_retries: 3,
             initial_backoff: Duration::from_millis(100),
-            hnsw_ef: None,
+            hnsw_ef: Some(DEFAULT_HNSW_EF),
             exact: false,
         }
     }

@@ -85,7 +85,7 @@ struct Terms {
 impl Terms {
     fn of(chunk: &Chunk) -> Self {
         Self {
-            content: counts(chunk.content()),
+            content: counts(&chunk.indexed_text()),
             title: counts(chunk.doc().title.as_str()),
         }
     }
