@@ -24,8 +24,8 @@ port):
 - the Qdrant process's RSS (and peak, VmHWM) and the size on disk of the knowledge base's
   collections, after that optimisation and at the end;
 - `--beams`: recall@10 of the served dense route at each search beam (`hnsw_ef`; `default`
-  leaves it to the server) against the same store served with `exact` search, over all scopes
-  and over one scope (a token of `scope-0` only), with p50/p99 per beam;
+  is zhiku's, 256) against the same store served with `exact` search, over all scopes and over
+  one scope (a token of `scope-0` only), with p50/p99 per beam;
 - `--replicas N`: throughput of hybrid search with 1 and with N `zhiku serve` processes on the
   knowledge base, clients spread round-robin over them: client threads are stepped (`--threads`,
   each step `--step-s` seconds); the highest requests/s whose p99 stays within `--p99-ms` is
@@ -488,9 +488,9 @@ def main() -> None:
     c.add_argument("--knowledge-base", default="scale",
                    help="ZHIKU_QDRANT_KNOWLEDGE_BASE (a baseline gets NAME-baseline)")
     c.add_argument("--hnsw-ef", help="ZHIKU_QDRANT_HNSW_EF for every phase but the beam sweep "
-                   "(default: the server's)")
+                   "(default: zhiku's, 256)")
     c.add_argument("--beams", type=lambda s: [b for b in s.split(",") if b],
-                   default=["default", "128", "256", "512"],
+                   default=["64", "128", "256", "512"],
                    help="beams of the recall sweep, comma-separated ('' skips it)")
     c.add_argument("--replicas", type=int, default=0,
                    help="measure hybrid throughput with 1 and with N serve replicas (0: skip)")

@@ -64,7 +64,7 @@ fn term_frequencies(chunk: &Chunk) -> (HashMap<String, u32>, u32) {
     let mut tf: HashMap<String, u32> = HashMap::new();
     let mut len = 0;
     let title = chunk.doc().title.as_str();
-    for (text, weight) in [(title, 2), (chunk.content(), 1)] {
+    for (text, weight) in [(title, 2), (chunk.indexed_text().as_ref(), 1)] {
         for token in simple_tokens(text) {
             *tf.entry(token).or_default() += weight;
             len += weight;

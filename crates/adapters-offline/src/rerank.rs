@@ -159,7 +159,7 @@ impl Reranker for RuleReranker {
         }
         let texts: Vec<BTreeSet<String>> = candidates
             .iter()
-            .map(|c| terms(c.chunk.content()))
+            .map(|c| terms(&c.chunk.indexed_text()))
             .collect();
         let headings: Vec<BTreeSet<String>> = candidates
             .iter()

@@ -326,9 +326,9 @@ fn passage(candidate: &RerankCandidate<'_>, max_chars: usize) -> String {
         }
     }
     let text = if head.is_empty() {
-        chunk.content().to_string()
+        chunk.indexed_text().into_owned()
     } else {
-        format!("{}\n{}", head.join(" / "), chunk.content())
+        format!("{}\n{}", head.join(" / "), chunk.indexed_text())
     };
     match text.char_indices().nth(max_chars) {
         Some((cut, _)) => text[..cut].to_string(),

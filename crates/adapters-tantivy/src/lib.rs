@@ -670,7 +670,7 @@ impl LexicalIndex for TantivyLexicalIndex {
                 doc.add_text(f.meta, &m);
             }
             doc.add_text(f.title, attrs.title.as_str());
-            doc.add_text(f.content, chunk.content());
+            doc.add_text(f.content, chunk.indexed_text().as_ref());
             if let Some(record) = &record {
                 doc.add_text(f.record, record);
             }

@@ -16,14 +16,22 @@
 //!    cut hard: at the last whitespace in the second half of the window when there is one,
 //!    otherwise at the last grapheme-cluster boundary. Cuts never split a grapheme cluster
 //!    (so never a `\r\n` pair or an emoji sequence).
+//!    **Tables** (Markdown pipe tables: a row, a delimiter row such as `| --- | :-: |` with as
+//!    many cells, then the rows up to a blank or bar-less line; every extractor writes its
+//!    tables this way) are cut by rows instead: the header row with its delimiter row is one
+//!    piece, each body row another, and only a row longer than `max_chars` is cut hard.
 //! 4. **Windows.** Consecutive pieces of one section are merged greedily while the window,
 //!    including the overlap, stays within `max_chars`. Each window after the first of a section
 //!    starts with up to `overlap_chars` characters of the previous window (moved forward to a
-//!    grapheme boundary and never before the previous window's start).
+//!    grapheme boundary and never before the previous window's start). A window that starts
+//!    inside a table's rows below its header carries the header rows
+//!    ([`Chunk::table_header`]): indexed and shown with it, never part of its content.
 //!
 //! Invariants (property-tested): `content == text[start..end]` in characters; the chunks cover
 //! every character; no chunk exceeds `max_chars`, except a single grapheme cluster longer than
-//! `max_chars`, which is kept whole; the output is a pure function of the text and the policy;
+//! `max_chars`, which is kept whole; a chunk that starts inside a table below its header
+//! carries that header, and no other chunk carries one; windows inside a table start and end
+//! at row boundaries unless a row is longer than `max_chars`; the output is a pure function of the text and the policy;
 //! decisions only look ahead a bounded distance, so an edit leaves the IDs of chunks that end
 //! more than `2 * max_chars` characters before it unchanged.
 
@@ -42,6 +50,9 @@ pub struct Span {
     pub end: usize,
     /// Headings above the window, outermost first.
     pub heading_path: Vec<String>,
+    /// The header rows (header and delimiter row) of the table the window continues, as a
+    /// character range of the text, when the window starts inside a table below its header.
+    pub table_header: Option<(usize, usize)>,
 }
 
 /// Cuts `doc` into chunks according to `policy`.
@@ -65,6 +76,9 @@ pub fn chunk_document(doc: &Document, policy: &ChunkingPolicy) -> Vec<Chunk> {
             let (from, to) = (byte_at[span.start], byte_at[span.end]);
             let content = text[from..to].to_string();
             let pages = breaks.as_deref().and_then(|b| page_span(&content, from, b));
+            let header = span
+                .table_header
+                .map(|(s, e)| text[byte_at[s]..byte_at[e]].to_string());
             let chunk = Chunk::new(
                 doc.id().clone(),
                 span.start,
@@ -73,6 +87,10 @@ pub fn chunk_document(doc: &Document, policy: &ChunkingPolicy) -> Vec<Chunk> {
                 u32::try_from(ordinal).unwrap_or(u32::MAX),
                 Arc::clone(doc.attributes()),
             );
+            let chunk = match header {
+                Some(header) => chunk.with_table_header(header),
+                None => chunk,
+            };
             match pages {
                 Some(pages) => chunk.with_pages(pages),
                 None => chunk,
@@ -100,8 +118,9 @@ pub fn split(text: &str, policy: &ChunkingPolicy) -> Vec<Span> {
     let overlap = policy.overlap_chars();
     let mut out = Vec::new();
     for section in sections(&t) {
-        let pieces = pieces(&t, &section, max);
-        pack(&t, &section, &pieces, max, overlap, &mut out);
+        let tables = tables(&t, &section);
+        let pieces = pieces(&t, &section, &tables, max);
+        pack(&t, &section, &tables, &pieces, max, overlap, &mut out);
     }
     out
 }
@@ -159,6 +178,113 @@ struct Section {
     start: usize,
     end: usize,
     heading_path: Vec<String>,
+}
+
+/// A Markdown pipe table, in characters: the header row starts at `start`, the rows below the
+/// delimiter row at `body`, and the table ends at `end` (after its last row's line break);
+/// `rows` are the body rows' `(start, end)`.
+struct Table {
+    start: usize,
+    body: usize,
+    end: usize,
+    rows: Vec<(usize, usize)>,
+}
+
+/// The cells of a table row: the line split at bars that are not escaped (`\|`), without the
+/// empty cells outside a leading and a trailing bar; `None` for a line without such a bar.
+fn row_cells(line: &str) -> Option<Vec<&str>> {
+    let trimmed = strip_indent(line)?.trim();
+    let mut cells = Vec::new();
+    let (mut from, mut escaped, mut bars) = (0, false, 0);
+    for (i, c) in trimmed.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '|' => {
+                cells.push(&trimmed[from..i]);
+                from = i + 1;
+                bars += 1;
+            }
+            _ => {}
+        }
+    }
+    if bars == 0 {
+        return None;
+    }
+    // A trailing bar leaves an empty cell after it, a leading one an empty cell before it.
+    if from < trimmed.len() {
+        cells.push(&trimmed[from..]);
+    }
+    if trimmed.starts_with('|') {
+        cells.remove(0);
+    }
+    Some(cells)
+}
+
+/// True when `line` is a delimiter row of `cells` cells: each `---`, `:--`, `--:` or `:-:`.
+fn is_delimiter_row(line: &str, cells: usize) -> bool {
+    row_cells(line).is_some_and(|row| {
+        row.len() == cells
+            && row.iter().all(|cell| {
+                let cell = cell.trim();
+                let dashes = cell.trim_start_matches(':').trim_end_matches(':');
+                !dashes.is_empty()
+                    && dashes.chars().all(|c| c == '-')
+                    && cell.len() - dashes.len() <= 2
+            })
+    })
+}
+
+/// The pipe tables of a section, outside code fences.
+fn tables(t: &Text, section: &Section) -> Vec<Table> {
+    let lines = t.lines(section.start, section.end);
+    let texts: Vec<String> = lines.iter().map(|&l| t.line_text(l)).collect();
+    let mut out = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let text = &texts[i];
+        if let Some(open) = fence {
+            if fence_closes(text, open) {
+                fence = None;
+            }
+            i += 1;
+            continue;
+        }
+        if let Some(open) = fence_open(text) {
+            fence = Some(open);
+            i += 1;
+            continue;
+        }
+        let header = row_cells(text).filter(|cells| !cells.is_empty());
+        match header {
+            Some(cells) if i + 1 < lines.len() && is_delimiter_row(&texts[i + 1], cells.len()) => {
+                let body = lines[i + 1].1;
+                let mut rows = Vec::new();
+                let mut j = i + 2;
+                while j < lines.len()
+                    && !texts[j].trim().is_empty()
+                    && row_cells(&texts[j]).is_some()
+                {
+                    rows.push(lines[j]);
+                    j += 1;
+                }
+                let end = rows.last().map_or(body, |r| r.1);
+                out.push(Table {
+                    start: lines[i].0,
+                    body,
+                    end,
+                    rows,
+                });
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    out
 }
 
 /// An opening code fence: the fence character and its length.
@@ -272,7 +398,7 @@ fn is_empty_section(t: &Text, section: &Section) -> bool {
 
 /// Cuts a section into units (paragraphs and heading lines) and then into pieces of at most
 /// `max` characters.
-fn pieces(t: &Text, section: &Section, max: usize) -> Vec<(usize, usize)> {
+fn pieces(t: &Text, section: &Section, tables: &[Table], max: usize) -> Vec<(usize, usize)> {
     let mut units: Vec<(usize, usize)> = Vec::new();
     let mut unit_start = section.start;
     let mut previous_blank = false;
@@ -314,11 +440,41 @@ fn pieces(t: &Text, section: &Section, max: usize) -> Vec<(usize, usize)> {
 
     let mut out = Vec::new();
     for (start, end) in units {
-        if end - start <= max {
-            out.push((start, end));
-        } else {
-            split_unit(t, start, end, max, &mut out);
+        for (start, end, rows) in table_cuts(tables, start, end) {
+            if end - start <= max {
+                out.push((start, end));
+            } else if rows {
+                hard_cut(t, start, end, max, &mut out);
+            } else {
+                split_unit(t, start, end, max, &mut out);
+            }
         }
+    }
+    out
+}
+
+/// `[start, end)` cut at the tables in it: before each table, after its header rows, between
+/// its rows and after it. Each part says whether it is a table's header or row (cut only hard
+/// when too long) or text around tables.
+fn table_cuts(tables: &[Table], start: usize, end: usize) -> Vec<(usize, usize, bool)> {
+    let mut out = Vec::new();
+    let mut at = start;
+    for table in tables.iter().filter(|tb| tb.start < end && tb.end > start) {
+        if table.start > at {
+            out.push((at, table.start, false));
+            at = table.start;
+        }
+        let header = (table.start, table.body);
+        for (s, e) in std::iter::once(header).chain(table.rows.iter().copied()) {
+            let (s, e) = (s.max(at), e.min(end));
+            if e > s {
+                out.push((s, e, true));
+                at = e;
+            }
+        }
+    }
+    if end > at {
+        out.push((at, end, false));
     }
     out
 }
@@ -415,6 +571,7 @@ fn hard_cut(t: &Text, start: usize, end: usize, max: usize, out: &mut Vec<(usize
 fn pack(
     t: &Text,
     section: &Section,
+    tables: &[Table],
     pieces: &[(usize, usize)],
     max: usize,
     overlap: usize,
@@ -432,7 +589,18 @@ fn pack(
         };
         let first_len = pieces[i].1 - pieces[i].0;
         let room_for_overlap = max.saturating_sub(first_len);
-        let chunk_start = overlap_start(t, window_start, wanted_overlap.min(room_for_overlap));
+        let mut chunk_start = overlap_start(t, window_start, wanted_overlap.min(room_for_overlap));
+        // An overlap that reaches back into a table carries whole rows, or none.
+        if let Some(tb) = tables
+            .iter()
+            .find(|tb| tb.start < chunk_start && chunk_start < tb.end)
+        {
+            let row_starts = std::iter::once(tb.body).chain(tb.rows.iter().map(|r| r.0));
+            chunk_start = row_starts
+                .chain(std::iter::once(tb.end))
+                .find(|&row| row >= chunk_start)
+                .map_or(window_start, |row| row.min(window_start));
+        }
         let mut window_end = pieces[i].1;
         i += 1;
         loop {
@@ -446,7 +614,12 @@ fn pack(
             }
             // A heading alone would make a poor chunk: cut the paragraph after it into
             // sentences so that the first of them can join the heading.
-            let heading_only = has_heading && chunk_start == section.start && i == 1;
+            let heading_only = has_heading
+                && chunk_start == section.start
+                && i == 1
+                && !tables
+                    .iter()
+                    .any(|tb| tb.start <= pieces[i].0 && pieces[i].0 < tb.end);
             if heading_only {
                 let mut parts = Vec::new();
                 split_unit(t, pieces[i].0, pieces[i].1, max, &mut parts);
@@ -457,10 +630,16 @@ fn pack(
             }
             break;
         }
+        // A window that starts below a table's first row, inside the table, continues it.
+        let table_header = tables
+            .iter()
+            .find(|tb| tb.start < chunk_start && chunk_start < tb.end)
+            .map(|tb| (tb.start, tb.body));
         out.push(Span {
             start: chunk_start,
             end: window_end,
             heading_path: section.heading_path.clone(),
+            table_header,
         });
         previous_start = Some(window_start);
     }

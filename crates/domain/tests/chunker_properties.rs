@@ -138,3 +138,149 @@ proptest! {
         }
     }
 }
+
+/// A cell of a generated table: Chinese, English, a number, an escaped bar, or empty.
+fn cell() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("保修期".to_string()),
+        Just("三年。含人工费".to_string()),
+        Just("Warranty period".to_string()),
+        Just("1,250.00".to_string()),
+        Just(r"a \| b".to_string()),
+        Just(String::new()),
+        "[\\p{Han}a-z ]{0,24}",
+    ]
+}
+
+/// Prose around a table, with no bar in it.
+fn prose() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            Just("中文句子在这里。".to_string()),
+            Just("A longer English sentence, with a comma; and more words! ".to_string()),
+            Just("\n\n".to_string()),
+            Just("\n## 小节\n".to_string()),
+        ],
+        0..8,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+/// A Markdown pipe table: its header rows (header and delimiter, each ending in a line
+/// break), its body rows, and its text.
+#[derive(Debug, Clone)]
+struct GeneratedTable {
+    header: String,
+    rows: Vec<String>,
+}
+
+impl GeneratedTable {
+    fn text(&self) -> String {
+        format!("{}{}", self.header, self.rows.concat())
+    }
+}
+
+fn table() -> impl Strategy<Value = GeneratedTable> {
+    (1usize..5)
+        .prop_flat_map(|width| {
+            (
+                prop::collection::vec(cell(), width),
+                prop::collection::vec(prop::collection::vec(cell(), width), 0..30),
+                any::<bool>(),
+            )
+        })
+        .prop_map(|(head, body, outer_bars)| {
+            let row = |cells: &[String]| {
+                if outer_bars {
+                    format!("| {} |\n", cells.join(" | "))
+                } else {
+                    format!("{}\n", cells.join(" | "))
+                }
+            };
+            // A one-cell row, or one with an empty first or last cell, needs its outer bars.
+            let row = |cells: &[String]| {
+                let edges = [cells.first(), cells.last()];
+                if cells.len() == 1 || edges.iter().any(|c| c.is_none_or(|c| c.trim().is_empty())) {
+                    format!("| {} |\n", cells.join(" | "))
+                } else {
+                    row(cells)
+                }
+            };
+            let delimiter: Vec<String> = head.iter().map(|_| "---".to_string()).collect();
+            GeneratedTable {
+                header: format!("{}{}", row(&head), row(&delimiter)),
+                rows: body.iter().map(|cells| row(cells)).collect(),
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A chunk that starts inside a table below its header row carries the table's header
+    /// rows, whatever the sizes; a chunk that starts anywhere else carries none; the content
+    /// stays the source slice; and when every row fits in a chunk, chunks inside the table
+    /// start and end at row boundaries.
+    #[test]
+    fn a_chunk_that_continues_a_table_repeats_its_header(
+        before in prose(),
+        table in table(),
+        after in prose(),
+        policy in policy(),
+    ) {
+        let text = format!("{before}\n\n{}\n{after}", table.text());
+        let chars: Vec<char> = text.chars().collect();
+        let start = before.chars().count() + 2;
+        let body = start + table.header.chars().count();
+        let mut row_starts = vec![body];
+        for row in &table.rows {
+            row_starts.push(row_starts.last().unwrap() + row.chars().count());
+        }
+        let end = *row_starts.last().unwrap();
+        let fits = table.header.chars().count() <= policy.max_chars()
+            && table.rows.iter().all(|r| r.chars().count() <= policy.max_chars());
+        let header = table.header.trim_end();
+        for c in chunks(&text, &policy) {
+            let slice: String = chars[c.start()..c.end()].iter().collect();
+            prop_assert_eq!(c.content(), slice.as_str());
+            if start < c.start() && c.start() < end {
+                prop_assert_eq!(c.table_header(), Some(header), "chunk at {}", c.start());
+                prop_assert!(c.indexed_text().starts_with(header));
+                prop_assert!(c.indexed_text().ends_with(c.content()));
+            } else {
+                prop_assert_eq!(c.table_header(), None, "chunk at {}", c.start());
+                prop_assert_eq!(c.indexed_text(), c.content());
+            }
+            if fits && body <= c.start() && c.start() < end {
+                prop_assert!(row_starts.contains(&c.start()), "starts mid-row at {}", c.start());
+            }
+            if fits && body < c.end() && c.end() < end {
+                prop_assert!(row_starts.contains(&c.end()), "ends mid-row at {}", c.end());
+            }
+        }
+    }
+
+    /// A chunk's header is part of what identifies it: the same rows under another header
+    /// are other chunks, and a chunk read back from its record is the same chunk.
+    #[test]
+    fn a_table_header_is_part_of_a_chunks_identity(
+        table in table(),
+        policy in policy(),
+    ) {
+        let text = table.text();
+        let renamed = format!("| 另一个表头 |\n| --- |\n{}", table.rows.concat());
+        let ids = |text: &str| -> std::collections::BTreeSet<_> {
+            chunks(text, &policy)
+                .into_iter()
+                .filter(|c| c.table_header().is_some())
+                .map(|c| c.chunk_id().clone())
+                .collect()
+        };
+        let (a, b) = (ids(&text), ids(&renamed));
+        prop_assert!(a.is_disjoint(&b) || table.header == "| 另一个表头 |\n| --- |\n");
+        for c in chunks(&text, &policy) {
+            let back = Chunk::from_record(c.to_record()).unwrap();
+            prop_assert_eq!(back, c);
+        }
+    }
+}

@@ -59,3 +59,23 @@ fn english_markdown_small_windows() {
     let policy = ChunkingPolicy::with_sizes(200, 40).unwrap();
     insta::assert_snapshot!(render("hybrid-retrieval.en.md", policy));
 }
+
+/// A table longer than a window: it is cut between rows, and each chunk that continues it
+/// carries its header rows.
+#[test]
+fn chinese_table_small_windows() {
+    let policy = ChunkingPolicy::with_sizes(160, 24).unwrap();
+    let path = format!(
+        "{}/tests/fixtures/warranty-table.zh.md",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let name = "warranty-table.zh.md";
+    let doc =
+        Document::builder(DocId::new(name).unwrap(), Source::new(name).unwrap(), text).build();
+    let mut out = render(name, policy);
+    for c in chunk_document(&doc, &policy) {
+        writeln!(out, "#{} header: {:?}", c.ordinal(), c.table_header()).unwrap();
+    }
+    insta::assert_snapshot!(out);
+}

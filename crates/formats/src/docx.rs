@@ -3,7 +3,7 @@
 //! Kept: paragraphs; headings (paragraph styles named `heading 1`…`heading 9` or `Title`, styles
 //! based on them, and `w:outlineLvl` in the paragraph's or a style's properties); list items
 //! (`- ` for bullets, `1. ` `2. ` … for numbered levels, two spaces of indent per level); tables
-//! (a row per line, cells joined by ` | `, a table as one paragraph block); text boxes; the
+//! (a Markdown pipe table whose first row is the header: see `pipe_table`); text boxes; the
 //! displayed result of fields; inserted text of tracked changes; footnotes and endnotes (a
 //! `[^n]` marker where they are referenced, numbered in order of reference, and their text
 //! under a closing heading `脚注` — or `Notes` when the body is not mostly Chinese/Japanese —
@@ -29,7 +29,7 @@ use crate::extracted::Extracted;
 use crate::limits::Limits;
 use crate::ooxml::{Item, Node, core_properties, mostly_cjk, read_xml};
 use crate::package::Package;
-use crate::text_builder::{TextBuilder, one_line};
+use crate::text_builder::{TextBuilder, one_line, pipe_table};
 
 /// Extracts a docx file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
@@ -170,7 +170,9 @@ impl Walker<'_> {
                     self.flush_list()?;
                     let mut rows = Vec::new();
                     self.table_rows(child, &mut rows)?;
-                    self.out.paragraph(&rows.join("\n"))?;
+                    if let Some(table) = pipe_table(&rows) {
+                        self.out.paragraph(&table)?;
+                    }
                 }
                 "sdt" | "sdtContent" | "customXml" | "ins" | "moveTo" | "smartTag" => {
                     self.blocks(child)?
@@ -356,16 +358,14 @@ impl Walker<'_> {
         }
     }
 
-    fn table_rows(&mut self, tbl: &Node, rows: &mut Vec<String>) -> Result<()> {
+    fn table_rows(&mut self, tbl: &Node, rows: &mut Vec<Vec<String>>) -> Result<()> {
         for item in &tbl.children {
             let Item::Node(child) = item else { continue };
             match child.name.as_str() {
                 "tr" => {
                     let mut cells = Vec::new();
                     self.row_cells(child, &mut cells)?;
-                    if cells.iter().any(|c| !c.is_empty()) {
-                        rows.push(cells.join(" | "));
-                    }
+                    rows.push(cells);
                 }
                 "sdt" | "sdtContent" | "customXml" | "ins" | "moveTo" => {
                     self.table_rows(child, rows)?
@@ -873,7 +873,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn docx_tables_are_rows_of_cells_joined_by_bars() {
+    fn docx_tables_are_pipe_tables() {
         let cell = |t: &str| format!("<w:tc><w:tcPr/>{}</w:tc>", p("", t));
         let body = format!(
             "{}<w:tbl><w:tblPr/><w:tblGrid/><w:tr>{}{}</w:tr><w:tr>{}<w:tc>{}{}</w:tc></w:tr><w:tr>{}{}</w:tr></w:tbl>{}",
@@ -890,7 +890,7 @@ pub(super) mod tests {
         let out = extract(&docx(&body, &[]), &limits()).unwrap();
         assert_eq!(
             out.text,
-            "Before\n\n姓名 | 部门\n张三 | 研发 二组\n\nAfter\n"
+            "Before\n\n| 姓名 | 部门 |\n| --- | --- |\n| 张三 | 研发 二组 |\n\nAfter\n"
         );
     }
 

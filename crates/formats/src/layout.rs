@@ -14,7 +14,12 @@
 //!    orders them column by column, within bands cut by lines that span the columns.
 //! 4. [`blocks`]: consecutive lines of one column and size make a paragraph unless the gap
 //!    between them, an indent, or a short closing line says a new one starts; a line in a larger
-//!    size than the body text, or matching an outline entry of its page, is a heading.
+//!    size than the body text, or matching an outline entry of its page, is a heading. Before
+//!    that, [`tables`] finds the tables of the page: three or more consecutive rows (lines
+//!    sharing a baseline) of two or more short cells whose cells fall in the same columns
+//!    (column bands: the union of the cells' spans over the rows, no row with two cells in
+//!    one band). A table is one block of rows, its first row the header, written as a
+//!    Markdown pipe table where its first line stood.
 //! 5. [`join`]: a paragraph's lines are joined with a space between Latin words, with nothing
 //!    between CJK characters (a Chinese line break is no word break), and a word hyphenated at
 //!    a line end is rejoined.
@@ -23,7 +28,7 @@ use anyhow::Result;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::limits::Limits;
-use crate::text_builder::TextBuilder;
+use crate::text_builder::{TextBuilder, pipe_table};
 
 /// One glyph of a page: its text and box in PDF user space (y grows upwards).
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +89,8 @@ pub enum Block {
     Heading(usize, String),
     /// A paragraph, its lines already joined.
     Paragraph(String),
+    /// A table: its rows of cells, the first row its header.
+    Table(Vec<Vec<String>>),
 }
 
 /// Step 1: the lines of a page, in drawing order.
@@ -417,9 +424,159 @@ pub fn blocks(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Vec<Vec<Block>> 
         .map(|(i, lines)| {
             let page_outline: Vec<&OutlineEntry> =
                 outline.iter().filter(|e| e.page == Some(i + 1)).collect();
-            page_blocks(lines, body, &heading_sizes, outlined, &page_outline)
+            let found = tables(lines);
+            if found.is_empty() {
+                return page_blocks(lines, body, &heading_sizes, outlined, &page_outline);
+            }
+            // The lines between tables make blocks as ever; each table stands where its first
+            // line stood in reading order.
+            let mut table_of = vec![None; lines.len()];
+            for (t, table) in found.iter().enumerate() {
+                for &m in &table.members {
+                    table_of[m] = Some(t);
+                }
+            }
+            let mut out = Vec::new();
+            let mut between: Vec<Line> = Vec::new();
+            let mut written = vec![false; found.len()];
+            for (line, table) in lines.iter().zip(&table_of) {
+                match table {
+                    None => between.push(line.clone()),
+                    Some(t) if !written[*t] => {
+                        let before = std::mem::take(&mut between);
+                        out.extend(page_blocks(
+                            &before,
+                            body,
+                            &heading_sizes,
+                            outlined,
+                            &page_outline,
+                        ));
+                        out.push(Block::Table(found[*t].rows.clone()));
+                        written[*t] = true;
+                    }
+                    Some(_) => {}
+                }
+            }
+            out.extend(page_blocks(
+                &between,
+                body,
+                &heading_sizes,
+                outlined,
+                &page_outline,
+            ));
+            out
         })
         .collect()
+}
+
+/// A table found on a page: the indices of its lines and its rows of cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundTable {
+    /// The lines it is made of (indices into the page's lines).
+    pub members: Vec<usize>,
+    /// Its rows, top first, each with one cell per column (empty where the row has none).
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The tables among a page's lines (see the module docs, step 4).
+pub fn tables(lines: &[Line]) -> Vec<FoundTable> {
+    if lines.len() < 6 {
+        return Vec::new();
+    }
+    let em = median(lines.iter().map(|l| l.size).collect()).max(1.0);
+    // Rows: lines on one baseline, top first, cells left to right.
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by(|&a, &b| {
+        lines[b]
+            .y
+            .total_cmp(&lines[a].y)
+            .then(lines[a].x0.total_cmp(&lines[b].x0))
+    });
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        match rows.last_mut() {
+            Some(row) if (lines[row[0]].y - lines[i].y).abs() <= 0.4 * em => row.push(i),
+            _ => rows.push(vec![i]),
+        }
+    }
+    for row in &mut rows {
+        row.sort_by(|&a, &b| lines[a].x0.total_cmp(&lines[b].x0));
+    }
+    let mut out = Vec::new();
+    let mut r = 0;
+    while r < rows.len() {
+        // The longest run of rows of several cells, each close below the one before.
+        let mut end = r;
+        while end < rows.len()
+            && rows[end].len() >= 2
+            && (end == r || lines[rows[end - 1][0]].y - lines[rows[end][0]].y <= 3.0 * em)
+        {
+            end += 1;
+        }
+        if end - r >= 3
+            && let Some(table) = table_of(lines, &rows[r..end])
+        {
+            out.push(table);
+            r = end;
+        } else {
+            r = end.max(r + 1);
+        }
+    }
+    out
+}
+
+/// The table `rows` make, when their cells are short and fall in columns.
+fn table_of(lines: &[Line], rows: &[Vec<usize>]) -> Option<FoundTable> {
+    let cells: Vec<usize> = rows.iter().flatten().copied().collect();
+    // Cells are short: prose set in columns has long lines.
+    let mut lengths: Vec<usize> = cells
+        .iter()
+        .map(|&c| lines[c].text.chars().count())
+        .collect();
+    lengths.sort_unstable();
+    let median_chars = lengths[lengths.len() / 2];
+    // Column bands: the union of overlapping cell spans.
+    let mut spans: Vec<(f32, f32)> = cells.iter().map(|&c| (lines[c].x0, lines[c].x1)).collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut bands: Vec<(f32, f32)> = Vec::new();
+    for (x0, x1) in spans {
+        match bands.last_mut() {
+            Some(band) if x0 < band.1 => band.1 = band.1.max(x1),
+            _ => bands.push((x0, x1)),
+        }
+    }
+    let short_enough = if bands.len() == 2 { 10 } else { 16 };
+    if bands.len() < 2 || median_chars > short_enough {
+        return None;
+    }
+    let band_of = |c: usize| {
+        bands
+            .iter()
+            .position(|b| lines[c].x0 >= b.0 && lines[c].x1 <= b.1)
+    };
+    let mut out_rows = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut cells = vec![String::new(); bands.len()];
+        for &c in row {
+            let slot = band_of(c)?;
+            if !cells[slot].is_empty() {
+                return None;
+            }
+            cells[slot] = lines[c].text.trim().to_string();
+        }
+        out_rows.push(cells);
+    }
+    // Every column holds a cell in at least half the rows: a stray line is no column.
+    for col in 0..bands.len() {
+        let filled = out_rows.iter().filter(|r| !r[col].is_empty()).count();
+        if filled * 2 < out_rows.len() {
+            return None;
+        }
+    }
+    Some(FoundTable {
+        members: cells,
+        rows: out_rows,
+    })
 }
 
 fn body_size(pages: &[Vec<Line>]) -> f32 {
@@ -708,6 +865,11 @@ pub(crate) fn lay_out(
             match block {
                 Block::Heading(level, text) => out.heading(*level, text)?,
                 Block::Paragraph(text) => out.paragraph(text)?,
+                Block::Table(rows) => {
+                    if let Some(table) = pipe_table(rows) {
+                        out.paragraph(&table)?;
+                    }
+                }
             }
         }
     }
@@ -900,6 +1062,70 @@ mod tests {
         );
         let texts: Vec<&str> = ordered.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(&texts[..3], ["Region", "Sales", "Growth"], "{texts:?}");
+    }
+
+    /// A page with a sentence, a table of four rows and a closing sentence: the table is one
+    /// block of rows in its place, its header first, written as a pipe table.
+    #[test]
+    fn a_table_becomes_a_block_of_rows_with_its_header_first() {
+        let mut g = glyphs("下表列出各类设备的保修期。", 60.0, 740.0, 10.0);
+        for (i, row) in [
+            ["设备类别", "保修期", "响应"],
+            ["服务器", "三年", "4 小时"],
+            ["交换机", "一年", "次日"],
+            ["打印机", "六个月", "次日"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let y = 710.0 - i as f32 * 16.0;
+            for (j, cell) in row.iter().enumerate() {
+                g.extend(glyphs(cell, 60.0 + j as f32 * 110.0, y, 10.0));
+            }
+        }
+        g.extend(glyphs("人为损坏不在保修范围内。", 60.0, 630.0, 10.0));
+        let page = lines(&PageText {
+            height: 800.0,
+            glyphs: g,
+        });
+        let found = tables(&page);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rows[0], ["设备类别", "保修期", "响应"]);
+        assert_eq!(found[0].rows[3], ["打印机", "六个月", "次日"]);
+        let (text, _) = lay_out(vec![(800.0, page)], &[], &Limits::for_tests()).unwrap();
+        assert_eq!(
+            text,
+            "下表列出各类设备的保修期。\n\n| 设备类别 | 保修期 | 响应 |\n| --- | --- | --- |\n\
+             | 服务器 | 三年 | 4 小时 |\n| 交换机 | 一年 | 次日 |\n| 打印机 | 六个月 | 次日 |\n\n\
+             人为损坏不在保修范围内。\n"
+        );
+    }
+
+    /// Prose set in two columns is no table, nor are rows whose cells do not line up.
+    #[test]
+    fn prose_in_two_columns_and_ragged_rows_are_no_table() {
+        let mut g = Vec::new();
+        for i in 0..8 {
+            let y = 700.0 - i as f32 * 14.0;
+            g.extend(glyphs("检索增强生成把检索到的段落交给模型", 50.0, y, 10.0));
+            g.extend(glyphs("向量检索按语义相似度查找最近的记录", 320.0, y, 10.0));
+        }
+        let page = lines(&PageText {
+            height: 800.0,
+            glyphs: g,
+        });
+        assert_eq!(tables(&page), Vec::new());
+        let mut g = Vec::new();
+        for i in 0..6 {
+            let y = 700.0 - i as f32 * 14.0;
+            g.extend(glyphs("甲", 50.0 + i as f32 * 37.0, y, 10.0));
+            g.extend(glyphs("乙", 300.0 - i as f32 * 41.0, y, 10.0));
+        }
+        let page = lines(&PageText {
+            height: 800.0,
+            glyphs: g,
+        });
+        assert_eq!(tables(&page), Vec::new());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! by their `a:off`; placeholders without one take their layout's; when a shape's position is
 //! still unknown the slide's document order is kept), one paragraph block per shape; bullets
 //! (`- `, or `1. ` … for auto-numbered paragraphs) indented two spaces per `a:pPr lvl`; tables
-//! as rows of cells joined by ` | `; grouped shapes recursed. The slide's speaker notes (the
+//! as Markdown pipe tables (merged cells left empty); grouped shapes recursed. The slide's speaker notes (the
 //! body placeholder of its notes slide) close the section as a paragraph starting `Notes: `
 //! (`备注：` for a mostly Chinese/Japanese deck). Slides with no text at all are passed over.
 //!
@@ -25,7 +25,7 @@ use crate::extracted::Extracted;
 use crate::limits::Limits;
 use crate::ooxml::{Node, Relationship, core_properties, mostly_cjk, read_xml, relationships};
 use crate::package::Package;
-use crate::text_builder::{TextBuilder, one_line};
+use crate::text_builder::{TextBuilder, one_line, pipe_table};
 
 /// Extracts a pptx file.
 pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
@@ -293,9 +293,8 @@ fn collect(shapes: &[Shape<'_>], content: &mut SlideContent) {
                 }
             }
             ShapeKind::Table(tbl) => {
-                let rows = table_rows(tbl);
-                if !rows.is_empty() {
-                    content.blocks.push(rows.join("\n"));
+                if let Some(table) = pipe_table(&table_rows(tbl)) {
+                    content.blocks.push(table);
                 }
             }
             ShapeKind::Group(children) => collect(children, content),
@@ -384,16 +383,18 @@ fn paragraph_text(p: &Node) -> String {
     out.replace('\u{b}', "\n")
 }
 
-fn table_rows(tbl: &Node) -> Vec<String> {
+fn table_rows(tbl: &Node) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for tr in tbl.children_named("tr") {
         let cells: Vec<String> = tr
             .children_named("tc")
-            .filter(|tc| {
-                !matches!(tc.attr("hMerge"), Some("1" | "true"))
-                    && !matches!(tc.attr("vMerge"), Some("1" | "true"))
-            })
             .map(|tc| {
+                // A cell merged into the one before it or above it is empty: the columns stay.
+                if matches!(tc.attr("hMerge"), Some("1" | "true"))
+                    || matches!(tc.attr("vMerge"), Some("1" | "true"))
+                {
+                    return String::new();
+                }
                 let text = tc
                     .child("txBody")
                     .map(|b| {
@@ -406,9 +407,7 @@ fn table_rows(tbl: &Node) -> Vec<String> {
                 one_line(&text)
             })
             .collect();
-        if cells.iter().any(|c| !c.is_empty()) {
-            rows.push(cells.join(" | "));
-        }
+        rows.push(cells);
     }
     rows
 }
@@ -616,7 +615,7 @@ mod tests {
         let out = extract(&bytes, &limits()).unwrap();
         assert_eq!(
             out.text,
-            "# Results\n\ngrouped first\n\ngrouped second\n\nRegion | Sales\nEast coast | 12\n\nline one\nline two\n\nNotes: Say the numbers slowly.\n"
+            "# Results\n\ngrouped first\n\ngrouped second\n\n| Region | Sales |\n| --- | --- |\n| East coast | 12 |\n\nline one\nline two\n\nNotes: Say the numbers slowly.\n"
         );
         assert_eq!(out.title.as_deref(), Some("Q3 review"));
         assert_eq!(out.locale.as_deref(), Some("en-US"));

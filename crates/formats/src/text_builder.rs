@@ -115,6 +115,41 @@ pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A table as a Markdown pipe table, the shape the chunker cuts by rows and whose header it
+/// repeats with every chunk that continues the table: the first row with a cell of text is the
+/// header, then a delimiter row, then the other rows; every row has as many cells as the
+/// widest (empty cells added at its end); a cell's whitespace is collapsed and its bars are
+/// escaped (`\\|`). Rows with no text are dropped; `None` when none is left.
+pub(crate) fn pipe_table(rows: &[Vec<String>]) -> Option<String> {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| one_line(&cell.replace('\u{c}', " ")).replace('|', "\\|"))
+                .collect::<Vec<_>>()
+        })
+        .filter(|row| row.iter().any(|c| !c.is_empty()))
+        .collect();
+    let width = rows.iter().map(Vec::len).max()?;
+    let line = |row: &[String]| {
+        let mut cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        cells.resize(width, "");
+        let mut out = String::from("|");
+        for cell in cells {
+            out.push(' ');
+            out.push_str(cell);
+            if !cell.is_empty() {
+                out.push(' ');
+            }
+            out.push('|');
+        }
+        out
+    };
+    let mut lines = vec![line(&rows[0]), line(&vec!["---".to_string(); width])];
+    lines.extend(rows[1..].iter().map(|r| line(r)));
+    Some(lines.join("\n"))
+}
+
 /// Escapes a line of source text that Markdown would read as a heading or a code fence, and
 /// replaces a form feed (the page separator) with a space.
 fn escape_line(line: &str) -> String {
@@ -135,6 +170,25 @@ mod tests {
 
     fn limits() -> Limits {
         Limits::for_tests()
+    }
+
+    #[test]
+    fn tables_are_pipe_tables_with_their_first_row_as_header() {
+        let rows = |rows: &[&[&str]]| -> Vec<Vec<String>> {
+            rows.iter()
+                .map(|r| r.iter().map(|c| c.to_string()).collect())
+                .collect()
+        };
+        assert_eq!(
+            pipe_table(&rows(&[
+                &["", ""],
+                &["姓名", "部门"],
+                &["张三", "研发 | 二组", "x"]
+            ]))
+            .unwrap(),
+            "| 姓名 | 部门 | |\n| --- | --- | --- |\n| 张三 | 研发 \\| 二组 | x |"
+        );
+        assert_eq!(pipe_table(&rows(&[&["", " "]])), None);
     }
 
     #[test]

@@ -124,6 +124,7 @@ pub struct Chunk {
     section: SectionId,
     ordinal: u32,
     pages: Option<PageSpan>,
+    table_header: Option<String>,
     doc: Arc<DocAttributes>,
 }
 
@@ -206,6 +207,9 @@ pub struct ChunkRecord {
     /// See [`Chunk::pages`]; absent for a document without pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<PageSpan>,
+    /// See [`Chunk::table_header`]; absent for a chunk that continues no table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_header: Option<String>,
     /// See [`Chunk::doc`].
     #[serde(flatten)]
     pub doc: DocAttributes,
@@ -236,8 +240,23 @@ impl Chunk {
             section,
             ordinal,
             pages: None,
+            table_header: None,
             doc,
         }
+    }
+
+    /// Returns this chunk as continuing a table whose header rows (above the chunk, not in its
+    /// content) are `header`: the header is indexed, embedded and shown with the chunk, so
+    /// the chunk's hash and ID cover it (see [`Chunk::sha256`]). An empty header is none.
+    pub fn with_table_header(mut self, header: String) -> Self {
+        let header = header.trim_end().to_string();
+        if header.is_empty() {
+            return self;
+        }
+        self.table_header = Some(header);
+        self.sha256 = sha256_hex(self.indexed_text().as_bytes());
+        self.chunk_id = ChunkId::derive(&self.doc_id, self.start, &self.sha256);
+        self
     }
 
     /// Returns this chunk as lying on `pages` of its document (same content, same ID).
@@ -270,6 +289,10 @@ impl Chunk {
         );
         let chunk = match record.pages {
             Some(pages) => chunk.with_pages(pages),
+            None => chunk,
+        };
+        let chunk = match record.table_header {
+            Some(header) => chunk.with_table_header(header),
             None => chunk,
         };
         if chunk.sha256 != record.sha256 {
@@ -316,6 +339,7 @@ impl Chunk {
             section: Some(self.section.clone()),
             ordinal: self.ordinal,
             pages: self.pages,
+            table_header: self.table_header.clone(),
             doc: (*self.doc).clone(),
         }
     }
@@ -338,7 +362,22 @@ impl Chunk {
     pub fn content(&self) -> &str {
         &self.content
     }
-    /// Full sha256 (hex) of the content.
+    /// The header rows of the table this chunk continues, when its content starts inside a
+    /// table's body below them (a Markdown pipe table: the header row and its delimiter row).
+    pub fn table_header(&self) -> Option<&str> {
+        self.table_header.as_deref()
+    }
+    /// What is indexed, embedded, reranked and read as this chunk: its
+    /// [table header](Self::table_header) when it has one, a line break, then its content.
+    /// Without a header, the content itself.
+    pub fn indexed_text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.table_header {
+            Some(header) => format!("{header}\n{}", self.content).into(),
+            None => self.content.as_str().into(),
+        }
+    }
+    /// Full sha256 (hex) of the [indexed text](Self::indexed_text): the content's, unless the
+    /// chunk carries a table header.
     pub fn sha256(&self) -> &str {
         &self.sha256
     }

@@ -6,7 +6,14 @@ use super::values::{InvalidValue, sha256_hex};
 
 /// The version of the chunking algorithm implemented by [`crate::chunker`]. Bump it whenever the
 /// algorithm's output can change for the same input and parameters.
-pub const CHUNKER_VERSION: u32 = 1;
+///
+/// 2: pipe tables are cut by rows and a chunk that continues a table carries its header rows
+/// (which its ID covers). 1: the first.
+pub const CHUNKER_VERSION: u32 = 2;
+
+/// The oldest version a policy on record may name: a store chunked by it opens and reads, and
+/// asks for a rebuild before it is extended (its policy differs from this build's).
+pub const OLDEST_CHUNKER_VERSION: u32 = 1;
 
 /// How documents are cut into chunks.
 ///
@@ -34,15 +41,18 @@ impl ChunkingPolicy {
     /// See [`Self::DEFAULT_MAX_CHARS`].
     pub const DEFAULT_OVERLAP_CHARS: usize = 64;
 
-    /// Validates a policy. `version` must be one this build implements; `max_chars` is 16 to
-    /// 100 000; `overlap_chars` is less than half of `max_chars`.
+    /// Validates a policy. `version` must be one this build knows (from
+    /// [`OLDEST_CHUNKER_VERSION`] to [`CHUNKER_VERSION`]; it chunks with the latter only);
+    /// `max_chars` is 16 to 100 000; `overlap_chars` is less than half of `max_chars`.
     pub fn new(version: u32, max_chars: usize, overlap_chars: usize) -> Result<Self, InvalidValue> {
         let shown = format!("v{version}/{max_chars}/{overlap_chars}");
-        if version != CHUNKER_VERSION {
+        if !(OLDEST_CHUNKER_VERSION..=CHUNKER_VERSION).contains(&version) {
             return Err(InvalidValue::new(
                 "chunking policy",
                 &shown,
-                format!("this build implements chunker version {CHUNKER_VERSION} only"),
+                format!(
+                    "this build knows chunker versions {OLDEST_CHUNKER_VERSION} to {CHUNKER_VERSION}"
+                ),
             ));
         }
         if !(16..=100_000).contains(&max_chars) {
@@ -84,7 +94,7 @@ impl ChunkingPolicy {
         self.overlap_chars
     }
 
-    /// Human-readable form, e.g. `chunker-v1 max=480 overlap=64`.
+    /// Human-readable form, e.g. `chunker-v2 max=480 overlap=64`.
     pub fn describe(&self) -> String {
         format!(
             "chunker-v{} max={} overlap={}",
@@ -144,5 +154,9 @@ mod tests {
         let bad: Result<ChunkingPolicy, _> =
             serde_json::from_str(r#"{"version":1,"max_chars":10,"overlap_chars":9}"#);
         assert!(bad.is_err());
+        // A store chunked by the first version reads, and asks for a rebuild to be extended.
+        let first = ChunkingPolicy::new(1, 480, 64).unwrap();
+        assert_ne!(first, ChunkingPolicy::default());
+        assert!(ChunkingPolicy::new(0, 480, 64).is_err());
     }
 }

@@ -32,9 +32,9 @@ impl RerankCandidate<'_> {
             }
         }
         let text = if head.is_empty() {
-            self.chunk.content().to_string()
+            self.chunk.indexed_text().into_owned()
         } else {
-            format!("{}\n{}", head.join(" > "), self.chunk.content())
+            format!("{}\n{}", head.join(" > "), self.chunk.indexed_text())
         };
         match text.char_indices().nth(max_chars) {
             Some((cut, _)) => text[..cut].to_string(),

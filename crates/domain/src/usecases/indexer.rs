@@ -310,7 +310,8 @@ impl<'a> Indexer<'a> {
             to_embed: total,
         });
         for batch in to_embed.chunks(self.embed_batch) {
-            let texts: Vec<&str> = batch.iter().map(Chunk::content).collect();
+            let indexed: Vec<_> = batch.iter().map(Chunk::indexed_text).collect();
+            let texts: Vec<&str> = indexed.iter().map(AsRef::as_ref).collect();
             let embeddings = embedder.embed_documents(&texts)?;
             if embeddings.len() != batch.len() {
                 return Err(IndexerError::Wiring(format!(

@@ -26,8 +26,8 @@
 //!    content, when it has none, opens it as level 1), paragraphs (`p`, `div` text,
 //!    `blockquote` as plain paragraphs, `figcaption`, `dt`/`dd`), lists as one paragraph with one
 //!    line per item (`- ` or `1. `, two spaces of indentation per nesting level), `pre` verbatim
-//!    with its line breaks, a data table as one paragraph with one line per row and cells joined
-//!    by ` | ` (a layout table — one with headings or nested tables — is read as blocks), `br`
+//!    with its line breaks, a data table as a Markdown pipe table (its caption a line above
+//!    it; a layout table — one with headings or nested tables — is read as blocks), `br`
 //!    as a line break. Links keep their text, images and their `alt` are dropped, ruby
 //!    annotations (`rt`/`rp`) are dropped. Whitespace collapses as HTML renders it, except that
 //!    a source line break between two CJK characters disappears (CSS Text's segment-break

@@ -1,12 +1,15 @@
-//! Tables: a data table read as one paragraph of one line per row (cells joined by ` | `),
+//! Tables: a data table read as a Markdown pipe table (its first row with text the header),
 //! and the layout tables (holding headings or tables) that are read as blocks instead.
 
 use super::arena::Arena;
+use crate::text_builder::pipe_table;
 
-/// A data table being collected: its rows so far and the cells of the row being read.
+/// A data table being collected: its caption, its rows so far and the cells of the row being
+/// read.
 #[derive(Default)]
 pub(super) struct Table {
-    rows: Vec<String>,
+    caption: Option<String>,
+    rows: Vec<Vec<String>>,
     cells: Vec<String>,
 }
 
@@ -16,28 +19,29 @@ impl Table {
         self.cells.push(cell);
     }
 
-    /// Adds the caption as a line of its own, when it has text.
+    /// Keeps the caption, written as a line above the table, when it has text.
     pub(super) fn push_caption(&mut self, caption: String) {
         if !caption.is_empty() {
-            self.rows.push(caption);
+            self.caption = Some(caption);
         }
     }
 
     /// Ends the row being read, with the text left outside its cells (`leftover`) as a last
-    /// cell; a row of empty cells is no line.
+    /// cell.
     pub(super) fn end_row(&mut self, leftover: String) {
         if !leftover.is_empty() {
             self.cells.push(leftover);
         }
-        if self.cells.iter().any(|c| !c.is_empty()) {
-            self.rows.push(self.cells.join(" | "));
-        }
-        self.cells.clear();
+        self.rows.push(std::mem::take(&mut self.cells));
     }
 
-    /// The table's lines, one per row.
+    /// The table's lines: its caption, then the pipe table.
     pub(super) fn into_lines(self) -> String {
-        self.rows.join("\n")
+        let table = pipe_table(&self.rows);
+        match (self.caption, table) {
+            (Some(caption), Some(table)) => format!("{caption}\n\n{table}"),
+            (caption, table) => caption.or(table).unwrap_or_default(),
+        }
     }
 }
 

@@ -105,7 +105,7 @@ pub(super) fn source_blocks(evidence: &[Evidence]) -> Vec<SourceBlock> {
                 .map(|h| citation::neutralise(h).into_owned())
                 .collect(),
             pages: e.chunk.pages(),
-            text: citation::neutralise(e.chunk.content()).into_owned(),
+            text: citation::neutralise(&e.chunk.indexed_text()).into_owned(),
         })
         .collect()
 }

@@ -33,7 +33,7 @@ pub fn evidence_coverage(question: &str, retrieval: &Retrieval) -> f64 {
                 "{}\n{}\n{}",
                 doc.title.as_ref() as &str,
                 e.chunk.heading_path().join("\n"),
-                e.chunk.content()
+                e.chunk.indexed_text()
             );
             support::support(question, &all)
         })
