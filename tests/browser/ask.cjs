@@ -44,6 +44,28 @@ async function main() {
     out.chunk_source = await page.textContent("#chunk-source");
     out.chunk_content = await page.textContent("#chunk-content");
     out.marked = await page.textContent("#chunk-doc mark");
+    // With ZHIKU_EXPECT_PAGE=1 the cited chunk is on a page picture (a scan): the page is
+    // shown with the quote's lines highlighted on it.
+    if (process.env.ZHIKU_EXPECT_PAGE === "1") {
+      await page.waitForSelector("#chunk-page:not([hidden])", { timeout: 30000 });
+      await page.waitForFunction(() => {
+        const img = document.getElementById("chunk-page-img");
+        return img.complete && img.naturalWidth > 0;
+      }, null, { timeout: 30000 });
+      out.page_image = await page.evaluate(() => {
+        const img = document.getElementById("chunk-page-img");
+        const frame = img.getBoundingClientRect();
+        const boxes = Array.from(document.querySelectorAll("#chunk-page .quote-box")).map((b) => {
+          const r = b.getBoundingClientRect();
+          // Where each highlight sits on the shown page, as fractions of it.
+          return { x0: (r.left - frame.left) / frame.width, y0: (r.top - frame.top) / frame.height,
+            x1: (r.right - frame.left) / frame.width, y1: (r.bottom - frame.top) / frame.height };
+        });
+        return { natural_width: img.naturalWidth, natural_height: img.naturalHeight,
+          caption: document.getElementById("chunk-page-caption").textContent, boxes };
+      });
+      await page.locator("#chunk-page").screenshot({ path: shot.replace(/\.png$/, "-page.png") });
+    }
     await page.locator("#chunk details summary").click();
     out.citations = await page.$$eval("#citations li", (ls) => ls.map((l) => l.textContent));
     // A citation of a PDF page opens the file at that page, in a new tab.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use zhiku_domain::ports::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
-    PreparedPut, PutRequest, SourcePaths, SourceStore, Staged,
+    PageRequest, PreparedPut, PutRequest, SourcePaths, SourceStore, Staged,
 };
 use zhiku_domain::{DocId, Document};
 
@@ -176,6 +176,21 @@ impl DocumentStore for FolderDocuments {
         crate::loader::read_original(&self.root.join(path), path, &self.config)
             .map(Some)
             .map_err(|e| DocumentError::Io(format!("{e:#}")))
+    }
+
+    fn page_png(
+        &self,
+        _id: &DocId,
+        path: &str,
+        page: PageRequest,
+    ) -> Result<Option<Vec<u8>>, DocumentError> {
+        crate::loader::page_png(
+            &self.root.join(path),
+            path,
+            (page.page, page.turn, page.max_side),
+            &self.config,
+        )
+        .map_err(|e| DocumentError::Io(format!("{e:#}")))
     }
 
     fn source_store<'a>(&'a self, recorded: &'a dyn SourcePaths) -> Box<dyn SourceStore + 'a> {

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use zhiku_domain::ports::{KnownFile, LoadedDocuments, SkippedFile};
-use zhiku_domain::{DocId, Document, Locale, Metadata, Scope, Source, Title};
+use zhiku_domain::{DocId, Document, LineBox, Locale, Metadata, PageBox, Scope, Source, Title};
 
 use crate::stamp::Stamper;
 use zhiku_formats::{self as formats, Format, Limits};
@@ -402,6 +402,30 @@ pub fn read_original(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Ve
     std::fs::read(path).context("cannot read file")
 }
 
+/// The picture of page `page` (from 1) of the file at `path`, turned `turn` clockwise quarter
+/// turns, as PNG of at most `max_side` pixels a side, made by the configured parsers (in an
+/// extraction worker: the file is as hostile here as when it was indexed). `None` when the
+/// page has no picture (a PDF page with a text layer).
+pub fn page_png(
+    path: &Path,
+    rel: &str,
+    (page, turn, max_side): (u32, u16, u32),
+    config: &LoaderConfig,
+) -> Result<Option<Vec<u8>>> {
+    let bytes = read_original(path, rel, config)?;
+    let announced = announced(path).context("not a document file")?;
+    let limits = Limits {
+        max_unpacked_bytes: config.max_unpacked_bytes,
+        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
+        max_pages: config.max_pages,
+        max_image_pixels: config.max_image_pixels,
+        deadline: std::time::Instant::now() + config.max_extract_time,
+    };
+    config
+        .parsers
+        .page_png(announced, &bytes, (page, turn, max_side), &limits)
+}
+
 /// Reads one document file of any format: its content decides how it is read.
 fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
     let announced = announced(path).context("not a document file")?;
@@ -583,6 +607,26 @@ fn build_document(
     }
     if let Some(pages) = extracted.pages {
         builder = builder.page_count(pages);
+    }
+    if !extracted.boxes.is_empty() {
+        builder = builder.line_boxes(
+            extracted
+                .boxes
+                .iter()
+                .map(|b| LineBox {
+                    start: b.start,
+                    end: b.end,
+                    at: PageBox {
+                        page: b.page,
+                        x0: b.x0,
+                        y0: b.y0,
+                        x1: b.x1,
+                        y1: b.y1,
+                        turn: b.turn,
+                    },
+                })
+                .collect(),
+        );
     }
     let mut metadata = Metadata::new();
     for (key, value) in meta {

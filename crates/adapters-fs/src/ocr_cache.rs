@@ -28,7 +28,8 @@ impl OcrCache {
     /// The entry's path for `bytes` extracted within `limits`.
     fn entry(&self, bytes: &[u8], limits: &Limits) -> PathBuf {
         let mut hash = Sha256::new();
-        hash.update(b"zhiku-ocr-cache/1\0");
+        // 2: tables rebuilt from line boxes, and the boxes kept (the layout of version 1 lacked both).
+        hash.update(b"zhiku-ocr-cache/2\0");
         hash.update(self.engine.as_bytes());
         hash.update(b"\0");
         for bound in [
@@ -48,7 +49,8 @@ impl OcrCache {
     pub fn get(&self, bytes: &[u8], limits: &Limits) -> Option<Extracted> {
         read_bounded(
             &self.entry(bytes, limits),
-            2 * limits.max_text_bytes as u64 + (1 << 20),
+            // The text, and the boxes of its lines (about a hundred bytes a line).
+            4 * limits.max_text_bytes as u64 + (1 << 20),
         )
         .and_then(|json| serde_json::from_slice::<Extracted>(&json).ok())
         .filter(|e| e.ocr.is_some())

@@ -150,6 +150,21 @@ enum Job {
         /// Milliseconds left until the deadline.
         millis: u64,
     },
+    /// The picture of one page of a file (a picture's, a scanned PDF page's), as PNG.
+    PagePng {
+        announced: Announced,
+        page: u32,
+        /// Clockwise quarter turns.
+        turn: u16,
+        /// Most pixels of the longer side of the PNG.
+        max_side: u32,
+        max_unpacked_bytes: u64,
+        max_text_bytes: usize,
+        max_pages: usize,
+        max_image_pixels: u64,
+        /// Milliseconds left until the deadline.
+        millis: u64,
+    },
     /// Parse YAML metadata (front matter or a sidecar) into a mapping.
     Metadata {
         what: String,
@@ -162,6 +177,8 @@ enum Job {
 #[derive(Debug, Serialize, Deserialize)]
 enum Reply {
     Extracted(Extracted),
+    /// A page picture as PNG; `None`: the page has none (a PDF page with a text layer).
+    Png(Option<Vec<u8>>),
     Metadata(BTreeMap<String, serde_json::Value>),
     Failed(String),
 }
@@ -196,11 +213,48 @@ impl Parsers {
                     max_image_pixels: limits.max_image_pixels,
                     millis: millis_until(limits.deadline),
                 };
-                let reply_bound = limits.max_text_bytes as u64 * 2 + REPLY_SLACK;
+                // The text, and the boxes of its lines.
+                let reply_bound = limits.max_text_bytes as u64 * 4 + REPLY_SLACK;
                 match pool.run(&job, bytes, limits.deadline, reply_bound)? {
                     Reply::Extracted(e) => Ok(e),
                     Reply::Failed(reason) => Err(anyhow!(reason)),
-                    Reply::Metadata(_) => bail!("the extractor answered another job"),
+                    _ => bail!("the extractor answered another job"),
+                }
+            }
+        }
+    }
+
+    /// The picture of page `page` (from 1) of a file whose extension announces `announced`,
+    /// turned `turn` clockwise quarter turns, as PNG of at most `max_side` pixels a side, within
+    /// `limits`: a picture file's page, a PDF page without a text layer. `None` when the page
+    /// has no picture (a PDF page with a text layer).
+    pub fn page_png(
+        &self,
+        announced: Announced,
+        bytes: &[u8],
+        (page, turn, max_side): (u32, u16, u32),
+        limits: &Limits,
+    ) -> Result<Option<Vec<u8>>> {
+        match self {
+            Self::InProcess(_) => page_png_here(announced, bytes, page, (turn, max_side), limits),
+            Self::Workers(pool) => {
+                let job = Job::PagePng {
+                    announced,
+                    page,
+                    turn,
+                    max_side,
+                    max_unpacked_bytes: limits.max_unpacked_bytes,
+                    max_text_bytes: limits.max_text_bytes,
+                    max_pages: limits.max_pages,
+                    max_image_pixels: limits.max_image_pixels,
+                    millis: millis_until(limits.deadline),
+                };
+                // A PNG of `max_side`² RGB pixels, as JSON numbers (up to four bytes each).
+                let bound = u64::from(max_side).pow(2) * 3 * 4 + REPLY_SLACK;
+                match pool.run(&job, bytes, limits.deadline, bound)? {
+                    Reply::Png(png) => Ok(png),
+                    Reply::Failed(reason) => Err(anyhow!(reason)),
+                    _ => bail!("the extractor answered another job"),
                 }
             }
         }
@@ -225,7 +279,7 @@ impl Parsers {
                 match pool.run(&job, text.as_bytes(), deadline, bound)? {
                     Reply::Metadata(m) => Ok(m),
                     Reply::Failed(reason) => Err(anyhow!(reason)),
-                    Reply::Extracted(_) => bail!("the metadata parser answered another job"),
+                    _ => bail!("the metadata parser answered another job"),
                 }
             }
         }
@@ -250,6 +304,22 @@ fn millis_until(deadline: Instant) -> u64 {
 }
 
 /// Detects and extracts in this process; scanned pages go to `ocr`, when there is one.
+/// The picture of page `page` of a file, turned `turn` clockwise quarter turns, as PNG of at
+/// most `max_side` pixels a side; `None` when the page has no picture.
+fn page_png_here(
+    announced: Announced,
+    bytes: &[u8],
+    page: u32,
+    (turn, max_side): (u16, u32),
+    limits: &Limits,
+) -> Result<Option<Vec<u8>>> {
+    let format = formats::detect(announced, bytes)?;
+    match formats::page_picture(format, bytes, page, limits)? {
+        Some(picture) => formats::scan::page_png(&picture, turn, max_side).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn extract_here(
     announced: Announced,
     bytes: &[u8],
@@ -700,7 +770,9 @@ impl PageReader for WorkerReader<'_> {
 /// Runs one job on a thread with a large stack, within its CPU time; a panic is its error.
 fn run_job(job: Job, payload: Vec<u8>, stack: usize, engine: &LazyEngine) -> Reply {
     let seconds = match &job {
-        Job::Extract { millis, .. } | Job::Metadata { millis, .. } => millis.div_ceil(1000),
+        Job::Extract { millis, .. }
+        | Job::Metadata { millis, .. }
+        | Job::PagePng { millis, .. } => millis.div_ceil(1000),
     };
     limit_cpu(seconds + GRACE.as_secs());
     let reader = WorkerReader(engine);
@@ -731,6 +803,29 @@ fn run_job(job: Job, payload: Vec<u8>, stack: usize, engine: &LazyEngine) -> Rep
                         };
                         match extract_here(announced, &payload, &limits, ocr) {
                             Ok(e) => Reply::Extracted(e),
+                            Err(e) => Reply::Failed(name_the_memory_limit(format!("{e:#}"))),
+                        }
+                    }
+                    Job::PagePng {
+                        announced,
+                        page,
+                        turn,
+                        max_side,
+                        max_unpacked_bytes,
+                        max_text_bytes,
+                        max_pages,
+                        max_image_pixels,
+                        millis,
+                    } => {
+                        let limits = Limits {
+                            max_unpacked_bytes,
+                            max_text_bytes,
+                            max_pages,
+                            max_image_pixels,
+                            deadline: Instant::now() + Duration::from_millis(millis),
+                        };
+                        match page_png_here(announced, &payload, page, (turn, max_side), &limits) {
+                            Ok(png) => Reply::Png(png),
                             Err(e) => Reply::Failed(name_the_memory_limit(format!("{e:#}"))),
                         }
                     }

@@ -52,7 +52,13 @@ fn loaded() -> (BTreeMap<String, Document>, BTreeMap<String, String>) {
 /// note labels and footnote markers) and all whitespace removed, for comparing with the
 /// source text.
 fn squash(text: &str) -> Vec<char> {
+    // Markup is not text: heading and list marks, a pipe table's bars and delimiter rows.
+    let delimiter = |l: &str| {
+        let l = l.trim();
+        l.starts_with('|') && l.contains('-') && l.chars().all(|c| "|-: ".contains(c))
+    };
     text.lines()
+        .filter(|l| !delimiter(l))
         .map(|l| {
             let l = l.trim_start();
             let l = l.trim_start_matches('#');

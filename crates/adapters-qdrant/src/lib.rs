@@ -26,7 +26,7 @@ pub mod payload;
 
 pub use audit::QdrantAuditLog;
 pub use catalog::{LEASE_TTL, LEASE_WAIT, Lease, MERGE_AT, QdrantCatalogStore};
-pub use config::QdrantConfig;
+pub use config::{DEFAULT_HNSW_EF, QdrantConfig};
 pub use documents::{Kept, QdrantDocuments};
 pub use index::QdrantVectorIndex;
 pub use lexical::{Bm25, QdrantLexicalIndex, term_index, title_index};

@@ -136,7 +136,7 @@ pub struct OpenReport {
 /// A change not yet committed.
 #[derive(Debug)]
 enum Change {
-    Put { chunk: Chunk, vector: Vec<f32> },
+    Put { chunk: Box<Chunk>, vector: Vec<f32> },
     Delete,
 }
 
@@ -617,7 +617,7 @@ impl AnnVectorIndex {
         for key in keys {
             match state.pending.get(key) {
                 Some(Change::Put { chunk, .. }) => {
-                    out.insert(*key, chunk.clone());
+                    out.insert(*key, (**chunk).clone());
                 }
                 Some(Change::Delete) => {}
                 None => stored.push(*key),
@@ -914,7 +914,7 @@ impl VectorIndex for AnnVectorIndex {
             state.pending.insert(
                 key,
                 Change::Put {
-                    chunk: item.chunk.clone(),
+                    chunk: Box::new(item.chunk.clone()),
                     vector,
                 },
             );

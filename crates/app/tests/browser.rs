@@ -221,3 +221,138 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         "{r}"
     );
 }
+
+/// The PP-OCR folder (`ZHIKU_TEST_PPOCR_DIR`, else `~/.cache/zhiku/models/ppocr`) when it and
+/// a CJK font to draw a page with are here; says SKIPPED (or fails under
+/// `ZHIKU_REQUIRE_OCR=1`) otherwise.
+fn ocr_models(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("ZHIKU_TEST_PPOCR_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/zhiku/models/ppocr"))
+        })
+        .filter(|d| d.join(zhiku_adapters_ppocr::RUNTIME_LIBRARY).is_file())
+        .filter(|_| zhiku_tests::contract::ocr::font().is_some());
+    if dir.is_none() {
+        let why = "the PP-OCR models and ONNX Runtime (ZHIKU_TEST_PPOCR_DIR, from scripts/fetch-ocr-models.sh) and a CJK font are needed: run scripts/setup-ocr.sh";
+        if std::env::var("ZHIKU_REQUIRE_OCR").is_ok_and(|v| v == "1") {
+            panic!("ZHIKU_REQUIRE_OCR=1 but {why}");
+        }
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    dir
+}
+
+/// A question answered from a scanned page: the citation carries the quote's boxes, the page
+/// serves the scan as a picture, and the web page shows it with the quoted line highlighted
+/// where it was drawn.
+#[test]
+fn a_cited_scan_shows_its_page_with_the_quote_highlighted() {
+    let test = "a_cited_scan_shows_its_page_with_the_quote_highlighted";
+    if let Some(why) = missing() {
+        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
+            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
+        }
+        eprintln!("SKIPPED {test}: {why}; run bash scripts/setup-browser.sh");
+        return;
+    }
+    let Some(models) = ocr_models(test) else {
+        return;
+    };
+    use zhiku_tests::contract::ocr::{draw, font};
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    let lines = [
+        "会议通知：请各部门按时参加季度例会。",
+        "合同的保修期为三年，自交付之日起计算。",
+        "甲方应于每月十五日前支付服务费用。",
+    ];
+    let drawn = draw(font().unwrap(), &lines, 36.0);
+    let image = image::RgbImage::from_raw(drawn.width, drawn.height, drawn.rgb.clone()).unwrap();
+    image.save(kb.join("contract.png")).unwrap();
+    std::fs::write(kb.join("notes.md"), "# 笔记\n\n报销须在三十日内提交。\n").unwrap();
+    std::fs::write(
+        kb.join("zhiku.toml"),
+        format!(
+            "embedder = \"none\"\nocr_models = {:?}\n",
+            models.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(kb, &[]);
+
+    // The page endpoint: the scan's page as PNG; no page 2, and no picture of a text file.
+    let png = support::call(
+        "GET",
+        &server.url("/v1/originals/contract.png/pages/1"),
+        None,
+        None,
+    );
+    assert_eq!(png.status, 200, "{}", png.text);
+    assert_eq!(png.content_type.as_deref(), Some("image/png"));
+    let none = support::call(
+        "GET",
+        &server.url("/v1/originals/contract.png/pages/2"),
+        None,
+        None,
+    );
+    assert_eq!(none.status, 404, "{}", none.text);
+    let text = support::call(
+        "GET",
+        &server.url("/v1/originals/notes.md/pages/1"),
+        None,
+        None,
+    );
+    assert_eq!(text.status, 404, "{}", text.text);
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("browser-scan.png");
+    let out = Command::new("node")
+        .arg(repo().join("tests/browser/ask.cjs"))
+        .arg(&server.base)
+        .arg("合同的保修期是多久？")
+        .arg(&shot)
+        .env("ZHIKU_EXPECT_PAGE", "1")
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("browser: {r}");
+    assert_eq!(r["page_errors"], serde_json::json!([]));
+    assert_eq!(r["badge"], "answered", "{r}");
+    assert!(
+        r["chunk_source"].as_str().unwrap().contains("contract.png"),
+        "{r}"
+    );
+    let shown = &r["page_image"];
+    assert_eq!(shown["natural_width"], drawn.width, "{r}");
+    assert_eq!(shown["natural_height"], drawn.height, "{r}");
+    // The highlight covers the quoted line where it was drawn (the second line).
+    let (_, drawn_box) = &drawn.lines[1];
+    let (top, bottom) = (
+        f64::from(drawn_box.top) / f64::from(drawn.height),
+        f64::from(drawn_box.bottom) / f64::from(drawn.height),
+    );
+    let boxes = shown["boxes"].as_array().unwrap();
+    assert!(!boxes.is_empty(), "{r}");
+    let centre = |b: &Value| (b["y0"].as_f64().unwrap() + b["y1"].as_f64().unwrap()) / 2.0;
+    assert!(
+        boxes
+            .iter()
+            .any(|b| top <= centre(b) && centre(b) <= bottom),
+        "no highlight on the quoted line ({top:.3}–{bottom:.3}): {r}"
+    );
+    let left = f64::from(drawn_box.left) / f64::from(drawn.width);
+    assert!(
+        boxes
+            .iter()
+            .any(|b| (b["x0"].as_f64().unwrap() - left).abs() < 0.05),
+        "{r}"
+    );
+}

@@ -258,6 +258,20 @@ fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
         .find(|c| c["doc_id"] == "mixed.pdf")
         .unwrap_or_else(|| panic!("no citation of the scanned page: {answer}"));
     assert_eq!(citation["page"], 2, "{citation}");
+    // And with the boxes of the quote's lines on that page (fractions of the page).
+    let boxes = citation["boxes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{citation}"));
+    assert!(!boxes.is_empty(), "{citation}");
+    for b in boxes {
+        assert_eq!(b["page"], 2, "{citation}");
+        let (x0, x1) = (b["x0"].as_f64().unwrap(), b["x1"].as_f64().unwrap());
+        let (y0, y1) = (b["y0"].as_f64().unwrap(), b["y1"].as_f64().unwrap());
+        assert!(
+            0.0 <= x0 && x0 < x1 && x1 <= 1.0 && 0.0 <= y0 && y0 < y1 && y1 <= 1.0,
+            "{b}"
+        );
+    }
     assert!(hit_in(with_ocr(kb, &models), "会议纪要", "upside-down.png").is_some());
 }
 

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::contracts::{Chunk, ChunkingPolicy, Document, PageSpan};
+use crate::contracts::{Chunk, ChunkingPolicy, Document, LineBox, PageSpan};
 
 /// A window of text produced by [`split`], in character offsets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +91,7 @@ pub fn chunk_document(doc: &Document, policy: &ChunkingPolicy) -> Vec<Chunk> {
                 Some(header) => chunk.with_table_header(header),
                 None => chunk,
             };
+            let chunk = chunk.with_boxes(boxes_from(doc.line_boxes(), span.start, span.end));
             match pages {
                 Some(pages) => chunk.with_pages(pages),
                 None => chunk,
@@ -661,6 +662,18 @@ fn overlap_start(t: &Text, window_start: usize, overlap: usize) -> usize {
     })
 }
 
+/// The boxes (ordered by start) that may share a character with `start..end`: those starting
+/// inside it, and the ones just before it that reach into it (lines do not overlap in the
+/// text, so looking back stops at the first that does not).
+fn boxes_from(boxes: &[LineBox], start: usize, end: usize) -> &[LineBox] {
+    let to = boxes.partition_point(|b| b.start < end);
+    let mut from = boxes[..to].partition_point(|b| b.start < start);
+    while from > 0 && boxes[from - 1].end > start {
+        from -= 1;
+    }
+    &boxes[from..to]
+}
+
 /// `table[i]` is the byte offset of character `i`; `table[len]` is the text length.
 pub fn char_to_byte_table(text: &str) -> Vec<usize> {
     let mut table: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
@@ -683,6 +696,56 @@ mod tests {
             .iter()
             .map(|s| chars[s.start..s.end].iter().collect())
             .collect()
+    }
+
+    /// Each chunk keeps the boxes of the lines it shares a character with, and reads them
+    /// back from its record; a quote's characters give the boxes of its lines.
+    #[test]
+    fn chunks_keep_the_boxes_of_their_lines() {
+        use crate::contracts::{LineBox, PageBox};
+        let line = |start, end, page, y0: f32| LineBox {
+            start,
+            end,
+            at: PageBox {
+                page,
+                x0: 0.1,
+                y0,
+                x1: 0.9,
+                y1: y0 + 0.02,
+                turn: 0,
+            },
+        };
+        let text = "第一行文字。\n第二行文字。\n\n\u{c}\n\n第三行文字。";
+        let boxes = vec![
+            line(0, 6, 1, 0.1),
+            line(7, 13, 1, 0.2),
+            line(17, 23, 2, 0.1),
+        ];
+        let d = Document::builder(
+            crate::DocId::new("scan.pdf").unwrap(),
+            crate::Source::new("scan.pdf").unwrap(),
+            text,
+        )
+        .page_count(2)
+        .line_boxes(boxes.clone())
+        .build();
+        let chunks = chunk_document(&d, &policy(16, 0));
+        assert!(chunks.len() >= 2, "{chunks:?}");
+        for c in &chunks {
+            let expected: Vec<LineBox> = boxes
+                .iter()
+                .filter(|b| b.start < c.end() && c.start() < b.end)
+                .copied()
+                .collect();
+            assert_eq!(c.boxes(), expected.as_slice(), "{c:?}");
+            assert_eq!(&Chunk::from_record(c.to_record()).unwrap(), c);
+        }
+        let second = chunks
+            .iter()
+            .find(|c| c.start() <= 7 && 7 < c.end())
+            .unwrap();
+        let at = 7 - second.start();
+        assert_eq!(second.boxes_of(at, at + 2), vec![boxes[1].at]);
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         pages: None,
         synthetic_headings: false,
         ocr: None,
+        boxes: Vec::new(),
     })
 }
 

@@ -18,4 +18,34 @@ pub struct Extracted {
     /// layer), when one did.
     #[serde(default)]
     pub ocr: Option<String>,
+    /// Where the text's lines stand on their pages, for a paginated format laid out from
+    /// positions (PDF pages, text layer or OCR, and pictures): each line's characters in
+    /// `text` and its box. Lines the text does not hold verbatim are left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<LineBox>,
+}
+
+/// A line of the extracted text on its page: characters `start..end` of the text (counted in
+/// characters) and the line's box as fractions of the page's width and height, measured from
+/// its top-left corner (`x0 < x1`, `y0 < y1`, all within 0–1).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LineBox {
+    /// First character (inclusive).
+    pub start: usize,
+    /// Last character (exclusive).
+    pub end: usize,
+    /// The page, from 1.
+    pub page: u32,
+    /// Left edge.
+    pub x0: f32,
+    /// Top edge.
+    pub y0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// Bottom edge.
+    pub y1: f32,
+    /// The clockwise quarter turns that make the page's picture upright (OCR found it on its
+    /// side or upside down); the box is on the upright page.
+    #[serde(default)]
+    pub turn: u16,
 }

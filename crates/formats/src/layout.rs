@@ -27,6 +27,7 @@
 use anyhow::Result;
 use unicode_normalization::UnicodeNormalization;
 
+use crate::extracted::LineBox;
 use crate::limits::Limits;
 use crate::text_builder::{TextBuilder, pipe_table};
 
@@ -842,18 +843,23 @@ pub fn normalise(text: &str) -> String {
     out
 }
 
-/// The text of `pages` (each its height and lines): running headers and footers dropped,
-/// reading order across columns, paragraphs and headings (from `outline` when it has
-/// entries), one page of output per page. Text-layer and OCR'd pages alike.
+/// The text of `pages` (each its height and lines; `frames[i]` the width of page `i`, in the
+/// same units, and the quarter turns that made its picture upright, 0 for a text page): running headers and footers dropped, reading order across columns,
+/// paragraphs, tables and headings (from `outline` when it has entries), one page of output
+/// per page; with the box of every line the text holds ([`LineBox`]). Text-layer and OCR'd
+/// pages alike.
 pub(crate) fn lay_out(
     mut pages: Vec<(f32, Vec<Line>)>,
+    frames: &[(f32, u16)],
     outline: &[OutlineEntry],
     limits: &Limits,
-) -> Result<(String, u32)> {
+) -> Result<Laid> {
     drop_repeated_edges(&mut pages);
     let mut ordered: Vec<Vec<Line>> = Vec::with_capacity(pages.len());
+    let mut heights = Vec::with_capacity(pages.len());
     for (height, lines) in pages {
         limits.check_time()?;
+        heights.push(height);
         ordered.push(reading_order(lines, height));
     }
     limits.check_time()?;
@@ -873,8 +879,98 @@ pub(crate) fn lay_out(
             }
         }
     }
-    let pages = out.pages();
-    Ok((out.finish(), pages))
+    let page_count = out.pages();
+    let starts = out.page_starts().to_vec();
+    let text = out.finish();
+    limits.check_time()?;
+    let mut boxes = Vec::new();
+    for (i, lines) in ordered.iter().enumerate() {
+        let from = starts.get(i).copied().unwrap_or(text.len()).min(text.len());
+        let to = starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(text.len())
+            .min(text.len());
+        let (width, turn) = frames.get(i).copied().unwrap_or((0.0, 0));
+        let page = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let found = line_boxes(&text, from..to, page, (width, heights[i]), lines);
+        boxes.extend(found.into_iter().map(|b| LineBox { turn, ..b }));
+    }
+    Ok(Laid {
+        text,
+        pages: page_count,
+        boxes,
+    })
+}
+
+/// What [`lay_out`] gives.
+#[derive(Debug)]
+pub(crate) struct Laid {
+    /// The text.
+    pub text: String,
+    /// Its pages.
+    pub pages: u32,
+    /// Where its lines stand.
+    pub boxes: Vec<LineBox>,
+}
+
+/// The boxes of `lines` (of a page of `size`, width and height) found in `text[bytes]`, the
+/// page's text: each line is looked for, ignoring whitespace (and a hyphen at its end, which a
+/// rejoined word lost), after the line found before it, else from the page's start.
+fn line_boxes(
+    text: &str,
+    bytes: std::ops::Range<usize>,
+    page: u32,
+    (width, height): (f32, f32),
+    lines: &[Line],
+) -> Vec<LineBox> {
+    if width <= 0.0 || height <= 0.0 || !text.is_char_boundary(bytes.start) {
+        return Vec::new();
+    }
+    let first_char = text[..bytes.start].chars().count();
+    // The page's text without whitespace, and the character of the text each byte of it is.
+    let mut squashed = String::new();
+    let mut char_at: Vec<usize> = Vec::new();
+    for (n, c) in text[bytes].chars().enumerate() {
+        if !c.is_whitespace() {
+            squashed.push(c);
+            char_at.extend(std::iter::repeat_n(first_char + n, c.len_utf8()));
+        }
+    }
+    let mut out = Vec::new();
+    let mut cursor = 0;
+    for line in lines {
+        let wanted: String = line.text.chars().filter(|c| !c.is_whitespace()).collect();
+        let wanted = wanted.trim_end_matches(['-', '\u{ad}', '\u{2010}']);
+        if wanted.chars().count() < 2 {
+            continue;
+        }
+        let found = squashed[cursor..]
+            .find(wanted)
+            .map(|at| at + cursor)
+            .or_else(|| squashed.find(wanted));
+        let Some(at) = found else { continue };
+        let last = at + wanted.len() - 1;
+        cursor = at + wanted.len();
+        // Four decimals: a tenth of a pixel on a 1,000-pixel page, and short records.
+        let frac = |v: f32, of: f32| ((v / of).clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
+        let (top, bottom) = (line.y + line.size, line.y - 0.25 * line.size);
+        let b = LineBox {
+            start: char_at[at],
+            end: char_at[last] + 1,
+            page,
+            x0: frac(line.x0, width),
+            y0: 1.0 - frac(top, height),
+            x1: frac(line.x1, width),
+            y1: 1.0 - frac(bottom, height),
+            turn: 0,
+        };
+        if b.x0 < b.x1 && b.y0 < b.y1 {
+            out.push(b);
+        }
+    }
+    out.sort_by_key(|b| b.start);
+    out
 }
 
 #[cfg(test)]
@@ -1092,13 +1188,33 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].rows[0], ["设备类别", "保修期", "响应"]);
         assert_eq!(found[0].rows[3], ["打印机", "六个月", "次日"]);
-        let (text, _) = lay_out(vec![(800.0, page)], &[], &Limits::for_tests()).unwrap();
+        let laid = lay_out(
+            vec![(800.0, page)],
+            &[(600.0, 0)],
+            &[],
+            &Limits::for_tests(),
+        )
+        .unwrap();
+        let text = laid.text;
         assert_eq!(
             text,
             "下表列出各类设备的保修期。\n\n| 设备类别 | 保修期 | 响应 |\n| --- | --- | --- |\n\
              | 服务器 | 三年 | 4 小时 |\n| 交换机 | 一年 | 次日 |\n| 打印机 | 六个月 | 次日 |\n\n\
              人为损坏不在保修范围内。\n"
         );
+        // Every line has its box: the closing sentence's characters, and where it stands.
+        let chars: Vec<char> = text.chars().collect();
+        let span = |b: &LineBox| chars[b.start..b.end].iter().collect::<String>();
+        assert_eq!(laid.boxes.len(), 2 + 12, "{:?}", laid.boxes);
+        let last = laid.boxes.last().unwrap();
+        assert_eq!(span(last), "人为损坏不在保修范围内。");
+        assert_eq!((last.page, last.x0), (1, 0.1));
+        assert!(
+            (last.y0 - 0.2).abs() < 1e-4 && last.y1 > last.y0 && last.y1 < 0.22,
+            "{last:?}"
+        );
+        let cell = laid.boxes.iter().find(|b| span(b) == "六个月").unwrap();
+        assert!((cell.x0 - 170.0 / 600.0).abs() < 1e-4, "{cell:?}");
     }
 
     /// Prose set in two columns is no table, nor are rows whose cells do not line up.

@@ -39,7 +39,7 @@ pub mod pptx;
 pub mod sheet;
 
 pub use decode::{DETECT_BYTES, decode_text, decode_text_file};
-pub use extracted::Extracted;
+pub use extracted::{Extracted, LineBox};
 pub use format::{Announced, Format, detect};
 pub use limits::Limits;
 pub use package::{Package, PartReader};
@@ -50,6 +50,30 @@ pub use text_builder::{TextBuilder, one_line};
 /// text layer, is an error.
 pub fn extract(format: Format, bytes: &[u8], limits: &Limits) -> Result<Extracted> {
     extract_with(format, bytes, limits, None)
+}
+
+/// The picture of page `page` (from 1) of a file of `format`: a picture file's page (each of a
+/// TIFF's), or a PDF page without a text layer (its scan). `None` for a PDF page with a text
+/// layer or without a picture; an error for another format or a page past the last.
+pub fn page_picture(
+    format: Format,
+    bytes: &[u8],
+    page: u32,
+    limits: &Limits,
+) -> Result<Option<scan::PageImage>> {
+    match format {
+        Format::Pdf => pdf::page_picture(bytes, page, limits),
+        Format::Image => {
+            let mut pages = scan::decode_image(bytes, limits)?;
+            let count = pages.len();
+            let index = usize::try_from(page).unwrap_or(usize::MAX).wrapping_sub(1);
+            if index >= count {
+                bail!("the picture has {count} pages, no page {page}");
+            }
+            Ok(Some(pages.swap_remove(index)))
+        }
+        other => bail!("a {} file has no page pictures", other.name()),
+    }
 }
 
 /// Extracts a file of `format` from its `bytes`; pictures of pages (an image file, a PDF

@@ -123,6 +123,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         pages: None,
         synthetic_headings: false,
         ocr: None,
+        boxes: Vec::new(),
     })
 }
 

@@ -180,6 +180,38 @@ pub(crate) fn rgb_page(image: image::DynamicImage) -> PageImage {
     PageImage { width, height, rgb }
 }
 
+/// `page` as PNG, turned `turn` clockwise quarter turns (as OCR turned it upright) and
+/// scaled down, keeping its shape, so that neither side exceeds `max_side` pixels.
+pub fn page_png(page: &PageImage, turn: u16, max_side: u32) -> Result<Vec<u8>> {
+    let rgb = image::RgbImage::from_raw(page.width, page.height, page.rgb.clone())
+        .ok_or_else(|| anyhow!("a page picture of the wrong size"))?;
+    let image = match turn % 4 {
+        1 => image::imageops::rotate90(&rgb),
+        2 => image::imageops::rotate180(&rgb),
+        3 => image::imageops::rotate270(&rgb),
+        _ => rgb,
+    };
+    let (w, h) = image.dimensions();
+    let longest = w.max(h).max(1);
+    let image = if longest > max_side {
+        let scale = f64::from(max_side) / f64::from(longest);
+        let size = |v: u32| ((f64::from(v) * scale).round() as u32).max(1);
+        image::imageops::resize(
+            &image,
+            size(w),
+            size(h),
+            image::imageops::FilterType::Triangle,
+        )
+    } else {
+        image
+    };
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgb8(image)
+        .write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png)
+        .map_err(|e| anyhow!("cannot encode the page as PNG: {e}"))?;
+    Ok(out)
+}
+
 /// Every page of a TIFF (faxes and scanners write many pages to one file).
 fn decode_tiff(bytes: &[u8], limits: &Limits) -> Result<Vec<PageImage>> {
     use tiff::decoder::{Decoder, DecodingResult};
@@ -285,6 +317,7 @@ pub fn extract_image(
     let images = decode_image(bytes, limits)?;
     let count = images.len();
     let mut pages = Vec::with_capacity(count);
+    let mut widths = Vec::with_capacity(count);
     for (i, image) in images.into_iter().enumerate() {
         limits.check_time()?;
         let read = reader.read(&image).map_err(|e| {
@@ -294,16 +327,18 @@ pub fn extract_image(
                 anyhow!("OCR failed: {e:#}")
             }
         })?;
+        widths.push((read.width as f32 * POINTS_PER_PIXEL, read.rotation / 90));
         pages.push(page_lines(&read, POINTS_PER_PIXEL));
     }
-    let (text, pages) = crate::layout::lay_out(pages, &[], limits)?;
+    let laid = crate::layout::lay_out(pages, &widths, &[], limits)?;
     Ok(crate::Extracted {
-        text,
+        text: laid.text,
         title: None,
         locale: None,
-        pages: (count > 1).then_some(pages),
+        pages: (count > 1).then_some(laid.pages),
         synthetic_headings: false,
         ocr: Some(reader.name()),
+        boxes: laid.boxes,
     })
 }
 

@@ -67,6 +67,7 @@ pub fn extract_csv(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         pages: None,
         synthetic_headings: true,
         ocr: None,
+        boxes: Vec::new(),
     })
 }
 
@@ -133,6 +134,7 @@ pub fn extract_xlsx(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         pages: None,
         synthetic_headings: true,
         ocr: None,
+        boxes: Vec::new(),
     })
 }
 

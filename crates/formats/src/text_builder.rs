@@ -12,6 +12,8 @@ pub struct TextBuilder {
     text: String,
     max: usize,
     pages: u32,
+    /// The byte where each page's text starts.
+    page_starts: Vec<usize>,
 }
 
 impl TextBuilder {
@@ -21,6 +23,7 @@ impl TextBuilder {
             text: String::new(),
             max: limits.max_text_bytes,
             pages: 0,
+            page_starts: Vec::new(),
         }
     }
 
@@ -58,7 +61,13 @@ impl TextBuilder {
             self.blank_line()?;
             self.push("\u{c}\n\n")?;
         }
+        self.page_starts.push(self.text.len());
         Ok(())
+    }
+
+    /// The byte where each page started so far (the first page's at 0).
+    pub fn page_starts(&self) -> &[usize] {
+        &self.page_starts
     }
 
     /// The text so far.

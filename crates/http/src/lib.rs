@@ -30,11 +30,13 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use zhiku_domain::ports::{TraceEvent, TraceSink};
 
+use zhiku_service::error::Missing;
 use zhiku_service::new_trace_id;
 use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status, SweepReport};
 
@@ -233,7 +235,7 @@ async fn page() -> impl IntoResponse {
     (
         [(
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:",
         )],
         Html(PAGE),
     )
@@ -472,16 +474,71 @@ fn section_path(path: &str) -> Option<(&str, &str)> {
     (hex && !doc.is_empty()).then_some((doc, section))
 }
 
+/// The query of `GET /v1/originals/{id}/pages/{n}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    /// Clockwise quarter turns (0–3), as a citation's box says.
+    #[serde(default)]
+    turn: u16,
+}
+
+/// `{doc}/pages/{n}`: the document and page a page-picture path names.
+fn page_path(id: &str) -> Option<(&str, u32)> {
+    let (doc, page) = id.rsplit_once("/pages/")?;
+    let page = (!page.is_empty() && page.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| page.parse().ok())
+        .flatten()?;
+    (!doc.is_empty()).then_some((doc, page))
+}
+
+/// What `GET /v1/originals/…` serves: a page's picture, or the file.
+enum Original {
+    Page(Vec<u8>),
+    File(Vec<u8>, String),
+}
+
 /// `GET /v1/originals/{id}`: the file a document was read from, for a caller who may see it.
 /// A PDF is served inline (the page opens it at a cited page); any other file only as a
 /// download, and nothing of it runs or renders in this origin (`nosniff`, a sandboxing CSP).
+///
+/// `GET /v1/originals/{id}/pages/{n}?turn=T`: the picture of page `n` (a picture file's page,
+/// a scanned PDF page), turned `T` clockwise quarter turns as the citation's boxes say, as PNG
+/// (at most 1,600 pixels a side). A document whose own ID ends in `/pages/{n}` is served as a
+/// file.
 async fn get_original(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    query: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
     let kb = state.kb.clone();
-    let (bytes, rel) = run(&state, move || kb.original(&caller, &id)).await?;
+    let turn = query.map(|Query(q)| q.turn).unwrap_or_default();
+    let served = run(&state, move || {
+        let file = kb.original(&caller, &id);
+        match (file, page_path(&id)) {
+            // Not a document of its own: a page of the document before `/pages/`.
+            (Err(KbError::NotFound(Missing::Document { .. })), Some((doc, page))) => {
+                kb.page_png(&caller, doc, page, turn).map(Original::Page)
+            }
+            (file, _) => file.map(|(bytes, rel)| Original::File(bytes, rel)),
+        }
+    })
+    .await?;
+    let (bytes, rel) = match served {
+        Original::Page(png) => {
+            return Ok((
+                [
+                    (header::CONTENT_TYPE, "image/png"),
+                    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                    (header::CACHE_CONTROL, "private, max-age=300"),
+                ],
+                png,
+            )
+                .into_response());
+        }
+        Original::File(bytes, rel) => (bytes, rel),
+    };
     let name = rel.rsplit('/').next().unwrap_or("document").to_string();
     let is_pdf = bytes.starts_with(b"%PDF-");
     let (kind, disposition) = if is_pdf {

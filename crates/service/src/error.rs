@@ -318,6 +318,15 @@ pub enum Missing {
         /// The document's ID.
         id: String,
     },
+    /// The document's page has no picture to show: a page with a text layer (open the file
+    /// at it), or no such page.
+    #[error("document {id:?} has no picture of page {page}")]
+    Page {
+        /// The document's ID.
+        id: String,
+        /// The page asked for.
+        page: u32,
+    },
     /// What was asked as a section is no section ID at all.
     #[error("document {doc:?} has no section {given:?}")]
     SectionId {
@@ -571,6 +580,10 @@ impl Missing {
                 reason: s.text(reason),
             },
             Missing::File { id } => Missing::File { id: s.text(id) },
+            Missing::Page { id, page } => Missing::Page {
+                id: s.text(id),
+                page,
+            },
             Missing::SectionId { doc, given } => Missing::SectionId {
                 doc: s.text(doc),
                 given: s.text(given),

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
-    AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, Planner, StoredTraceEvent,
-    TraceSink, TraceStore, Turn, WriteTurn,
+    AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, PageRequest, Planner,
+    StoredTraceEvent, TraceSink, TraceStore, Turn, WriteTurn,
 };
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
@@ -63,6 +63,10 @@ impl std::fmt::Debug for Planners {
 /// The most characters one read (a document or a section) returns: a larger one is refused
 /// with its size, and its sections can be read one by one.
 pub const MAX_READ_CHARS: usize = 200_000;
+
+/// Most pixels of the longer side of a page picture [`KnowledgeBase::page_png`] serves: a page
+/// shown on a screen, not the scan's full resolution.
+pub const PAGE_PNG_SIDE: u32 = 1_600;
 
 /// How often a knowledge base that answers callers checks the catalog on record for another
 /// process's saves (a store kept on a server that several replicas write).
@@ -493,6 +497,38 @@ impl KnowledgeBase {
             .map_err(|e| unreadable(id, e))?
             .ok_or_else(|| Missing::File { id: id.to_string() })?;
         Ok((bytes, rel))
+    }
+
+    /// The picture of page `page` (from 1) of the file a document was read from, turned `turn`
+    /// clockwise quarter turns (as a citation's box says) and at most [`PAGE_PNG_SIDE`] pixels
+    /// a side, as PNG, for a caller who may see the document: a picture's page, or a scanned
+    /// PDF page. A page with a text layer has none ([`Missing::Page`]): open the PDF at it.
+    pub fn page_png(
+        &self,
+        caller: &Caller,
+        id: &str,
+        page: u32,
+        turn: u16,
+    ) -> Result<Vec<u8>, KbError> {
+        let inner = self.current();
+        let (doc, rel) = self.visible_document(&inner, caller, id)?;
+        let documents = self.documents.as_ref().ok_or_else(|| no_document(id))?;
+        let missing = || Missing::Page {
+            id: id.to_string(),
+            page,
+        };
+        if page == 0 || doc.attributes().page_count.is_some_and(|n| page > n) {
+            return Err(missing().into());
+        }
+        let request = PageRequest {
+            page,
+            turn: turn % 4,
+            max_side: PAGE_PNG_SIDE,
+        };
+        documents
+            .page_png(doc.id(), &rel, request)
+            .map_err(|e| unreadable(id, e))?
+            .ok_or_else(|| missing().into())
     }
 
     /// One document with its chunks, as it is now in the source.

@@ -40,8 +40,8 @@ pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};
 pub use evaluate::{Answering, CorpusEvaluation, Evaluation, evaluate_corpus};
 pub use kb::{
-    FOLLOW_EVERY, KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, Planners,
-    SharedKb,
+    FOLLOW_EVERY, KnowledgeBase, MAX_HISTORY_TURNS, MAX_READ_CHARS, MAX_TURN_CHARS, PAGE_PNG_SIDE,
+    Planners, SharedKb,
 };
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};

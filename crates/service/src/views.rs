@@ -80,6 +80,9 @@ pub struct Hit {
     pub routes: Vec<zhiku_domain::usecases::RouteHit>,
     /// The chunk's text.
     pub content: String,
+    /// The header rows of the table the chunk continues (not part of `content`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_header: Option<String>,
 }
 
 impl Hit {
@@ -100,6 +103,7 @@ impl Hit {
                 score: e.score,
                 routes: e.routes.clone(),
                 content: e.chunk.content().to_string(),
+                table_header: e.chunk.table_header().map(str::to_string),
             })
             .collect()
     }
@@ -175,8 +179,12 @@ pub struct ChunkView {
     pub start: usize,
     /// Offset after its last character.
     pub end: usize,
-    /// Its text, exactly as indexed.
+    /// Its text: the document's own, from `start` to `end`.
     pub content: String,
+    /// The header rows of the table it continues, indexed and shown with it (not part of
+    /// `content`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_header: Option<String>,
 }
 
 impl ChunkView {
@@ -190,6 +198,7 @@ impl ChunkView {
             start: c.start(),
             end: c.end(),
             content: c.content().to_string(),
+            table_header: c.table_header().map(str::to_string),
         }
     }
 }

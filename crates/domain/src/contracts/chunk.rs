@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::document::DocAttributes;
+use super::position::{LineBox, PageBox};
 use super::section::SectionId;
 use super::values::{DocId, InvalidValue, sha256_hex};
 
@@ -125,6 +126,7 @@ pub struct Chunk {
     ordinal: u32,
     pages: Option<PageSpan>,
     table_header: Option<String>,
+    boxes: Vec<LineBox>,
     doc: Arc<DocAttributes>,
 }
 
@@ -210,6 +212,9 @@ pub struct ChunkRecord {
     /// See [`Chunk::table_header`]; absent for a chunk that continues no table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_header: Option<String>,
+    /// See [`Chunk::boxes`]; absent for a chunk of a document read without positions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<LineBox>,
     /// See [`Chunk::doc`].
     #[serde(flatten)]
     pub doc: DocAttributes,
@@ -241,8 +246,20 @@ impl Chunk {
             ordinal,
             pages: None,
             table_header: None,
+            boxes: Vec::new(),
             doc,
         }
+    }
+
+    /// Returns this chunk with the boxes of its lines on their pages: those of `boxes` that
+    /// share a character with it (same content, same ID).
+    pub fn with_boxes(mut self, boxes: &[LineBox]) -> Self {
+        self.boxes = boxes
+            .iter()
+            .filter(|b| b.overlaps(self.start, self.end) && b.is_valid())
+            .copied()
+            .collect();
+        self
     }
 
     /// Returns this chunk as continuing a table whose header rows (above the chunk, not in its
@@ -295,6 +312,7 @@ impl Chunk {
             Some(header) => chunk.with_table_header(header),
             None => chunk,
         };
+        let chunk = chunk.with_boxes(&record.boxes);
         if chunk.sha256 != record.sha256 {
             return Err(InvalidValue::new(
                 "chunk",
@@ -340,6 +358,7 @@ impl Chunk {
             ordinal: self.ordinal,
             pages: self.pages,
             table_header: self.table_header.clone(),
+            boxes: self.boxes.clone(),
             doc: (*self.doc).clone(),
         }
     }
@@ -410,6 +429,21 @@ impl Chunk {
     /// a chunk that runs over a page break says so with `first < last`.
     pub fn pages(&self) -> Option<PageSpan> {
         self.pages
+    }
+    /// Where the chunk's lines stand on their pages (a PDF's or a picture's), ordered by where
+    /// they start in the document; empty when its document was read without positions.
+    pub fn boxes(&self) -> &[LineBox] {
+        &self.boxes
+    }
+    /// The boxes of the lines holding characters `start..end` of the chunk's content
+    /// (counted in characters from the chunk's start).
+    pub fn boxes_of(&self, start: usize, end: usize) -> Vec<PageBox> {
+        let (start, end) = (self.start + start, self.start + end);
+        self.boxes
+            .iter()
+            .filter(|b| b.overlaps(start, end))
+            .map(|b| b.at)
+            .collect()
     }
     /// The document attributes (revision, scope, locale, title, source, metadata).
     pub fn doc(&self) -> &Arc<DocAttributes> {

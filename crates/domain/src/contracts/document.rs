@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::position::LineBox;
 use super::time::Timestamp;
 use super::values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, sha256_hex};
 
@@ -168,6 +169,7 @@ pub struct Document {
     id: DocId,
     attributes: Arc<DocAttributes>,
     content: String,
+    line_boxes: Vec<LineBox>,
 }
 
 impl Document {
@@ -183,6 +185,7 @@ impl Document {
             title: None,
             metadata: Metadata::new(),
             page_count: None,
+            line_boxes: Vec::new(),
         }
     }
 
@@ -204,6 +207,12 @@ impl Document {
     /// The full text.
     pub fn content(&self) -> &str {
         &self.content
+    }
+
+    /// Where the content's lines stand on their pages, ordered by where they start (empty for
+    /// a document read without positions).
+    pub fn line_boxes(&self) -> &[LineBox] {
+        &self.line_boxes
     }
 
     /// The same document, its attributes saying it expires at `expires_at` (see
@@ -235,9 +244,23 @@ pub struct DocumentBuilder {
     title: Option<Title>,
     metadata: Metadata,
     page_count: Option<u32>,
+    line_boxes: Vec<LineBox>,
 }
 
 impl DocumentBuilder {
+    /// Declares where the content's lines stand on their pages. Boxes that are not valid or
+    /// reach past the content are dropped; the rest are ordered by where they start.
+    pub fn line_boxes(mut self, boxes: Vec<LineBox>) -> Self {
+        let chars = self.content.chars().count();
+        let mut boxes: Vec<LineBox> = boxes
+            .into_iter()
+            .filter(|b| b.is_valid() && b.end <= chars)
+            .collect();
+        boxes.sort_by_key(|b| (b.start, b.end));
+        self.line_boxes = boxes;
+        self
+    }
+
     /// Declares the content paginated into `pages` pages separated by form feeds (see
     /// [`DocAttributes::page_count`]).
     pub fn page_count(mut self, pages: u32) -> Self {
@@ -288,6 +311,7 @@ impl DocumentBuilder {
                 expires_at: None,
             }),
             content: self.content,
+            line_boxes: self.line_boxes,
         }
     }
 }

@@ -7,6 +7,7 @@ mod document;
 mod evidence;
 mod filter;
 mod policy;
+mod position;
 #[cfg(test)]
 mod roundtrip_tests;
 mod section;
@@ -22,7 +23,8 @@ pub use document::{
 };
 pub use evidence::{GenerationRequest, SourceBlock, SourceRecord};
 pub use filter::Filter;
-pub use policy::{CHUNKER_VERSION, ChunkingPolicy};
+pub use policy::{CHUNKER_VERSION, ChunkingPolicy, OLDEST_CHUNKER_VERSION};
+pub use position::{LineBox, PageBox};
 pub use section::{SectionId, normalise_heading};
 pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
 pub use time::{TimeToLive, Timestamp};

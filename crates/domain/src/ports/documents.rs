@@ -109,6 +109,17 @@ pub trait Staged: Send {
     fn keep(self: Box<Self>);
 }
 
+/// Which page picture [`DocumentStore::page_png`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest {
+    /// The page, from 1.
+    pub page: u32,
+    /// Clockwise quarter turns (0–3), as a citation's box says.
+    pub turn: u16,
+    /// Most pixels of the PNG's longer side.
+    pub max_side: u32,
+}
+
 /// The documents of one origin (a folder, a corpus file).
 ///
 /// # Contract
@@ -159,6 +170,22 @@ pub trait DocumentStore: Send + Sync {
     /// it may see it; the store still refuses a path it would not read.
     fn original(&self, id: &DocId, path: &str) -> Result<Option<Vec<u8>>, DocumentError> {
         let _ = (id, path);
+        Ok(None)
+    }
+
+    /// The picture of a page of the file document `id` was read from at `path`, as PNG: a
+    /// picture file's page (each of a TIFF's) or a PDF page without a text layer (its scan),
+    /// turned and bounded as `page` says. `None` when the store keeps no such file or the page
+    /// has no picture (a PDF page with a text layer). The caller has checked that it may see
+    /// the document, as for [`original`](Self::original); the file is parsed where a crash
+    /// costs only this request.
+    fn page_png(
+        &self,
+        id: &DocId,
+        path: &str,
+        page: PageRequest,
+    ) -> Result<Option<Vec<u8>>, DocumentError> {
+        let _ = (id, path, page);
         Ok(None)
     }
 

@@ -31,7 +31,7 @@ pub use catalog::{
 pub use clock::{Clock, FixedWallClock, FrozenClock, WallClock, elapsed_ms};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
-    PreparedPut, PutRequest, SkippedFile, Staged,
+    PageRequest, PreparedPut, PutRequest, SkippedFile, Staged,
 };
 pub use embedder::Embedder;
 pub use errors::{

@@ -86,6 +86,7 @@ pub fn extract(text: &str, limits: &Limits) -> Result<Extracted> {
         pages: None,
         synthetic_headings: false,
         ocr: None,
+        boxes: Vec::new(),
     })
 }
 

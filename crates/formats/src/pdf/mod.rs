@@ -29,7 +29,7 @@ use pdf_oxide::object::Object;
 use crate::extracted::Extracted;
 use crate::layout::{self, Glyph, OutlineEntry, PageText};
 use crate::limits::Limits;
-use crate::scan::PageReader;
+use crate::scan::{PageImage, PageReader};
 use crate::text_builder::one_line;
 
 /// Outline entries read at most (a larger outline is not read, and headings come from sizes).
@@ -45,6 +45,39 @@ const PARSER_STACK: usize = 32 << 20;
 
 /// Extracts a PDF; pages without a text layer are read by `ocr` when given.
 pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> Result<Extracted> {
+    guarded(bytes, limits, |checker| {
+        extract_inner(bytes, limits, checker, ocr)
+    })
+}
+
+/// The picture of page `page` (from 1) when it has no text layer: its largest picture (a scan
+/// is one picture per page), within the pixel bound. `None` for a page with a text layer or
+/// without a picture.
+pub fn page_picture(bytes: &[u8], page: u32, limits: &Limits) -> Result<Option<PageImage>> {
+    guarded(bytes, limits, |checker| {
+        let doc = open(bytes, checker)?;
+        let count = doc
+            .page_count()
+            .map_err(|e| anyhow!("damaged PDF: {}", short(&e.to_string())))?;
+        let index = usize::try_from(page).unwrap_or(usize::MAX).wrapping_sub(1);
+        if index >= count {
+            bail!("the PDF has {count} pages, no page {page}");
+        }
+        checker.page(&doc, index)?;
+        if !doc.extract_chars(index).unwrap_or_default().is_empty() {
+            return Ok(None);
+        }
+        largest_picture(&doc, index, limits)
+    })
+}
+
+/// Runs `f` on a checker of `bytes` in a thread of its own with a large stack, a panic of the
+/// parser being this file's failure.
+fn guarded<T: Send>(
+    bytes: &[u8],
+    limits: &Limits,
+    f: impl FnOnce(&mut check::Checker<'_>) -> Result<T> + Send,
+) -> Result<T> {
     // The parser recurses into nested objects: refuse what would overflow a stack (an
     // overflow aborts the process, which no unwinding catches), checked before the parser
     // reads anything (see the `check` module), and give it a large one.
@@ -57,7 +90,7 @@ pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> R
                 // this file's failure, not the load's.
                 catch_unwind(AssertUnwindSafe(|| {
                     let mut checker = check::Checker::before_parsing(bytes, limits)?;
-                    extract_inner(bytes, limits, &mut checker, ocr)
+                    f(&mut checker)
                 }))
             })
             .map_err(|e| anyhow!("cannot start the PDF reader: {e}"))?;
@@ -71,12 +104,8 @@ pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> R
     })
 }
 
-fn extract_inner(
-    bytes: &[u8],
-    limits: &Limits,
-    checker: &mut check::Checker<'_>,
-    ocr: Option<&dyn PageReader>,
-) -> Result<Extracted> {
+/// The document of `bytes`, checked whole, not encrypted.
+fn open(bytes: &[u8], checker: &mut check::Checker<'_>) -> Result<PdfDocument> {
     // A PDF ends with `%%EOF` (give or take trailing bytes some writers add). Without it the
     // file was cut short: the parser could rebuild part of it, but indexing part of a document
     // as if it were whole would lose the rest silently.
@@ -90,6 +119,16 @@ fn extract_inner(
         bail!("encrypted PDF (password-protected): cannot be read");
     }
     checker.opened(&doc);
+    Ok(doc)
+}
+
+fn extract_inner(
+    bytes: &[u8],
+    limits: &Limits,
+    checker: &mut check::Checker<'_>,
+    ocr: Option<&dyn PageReader>,
+) -> Result<Extracted> {
+    let doc = open(bytes, checker)?;
     let count = doc.page_count().map_err(|e| match e {
         pdf_oxide::error::Error::EncryptedPdf => {
             anyhow!("encrypted PDF (password-protected): cannot be read")
@@ -106,14 +145,16 @@ fn extract_inner(
         );
     }
     let mut pages: Vec<(f32, Vec<layout::Line>)> = Vec::with_capacity(count);
+    let mut frames: Vec<(f32, u16)> = Vec::with_capacity(count);
     let mut glyphs_seen = 0usize;
     let mut scanned = 0usize;
     for index in 0..count {
         limits.check_time()?;
-        let height = doc
+        let (width, height) = doc
             .get_page_media_box(index)
-            .map(|(_, y0, _, y1)| (y1 - y0).abs())
-            .unwrap_or(0.0);
+            .map(|(x0, y0, x1, y1)| ((x1 - x0).abs(), (y1 - y0).abs()))
+            .unwrap_or((0.0, 0.0));
+        frames.push((width, 0));
         // The page's content (and the forms it draws) is checked before the parser reads it.
         checker.page(&doc, index)?;
         let chars = doc.extract_chars(index).unwrap_or_default();
@@ -137,10 +178,13 @@ fn extract_inner(
         glyphs_seen += glyphs.len();
         if glyphs.is_empty()
             && let Some(reader) = ocr
-            && let Some(read) = read_scanned_page(&doc, index, height, limits, reader)?
+            && let Some((read, turn)) = read_scanned_page(&doc, index, height, limits, reader)?
         {
             scanned += 1;
             pages.push(read);
+            if let Some(frame) = frames.last_mut() {
+                frame.1 = turn;
+            }
             continue;
         }
         let page = PageText { height, glyphs };
@@ -156,28 +200,54 @@ fn extract_inner(
     }
     limits.check_time()?;
     let outline = outline(&doc, count);
-    let (text, pages) = layout::lay_out(pages, &outline, limits)?;
+    let laid = layout::lay_out(pages, &frames, &outline, limits)?;
     let (title, locale) = info(&doc);
     Ok(Extracted {
-        text,
+        text: laid.text,
         title,
         locale,
-        pages: Some(pages),
+        pages: Some(laid.pages),
         synthetic_headings: false,
         ocr: ocr.filter(|_| scanned > 0).map(|r| r.name()),
+        boxes: laid.boxes,
     })
 }
 
+/// A page's height and the lines OCR read on it.
+type ScannedPage = (f32, Vec<layout::Line>);
+
 /// The lines OCR reads on page `index` (of `height` points), which has no text layer: the
 /// page's largest picture (a scan is one picture per page), checked against the pixel bound
-/// before it is decoded. `None` when the page holds no picture (a blank page).
+/// before it is decoded; with the quarter turns that made it upright. `None` when the page
+/// holds no picture (a blank page).
 fn read_scanned_page(
     doc: &PdfDocument,
     index: usize,
     height: f32,
     limits: &Limits,
     reader: &dyn PageReader,
-) -> Result<Option<(f32, Vec<layout::Line>)>> {
+) -> Result<Option<(ScannedPage, u16)>> {
+    let page_no = index + 1;
+    let Some(page) = largest_picture(doc, index, limits)? else {
+        return Ok(None);
+    };
+    limits.check_time()?;
+    let read = reader
+        .read(&page)
+        .map_err(|e| anyhow!("page {page_no}: OCR failed: {e:#}"))?;
+    // Pixels to points: the upright picture spans the page's height.
+    let scale = if read.height > 0 && height > 0.0 {
+        height / read.height as f32
+    } else {
+        1.0
+    };
+    let (_, lines) = crate::scan::page_lines(&read, scale);
+    Ok(Some(((height, lines), read.rotation / 90)))
+}
+
+/// The largest picture of page `index`, checked against the pixel bound before it is
+/// decoded; `None` when the page holds none (or only a speck).
+fn largest_picture(doc: &PdfDocument, index: usize, limits: &Limits) -> Result<Option<PageImage>> {
     let page_no = index + 1;
     let handles = doc.page_image_handles(index).unwrap_or_default();
     let Some(largest) = handles
@@ -207,19 +277,7 @@ fn read_scanned_page(
                 short(&e.to_string())
             )
         })?;
-    let page = crate::scan::rgb_page(image);
-    limits.check_time()?;
-    let read = reader
-        .read(&page)
-        .map_err(|e| anyhow!("page {page_no}: OCR failed: {e:#}"))?;
-    // Pixels to points: the upright picture spans the page's height.
-    let scale = if read.height > 0 && height > 0.0 {
-        height / read.height as f32
-    } else {
-        1.0
-    };
-    let (_, lines) = crate::scan::page_lines(&read, scale);
-    Ok(Some((height, lines)))
+    Ok(Some(crate::scan::rgb_page(image)))
 }
 
 fn short(message: &str) -> String {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::contracts::{ChunkId, DocId, PageSpan, SectionId};
+use crate::contracts::{ChunkId, DocId, PageBox, PageSpan, SectionId};
 use crate::ports::{GenerateError, Intent, PhaseTime, Plan, SourceError};
 use crate::rules::citation;
 use crate::rules::fusion::Route;
@@ -72,6 +72,11 @@ pub struct Citation {
     pub revision: String,
     /// The sentence of the chunk that best supports the citing text.
     pub quote: String,
+    /// Where the quote stands on its page: the boxes of the lines it is on (a PDF's or a
+    /// picture's; empty for a document read without positions). Fractions of the page from
+    /// its top-left corner; `GET /v1/originals/{id}/pages/{n}` serves the page.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<PageBox>,
 }
 
 /// One piece of this round's evidence, as shown beside the answer.
@@ -297,6 +302,18 @@ fn quote_page(content: &str, pages: Option<PageSpan>, quote: &str) -> Option<u32
     Some((pages.first() + breaks).min(pages.last()))
 }
 
+/// Where `quote` stands in `content`, in characters; `None` when it is not found as written.
+fn quote_chars(content: &str, quote: &str) -> Option<(usize, usize)> {
+    let quote = quote.trim_end_matches('…');
+    let head: String = quote.chars().take(40).collect();
+    if head.is_empty() {
+        return None;
+    }
+    let at = content.find(head.as_str())?;
+    let start = content[..at].chars().count();
+    Some((start, start + quote.chars().count()))
+}
+
 pub(super) fn citations_for(
     answer: &str,
     cited: &[(u32, ChunkId)],
@@ -308,8 +325,16 @@ pub(super) fn citations_for(
             let e = evidence.iter().find(|e| &e.chunk_id == id)?;
             let doc = e.chunk.doc();
             let quote = best_quote(e.chunk.content(), &citing_text(answer, *marker));
+            let page = quote_page(e.chunk.content(), e.chunk.pages(), &quote);
+            let boxes = quote_chars(e.chunk.content(), &quote)
+                .map(|(start, end)| e.chunk.boxes_of(start, end))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|b| page.is_none_or(|p| b.page == p))
+                .collect();
             Some(Citation {
-                page: quote_page(e.chunk.content(), e.chunk.pages(), &quote),
+                page,
+                boxes,
                 marker: *marker,
                 chunk_id: id.clone(),
                 doc_id: e.chunk.doc_id().clone(),
