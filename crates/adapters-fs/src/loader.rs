@@ -623,6 +623,7 @@ fn build_document(
                         x1: b.x1,
                         y1: b.y1,
                         turn: b.turn,
+                        confidence: b.confidence,
                     },
                 })
                 .collect(),

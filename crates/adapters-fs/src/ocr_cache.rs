@@ -28,8 +28,8 @@ impl OcrCache {
     /// The entry's path for `bytes` extracted within `limits`.
     fn entry(&self, bytes: &[u8], limits: &Limits) -> PathBuf {
         let mut hash = Sha256::new();
-        // 2: tables rebuilt from line boxes, and the boxes kept (the layout of version 1 lacked both).
-        hash.update(b"zhiku-ocr-cache/2\0");
+        hash.update(b"zhiku-ocr-cache\0");
+        hash.update(zhiku_formats::EXTRACTION_VERSION.to_le_bytes());
         hash.update(self.engine.as_bytes());
         hash.update(b"\0");
         for bound in [

@@ -258,6 +258,7 @@ fn scans_and_pictures_are_read_found_and_placed_on_their_page() {
         .find(|c| c["doc_id"] == "mixed.pdf")
         .unwrap_or_else(|| panic!("no citation of the scanned page: {answer}"));
     assert_eq!(citation["page"], 2, "{citation}");
+    assert_eq!(citation["ocr"], true, "{citation}");
     // And with the boxes of the quote's lines on that page (fractions of the page).
     let boxes = citation["boxes"]
         .as_array()
@@ -381,4 +382,44 @@ fn an_unchanged_scan_is_read_once_even_after_a_rebuild() {
     assert_eq!(code, Some(3), "{report}");
     let reason = report["skipped"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("fetch-ocr-models"), "{reason}");
+}
+
+/// A scan and a text file saying the same: the answer cites the text (no misread characters),
+/// a search shows the text, and the scan is left out as its twin; a scan saying something
+/// else is cited and marked as read by OCR.
+#[test]
+fn a_text_layer_is_preferred_over_a_scan_of_the_same_text() {
+    let Some(models) = ocr_here("a_text_layer_is_preferred_over_a_scan_of_the_same_text") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    let said = "合同的保修期为三年，自交付之日起计算。";
+    std::fs::write(kb.join("contract-scan.png"), png_of(&page(&[said]))).unwrap();
+    std::fs::write(kb.join("contract.md"), format!("# 合同\n\n{said}\n")).unwrap();
+    std::fs::write(
+        kb.join("minutes.png"),
+        png_of(&page(&["会议纪要：第三季度预算调整为八十万元。"])),
+    )
+    .unwrap();
+    let (code, report) = json_of(with_ocr(kb, &models).args(["index", "--json"]));
+    assert_eq!(code, Some(0), "{report}");
+
+    let (_, answer) =
+        json_of(with_ocr(kb, &models).args(["ask", "--json", "合同的保修期是多久？"]));
+    let cited: Vec<&str> = answer["citations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|c| c["doc_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(cited, ["contract.md"], "{answer}");
+    assert!(hit_in(with_ocr(kb, &models), "保修期", "contract-scan.png").is_none());
+    assert!(hit_in(with_ocr(kb, &models), "保修期", "contract.md").is_some());
+
+    let (_, answer) =
+        json_of(with_ocr(kb, &models).args(["ask", "--json", "第三季度预算调整为多少？"]));
+    let citation = &answer["citations"][0];
+    assert_eq!(citation["doc_id"], "minutes.png", "{answer}");
+    assert_eq!(citation["ocr"], true, "{citation}");
 }

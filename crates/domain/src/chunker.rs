@@ -713,6 +713,7 @@ mod tests {
                 x1: 0.9,
                 y1: y0 + 0.02,
                 turn: 0,
+                confidence: None,
             },
         };
         let text = "第一行文字。\n第二行文字。\n\n\u{c}\n\n第三行文字。";

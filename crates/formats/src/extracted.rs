@@ -48,4 +48,7 @@ pub struct LineBox {
     /// side or upside down); the box is on the upright page.
     #[serde(default)]
     pub turn: u16,
+    /// OCR's confidence in the line's text, 0 to 1; `None` for a text layer's line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
 }

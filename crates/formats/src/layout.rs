@@ -81,6 +81,8 @@ pub struct Line {
     pub size: f32,
     /// No other line shares its baseline (set by [`drop_repeated_edges`]).
     pub alone: bool,
+    /// OCR's confidence in the line's text, 0 to 1; `None` for a text layer's line.
+    pub confidence: Option<f32>,
 }
 
 /// A block of the output.
@@ -147,6 +149,7 @@ pub fn lines(page: &PageText) -> Vec<Line> {
                 y: g.y,
                 size,
                 alone: false,
+                confidence: None,
             },
             sizes,
         ));
@@ -964,6 +967,9 @@ fn line_boxes(
             x1: frac(line.x1, width),
             y1: 1.0 - frac(bottom, height),
             turn: 0,
+            confidence: line
+                .confidence
+                .map(|c| (c.clamp(0.0, 1.0) * 1000.0).round() / 1000.0),
         };
         if b.x0 < b.x1 && b.y0 < b.y1 {
             out.push(b);

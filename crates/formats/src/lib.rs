@@ -39,6 +39,12 @@ pub mod pptx;
 pub mod sheet;
 
 pub use decode::{DETECT_BYTES, decode_text, decode_text_file};
+
+/// The version of what extraction gives for the same bytes and bounds: bump it whenever an
+/// extractor's output changes (text, pages, boxes), so what was kept of an earlier version (the
+/// OCR cache) is read again. 3: line boxes carry OCR's confidence; 2: tables rebuilt from line
+/// boxes, boxes kept.
+pub const EXTRACTION_VERSION: u32 = 3;
 pub use extracted::{Extracted, LineBox};
 pub use format::{Announced, Format, detect};
 pub use limits::Limits;

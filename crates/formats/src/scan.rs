@@ -360,6 +360,7 @@ pub fn page_lines(page: &ScanPage, scale: f32) -> (f32, Vec<Line>) {
             y: height - (l.bottom - 0.2 * (l.bottom - l.top)) * scale,
             size: 0.8 * (l.bottom - l.top) * scale,
             alone: false,
+            confidence: Some(l.confidence),
         })
         .collect();
     (height, lines)

@@ -24,7 +24,7 @@ pub use document::{
 pub use evidence::{GenerationRequest, SourceBlock, SourceRecord};
 pub use filter::Filter;
 pub use policy::{CHUNKER_VERSION, ChunkingPolicy, OLDEST_CHUNKER_VERSION};
-pub use position::{LineBox, PageBox};
+pub use position::{LOW_CONFIDENCE, LineBox, PageBox};
 pub use section::{SectionId, normalise_heading};
 pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
 pub use time::{TimeToLive, Timestamp};

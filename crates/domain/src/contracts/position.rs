@@ -22,6 +22,26 @@ pub struct PageBox {
     /// `GET /v1/originals/{id}/pages/{n}?turn=`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub turn: u16,
+    /// OCR's confidence in the line's text, 0 to 1 (a line below [`LOW_CONFIDENCE`] is kept
+    /// and marked); absent for a text layer's line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
+}
+
+/// OCR's confidence under which a line's reading is doubtful: it is indexed and cited like any
+/// other, and a citation of it says `low_confidence`.
+pub const LOW_CONFIDENCE: f32 = 0.8;
+
+impl PageBox {
+    /// True when OCR read the line (it has a confidence).
+    pub fn is_ocr(&self) -> bool {
+        self.confidence.is_some()
+    }
+
+    /// True when OCR read the line with a confidence under [`LOW_CONFIDENCE`].
+    pub fn is_doubtful(&self) -> bool {
+        self.confidence.is_some_and(|c| c < LOW_CONFIDENCE)
+    }
 }
 
 fn is_zero(turn: &u16) -> bool {
@@ -34,6 +54,7 @@ impl PageBox {
         let unit = |v: f32| (0.0..=1.0).contains(&v);
         self.page >= 1
             && self.turn < 4
+            && self.confidence.is_none_or(|c| (0.0..=1.0).contains(&c))
             && [self.x0, self.y0, self.x1, self.y1].into_iter().all(unit)
             && self.x0 < self.x1
             && self.y0 < self.y1

@@ -433,6 +433,12 @@ pub struct BudgetStep {
     pub ms: f64,
     /// True when the budget left evidence out.
     pub retrieval_truncated: bool,
+    /// The sources of the evidence kept that OCR read (scans, pictures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ocr_sources: Vec<String>,
+    /// Evidence read by OCR left out because a text layer's chunk said the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ocr_twins: Vec<ChunkId>,
 }
 
 /// `context`: the sizes of one attempt's generation request.

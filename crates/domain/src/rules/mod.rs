@@ -7,6 +7,7 @@ pub mod context;
 pub mod expand;
 pub mod fusion;
 pub mod grading;
+pub mod ocr;
 pub mod plan;
 pub mod retention;
 pub mod revision;

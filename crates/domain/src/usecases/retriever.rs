@@ -1,6 +1,6 @@
 //! Hybrid retrieval: routes, fusion, revision re-check, budget.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -134,6 +134,9 @@ pub struct Retrieval {
     pub dropped: Vec<Dropped>,
     /// Evidence left out by the budget, whole.
     pub budget_dropped: Vec<ChunkId>,
+    /// Evidence read by OCR left out because a text layer's chunk among the evidence says the
+    /// same ([`rules::ocr::ocr_twins`](crate::rules::ocr::ocr_twins)).
+    pub ocr_twins: Vec<ChunkId>,
     /// True when the budget left anything out.
     pub truncated: bool,
     /// Each route's status.
@@ -426,6 +429,7 @@ impl<'a> Retriever<'a> {
             laps.mark("rerank");
             report
         });
+        let ocr_twins = drop_ocr_twins(&mut evidence);
         let (evidence, budget_dropped, truncated) = match request.budget {
             Some(budget) => within_budget(evidence, budget),
             None => (evidence, Vec::new(), false),
@@ -435,6 +439,7 @@ impl<'a> Retriever<'a> {
             evidence,
             dropped,
             budget_dropped,
+            ocr_twins,
             truncated,
             routes: found.routes,
             candidates: found.candidates,
@@ -583,6 +588,31 @@ impl<'c> Laps<'c> {
 }
 
 /// Ranks `evidence` 1, 2, … in its order.
+/// Leaves out the evidence read by OCR that a text layer's chunk among the evidence says too
+/// (renumbering the rest); returns what it left out.
+fn drop_ocr_twins(evidence: &mut Vec<Evidence>) -> Vec<ChunkId> {
+    let chunks: Vec<&Chunk> = evidence.iter().map(|e| &e.chunk).collect();
+    let twins: BTreeSet<usize> = crate::rules::ocr::ocr_twins(&chunks)
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect();
+    if twins.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    evidence.retain(|e| {
+        let twin = twins.contains(&i);
+        i += 1;
+        if twin {
+            out.push(e.chunk_id.clone());
+        }
+        !twin
+    });
+    renumber(evidence);
+    out
+}
+
 fn renumber(evidence: &mut [Evidence]) {
     for (i, e) in evidence.iter_mut().enumerate() {
         e.rank = i + 1;

@@ -77,6 +77,13 @@ pub struct Citation {
     /// its top-left corner; `GET /v1/originals/{id}/pages/{n}` serves the page.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub boxes: Vec<PageBox>,
+    /// True when the cited text was read by OCR (a scan or a picture), not a text layer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ocr: bool,
+    /// True when OCR read a line of the quote with low confidence
+    /// ([`LOW_CONFIDENCE`](crate::contracts::LOW_CONFIDENCE)): check it on the page.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub low_confidence: bool,
 }
 
 /// One piece of this round's evidence, as shown beside the answer.
@@ -326,7 +333,7 @@ pub(super) fn citations_for(
             let doc = e.chunk.doc();
             let quote = best_quote(e.chunk.content(), &citing_text(answer, *marker));
             let page = quote_page(e.chunk.content(), e.chunk.pages(), &quote);
-            let boxes = quote_chars(e.chunk.content(), &quote)
+            let boxes: Vec<PageBox> = quote_chars(e.chunk.content(), &quote)
                 .map(|(start, end)| e.chunk.boxes_of(start, end))
                 .unwrap_or_default()
                 .into_iter()
@@ -334,6 +341,8 @@ pub(super) fn citations_for(
                 .collect();
             Some(Citation {
                 page,
+                ocr: e.chunk.boxes().iter().any(|b| b.at.is_ocr()),
+                low_confidence: boxes.iter().any(PageBox::is_doubtful),
                 boxes,
                 marker: *marker,
                 chunk_id: id.clone(),

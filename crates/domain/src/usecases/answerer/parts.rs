@@ -80,6 +80,7 @@ fn merge(retrievals: Vec<Retrieval>, budget: RetrievalBudget) -> Retrieval {
         evidence: Vec::new(),
         dropped: Vec::new(),
         budget_dropped: Vec::new(),
+        ocr_twins: Vec::new(),
         truncated: false,
         routes: retrievals
             .first()
@@ -118,6 +119,7 @@ fn merge(retrievals: Vec<Retrieval>, budget: RetrievalBudget) -> Retrieval {
     }
     for r in retrievals {
         out.dropped.extend(r.dropped);
+        out.ocr_twins.extend(r.ocr_twins);
         for id in r.budget_dropped {
             if seen.insert(id.clone()) {
                 out.budget_dropped.push(id);

@@ -284,6 +284,15 @@ fn budget_step(retrieval: &Retrieval, budget: RetrievalBudget) -> BudgetStep {
         max_chunks: budget.max_chunks(),
         ms: stage_ms(retrieval, "budget"),
         retrieval_truncated: retrieval.truncated,
+        ocr_sources: retrieval
+            .evidence
+            .iter()
+            .filter(|e| crate::rules::ocr::is_ocr(&e.chunk))
+            .map(|e| e.chunk.doc().source.to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        ocr_twins: retrieval.ocr_twins.clone(),
     }
 }
 
