@@ -704,25 +704,15 @@ mod adapter {
         first.drop_collection().unwrap();
     }
 
-    /// One-document saves after a large indexing commit fold only what came after it: the
-    /// large commit stays as it is (not rewritten with every merge), the live commits stay
-    /// bounded, no merged rows are left dead, and the catalog reads back whole.
-    #[test]
-    fn saves_after_a_large_commit_fold_only_the_small_ones() {
-        use zhiku_domain::ports::Changed;
-        let Some(url) = server("saves_after_a_large_commit_fold_only_the_small_ones") else {
-            return;
-        };
-        let config = config(&url);
-        let name = unique_collection("merge");
-        let store = QdrantCatalogStore::open_collection(&config, &name).unwrap();
-        let (turn, _) = store.begin_write().unwrap();
-        let names: Vec<String> = (0..760).map(|i| format!("d{i:04}")).collect();
-        let catalog_of = |n: usize| {
-            let docs: Vec<(&str, usize)> = names[..n].iter().map(|s| (s.as_str(), 1)).collect();
-            zhiku_tests::contract::catalog::stored_catalog(&docs, None)
-        };
-        let changed = |from: usize, to: usize| Changed {
+    /// A catalog of the first `n` of `names`, one chunk each.
+    fn numbered_catalog(names: &[String], n: usize) -> zhiku_domain::ports::StoredCatalog {
+        let docs: Vec<(&str, usize)> = names[..n].iter().map(|s| (s.as_str(), 1)).collect();
+        zhiku_tests::contract::catalog::stored_catalog(&docs, None)
+    }
+
+    /// What a save of `names[from..to]` (new documents, each with a stamp) touched.
+    fn numbered_changes(names: &[String], from: usize, to: usize) -> zhiku_domain::ports::Changed {
+        zhiku_domain::ports::Changed {
             docs: names[from..to]
                 .iter()
                 .map(|d| (DocId::new(d).unwrap(), (None, None)))
@@ -731,7 +721,24 @@ mod adapter {
                 .iter()
                 .map(|d| (format!("notes/{d}.md"), None))
                 .collect(),
+        }
+    }
+
+    /// One-document saves after a large indexing commit fold only what came after it: the
+    /// large commit stays as it is (not rewritten with every merge), the live commits stay
+    /// bounded, no merged rows are left dead, and the catalog reads back whole.
+    #[test]
+    fn saves_after_a_large_commit_fold_only_the_small_ones() {
+        let Some(url) = server("saves_after_a_large_commit_fold_only_the_small_ones") else {
+            return;
         };
+        let config = config(&url);
+        let name = unique_collection("merge");
+        let store = QdrantCatalogStore::open_collection(&config, &name).unwrap();
+        let (turn, _) = store.begin_write().unwrap();
+        let names: Vec<String> = (0..760).map(|i| format!("d{i:04}")).collect();
+        let catalog_of = |n: usize| numbered_catalog(&names, n);
+        let changed = |from: usize, to: usize| numbered_changes(&names, from, to);
         store.save(&catalog_of(200)).unwrap();
         store
             .save_changed(&catalog_of(700), &changed(200, 700))
@@ -769,20 +776,8 @@ mod adapter {
         let ttl = zhiku_adapters_qdrant::LEASE_TTL;
         assert!(store.acquire(ttl, Duration::ZERO).unwrap());
         let names: Vec<String> = (0..640).map(|i| format!("d{i:04}")).collect();
-        let catalog_of = |n: usize| {
-            let docs: Vec<(&str, usize)> = names[..n].iter().map(|s| (s.as_str(), 1)).collect();
-            zhiku_tests::contract::catalog::stored_catalog(&docs, None)
-        };
-        let changed = |from: usize, to: usize| Changed {
-            docs: names[from..to]
-                .iter()
-                .map(|d| (DocId::new(d).unwrap(), (None, None)))
-                .collect(),
-            stamps: names[from..to]
-                .iter()
-                .map(|d| (format!("notes/{d}.md"), None))
-                .collect(),
-        };
+        let catalog_of = |n: usize| numbered_catalog(&names, n);
+        let changed = |from: usize, to: usize| numbered_changes(&names, from, to);
         let done = AtomicBool::new(false);
         let renewals = std::thread::scope(|s| {
             let renewer = s.spawn(|| {

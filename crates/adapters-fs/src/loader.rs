@@ -402,6 +402,17 @@ pub fn read_original(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Ve
     std::fs::read(path).context("cannot read file")
 }
 
+/// The bounds of one file's extraction under `config`, its deadline from now.
+fn extraction_limits(config: &LoaderConfig) -> Limits {
+    Limits {
+        max_unpacked_bytes: config.max_unpacked_bytes,
+        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
+        max_pages: config.max_pages,
+        max_image_pixels: config.max_image_pixels,
+        deadline: std::time::Instant::now() + config.max_extract_time,
+    }
+}
+
 /// The picture of page `page` (from 1) of the file at `path`, turned `turn` clockwise quarter
 /// turns, as PNG of at most `max_side` pixels a side, made by the configured parsers (in an
 /// extraction worker: the file is as hostile here as when it was indexed). `None` when the
@@ -414,13 +425,7 @@ pub fn page_png(
 ) -> Result<Option<Vec<u8>>> {
     let bytes = read_original(path, rel, config)?;
     let announced = announced(path).context("not a document file")?;
-    let limits = Limits {
-        max_unpacked_bytes: config.max_unpacked_bytes,
-        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
-        max_pages: config.max_pages,
-        max_image_pixels: config.max_image_pixels,
-        deadline: std::time::Instant::now() + config.max_extract_time,
-    };
+    let limits = extraction_limits(config);
     config
         .parsers
         .page_png(announced, &bytes, (page, turn, max_side), &limits)
@@ -475,13 +480,7 @@ fn read_document(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Docume
         Some(f) => formats::Announced::Known(f),
         None => announced,
     };
-    let limits = Limits {
-        max_unpacked_bytes: config.max_unpacked_bytes,
-        max_text_bytes: usize::try_from(config.max_file_bytes).unwrap_or(usize::MAX),
-        max_pages: config.max_pages,
-        max_image_pixels: config.max_image_pixels,
-        deadline: std::time::Instant::now() + config.max_extract_time,
-    };
+    let limits = extraction_limits(config);
     let cached = config
         .ocr_cache
         .as_ref()

@@ -142,13 +142,7 @@ enum Job {
     /// extract it.
     Extract {
         announced: Announced,
-        max_unpacked_bytes: u64,
-        max_text_bytes: usize,
-        max_pages: usize,
-        /// Most pixels of one page picture.
-        max_image_pixels: u64,
-        /// Milliseconds left until the deadline.
-        millis: u64,
+        bounds: Bounds,
     },
     /// The picture of one page of a file (a picture's, a scanned PDF page's), as PNG.
     PagePng {
@@ -158,12 +152,7 @@ enum Job {
         turn: u16,
         /// Most pixels of the longer side of the PNG.
         max_side: u32,
-        max_unpacked_bytes: u64,
-        max_text_bytes: usize,
-        max_pages: usize,
-        max_image_pixels: u64,
-        /// Milliseconds left until the deadline.
-        millis: u64,
+        bounds: Bounds,
     },
     /// Parse YAML metadata (front matter or a sidecar) into a mapping.
     Metadata {
@@ -171,6 +160,41 @@ enum Job {
         /// Milliseconds left until the deadline.
         millis: u64,
     },
+}
+
+/// The extraction bounds a job carries to its worker.
+#[derive(Debug, Serialize, Deserialize)]
+struct Bounds {
+    max_unpacked_bytes: u64,
+    max_text_bytes: usize,
+    max_pages: usize,
+    /// Most pixels of one page picture.
+    max_image_pixels: u64,
+    /// Milliseconds left until the deadline.
+    millis: u64,
+}
+
+impl Bounds {
+    fn of(limits: &Limits) -> Self {
+        Self {
+            max_unpacked_bytes: limits.max_unpacked_bytes,
+            max_text_bytes: limits.max_text_bytes,
+            max_pages: limits.max_pages,
+            max_image_pixels: limits.max_image_pixels,
+            millis: millis_until(limits.deadline),
+        }
+    }
+
+    /// The bounds in the worker, the deadline counted from now.
+    fn limits(&self) -> Limits {
+        Limits {
+            max_unpacked_bytes: self.max_unpacked_bytes,
+            max_text_bytes: self.max_text_bytes,
+            max_pages: self.max_pages,
+            max_image_pixels: self.max_image_pixels,
+            deadline: Instant::now() + Duration::from_millis(self.millis),
+        }
+    }
 }
 
 /// A parser's answer.
@@ -207,11 +231,7 @@ impl Parsers {
             Self::Workers(pool) => {
                 let job = Job::Extract {
                     announced,
-                    max_unpacked_bytes: limits.max_unpacked_bytes,
-                    max_text_bytes: limits.max_text_bytes,
-                    max_pages: limits.max_pages,
-                    max_image_pixels: limits.max_image_pixels,
-                    millis: millis_until(limits.deadline),
+                    bounds: Bounds::of(limits),
                 };
                 // The text, and the boxes of its lines.
                 let reply_bound = limits.max_text_bytes as u64 * 4 + REPLY_SLACK;
@@ -243,11 +263,7 @@ impl Parsers {
                     page,
                     turn,
                     max_side,
-                    max_unpacked_bytes: limits.max_unpacked_bytes,
-                    max_text_bytes: limits.max_text_bytes,
-                    max_pages: limits.max_pages,
-                    max_image_pixels: limits.max_image_pixels,
-                    millis: millis_until(limits.deadline),
+                    bounds: Bounds::of(limits),
                 };
                 // A PNG of `max_side`² RGB pixels, as JSON numbers (up to four bytes each).
                 let bound = u64::from(max_side).pow(2) * 3 * 4 + REPLY_SLACK;
@@ -770,9 +786,8 @@ impl PageReader for WorkerReader<'_> {
 /// Runs one job on a thread with a large stack, within its CPU time; a panic is its error.
 fn run_job(job: Job, payload: Vec<u8>, stack: usize, engine: &LazyEngine) -> Reply {
     let seconds = match &job {
-        Job::Extract { millis, .. }
-        | Job::Metadata { millis, .. }
-        | Job::PagePng { millis, .. } => millis.div_ceil(1000),
+        Job::Extract { bounds, .. } | Job::PagePng { bounds, .. } => bounds.millis.div_ceil(1000),
+        Job::Metadata { millis, .. } => millis.div_ceil(1000),
     };
     limit_cpu(seconds + GRACE.as_secs());
     let reader = WorkerReader(engine);
@@ -786,22 +801,8 @@ fn run_job(job: Job, payload: Vec<u8>, stack: usize, engine: &LazyEngine) -> Rep
             .stack_size(stack)
             .spawn_scoped(scope, move || {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
-                    Job::Extract {
-                        announced,
-                        max_unpacked_bytes,
-                        max_text_bytes,
-                        max_pages,
-                        max_image_pixels,
-                        millis,
-                    } => {
-                        let limits = Limits {
-                            max_unpacked_bytes,
-                            max_text_bytes,
-                            max_pages,
-                            max_image_pixels,
-                            deadline: Instant::now() + Duration::from_millis(millis),
-                        };
-                        match extract_here(announced, &payload, &limits, ocr) {
+                    Job::Extract { announced, bounds } => {
+                        match extract_here(announced, &payload, &bounds.limits(), ocr) {
                             Ok(e) => Reply::Extracted(e),
                             Err(e) => Reply::Failed(name_the_memory_limit(format!("{e:#}"))),
                         }
@@ -811,19 +812,9 @@ fn run_job(job: Job, payload: Vec<u8>, stack: usize, engine: &LazyEngine) -> Rep
                         page,
                         turn,
                         max_side,
-                        max_unpacked_bytes,
-                        max_text_bytes,
-                        max_pages,
-                        max_image_pixels,
-                        millis,
+                        bounds,
                     } => {
-                        let limits = Limits {
-                            max_unpacked_bytes,
-                            max_text_bytes,
-                            max_pages,
-                            max_image_pixels,
-                            deadline: Instant::now() + Duration::from_millis(millis),
-                        };
+                        let limits = bounds.limits();
                         match page_png_here(announced, &payload, page, (turn, max_side), &limits) {
                             Ok(png) => Reply::Png(png),
                             Err(e) => Reply::Failed(name_the_memory_limit(format!("{e:#}"))),
@@ -956,21 +947,33 @@ mod tests {
 
     #[test]
     fn a_request_header_reads_back() {
-        let job = Job::Extract {
-            announced: Announced::Known(Format::Pdf),
+        let bounds = Bounds {
             max_unpacked_bytes: 1,
             max_text_bytes: 2,
             max_pages: 3,
             max_image_pixels: 5,
             millis: 4,
         };
+        let job = Job::PagePng {
+            announced: Announced::Known(Format::Pdf),
+            page: 2,
+            turn: 3,
+            max_side: 1600,
+            bounds,
+        };
         let bytes = serde_json::to_vec(&job).unwrap();
         let back: Job = serde_json::from_slice(&bytes).unwrap();
         assert!(matches!(
             back,
-            Job::Extract {
+            Job::PagePng {
                 announced: Announced::Known(Format::Pdf),
-                millis: 4,
+                page: 2,
+                turn: 3,
+                bounds: Bounds {
+                    max_image_pixels: 5,
+                    millis: 4,
+                    ..
+                },
                 ..
             }
         ));
