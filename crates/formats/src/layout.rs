@@ -440,13 +440,18 @@ pub fn blocks(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Vec<Vec<Block>> 
                     table_of[m] = Some(t);
                 }
             }
+            let mut rows: Vec<Option<Vec<Vec<String>>>> =
+                found.into_iter().map(|t| Some(t.rows)).collect();
             let mut out = Vec::new();
             let mut between: Vec<Line> = Vec::new();
-            let mut written = vec![false; found.len()];
             for (line, table) in lines.iter().zip(&table_of) {
                 match table {
                     None => between.push(line.clone()),
-                    Some(t) if !written[*t] => {
+                    Some(t) => {
+                        // Written once, where its first line stands.
+                        let Some(rows) = rows[*t].take() else {
+                            continue;
+                        };
                         let before = std::mem::take(&mut between);
                         out.extend(page_blocks(
                             &before,
@@ -455,10 +460,8 @@ pub fn blocks(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Vec<Vec<Block>> 
                             outlined,
                             &page_outline,
                         ));
-                        out.push(Block::Table(found[*t].rows.clone()));
-                        written[*t] = true;
+                        out.push(Block::Table(rows));
                     }
-                    Some(_) => {}
                 }
             }
             out.extend(page_blocks(

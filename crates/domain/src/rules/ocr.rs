@@ -13,6 +13,7 @@ pub fn is_ocr(chunk: &Chunk) -> bool {
 /// read by OCR, says too (Jaccard of 5-character shingles of the normalised text at least
 /// [`NEAR_DUPLICATE`]), with the chunk each twins.
 pub fn ocr_twins<'a>(chunks: &[&'a Chunk]) -> Vec<(usize, &'a ChunkId)> {
+    let ocr: Vec<bool> = chunks.iter().map(|c| is_ocr(c)).collect();
     let texts: Vec<Option<_>> = chunks
         .iter()
         .map(|c| {
@@ -21,19 +22,18 @@ pub fn ocr_twins<'a>(chunks: &[&'a Chunk]) -> Vec<(usize, &'a ChunkId)> {
         })
         .collect();
     let mut out = Vec::new();
-    for (i, chunk) in chunks.iter().enumerate() {
-        let Some(mine) = texts[i].as_ref().filter(|_| is_ocr(chunk)) else {
+    for (i, mine) in texts.iter().enumerate() {
+        let Some(mine) = mine.as_ref().filter(|_| ocr[i]) else {
             continue;
         };
-        let twin = chunks.iter().enumerate().find(|(j, other)| {
-            *j != i
-                && !is_ocr(other)
-                && texts[*j]
+        let twin = (0..chunks.len()).find(|&j| {
+            !ocr[j]
+                && texts[j]
                     .as_ref()
                     .is_some_and(|theirs| jaccard(mine, theirs) >= NEAR_DUPLICATE)
         });
-        if let Some((_, other)) = twin {
-            out.push((i, other.chunk_id()));
+        if let Some(j) = twin {
+            out.push((i, chunks[j].chunk_id()));
         }
     }
     out

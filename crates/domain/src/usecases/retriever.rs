@@ -587,7 +587,6 @@ impl<'c> Laps<'c> {
     }
 }
 
-/// Ranks `evidence` 1, 2, … in its order.
 /// Leaves out the evidence read by OCR that a text layer's chunk among the evidence says too
 /// (renumbering the rest); returns what it left out.
 fn drop_ocr_twins(evidence: &mut Vec<Evidence>) -> Vec<ChunkId> {
@@ -613,6 +612,7 @@ fn drop_ocr_twins(evidence: &mut Vec<Evidence>) -> Vec<ChunkId> {
     out
 }
 
+/// Ranks `evidence` 1, 2, … in its order.
 fn renumber(evidence: &mut [Evidence]) {
     for (i, e) in evidence.iter_mut().enumerate() {
         e.rank = i + 1;

@@ -56,9 +56,7 @@ pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> R
 pub fn page_picture(bytes: &[u8], page: u32, limits: &Limits) -> Result<Option<PageImage>> {
     guarded(bytes, limits, |checker| {
         let doc = open(bytes, checker)?;
-        let count = doc
-            .page_count()
-            .map_err(|e| anyhow!("damaged PDF: {}", short(&e.to_string())))?;
+        let count = page_count(&doc)?;
         let index = usize::try_from(page).unwrap_or(usize::MAX).wrapping_sub(1);
         if index >= count {
             bail!("the PDF has {count} pages, no page {page}");
@@ -122,14 +120,9 @@ fn open(bytes: &[u8], checker: &mut check::Checker<'_>) -> Result<PdfDocument> {
     Ok(doc)
 }
 
-fn extract_inner(
-    bytes: &[u8],
-    limits: &Limits,
-    checker: &mut check::Checker<'_>,
-    ocr: Option<&dyn PageReader>,
-) -> Result<Extracted> {
-    let doc = open(bytes, checker)?;
-    let count = doc.page_count().map_err(|e| match e {
+/// How many pages `doc` has, or why that cannot be read.
+fn page_count(doc: &PdfDocument) -> Result<usize> {
+    doc.page_count().map_err(|e| match e {
         pdf_oxide::error::Error::EncryptedPdf => {
             anyhow!("encrypted PDF (password-protected): cannot be read")
         }
@@ -137,7 +130,17 @@ fn extract_inner(
             "damaged PDF: cannot read its pages: {}",
             short(&e.to_string())
         ),
-    })?;
+    })
+}
+
+fn extract_inner(
+    bytes: &[u8],
+    limits: &Limits,
+    checker: &mut check::Checker<'_>,
+    ocr: Option<&dyn PageReader>,
+) -> Result<Extracted> {
+    let doc = open(bytes, checker)?;
+    let count = page_count(&doc)?;
     if count > limits.max_pages {
         bail!(
             "PDF of {count} pages, more than the {} page limit (loader.max_pages)",

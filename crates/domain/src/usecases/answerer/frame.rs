@@ -298,27 +298,25 @@ fn best_quote(content: &str, claim: &str) -> String {
 /// The page `quote` is on in a chunk of `content` over `pages`: the first page plus the page
 /// breaks (form feeds, see `zhiku-formats`) before where the quote starts. `None` without
 /// pages; the first page when the quote is not found as written.
-fn quote_page(content: &str, pages: Option<PageSpan>, quote: &str) -> Option<u32> {
+fn quote_page(content: &str, pages: Option<PageSpan>, at: Option<usize>) -> Option<u32> {
     let pages = pages?;
-    let head: String = quote.trim_end_matches('…').chars().take(40).collect();
-    let at = (!head.is_empty())
-        .then(|| content.find(head.as_str()))
-        .flatten()
-        .unwrap_or(0);
-    let breaks = content[..at].matches('\u{c}').count() as u32;
+    let breaks = content[..at.unwrap_or(0)].matches('\u{c}').count() as u32;
     Some((pages.first() + breaks).min(pages.last()))
 }
 
-/// Where `quote` stands in `content`, in characters; `None` when it is not found as written.
-fn quote_chars(content: &str, quote: &str) -> Option<(usize, usize)> {
-    let quote = quote.trim_end_matches('…');
-    let head: String = quote.chars().take(40).collect();
-    if head.is_empty() {
-        return None;
-    }
-    let at = content.find(head.as_str())?;
+/// The byte where `quote` (its first 40 characters, a trailing `…` dropped) starts in
+/// `content`; `None` when it is not found as written.
+fn quote_at(content: &str, quote: &str) -> Option<usize> {
+    let head: String = quote.trim_end_matches('…').chars().take(40).collect();
+    (!head.is_empty())
+        .then(|| content.find(head.as_str()))
+        .flatten()
+}
+
+/// The characters of `content` the quote found at byte `at` covers.
+fn quote_chars(content: &str, quote: &str, at: usize) -> (usize, usize) {
     let start = content[..at].chars().count();
-    Some((start, start + quote.chars().count()))
+    (start, start + quote.trim_end_matches('…').chars().count())
 }
 
 pub(super) fn citations_for(
@@ -332,8 +330,10 @@ pub(super) fn citations_for(
             let e = evidence.iter().find(|e| &e.chunk_id == id)?;
             let doc = e.chunk.doc();
             let quote = best_quote(e.chunk.content(), &citing_text(answer, *marker));
-            let page = quote_page(e.chunk.content(), e.chunk.pages(), &quote);
-            let boxes: Vec<PageBox> = quote_chars(e.chunk.content(), &quote)
+            let at = quote_at(e.chunk.content(), &quote);
+            let page = quote_page(e.chunk.content(), e.chunk.pages(), at);
+            let boxes: Vec<PageBox> = at
+                .map(|at| quote_chars(e.chunk.content(), &quote, at))
                 .map(|(start, end)| e.chunk.boxes_of(start, end))
                 .unwrap_or_default()
                 .into_iter()
@@ -341,7 +341,7 @@ pub(super) fn citations_for(
                 .collect();
             Some(Citation {
                 page,
-                ocr: e.chunk.boxes().iter().any(|b| b.at.is_ocr()),
+                ocr: crate::rules::ocr::is_ocr(&e.chunk),
                 low_confidence: boxes.iter().any(PageBox::is_doubtful),
                 boxes,
                 marker: *marker,
@@ -365,17 +365,22 @@ pub(super) fn citations_for(
 mod tests {
     use super::*;
 
+    /// The page of `quote` as the citation finds it.
+    fn page_of(content: &str, pages: Option<PageSpan>, quote: &str) -> Option<u32> {
+        quote_page(content, pages, quote_at(content, quote))
+    }
+
     #[test]
     fn a_quote_is_placed_on_its_own_page() {
         let content = "第一页的内容。\n\n\u{c}\n\n保修期为三年。\n\n\u{c}\n\n第三页。";
         let span = PageSpan::new(4, 6).ok();
-        assert_eq!(quote_page(content, span, "第一页的内容。"), Some(4));
-        assert_eq!(quote_page(content, span, "保修期为三年。"), Some(5));
-        assert_eq!(quote_page(content, span, "第三页。"), Some(6));
+        assert_eq!(page_of(content, span, "第一页的内容。"), Some(4));
+        assert_eq!(page_of(content, span, "保修期为三年。"), Some(5));
+        assert_eq!(page_of(content, span, "第三页。"), Some(6));
         // Not found as written: the chunk's first page; no pages: none.
-        assert_eq!(quote_page(content, span, "别处"), Some(4));
-        assert_eq!(quote_page(content, None, "保修期为三年。"), None);
+        assert_eq!(page_of(content, span, "别处"), Some(4));
+        assert_eq!(page_of(content, None, "保修期为三年。"), None);
         // A truncated quote is found by its start.
-        assert_eq!(quote_page(content, span, "保修期为…"), Some(5));
+        assert_eq!(page_of(content, span, "保修期为…"), Some(5));
     }
 }
