@@ -65,6 +65,9 @@ const ADAPTER: &str = "qdrant-catalog";
 pub const MERGE_AT: usize = 16;
 /// Reads of a catalog that a concurrent save moved under them before a load gives up.
 const READ_ATTEMPTS: usize = 20;
+/// How many changes of the head before it a head remembers (their nonces), so a writer that
+/// reads the head back after others changed it again still tells whether its own went through.
+const RECENT: usize = 32;
 /// The head's point.
 const HEAD: u64 = 0;
 /// How long a write lease lasts unless renewed; a turn renews it every third of that. It is
@@ -137,6 +140,10 @@ struct Head {
     clean: bool,
     /// Unique to the change that wrote this head, so a writer recognises its own.
     nonce: String,
+    /// The nonces of the last [`RECENT`] heads before this one, newest last: a writer whose
+    /// change was followed by others (a lease renewal right after a save) finds it here.
+    #[serde(default)]
+    recent: Vec<String>,
 }
 
 /// A document's row: its entry and its source path (the catalog may hold either alone).
@@ -495,6 +502,13 @@ fn read_head(c: &Collection) -> Result<Option<Head>, CatalogError> {
 fn swap_head(c: &Collection, seen: Option<&Head>, mut next: Head) -> Result<bool, CatalogError> {
     next.seq = seen.map_or(1, |h| h.seq + 1);
     next.nonce = unique().to_string();
+    next.recent = seen.map_or_else(Vec::new, |h| {
+        let mut recent = h.recent.clone();
+        recent.push(h.nonce.clone());
+        let extra = recent.len().saturating_sub(RECENT);
+        recent.drain(..extra);
+        recent
+    });
     let state = serde_json::to_string(&next).map_err(|e| backend(e.to_string()))?;
     let payload = Payload::try_from(serde_json::json!({
         KIND: "head",
@@ -522,12 +536,36 @@ fn swap_head(c: &Collection, seen: Option<&Head>, mut next: Head) -> Result<bool
     })
     .map_err(catalog_error)?;
     // A read may reach a copy of the head that has not applied the change yet: read again
-    // while it shows an older head, then tell by the nonce whose change is on record.
+    // while it shows an older head, then tell by the nonce whose change is on record: the head
+    // itself, or one of the changes it remembers (another writer's lease renewal may have
+    // followed this one at once; taking that for a lost race once dropped a merge that was
+    // live, and its rows with it).
     for _ in 0..READ_ATTEMPTS {
-        match read_head(c)? {
-            Some(now) if now.seq < next.seq => std::thread::sleep(Duration::from_millis(20)),
-            now => return Ok(now.is_some_and(|now| now.nonce == next.nonce)),
+        let Some(now) = read_head(c)? else {
+            return Ok(false);
+        };
+        if now.seq < next.seq {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
         }
+        if now.nonce == next.nonce || now.recent.contains(&next.nonce) {
+            return Ok(true);
+        }
+        // The head at this change's place is another's when it is remembered at all.
+        let remembered = now.seq - next.seq <= now.recent.len() as u64;
+        if now.seq == next.seq || remembered {
+            return Ok(false);
+        }
+        return Err(CatalogError::Backend {
+            adapter: ADAPTER,
+            source: format!(
+                "the catalog head moved {} times after a change of it; whether that change \
+                 went through is not known",
+                now.seq - next.seq
+            )
+            .into(),
+            temporary: true,
+        });
     }
     Ok(false)
 }
@@ -568,6 +606,17 @@ impl QdrantCatalogStore {
         })
         .map(|_| ())
         .map_err(catalog_error)
+    }
+
+    /// Deletes the rows of `commit`, which a save or merge wrote but could not make live,
+    /// unless the head on record holds it after all (a change whose outcome was misread must
+    /// cost dead rows at worst, never live ones). Best effort: rows left are never read.
+    fn drop_unpublished(&self, commit: i64) {
+        if let Ok(head) = self.read_head()
+            && !head.is_some_and(|h| h.live.contains(&commit))
+        {
+            let _ = self.delete_commits(&[commit]);
+        }
     }
 
     /// The latest row of each key among `live` (restricted to `keys` of `kind` when given):
@@ -798,7 +847,7 @@ impl QdrantCatalogStore {
             }
             // Not made live, whatever stopped it: its rows go (best effort; never read).
             outcome => {
-                let _ = self.delete_commits(&[merged]);
+                self.drop_unpublished(merged);
                 outcome.map(|_| ())
             }
         }
@@ -1055,7 +1104,7 @@ impl CatalogStore for QdrantCatalogStore {
         match self.publish(catalog, commit, rows.len() as u64, true, None) {
             Ok(_) => Ok(()),
             Err(e) => {
-                let _ = self.delete_commits(&[commit]);
+                self.drop_unpublished(commit);
                 Err(e)
             }
         }
@@ -1076,11 +1125,11 @@ impl CatalogStore for QdrantCatalogStore {
             }
             // Another handle saved in between: save the whole catalog, as the contract says.
             Ok(false) => {
-                let _ = self.delete_commits(&[commit]);
+                self.drop_unpublished(commit);
                 self.save(catalog)
             }
             Err(e) => {
-                let _ = self.delete_commits(&[commit]);
+                self.drop_unpublished(commit);
                 Err(e)
             }
         }
