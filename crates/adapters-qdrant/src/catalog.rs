@@ -741,10 +741,7 @@ impl QdrantCatalogStore {
         replace: bool,
         base: Option<u64>,
     ) -> Result<bool, CatalogError> {
-        let mut header = catalog.clone();
-        header.catalog.docs.clear();
-        header.sources.clear();
-        header.stamps.clear();
+        let header = catalog.header();
         for _ in 0..READ_ATTEMPTS {
             let head = self.read_head()?;
             let current = head.clone().unwrap_or_default();

@@ -89,6 +89,18 @@ impl StoredCatalog {
         }
     }
 
+    /// This catalog without its rows: `catalog.docs`, `sources` and `stamps` empty, the rest
+    /// as it is. Costs the header, not the catalog (a store of a million documents saves one
+    /// document without copying the others).
+    pub fn header(&self) -> Self {
+        let c = &self.catalog;
+        Self {
+            generations: self.generations,
+            origin: self.origin.clone(),
+            ..Self::empty(Catalog::new(c.policy, c.space.clone(), c.analyzer.clone()))
+        }
+    }
+
     /// The stamps of the paths `sources` still records; the rest are dropped (a removed or
     /// moved document's stamp must not vouch for whatever lies at its old path later).
     pub fn stamps_of_sources(&self, stamps: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -355,13 +367,9 @@ pub trait CatalogStore: Send + Sync {
     /// returns with `catalog.docs`, `sources` and `stamps` left empty, and the counts of what
     /// they hold. The default loads everything and counts it.
     fn load_header(&self) -> Result<Option<(StoredCatalog, CatalogCounts)>, CatalogError> {
-        Ok(self.load_for_reading()?.map(|mut stored| {
-            let counts = CatalogCounts::of(&stored.catalog);
-            stored.catalog.docs.clear();
-            stored.sources.clear();
-            stored.stamps.clear();
-            (stored, counts)
-        }))
+        Ok(self
+            .load_for_reading()?
+            .map(|stored| (stored.header(), CatalogCounts::of(&stored.catalog))))
     }
 
     /// The source paths the last saved catalog records for `ids` (a document without one is
@@ -520,6 +528,17 @@ mod tests {
         );
         stored.revert(changed);
         assert_eq!(stored, before);
+
+        // The header is the catalog without its rows, whatever else it records.
+        stored.origin = Some(Origin::Folder {
+            root: PathBuf::from("/kb"),
+        });
+        let header = stored.header();
+        let mut rowless = stored.clone();
+        rowless.catalog.docs.clear();
+        rowless.sources.clear();
+        rowless.stamps.clear();
+        assert_eq!(header, rowless);
     }
 
     #[test]
