@@ -13,7 +13,9 @@ knowledge base `--knowledge-base`. For each binary it reports:
 - `serve --no-refresh`: top-10 search latency p50/p99 over HTTP (one keep-alive client) for the
   dense, hybrid and lexical modes, all scopes, on the corpus' query file; the server's RSS;
 - one-document ingests over HTTP (`POST /v1/documents`, each committed before it answers):
-  p50/p99, and lexical searches while they run (p50/p99 against idle).
+  p50/p99, and lexical searches while they run (p50/p99 against idle); the median of each
+  step of those writes as the server logged it (`zhiku::put` at debug level: taking the turn,
+  planning, waiting for searches, writing the document, the indexes and the catalog).
 
 With `--profile cluster` also (the Qdrant node must be local: its process is found by its
 port):
@@ -53,6 +55,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -120,15 +123,18 @@ def status_kib(pid: int, key: str) -> float:
 
 
 class Server:
-    def __init__(self, bin_: str, kb: Path, store: Path, env: dict[str, str]):
+    def __init__(self, bin_: str, kb: Path, store: Path, env: dict[str, str],
+                 log: Path | None = None):
         # A free port picked here, so nothing depends on the server's log lines or level.
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.host, self.port = "127.0.0.1", str(probe.getsockname()[1])
+        # With `log`, the server's log lines go there (for the ingests' steps, below).
+        self.log = open(log, "wb") if log else None
         self.proc = subprocess.Popen(
             [bin_, "--kb", str(kb), "--store", str(store), "serve", "--bind",
              f"{self.host}:{self.port}", "--no-refresh"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env, stdout=subprocess.DEVNULL, stderr=self.log or subprocess.DEVNULL,
         )
         started = time.perf_counter()
         while True:
@@ -153,6 +159,20 @@ class Server:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        if self.log:
+            self.log.close()
+
+
+def write_steps(log: Path) -> dict[str, float]:
+    """The median of each step of the writes a server logged (`zhiku::put` at debug level:
+    `turn_ms=… plan_ms=… save_catalog_ms=…`), in ms."""
+    steps: dict[str, list[float]] = {}
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if "documents written" not in line:
+            continue
+        for key, value in re.findall(r"(\w+)_ms=([0-9.]+)", line):
+            steps.setdefault(key, []).append(float(value))
+    return {k: statistics.median(v) for k, v in steps.items()}
 
 
 def post(conn: http.client.HTTPConnection, path: str, body: dict,
@@ -290,7 +310,10 @@ def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], ar
           f"{row['status'][0]:.2f} s, search {row['search --no-refresh'][0]:.2f} s", flush=True)
 
     phase(f"{name}: serve", loads)
-    server = Server(bin_, kb, store, env)
+    # The ingests' steps are read from the server's log (each write logs them at debug level).
+    log = store.parent / f"{store.name}-serve.log"
+    logged = dict(env, ZHIKU_LOG=f"{env.get('ZHIKU_LOG', 'warn')},zhiku::put=debug")
+    server = Server(bin_, kb, store, logged, log)
     try:
         conn = server.conn()
         qs = queries[: args.queries_n]
@@ -316,9 +339,11 @@ def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], ar
         t = threading.Thread(target=searcher)
         t.start()
         ingest = []
+        # New documents every run (a run with --skip-build after another adds, never repeats).
+        run = time.strftime("%Y%m%d%H%M%S")
         for i in range(args.ingests):
             ms, status, answer = post(conn, "/v1/documents", {
-                "id": f"bench-ingest-{name}-{i}",
+                "id": f"bench-ingest-{name}-{run}-{i}",
                 "text": f"# 基准文档 {i}\n\n这是第 {i} 篇用于测量写入延迟的小文档。",
                 "scope": "scope-0",
             })
@@ -332,6 +357,11 @@ def measure(name: str, bin_: str, kb: Path, store: Path, queries: list[dict], ar
         row["lexical during ingests"] = (percentile(during, 50), percentile(during, 99))
     finally:
         server.stop()
+    steps = write_steps(log)
+    for step, ms in steps.items():
+        row[f"ingest step {step} p50 ms"] = ms
+    print(f"{name}: ingest steps (p50 ms): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in steps.items()), flush=True)
     phase(f"{name}: serve and ingests done", loads)
     return row
 
