@@ -7,7 +7,7 @@ use zhiku_formats::docx;
 
 fuzz_target!(|data: &[u8]| {
     let limits = zhiku_fuzz::limits();
-    if let Ok(extracted) = docx::extract(data, &limits) {
+    if let Ok(extracted) = docx::extract(data, &limits, None) {
         zhiku_fuzz::check_extracted(&extracted, &limits);
     }
 });

@@ -2,7 +2,7 @@
 //! page (PNG, and a two-page TIFF), a PDF whose pages are pictures, and a mixed PDF (a text
 //! page, then a scanned one) are read by OCR and found by a search on the page they are on;
 //! a decompression bomb and, with OCR off, a picture are reported by path and reason while the
-//! rest is indexed. The pages are drawn by the OCR contract suite's renderer; the engine is
+//! rest is indexed; pictures inside Word and PowerPoint files are read where they stand. The pages are drawn by the OCR contract suite's renderer; the engine is
 //! Debian's Tesseract (`scripts/setup-ocr.sh`): without it each test says SKIPPED, unless
 //! `ZHIKU_REQUIRE_OCR=1`.
 
@@ -422,4 +422,153 @@ fn a_text_layer_is_preferred_over_a_scan_of_the_same_text() {
     let citation = &answer["citations"][0];
     assert_eq!(citation["doc_id"], "minutes.png", "{answer}");
     assert_eq!(citation["ocr"], true, "{citation}");
+}
+
+/// A zip package of `parts` (name, bytes), as Office writes them.
+fn package(parts: &[(&str, &[u8])]) -> Vec<u8> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    for (name, bytes) in parts {
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+const REL: &str = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+
+/// A picture in DrawingML, as Word and PowerPoint write it, its bytes at relationship `id`.
+fn drawing(id: &str) -> String {
+    format!(
+        r#"<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip r:embed="{id}"/></pic:blipFill></pic:pic></a:graphicData></a:graphic>"#
+    )
+}
+
+/// A Word document: a paragraph, a paragraph holding the picture `rId1`, a closing paragraph
+/// holding the picture `rId2` twice (a logo).
+fn docx_with(scan: &[u8], logo: &[u8]) -> Vec<u8> {
+    let p = |text: &str| format!("<w:p><w:r><w:t>{text}</w:t></w:r></w:p>");
+    let pic = |id: &str| {
+        format!(
+            "<w:r><w:drawing><wp:inline>{}</wp:inline></w:drawing></w:r>",
+            drawing(id)
+        )
+    };
+    let body = format!(
+        "{}<w:p>{}</w:p>{}<w:p>{}{}</w:p>",
+        p("以下是扫描件的内容。"),
+        pic("rId1"),
+        p("以上为合同扫描页。"),
+        pic("rId2"),
+        pic("rId2"),
+    );
+    let document = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="{REL}" xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><w:body>{body}</w:body></w:document>"#
+    );
+    let rels = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{REL}/image" Target="media/image1.png"/><Relationship Id="rId2" Type="{REL}/image" Target="media/image2.png"/></Relationships>"#
+    );
+    package(&[
+        ("[Content_Types].xml", br#"<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="png" ContentType="image/png"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>"#),
+        ("word/document.xml", document.as_bytes()),
+        ("word/_rels/document.xml.rels", rels.as_bytes()),
+        ("word/media/image1.png", scan),
+        ("word/media/image2.png", logo),
+    ])
+}
+
+/// A deck of one slide whose only content is a picture.
+fn pptx_with(picture: &[u8]) -> Vec<u8> {
+    let presentation = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><p:presentation xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:r="{REL}"><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst></p:presentation>"#
+    );
+    let presentation_rels = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId2" Type="{REL}/slide" Target="slides/slide1.xml"/></Relationships>"#
+    );
+    let slide = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="{REL}"><p:cSld><p:spTree><p:pic><p:nvPicPr><p:cNvPr id="2" name="Picture 1"/></p:nvPicPr><p:blipFill><a:blip r:embed="rId1"/></p:blipFill></p:pic></p:spTree></p:cSld></p:sld>"#
+    );
+    let slide_rels = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{REL}/image" Target="../media/image1.png"/></Relationships>"#
+    );
+    package(&[
+        ("[Content_Types].xml", br#"<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="png" ContentType="image/png"/><Override PartName="/ppt/presentation.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"/></Types>"#),
+        ("ppt/presentation.xml", presentation.as_bytes()),
+        ("ppt/_rels/presentation.xml.rels", presentation_rels.as_bytes()),
+        ("ppt/slides/slide1.xml", slide.as_bytes()),
+        ("ppt/slides/_rels/slide1.xml.rels", slide_rels.as_bytes()),
+        ("ppt/media/image1.png", picture),
+    ])
+}
+
+#[test]
+fn pictures_in_word_and_powerpoint_files_are_read_where_they_stand() {
+    let Some(models) = ocr_here("pictures_in_word_and_powerpoint_files_are_read_where_they_stand")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    let scan = png_of(&page(&[
+        "合同的保修期为三年，自交付之日起计算。",
+        "乙方负责免费维修。",
+    ]));
+    let logo = png_of(&page(&["华东仪器有限公司"]));
+    let notice = png_of(&page(&["会议纪要：第三季度预算调整为八十万元。"]));
+    std::fs::write(kb.join("contract.docx"), docx_with(&scan, &logo)).unwrap();
+    std::fs::write(kb.join("review.pptx"), pptx_with(&notice)).unwrap();
+
+    let (code, report) = json_of(with_ocr(kb, &models).args(["index", "--json"]));
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["docs_added"], 2, "{report}");
+
+    // The Word document's picture is read, and its text stands where the picture does: after
+    // the paragraph before it, before the one after it; the logo shown twice is written once.
+    let hit = hit_in(with_ocr(kb, &models), "保修期", "contract.docx")
+        .expect("the text of the Word document's picture is found");
+    let content = hit["content"].as_str().unwrap();
+    let at = |needle: &str| {
+        content
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {content:?}"))
+    };
+    assert!(at("扫描件的内容") < at("保修期"), "{content}");
+    assert!(at("保修期") < at("以上为合同扫描页"), "{content}");
+    assert!(at("以上为合同扫描页") < at("仪器有限"), "{content}");
+    assert_eq!(content.matches("仪器有限").count(), 1, "{content}");
+    // The slide whose only content is a picture is kept, under its slide heading.
+    let hit = hit_in(with_ocr(kb, &models), "第三季度预算", "review.pptx")
+        .expect("the slide's picture is read");
+    assert!(
+        hit["content"].as_str().unwrap().contains("会议纪要"),
+        "{hit}"
+    );
+
+    // Without OCR the Word document is its own text; the deck has none and is reported.
+    let off = tempfile::tempdir().unwrap();
+    std::fs::write(off.path().join("contract.docx"), docx_with(&scan, &logo)).unwrap();
+    std::fs::write(off.path().join("review.pptx"), pptx_with(&notice)).unwrap();
+    let (code, report) = json_of(
+        zhiku(off.path())
+            .env("ZHIKU_OCR", "off")
+            .args(["index", "--json"]),
+    );
+    assert_eq!(code, Some(3), "{report}");
+    assert_eq!(report["docs_added"], 1, "{report}");
+    assert_eq!(report["skipped"][0]["path"], "review.pptx", "{report}");
+    let (_, found) =
+        json_of(
+            zhiku(off.path())
+                .env("ZHIKU_OCR", "off")
+                .args(["search", "--json", "保修期"]),
+        );
+    assert!(
+        found["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["content"].as_str().unwrap_or("").contains("保修期")),
+        "{found}"
+    );
 }

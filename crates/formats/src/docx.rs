@@ -9,8 +9,11 @@
 //! under a closing heading `脚注` — or `Notes` when the body is not mostly Chinese/Japanese —
 //! as paragraphs `[^n] text`).
 //!
+//! Pictures: with an OCR engine, the text of each picture of the body (a pasted scan, a
+//! screenshot) is written after the paragraph or table that holds it (`pictures`).
+//!
 //! Dropped: headers and footers, comments, deleted text, field codes, symbols (`w:sym`),
-//! images and charts, the alternative (fallback) content of `mc:AlternateContent`, the
+//! charts, pictures without an OCR engine, the alternative (fallback) content of `mc:AlternateContent`, the
 //! automatic numbers of headings (`第一章` typed as text stays; a number Word generates for a
 //! heading style does not), list formats beyond bullet/number (every numbered format — roman,
 //! letters, `一、` — is written with arabic numbers).
@@ -27,12 +30,16 @@ use anyhow::{Result, anyhow};
 
 use crate::extracted::Extracted;
 use crate::limits::Limits;
-use crate::ooxml::{Item, Node, core_properties, mostly_cjk, read_xml};
+use crate::ooxml::{
+    Item, Node, Relationship, core_properties, mostly_cjk, read_xml, relationships,
+};
 use crate::package::Package;
+use crate::pictures::Pictures;
+use crate::scan::PageReader;
 use crate::text_builder::{TextBuilder, one_line, pipe_table};
 
-/// Extracts a docx file.
-pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+/// Extracts a docx file; text in its pictures is read by `ocr`, when given (see `pictures`).
+pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> Result<Extracted> {
     let mut pkg = Package::open(bytes, limits)?;
     let document = read_xml(&mut pkg, "word/document.xml", DOCUMENT_SKIP, limits)?
         .ok_or_else(|| anyhow!("damaged Word document: word/document.xml is missing"))?;
@@ -54,6 +61,10 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         }
     }
     let (core_title, core_language) = core_properties(&mut pkg, limits)?;
+    let rels = match ocr {
+        Some(_) => relationships(&mut pkg, "word/document.xml", limits)?,
+        None => Vec::new(),
+    };
     limits.check_time()?;
 
     let body = document
@@ -72,6 +83,9 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         note_numbers: HashMap::new(),
         paragraphs: 0,
         title: None,
+        pictures: Pictures::new(ocr),
+        rels: &rels,
+        pkg: &mut pkg,
     };
     walker.blocks(body)?;
     walker.flush_list()?;
@@ -92,7 +106,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         locale,
         pages: None,
         synthetic_headings: false,
-        ocr: None,
+        ocr: walker.pictures.engine.take(),
         boxes: Vec::new(),
     })
 }
@@ -143,7 +157,7 @@ fn collect_notes(root: &Node, kind: NoteKind, notes: &mut HashMap<(NoteKind, Str
     }
 }
 
-struct Walker<'a> {
+struct Walker<'a, 'p> {
     limits: &'a Limits,
     styles: &'a Styles,
     numbering: &'a Numbering,
@@ -159,9 +173,13 @@ struct Walker<'a> {
     note_numbers: HashMap<(NoteKind, String), usize>,
     paragraphs: usize,
     title: Option<String>,
+    /// The pictures' text, written after the paragraph or table that holds them.
+    pictures: Pictures<'a>,
+    rels: &'a [Relationship],
+    pkg: &'a mut Package<'p>,
 }
 
-impl Walker<'_> {
+impl Walker<'_, '_> {
     fn blocks(&mut self, node: &Node) -> Result<()> {
         for item in &node.children {
             let Item::Node(child) = item else { continue };
@@ -174,6 +192,7 @@ impl Walker<'_> {
                     if let Some(table) = pipe_table(&rows) {
                         self.out.paragraph(&table)?;
                     }
+                    self.picture_text(child)?;
                 }
                 "sdt" | "sdtContent" | "customXml" | "ins" | "moveTo" | "smartTag" => {
                     self.blocks(child)?
@@ -197,8 +216,27 @@ impl Walker<'_> {
         Ok(())
     }
 
+    /// Writes the text of the pictures in `node`, each as a paragraph.
+    fn picture_text(&mut self, node: &Node) -> Result<()> {
+        let texts = self
+            .pictures
+            .text_in(self.pkg, node, self.rels, self.limits);
+        if !texts.is_empty() {
+            self.flush_list()?;
+        }
+        for text in texts {
+            self.out.paragraph(&text)?;
+        }
+        Ok(())
+    }
+
     fn paragraph(&mut self, p: &Node) -> Result<()> {
         self.tick()?;
+        self.paragraph_text(p)?;
+        self.picture_text(p)
+    }
+
+    fn paragraph_text(&mut self, p: &Node) -> Result<()> {
         let info = self.styles.paragraph(p);
         let mut text = String::new();
         self.inline(p, &mut text, false);
@@ -809,7 +847,7 @@ pub(super) mod tests {
             p("Heading3", "unknown style id"),
         ]
         .concat();
-        let out = extract(&docx(&body, &[]), &limits()).unwrap();
+        let out = extract(&docx(&body, &[]), &limits(), None).unwrap();
         assert_eq!(
             out.text,
             "# 员工手册\n\n# 第一章 总则\n\n为了规范管理，制定本手册。\n\n## 第一节 适用范围\n\n### Outline three\n\nnot a heading\n\n# Direct outline\n\n### unknown style id\n"
@@ -823,10 +861,15 @@ pub(super) mod tests {
     fn docx_title_and_language_come_from_core_properties_first() {
         let core = r#"<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Handbook &amp; Rules</dc:title><dc:language>en-GB</dc:language></cp:coreProperties>"#;
         let body = [p("Title", "Other"), p("", "English text only.")].concat();
-        let out = extract(&docx(&body, &[("docProps/core.xml", core)]), &limits()).unwrap();
+        let out = extract(
+            &docx(&body, &[("docProps/core.xml", core)]),
+            &limits(),
+            None,
+        )
+        .unwrap();
         assert_eq!(out.title.as_deref(), Some("Handbook & Rules"));
         assert_eq!(out.locale.as_deref(), Some("en-GB"));
-        let out = extract(&docx(&body, &[]), &limits()).unwrap();
+        let out = extract(&docx(&body, &[]), &limits(), None).unwrap();
         assert_eq!(out.locale.as_deref(), Some("en-US"));
     }
 
@@ -845,7 +888,7 @@ pub(super) mod tests {
         </w:p>
         <w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:t>broken field code</w:t></w:r></w:p>
         <w:p><w:r><w:t>after the broken field</w:t></w:r></w:p>"#;
-        let out = extract(&docx(body, &[]), &limits()).unwrap();
+        let out = extract(&docx(body, &[]), &limits(), None).unwrap();
         assert_eq!(
             out.text,
             "A\tB\nC-D new link\n\nPage 7 of 9\n\nafter the broken field\n"
@@ -866,7 +909,7 @@ pub(super) mod tests {
             p("", "Outro"),
         ]
         .concat();
-        let out = extract(&docx(&body, &[]), &limits()).unwrap();
+        let out = extract(&docx(&body, &[]), &limits(), None).unwrap();
         assert_eq!(
             out.text,
             "Intro\n\n1. first\n  1. sub one\n  2. sub two\n2. second\n  1. sub again\n- bullet from style\n  - nested bullet\n\nOutro\n"
@@ -888,7 +931,7 @@ pub(super) mod tests {
             cell(""),
             p("", "After"),
         );
-        let out = extract(&docx(&body, &[]), &limits()).unwrap();
+        let out = extract(&docx(&body, &[]), &limits(), None).unwrap();
         assert_eq!(
             out.text,
             "Before\n\n| 姓名 | 部门 |\n| --- | --- |\n| 张三 | 研发 二组 |\n\nAfter\n"
@@ -918,6 +961,7 @@ pub(super) mod tests {
                 ],
             ),
             &limits(),
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -929,19 +973,20 @@ pub(super) mod tests {
     #[test]
     fn docx_text_boxes_are_read_once_from_the_choice_content() {
         let body = r#"<w:p><w:r><w:t>Lead</w:t></w:r><w:r><mc:AlternateContent xmlns:mc="mc"><mc:Choice Requires="wps"><w:drawing><wps:txbx xmlns:wps="wps"><w:txbxContent><w:p><w:r><w:t>Boxed</w:t></w:r></w:p></w:txbxContent></wps:txbx></w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>Boxed</w:t></w:r></w:p></w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>"#;
-        let out = extract(&docx(body, &[]), &limits()).unwrap();
+        let out = extract(&docx(body, &[]), &limits(), None).unwrap();
         assert_eq!(out.text, "Lead\nBoxed\n");
     }
 
     #[test]
     fn docx_errors_name_the_damage() {
-        let err = extract(&package(&[("word/other.xml", "<x/>")]), &limits())
+        let err = extract(&package(&[("word/other.xml", "<x/>")]), &limits(), None)
             .unwrap_err()
             .to_string();
         assert_eq!(err, "damaged Word document: word/document.xml is missing");
         let err = extract(
             &package(&[("word/document.xml", "<w:document><w:body><w:p></w:body>")]),
             &limits(),
+            None,
         )
         .unwrap_err()
         .to_string();
@@ -949,12 +994,12 @@ pub(super) mod tests {
             err.starts_with("not well-formed XML in word/document.xml at byte"),
             "{err}"
         );
-        let err = extract(b"PK\x03\x04 not really", &limits())
+        let err = extract(b"PK\x03\x04 not really", &limits(), None)
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("damaged zip package"), "{err}");
         let deep = format!("<a>{}{}</a>", "<b>".repeat(1000), "</b>".repeat(1000));
-        let err = extract(&package(&[("word/document.xml", &deep)]), &limits())
+        let err = extract(&package(&[("word/document.xml", &deep)]), &limits(), None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("nested"), "{err}");
@@ -974,7 +1019,7 @@ pub(super) mod tests {
         assert!(bytes.len() < 1 << 20, "{}", bytes.len());
         let mut l = limits();
         l.max_unpacked_bytes = 1 << 20;
-        let err = extract(&bytes, &l).unwrap_err().to_string();
+        let err = extract(&bytes, &l, None).unwrap_err().to_string();
         assert!(err.contains("zip bomb"), "{err}");
     }
 
@@ -986,7 +1031,7 @@ pub(super) mod tests {
     fn docx_fixture_zh_policy() {
         let bytes = include_bytes!("../../../tests/fixtures/formats/zh-policy.docx");
         let expect = include_str!("../../../tests/fixtures/formats/zh-policy.docx.expect.json");
-        let out = extract(bytes, &limits()).unwrap();
+        let out = extract(bytes, &limits(), None).unwrap();
         let expect = check_fixture(&out, expect);
         let mut paths = expected_paths(&expect);
         paths.push(vec!["脚注".to_string()]);

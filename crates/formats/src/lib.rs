@@ -27,6 +27,7 @@ mod limits;
 mod ooxml;
 mod package;
 mod panic;
+mod pictures;
 mod text_builder;
 
 pub mod scan;
@@ -93,10 +94,10 @@ pub fn extract_with(
     let extracted = match format {
         Format::Pdf => pdf::extract(bytes, limits, ocr)?,
         Format::Image => scan::extract_image(bytes, limits, ocr)?,
-        Format::Docx => docx::extract(bytes, limits)?,
+        Format::Docx => docx::extract(bytes, limits, ocr)?,
         Format::Html => html::extract(&decode_text_file(bytes)?, limits)?,
         Format::Epub => epub::extract(bytes, limits)?,
-        Format::Pptx => pptx::extract(bytes, limits)?,
+        Format::Pptx => pptx::extract(bytes, limits, ocr)?,
         Format::Csv => sheet::extract_csv(bytes, limits)?,
         Format::Xlsx => sheet::extract_xlsx(bytes, limits)?,
         Format::Markdown | Format::Text => bail!("{} is read as text", format.name()),

@@ -754,14 +754,14 @@ pub(super) mod tests {
         let body = "<w:p/>".repeat(300_000);
         let bytes = docx(&body, &[]);
         assert!(bytes.len() < 100_000, "{}", bytes.len());
-        let err = extract(&bytes, &small).unwrap_err().to_string();
+        let err = extract(&bytes, &small, None).unwrap_err().to_string();
         assert!(
             err.contains("word/document.xml has more than 100000 XML elements: refused"),
             "{err}"
         );
         // Under the cap it is read, and the deadline is checked while parsing.
         let fine = "<w:p/>".repeat(90_000);
-        assert!(extract(&docx(&fine, &[]), &small).is_ok());
+        assert!(extract(&docx(&fine, &[]), &small, None).is_ok());
         let mut late = small.clone();
         late.deadline = Instant::now();
         std::thread::sleep(Duration::from_millis(2));
@@ -783,23 +783,27 @@ pub(super) mod tests {
         let run = format!("<w:p><w:r><w:t>{}</w:t></w:r></w:p>", "a".repeat(60_000));
         let bomb = docx(&run.repeat(200), &[]);
         assert!(bomb.len() < 200_000, "{}", bomb.len());
-        let err = extract(&bomb, &small).unwrap_err().to_string();
+        let err = extract(&bomb, &small, None).unwrap_err().to_string();
         assert!(
             err.contains("word/document.xml holds more than 4194304 bytes of text"),
             "{err}"
         );
         // One token longer than max_text_bytes is refused before it is all in memory.
         let long = format!("<w:p><w:r><w:t>{}</w:t></w:r></w:p>", "a".repeat(3 << 20));
-        let err = extract(&docx(&long, &[]), &small).unwrap_err().to_string();
+        let err = extract(&docx(&long, &[]), &small, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("an XML token"), "{err}");
         // So are attribute values past 16 × max_text_bytes.
         let attrs = format!(r#"<w:p w:rsidR="{}"/>"#, "0".repeat(900_000)).repeat(20);
-        let err = extract(&docx(&attrs, &[]), &small).unwrap_err().to_string();
+        let err = extract(&docx(&attrs, &[]), &small, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bytes of attribute values"), "{err}");
         // The unpacking budget is spent as the part is read.
         let mut tight = limits();
         tight.max_unpacked_bytes = 100_000;
-        let err = extract(&bomb, &tight).unwrap_err().to_string();
+        let err = extract(&bomb, &tight, None).unwrap_err().to_string();
         assert!(err.contains("zip bomb"), "{err}");
     }
 
@@ -809,7 +813,9 @@ pub(super) mod tests {
         let want = "双字节 text 𝄞 and & more\n";
         let bom8 = format!("\u{feff}{doc}");
         assert_eq!(
-            extract(&docx_of(bom8.as_bytes()), &limits()).unwrap().text,
+            extract(&docx_of(bom8.as_bytes()), &limits(), None)
+                .unwrap()
+                .text,
             want
         );
         for big_endian in [false, true] {
@@ -825,7 +831,7 @@ pub(super) mod tests {
                     unit.to_le_bytes()
                 });
             }
-            let got = extract(&docx_of(&bytes), &limits()).unwrap();
+            let got = extract(&docx_of(&bytes), &limits(), None).unwrap();
             assert_eq!(got.text, want, "big endian: {big_endian}");
             // A lone surrogate is no UTF-16.
             bytes.extend(if big_endian {
@@ -833,7 +839,7 @@ pub(super) mod tests {
             } else {
                 [0x00, 0xD8]
             });
-            let err = extract(&docx_of(&bytes), &limits())
+            let err = extract(&docx_of(&bytes), &limits(), None)
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("UTF-16"), "{err}");

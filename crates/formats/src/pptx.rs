@@ -10,7 +10,11 @@
 //! body placeholder of its notes slide) close the section as a paragraph starting `Notes: `
 //! (`备注：` for a mostly Chinese/Japanese deck). Slides with no text at all are passed over.
 //!
-//! Dropped: pictures, charts, SmartArt, the slide master and layout text (footers, slide
+//! Pictures: with an OCR engine, the text of each picture on a slide (a screenshot, a
+//! photographed notice) closes the slide's shapes, one paragraph block per picture
+//! (`pictures`); a slide whose only text is in a picture is kept.
+//!
+//! Dropped: pictures without an OCR engine, charts, SmartArt, the slide master and layout text (footers, slide
 //! numbers, dates), comments, the notes' slide image and number placeholders, the fallback
 //! content of `mc:AlternateContent`.
 //!
@@ -25,10 +29,13 @@ use crate::extracted::Extracted;
 use crate::limits::Limits;
 use crate::ooxml::{Node, Relationship, core_properties, mostly_cjk, read_xml, relationships};
 use crate::package::Package;
+use crate::pictures::Pictures;
+use crate::scan::PageReader;
 use crate::text_builder::{TextBuilder, one_line, pipe_table};
 
-/// Extracts a pptx file.
-pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
+/// Extracts a pptx file; text in its slides' pictures is read by `ocr`, when given (see
+/// `pictures`).
+pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> Result<Extracted> {
     let mut pkg = Package::open(bytes, limits)?;
     let presentation = read_xml(&mut pkg, "ppt/presentation.xml", &[], limits)?
         .ok_or_else(|| anyhow!("damaged PowerPoint file: ppt/presentation.xml is missing"))?;
@@ -48,6 +55,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
 
     let mut layouts: HashMap<String, Vec<Placeholder>> = HashMap::new();
     let mut slides = Vec::new();
+    let mut pictures = Pictures::new(ocr);
     for (i, id) in ids.iter().enumerate() {
         limits.check_time()?;
         let number = i + 1;
@@ -77,6 +85,9 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         if let Some(tree) = sp_tree(&slide) {
             let shapes = shapes(tree, layout);
             collect(&shapes, &mut content);
+            // The slide's pictures after its text (their place among the shapes is not kept).
+            let texts = pictures.text_in(&mut pkg, tree, &slide_rels, limits);
+            content.blocks.extend(texts);
         }
         if let Some(target) = find_rel(&slide_rels, "/notesSlide")
             && let Some(notes) = read_xml(&mut pkg, target, SKIP, limits)?
@@ -122,7 +133,7 @@ pub fn extract(bytes: &[u8], limits: &Limits) -> Result<Extracted> {
         locale,
         pages: None,
         synthetic_headings: false,
-        ocr: None,
+        ocr: pictures.engine,
         boxes: Vec::new(),
     })
 }
@@ -137,7 +148,6 @@ const SKIP: &[&str] = &[
     "style",
     "extLst",
     "bg",
-    "blipFill",
     "prstGeom",
     "custGeom",
     "ln",
@@ -564,7 +574,7 @@ mod tests {
             &[2, 1, 4, 3],
             &[],
         );
-        let out = extract(&bytes, &limits()).unwrap();
+        let out = extract(&bytes, &limits(), None).unwrap();
         assert_eq!(
             out.text,
             "# 年度总结\n\nleft\n\nright\n\nbottom text\n\n# 目标\n\n- 增长\n  - 华东\n无项目符号\n1. 第一\n2. 第二\n\n# 幻灯片 4\n\n没有标题的幻灯片\n"
@@ -613,7 +623,7 @@ mod tests {
                 ("docProps/core.xml", core),
             ],
         );
-        let out = extract(&bytes, &limits()).unwrap();
+        let out = extract(&bytes, &limits(), None).unwrap();
         assert_eq!(
             out.text,
             "# Results\n\ngrouped first\n\ngrouped second\n\n| Region | Sales |\n| --- | --- |\n| East coast | 12 |\n\nline one\nline two\n\nNotes: Say the numbers slowly.\n"
@@ -643,7 +653,7 @@ mod tests {
             &[1],
             &[("ppt/slideLayouts/slideLayout1.xml", &layout)],
         );
-        let out = extract(&bytes, &limits()).unwrap();
+        let out = extract(&bytes, &limits(), None).unwrap();
         assert_eq!(out.text, "# Layout title\n\nbetween\n\nbody text\n");
     }
 
@@ -651,7 +661,7 @@ mod tests {
     fn pptx_fixture_zh_deck() {
         let bytes = include_bytes!("../../../tests/fixtures/formats/zh-deck.pptx");
         let expect = include_str!("../../../tests/fixtures/formats/zh-deck.pptx.expect.json");
-        let out = extract(bytes, &limits()).unwrap();
+        let out = extract(bytes, &limits(), None).unwrap();
         let expect = check_fixture(&out, expect);
         let paths: Vec<Vec<String>> = serde_json::from_value(expect["headings"].clone()).unwrap();
         assert_eq!(heading_paths(&out.text), paths);
@@ -676,11 +686,11 @@ mod tests {
         let s = slide(&sp(None, None, &para(0, "", "x")));
         let mut l = limits();
         l.max_pages = 1;
-        let err = extract(&deck(&[(&s, ""), (&s, "")], &[1, 2], &[]), &l)
+        let err = extract(&deck(&[(&s, ""), (&s, "")], &[1, 2], &[]), &l, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("loader.max_pages"), "{err}");
-        let err = extract(&package(&[("ppt/other.xml", "<x/>")]), &limits())
+        let err = extract(&package(&[("ppt/other.xml", "<x/>")]), &limits(), None)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -688,7 +698,7 @@ mod tests {
             "damaged PowerPoint file: ppt/presentation.xml is missing"
         );
         let bytes = deck(&[(&s, "")], &[1, 2], &[]);
-        let err = extract(&bytes, &limits()).unwrap_err().to_string();
+        let err = extract(&bytes, &limits(), None).unwrap_err().to_string();
         assert!(err.contains("slide 2"), "{err}");
     }
 }

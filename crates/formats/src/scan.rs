@@ -342,6 +342,39 @@ pub fn extract_image(
     })
 }
 
+/// The text `ocr` reads in one picture inside another document (see `pictures`): laid out as a
+/// scanned page, its headings written as paragraphs (a picture's large type is not a heading
+/// of the document around it).
+pub(crate) fn picture_text(
+    ocr: &dyn PageReader,
+    image: &PageImage,
+    limits: &Limits,
+) -> Result<String> {
+    let read = ocr.read(image)?;
+    if read.lines.is_empty() {
+        return Ok(String::new());
+    }
+    let frame = (read.width as f32 * POINTS_PER_PIXEL, read.rotation / 90);
+    let laid = crate::layout::lay_out(
+        vec![page_lines(&read, POINTS_PER_PIXEL)],
+        &[frame],
+        &[],
+        limits,
+    )?;
+    let lines: Vec<&str> = laid
+        .text
+        .lines()
+        .map(|line| {
+            let hashes = line.len() - line.trim_start_matches('#').len();
+            match line[hashes..].strip_prefix(' ') {
+                Some(rest) if (1..=6).contains(&hashes) => rest,
+                _ => line,
+            }
+        })
+        .collect();
+    Ok(lines.join("\n").trim().to_string())
+}
+
 /// The lines of a page read by an engine, as the PDF layout takes them: `scale` converts
 /// pixels to the page's units (PDF points for a PDF page), and y runs up from the bottom edge
 /// as in PDF. A line's size is its box height, so headings stand out by size as in a text
