@@ -23,8 +23,8 @@ use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use anyhow::{Result, anyhow, bail};
-use pdf_oxide::PdfDocument;
 use pdf_oxide::object::Object;
+use pdf_oxide::{PdfDocument, PdfFilter};
 
 use crate::extracted::Extracted;
 use crate::layout::{self, Glyph, OutlineEntry, PageText};
@@ -274,13 +274,23 @@ fn largest_picture(doc: &PdfDocument, index: usize, limits: &Limits) -> Result<O
     let image = largest
         .decode()
         .and_then(|i| i.to_dynamic_image())
-        .map_err(|e| {
-            anyhow!(
-                "page {page_no}: its picture cannot be decoded: {}",
-                short(&e.to_string())
-            )
-        })?;
-    Ok(Some(crate::scan::rgb_page(image)))
+        .map_err(|e| short(&e.to_string()));
+    match image {
+        Ok(image) => Ok(Some(crate::scan::rgb_page(image))),
+        // A JPEG stored as it is: its bytes are a JPEG file. Some writers give it the
+        // `/DecodeParms` of a Flate stream (`/Predictor 15`), which the PDF library then applies
+        // to the decoded pixels and fails; the JPEG itself is sound.
+        Err(reason) if matches!(largest.filter_chain.as_slice(), [PdfFilter::DCTDecode]) => {
+            let jpeg = largest
+                .raw_compressed_bytes()
+                .map_err(|e| anyhow!("page {page_no}: its picture cannot be read: {e}"))?;
+            let pages = crate::scan::decode_image(&jpeg, limits).map_err(|e| {
+                anyhow!("page {page_no}: its picture cannot be decoded: {reason}; as JPEG: {e:#}")
+            })?;
+            Ok(pages.into_iter().next())
+        }
+        Err(reason) => bail!("page {page_no}: its picture cannot be decoded: {reason}"),
+    }
 }
 
 fn short(message: &str) -> String {
@@ -433,5 +443,89 @@ mod tests {
 
     fn limits() -> Limits {
         Limits::for_tests()
+    }
+
+    /// A one-page PDF whose page is the JPEG `jpeg` (`w` × `h`), stored as it is, with the
+    /// stream dictionary `extra` (objects at their byte offsets, as a writer makes them).
+    fn jpeg_page_pdf(jpeg: &[u8], (w, h): (u32, u32), extra: &str) -> Vec<u8> {
+        let content = format!("q {w} 0 0 {h} 0 0 cm /Im0 Do Q");
+        let objects: Vec<Vec<u8>> = vec![
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w} {h}] \
+                 /Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>"
+            )
+            .into_bytes(),
+            format!(
+                "<< /Length {} >>\nstream\n{content}\nendstream",
+                content.len()
+            )
+            .into_bytes(),
+            [
+                format!(
+                    "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} \
+                     /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode {extra} \
+                     /Length {} >>\nstream\n",
+                    jpeg.len()
+                )
+                .as_bytes(),
+                jpeg,
+                b"\nendstream",
+            ]
+            .concat(),
+        ];
+        let mut pdf = b"%PDF-1.7\n".to_vec();
+        let mut offsets = Vec::new();
+        for (i, body) in objects.iter().enumerate() {
+            offsets.push(pdf.len());
+            pdf.extend(format!("{} 0 obj\n", i + 1).as_bytes());
+            pdf.extend(body);
+            pdf.extend(b"\nendobj\n");
+        }
+        let xref = pdf.len();
+        pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+        for offset in offsets {
+            pdf.extend(format!("{offset:010} 00000 n \n").as_bytes());
+        }
+        pdf.extend(
+            format!(
+                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+                objects.len() + 1
+            )
+            .as_bytes(),
+        );
+        pdf
+    }
+
+    #[test]
+    fn a_jpeg_scan_given_a_flate_predictor_is_still_read() {
+        let (w, h) = (240, 180);
+        let picture = image::RgbImage::from_fn(w, h, |x, y| {
+            if (x / 20 + y / 20) % 2 == 0 {
+                image::Rgb([20, 20, 20])
+            } else {
+                image::Rgb([235, 235, 235])
+            }
+        });
+        let mut jpeg = Vec::new();
+        picture
+            .write_to(
+                &mut std::io::Cursor::new(&mut jpeg),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        // As some scanners' writers make it: a Flate predictor on a JPEG stream.
+        let params = "/DecodeParms << /Predictor 15 /Colors 3 /Columns 240 /BitsPerComponent 8 >>";
+        for extra in ["", params] {
+            let pdf = jpeg_page_pdf(&jpeg, (w, h), extra);
+            let page = page_picture(&pdf, 1, &limits())
+                .unwrap_or_else(|e| panic!("{extra:?}: {e:#}"))
+                .expect("the page is a picture");
+            assert_eq!((page.width, page.height), (w, h), "{extra:?}");
+            // The squares are where they were drawn (JPEG is lossy: dark stays dark).
+            let at = |x: u32, y: u32| page.rgb[3 * (y * w + x) as usize];
+            assert!(at(5, 5) < 80 && at(25, 5) > 180, "{extra:?}");
+        }
     }
 }
