@@ -9,7 +9,8 @@
 //!
 //! `--models` is the folder `scripts/fetch-ocr-models.sh` filled (its default). The models
 //! load before the first page is timed; a page's seconds cover decoding its image and the OCR,
-//! as the peers' do. Engines are named `zhiku-ppocr` and `zhiku-tesseract` in the output.
+//! as the peers' do; red seals are cleared before OCR as the extractors do
+//! (`formats::scan::without_seals`). Engines are named `zhiku-ppocr` and `zhiku-tesseract` in the output.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -98,7 +99,10 @@ fn main() -> Result<(), Error> {
         let number = page["image"]["page"].as_u64().unwrap_or(1);
         let started = Instant::now();
         let (width, height, rgb) = decode(&fixtures.join(file), number)?;
-        let image = OcrImage::new(width, height, &rgb)?;
+        // As the extractors hand pages to OCR: red seals cleared first.
+        let picture = zhiku_formats::scan::PageImage { width, height, rgb };
+        let picture = zhiku_formats::scan::without_seals(&picture).unwrap_or(picture);
+        let image = OcrImage::new(width, height, &picture.rgb)?;
         let read = ocr.read(&image)?;
         let seconds = started.elapsed().as_secs_f64();
         let lines: Vec<Value> = read

@@ -301,6 +301,140 @@ fn tiff_page(width: u32, height: u32, color: tiff::ColorType, samples: &[u8]) ->
     Some(PageImage { width, height, rgb })
 }
 
+/// Reads `image` with `ocr`, red seals cleared first ([`without_seals`]): every picture a
+/// format hands to OCR goes through here.
+pub(crate) fn read_page(ocr: &dyn PageReader, image: &PageImage) -> Result<ScanPage> {
+    match without_seals(image) {
+        Some(cleared) => ocr.read(&cleared),
+        None => ocr.read(image),
+    }
+}
+
+/// Side of the cells a page is looked at in for seals, in pixels.
+const SEAL_CELL: u32 = 8;
+
+/// `image` with its red seals (the round or square company chops stamped over a Chinese
+/// document's text) turned to paper, or `None` when it has none. A seal is a red region whose
+/// extent is about as high as wide (4:5 to 5:4) and at least a twentieth of the page's width,
+/// and which is mostly empty inside (a ring, a star and a few characters: at most half of its
+/// cells red); only its red pixels are cleared, so black text stamped over stays for OCR to read
+/// whole. Red text in lines (the red header of an official notice, a red remark) is wider than
+/// high and is kept.
+pub fn without_seals(image: &PageImage) -> Option<PageImage> {
+    let (w, h) = (image.width, image.height);
+    if w < 4 * SEAL_CELL || h < 4 * SEAL_CELL || image.rgb.len() < 3 * (w as usize) * (h as usize) {
+        return None;
+    }
+    let (cw, ch) = (
+        w.div_ceil(SEAL_CELL) as usize,
+        h.div_ceil(SEAL_CELL) as usize,
+    );
+    // A cell is red when a tenth of its pixels are seal ink.
+    let mut red_in_cell = vec![0u32; cw * ch];
+    for y in 0..h as usize {
+        let row = &image.rgb[3 * y * w as usize..3 * (y + 1) * w as usize];
+        for (x, px) in row.chunks_exact(3).enumerate() {
+            if is_seal_ink(px) {
+                red_in_cell[(y / SEAL_CELL as usize) * cw + x / SEAL_CELL as usize] += 1;
+            }
+        }
+    }
+    let least = SEAL_CELL * SEAL_CELL / 10;
+    let red: Vec<bool> = red_in_cell.iter().map(|&n| n >= least.max(1)).collect();
+    // Regions of red cells (8-connected), each its extent and number of cells.
+    let mut seen = vec![false; cw * ch];
+    let mut seals = Vec::new();
+    let least_side = (w / 20).div_ceil(SEAL_CELL) as usize;
+    for start in 0..red.len() {
+        if !red[start] || seen[start] {
+            continue;
+        }
+        let (mut x0, mut y0, mut x1, mut y1, mut cells) = (usize::MAX, usize::MAX, 0, 0, 0usize);
+        let mut stack = vec![start];
+        seen[start] = true;
+        while let Some(i) = stack.pop() {
+            let (x, y) = (i % cw, i / cw);
+            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+            cells += 1;
+            for dy in [-1i64, 0, 1] {
+                for dx in [-1i64, 0, 1] {
+                    let (nx, ny) = (x as i64 + dx, y as i64 + dy);
+                    if nx < 0 || ny < 0 || nx >= cw as i64 || ny >= ch as i64 {
+                        continue;
+                    }
+                    let n = ny as usize * cw + nx as usize;
+                    if red[n] && !seen[n] {
+                        seen[n] = true;
+                        stack.push(n);
+                    }
+                }
+            }
+        }
+        let (bw, bh) = (x1 - x0 + 1, y1 - y0 + 1);
+        let squarish = 4 * bw <= 5 * bh && 4 * bh <= 5 * bw;
+        if squarish
+            && bw.min(bh) >= least_side
+            && 2 * cells <= bw * bh
+            && ring_around(&red, cw, (x0, y0, x1, y1))
+        {
+            seals.push((x0, y0, x1, y1));
+        }
+    }
+    if seals.is_empty() {
+        return None;
+    }
+    let mut out = image.clone();
+    for (x0, y0, x1, y1) in seals {
+        let (px0, py0) = (x0 as u32 * SEAL_CELL, y0 as u32 * SEAL_CELL);
+        let (px1, py1) = (
+            ((x1 + 1) as u32 * SEAL_CELL).min(w),
+            ((y1 + 1) as u32 * SEAL_CELL).min(h),
+        );
+        for y in py0..py1 {
+            for x in px0..px1 {
+                let at = 3 * (y as usize * w as usize + x as usize);
+                if is_seal_ink(&out.rgb[at..at + 3]) {
+                    out.rgb[at..at + 3].copy_from_slice(&[255, 255, 255]);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// True when red cells run round the ellipse inscribed in the extent `(x0, y0, x1, y1)` (a
+/// round seal's ring) on at least 60 % of 72 rays from its centre: a large red character
+/// fills a square too, but its strokes meet that ellipse only here and there.
+fn ring_around(red: &[bool], cw: usize, (x0, y0, x1, y1): (usize, usize, usize, usize)) -> bool {
+    let (cx, cy) = ((x0 + x1) as f32 / 2.0, (y0 + y1) as f32 / 2.0);
+    let (rx, ry) = ((x1 - x0) as f32 / 2.0, (y1 - y0) as f32 / 2.0);
+    const RAYS: usize = 72;
+    let hits = (0..RAYS)
+        .filter(|&k| {
+            let angle = k as f32 * std::f32::consts::TAU / RAYS as f32;
+            let (dx, dy) = (angle.cos(), angle.sin());
+            (0..=8).any(|step| {
+                let f = 0.78 + 0.03 * step as f32;
+                let (x, y) = ((cx + f * rx * dx).round(), (cy + f * ry * dy).round());
+                x >= 0.0
+                    && y >= 0.0
+                    && red
+                        .get(y as usize * cw + x as usize)
+                        .copied()
+                        .unwrap_or(false)
+                    && (x as usize) < cw
+            })
+        })
+        .count();
+    hits * 10 >= RAYS * 6
+}
+
+/// Seal ink: clearly red (red well above green and blue), whether dark or faded.
+fn is_seal_ink(px: &[u8]) -> bool {
+    let (r, g, b) = (i32::from(px[0]), i32::from(px[1]), i32::from(px[2]));
+    r >= 120 && r - g >= 50 && r - b >= 50
+}
+
 /// Points per pixel of a picture whose resolution is unknown: 200 dpi, a common scanning
 /// resolution (only relative sizes matter to the layout).
 const POINTS_PER_PIXEL: f32 = 72.0 / 200.0;
@@ -320,7 +454,7 @@ pub fn extract_image(
     let mut widths = Vec::with_capacity(count);
     for (i, image) in images.into_iter().enumerate() {
         limits.check_time()?;
-        let read = reader.read(&image).map_err(|e| {
+        let read = read_page(reader, &image).map_err(|e| {
             if count > 1 {
                 anyhow!("page {}: OCR failed: {e:#}", i + 1)
             } else {
@@ -350,7 +484,7 @@ pub(crate) fn picture_text(
     image: &PageImage,
     limits: &Limits,
 ) -> Result<String> {
-    let read = ocr.read(image)?;
+    let read = read_page(ocr, image)?;
     if read.lines.is_empty() {
         return Ok(String::new());
     }
@@ -402,6 +536,91 @@ pub fn page_lines(page: &ScanPage, scale: f32) -> (f32, Vec<Line>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of black lines of "text", a red round seal stamped over some of them, a large
+    /// red character (田, as in a red-headed notice) and a red header line.
+    fn sealed_page() -> PageImage {
+        let (w, h) = (1200u32, 1600u32);
+        let mut rgb = vec![255u8; 3 * (w * h) as usize];
+        let mut paint = |x: u32, y: u32, c: [u8; 3]| {
+            if x < w && y < h {
+                let at = 3 * (y * w + x) as usize;
+                rgb[at..at + 3].copy_from_slice(&c);
+            }
+        };
+        // The header: a red band, wide and low.
+        for y in 60..110 {
+            for x in 150..1050 {
+                paint(x, y, [200, 30, 30]);
+            }
+        }
+        // A large red character: a square with a cross in it, 160 px.
+        for y in 150..310 {
+            for x in 500..660 {
+                let stroke =
+                    |v: u32, a: u32| v < a + 18 || v >= a + 142 || (v >= a + 71 && v < a + 89);
+                if stroke(x, 500) || stroke(y, 150) {
+                    paint(x, y, [210, 40, 40]);
+                }
+            }
+        }
+        // Lines of black text, 30 px high every 60 px.
+        for line in 0..15 {
+            for y in 400 + line * 60..430 + line * 60 {
+                for x in 100..1100 {
+                    if (x / 14) % 3 != 2 {
+                        paint(x, y, [15, 15, 15]);
+                    }
+                }
+            }
+        }
+        // The seal: a ring of radius 160 and width 12 centred at (700, 800), a star at the centre.
+        for y in 600..1000u32 {
+            for x in 500..900u32 {
+                let d = ((x as f32 - 700.0).powi(2) + (y as f32 - 800.0).powi(2)).sqrt();
+                if (148.0..160.0).contains(&d) || d < 30.0 {
+                    paint(x, y, [220, 50, 60]);
+                }
+            }
+        }
+        PageImage {
+            width: w,
+            height: h,
+            rgb,
+        }
+    }
+
+    #[test]
+    fn a_red_seal_is_cleared_and_the_text_under_it_and_red_text_kept() {
+        let page = sealed_page();
+        let at = |p: &PageImage, x: u32, y: u32| {
+            let i = 3 * (y * p.width + x) as usize;
+            [p.rgb[i], p.rgb[i + 1], p.rgb[i + 2]]
+        };
+        let cleared = without_seals(&page).expect("the seal is found");
+        // The ring and the star are paper now.
+        assert_eq!(at(&cleared, 700 + 154, 800), [255, 255, 255]);
+        assert_eq!(at(&cleared, 700, 800), [255, 255, 255]);
+        // Black text inside the seal stays black (the ring painted over what it crossed).
+        assert_eq!(at(&page, 650, 705), [15, 15, 15]);
+        assert_eq!(at(&cleared, 650, 705), [15, 15, 15]);
+        assert_eq!(at(&cleared, 100, 415), [15, 15, 15]);
+        // The red header line and the large red character are text: kept.
+        assert_eq!(at(&cleared, 600, 80), [200, 30, 30]);
+        assert_eq!(at(&cleared, 505, 200), [210, 40, 40]);
+        assert_eq!(at(&cleared, 580, 160), [210, 40, 40]);
+        // A page without a seal is left as it is (no copy).
+        let mut plain = page.clone();
+        for y in 600..1000u32 {
+            for x in 500..900u32 {
+                let i = 3 * (y * plain.width + x) as usize;
+                if plain.rgb[i] > 150 && plain.rgb[i + 1] < 100 {
+                    plain.rgb[i..i + 3].copy_from_slice(&[255, 255, 255]);
+                }
+            }
+        }
+        assert!(without_seals(&plain).is_none());
+    }
 
     fn limits(max_image_pixels: u64) -> Limits {
         Limits {

@@ -235,8 +235,7 @@ fn read_scanned_page(
         return Ok(None);
     };
     limits.check_time()?;
-    let read = reader
-        .read(&page)
+    let read = crate::scan::read_page(reader, &page)
         .map_err(|e| anyhow!("page {page_no}: OCR failed: {e:#}"))?;
     // Pixels to points: the upright picture spans the page's height.
     let scale = if read.height > 0 && height > 0.0 {
