@@ -652,7 +652,16 @@ mod adapter {
             .upsert(&[Spec::new("c", "s", "重排").chunk()])
             .unwrap();
         assert_eq!(other.bm25(), recorded);
-        let reopened = QdrantLexicalIndex::open(&config, &kb, Bm25::default()).unwrap();
+        // A reopen reads them from the collection's metadata, which a cluster applies through
+        // its consensus: on a loaded cluster that takes a moment.
+        let mut reopened = QdrantLexicalIndex::open(&config, &kb, Bm25::default()).unwrap();
+        for _ in 0..100 {
+            if reopened.bm25() == recorded {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            reopened = QdrantLexicalIndex::open(&config, &kb, Bm25::default()).unwrap();
+        }
         assert_eq!(reopened.bm25(), recorded);
         assert_eq!(reopened.count().unwrap(), 3);
         let hits = reopened.search("检索", 10, &scope("s")).unwrap();

@@ -261,6 +261,18 @@ impl QdrantLexicalIndex {
         let name = &self.collection.name;
         let measured_both = |b: &Bm25| b.avg_len.is_some() && b.avg_title_len.is_some();
         let mut recorded = check_metadata(name, &self.collection.metadata()?)?;
+        if !measured_both(&recorded) && self.collection.count()? > 0 {
+            // Chunks are there, so their writer recorded averages: a node that has not applied
+            // that change yet (a cluster under load took more than 2 s) must not be answered
+            // with a second measure. Wait for it (up to 10 s) before measuring.
+            for _ in 0..200 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                recorded = check_metadata(name, &self.collection.metadata()?)?;
+                if measured_both(&recorded) {
+                    break;
+                }
+            }
+        }
         if !measured_both(&recorded) {
             let measured = recorded.measured_on(batch);
             self.collection.set_metadata(lexical_metadata(&measured))?;
