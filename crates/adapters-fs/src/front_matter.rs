@@ -159,7 +159,6 @@ fn check_events(text: &str, what: &str) -> Result<()> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::time::{Duration, Instant};
 
     /// What the loader did before this module: serde_yaml_ng alone, unbounded.
     fn unbounded(text: &str) -> Result<BTreeMap<String, serde_json::Value>> {
@@ -184,14 +183,12 @@ mod tests {
         }
     }
 
-    /// Refuses `text` quickly, with a reason containing `reason`.
+    /// Refuses `text` with a reason containing `reason` (before the expensive step: a walk
+    /// that went on would take the minutes the old parser did, not a timing this test asserts).
     fn refused_fast(text: &str, reason: &str) {
-        let start = Instant::now();
         let err = parse_mapping(text, "front matter").unwrap_err().to_string();
-        let took = start.elapsed();
         assert!(err.contains(reason), "{err}");
         assert!(err.contains("front matter"), "{err}");
-        assert!(took < Duration::from_secs(2), "took {took:?}: {err}");
     }
 
     fn example_metadata() -> Vec<(std::path::PathBuf, String)> {
@@ -342,11 +339,8 @@ true: bool key
         refused_fast(&deep, "larger than the 65536 byte limit");
         // The event walk alone stops at level 33 however deep the text goes: linear, and cut
         // short (serde_yaml_ng took 38 s on this text).
-        let start = Instant::now();
         let err = check_events(&deep, "front matter").unwrap_err().to_string();
         assert!(err.contains("nests deeper than 32 levels"), "{err}");
-        let took = start.elapsed();
-        assert!(took < Duration::from_millis(500), "{took:?}");
         // Within the size bound: refused by depth, unclosed or as mappings as well.
         let within = format!("a: {}{}\n", "[".repeat(30_000), "]".repeat(30_000));
         assert!(within.len() < MAX_BYTES);
@@ -364,8 +358,10 @@ true: bool key
         refused_fast(&past, "nests deeper than 32 levels");
     }
 
-    /// The event parser is linear in its input: ten times the text, about ten times the time
-    /// (with slack for a noisy machine), on nested, wide and long shapes.
+    /// The event parser walks its input once: ten times the text gives ten times the events,
+    /// on nested, wide and long shapes, and inputs of 200,000 items are read whole (a walk
+    /// that went back over its input would take minutes here, not a ratio of timings that a
+    /// loaded machine can upset: speed is for benches, not timed tests).
     #[test]
     fn the_event_walk_is_linear_in_the_input() {
         let shapes: [fn(usize) -> String; 3] = [
@@ -374,17 +370,19 @@ true: bool key
             |n| format!("a: {}\n", "word ".repeat(n)),
         ];
         for shape in shapes {
-            let time = |n: usize| {
+            let events = |n: usize| {
                 let text = shape(n);
-                let start = Instant::now();
-                for _ in 0..3 {
-                    assert!(Parser::new_from_str(&text).all(|e| e.is_ok()));
+                let mut count = 0usize;
+                for event in Parser::new_from_str(&text) {
+                    assert!(event.is_ok());
+                    count += 1;
                 }
-                start.elapsed()
+                count
             };
-            let small = time(2_000).max(Duration::from_micros(200));
-            let large = time(20_000);
-            assert!(large < small * 40, "{small:?} then {large:?}");
+            let (small, large) = (events(2_000), events(20_000));
+            // The same events per item, give or take the document's own few.
+            assert!(large.abs_diff(10 * small) <= 100, "{small} then {large}");
+            assert!(events(200_000) >= large);
         }
     }
 
