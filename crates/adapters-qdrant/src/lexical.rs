@@ -258,19 +258,14 @@ impl QdrantLexicalIndex {
         if known.avg_len.is_some() && known.avg_title_len.is_some() {
             return Ok(known);
         }
-        let name = &self.collection.name;
         let measured_both = |b: &Bm25| b.avg_len.is_some() && b.avg_title_len.is_some();
-        let mut recorded = check_metadata(name, &self.collection.metadata()?)?;
+        let mut recorded = check_metadata(&self.collection.name, &self.collection.metadata()?)?;
         if !measured_both(&recorded) && self.collection.count()? > 0 {
             // Chunks are there, so their writer recorded averages: a node that has not applied
             // that change yet (a cluster under load took more than 2 s) must not be answered
             // with a second measure. Wait for it (up to 10 s) before measuring.
-            for _ in 0..200 {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                recorded = check_metadata(name, &self.collection.metadata()?)?;
-                if measured_both(&recorded) {
-                    break;
-                }
+            if let Some(read) = self.recorded_averages(200)? {
+                recorded = read;
             }
         }
         if !measured_both(&recorded) {
@@ -279,18 +274,26 @@ impl QdrantLexicalIndex {
             // A cluster applies a metadata change through its consensus: a read right after it
             // may not show it yet. Read until it does; past that, the writer's own measure
             // stands (writers of a knowledge base take turns, so no other wrote one meanwhile).
-            recorded = measured;
-            for _ in 0..40 {
-                let read = check_metadata(name, &self.collection.metadata()?)?;
-                if measured_both(&read) {
-                    recorded = read;
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
+            recorded = self.recorded_averages(40)?.unwrap_or(measured);
         }
         *self.bm25.write().unwrap_or_else(|e| e.into_inner()) = recorded;
         Ok(recorded)
+    }
+
+    /// The parameters the collection's metadata records once it records both averages, read
+    /// up to `tries` times 50 ms apart (a cluster shows a metadata change once its consensus
+    /// applied it); `None` when it still does not.
+    fn recorded_averages(&self, tries: usize) -> Result<Option<Bm25>, IndexError> {
+        for attempt in 0..tries {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let read = check_metadata(&self.collection.name, &self.collection.metadata()?)?;
+            if read.avg_len.is_some() && read.avg_title_len.is_some() {
+                return Ok(Some(read));
+            }
+        }
+        Ok(None)
     }
 
     /// Deletes the collection and everything in it. The index is unusable afterwards.
