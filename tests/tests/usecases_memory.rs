@@ -737,6 +737,10 @@ mod consistency {
             self.wrote();
             self.inner.upsert(chunks)
         }
+        fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+            self.wrote();
+            LexicalIndex::update_records(self.inner, chunks)
+        }
         fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
             self.wrote();
             LexicalIndex::delete_chunks(self.inner, ids)
@@ -779,6 +783,10 @@ mod consistency {
         fn upsert(&self, items: &[EmbeddedChunk]) -> Result<(), IndexError> {
             self.wrote();
             self.inner.upsert(items)
+        }
+        fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+            self.wrote();
+            VectorIndex::update_records(self.inner, chunks)
         }
         fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
             self.wrote();

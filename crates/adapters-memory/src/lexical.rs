@@ -110,6 +110,20 @@ impl LexicalIndex for MemoryLexicalIndex {
         Ok(())
     }
 
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        // The title counts in a chunk's terms: an updated record is indexed again.
+        let stored: Vec<Chunk> = {
+            let state = self.read();
+            chunks
+                .iter()
+                .filter(|c| state.table.rows.contains_key(c.chunk_id()))
+                .cloned()
+                .collect()
+        };
+        self.upsert(&stored)?;
+        Ok(stored.len())
+    }
+
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
         let mut state = self.write();
         for id in ids {

@@ -32,7 +32,7 @@ impl<T> Row<T> {
             &self.chunk.doc().scope,
             &self.locale_terms,
             &self.metadata_terms,
-        )
+        ) && filter.admits(&self.chunk.doc().access)
     }
 }
 
@@ -60,6 +60,15 @@ impl<T> Table<T> {
             .or_default()
             .insert(id.clone());
         self.rows.insert(id, row)
+    }
+
+    /// Replaces the chunk of a stored row, keeping its payload; false when none is stored.
+    pub(crate) fn update(&mut self, chunk: &Chunk) -> bool {
+        let Some(old) = self.remove(chunk.chunk_id()) else {
+            return false;
+        };
+        self.put(Row::new(chunk.clone(), old.payload));
+        true
     }
 
     /// Removes a row by ID.

@@ -87,6 +87,11 @@ impl VectorIndex for MemoryVectorIndex {
         Ok(())
     }
 
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        let mut table = self.write();
+        Ok(chunks.iter().filter(|c| table.update(c)).count())
+    }
+
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
         let mut table = self.write();
         for id in ids {

@@ -11,19 +11,20 @@ use std::time::Duration;
 use qdrant_client::qdrant::{
     CollectionConfig, CountPointsBuilder, CreateCollectionBuilder,
     CreateFieldIndexCollectionBuilder, DeleteCollectionBuilder, DeletePointsBuilder, FieldType,
-    Filter as QFilter, KeywordIndexParamsBuilder, PayloadIncludeSelector, PointId, PointStruct,
-    PointsIdsList, QueryPointsBuilder, RetrievedPoint, ScoredPoint, ScrollPointsBuilder,
-    UpdateCollectionBuilder, UpsertPointsBuilder,
+    Filter as QFilter, GetPointsBuilder, KeywordIndexParamsBuilder, PayloadIncludeSelector,
+    PointId, PointStruct, PointsIdsList, PointsUpdateOperation, QueryPointsBuilder, RetrievedPoint,
+    ScoredPoint, ScrollPointsBuilder, UpdateBatchPointsBuilder, UpdateCollectionBuilder,
+    UpsertPointsBuilder, points_update_operation,
 };
 use tokio::runtime::Runtime;
 use zhiku_domain::ports::{IndexError, ScoredChunk, rank_and_truncate};
-use zhiku_domain::{ChunkId, DocId};
+use zhiku_domain::{Chunk, ChunkId, DocId};
 
 use crate::config::QdrantConfig;
 use crate::error::{Kind, Target, classify, permanent, to_index_error};
 use crate::nodes::Nodes;
 use crate::payload::{
-    self, CHUNK_ID, DOC_ID, LOCALE_TERMS, METADATA_TERMS, SCOPE, point_id, to_chunk,
+    self, ACCESS_TERMS, CHUNK_ID, DOC_ID, LOCALE_TERMS, METADATA_TERMS, SCOPE, point_id, to_chunk,
 };
 
 /// Largest `k` a search accepts (the memory index's limit).
@@ -145,6 +146,7 @@ pub(crate) const CHUNK_FIELDS: &[PayloadIndex] = &[
     (DOC_ID, FieldType::Keyword, false),
     (LOCALE_TERMS, FieldType::Keyword, false),
     (METADATA_TERMS, FieldType::Keyword, false),
+    (ACCESS_TERMS, FieldType::Keyword, false),
 ];
 
 /// A collection on the deployment the configuration names, and the client that reaches it.
@@ -241,7 +243,9 @@ impl Collection {
             let exists = self
                 .retry("check the collection", |c| c.collection_exists(&self.name))
                 .await?;
-            if !exists {
+            if exists {
+                self.add_missing_indexes(fields).await?;
+            } else {
                 self.create(create, metadata, fields).await?;
             }
             self.describe().await
@@ -273,6 +277,25 @@ impl Collection {
             }
             Err(e) => return Err(e),
         }
+        self.create_indexes(fields).await
+    }
+
+    /// Creates the payload indexes of `fields` a collection made by an earlier version lacks
+    /// (such as `access_terms`), so its filters keep using indexes.
+    async fn add_missing_indexes(&self, fields: &[PayloadIndex]) -> Result<(), IndexError> {
+        let info = self
+            .retry("read the collection", |c| c.collection_info(&self.name))
+            .await?;
+        let schema = info.result.map(|r| r.payload_schema).unwrap_or_default();
+        let missing: Vec<PayloadIndex> = fields
+            .iter()
+            .filter(|(field, _, _)| !schema.contains_key(*field))
+            .copied()
+            .collect();
+        self.create_indexes(&missing).await
+    }
+
+    async fn create_indexes(&self, fields: &[PayloadIndex]) -> Result<(), IndexError> {
         for &(field, kind, tenant) in fields {
             self.retry("create a payload index", |c| {
                 let mut request =
@@ -497,6 +520,107 @@ impl Collection {
                 .await?;
             }
             Ok(())
+        })
+    }
+
+    /// Those of `ids` stored here.
+    pub(crate) fn existing(&self, ids: &[ChunkId]) -> Result<Vec<ChunkId>, IndexError> {
+        self.run(async {
+            let mut out = Vec::new();
+            for part in ids.chunks(PAGE) {
+                let points: Vec<PointId> = part.iter().map(|id| point_id(id).into()).collect();
+                let stored = self
+                    .retry("read points", |c| {
+                        c.get_points(
+                            GetPointsBuilder::new(&self.name, points.clone())
+                                .with_payload(PayloadIncludeSelector::new(vec![
+                                    CHUNK_ID.to_string(),
+                                ]))
+                                .with_vectors(false),
+                        )
+                    })
+                    .await?;
+                for point in stored.result {
+                    let id = payload::string_field(&point.payload, CHUNK_ID);
+                    if let Some(id) = part.iter().find(|c| Some(c.as_str()) == id.as_deref()) {
+                        out.push(id.clone());
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Replaces the payloads of the points of `chunks` that exist, keeping their vectors and
+    /// the payload fields named in `kept` (read back first); returns how many existed.
+    pub(crate) fn overwrite_payloads(
+        &self,
+        chunks: &[&Chunk],
+        kept: &[&str],
+    ) -> Result<usize, IndexError> {
+        self.run(async {
+            let mut updated = 0;
+            for part in chunks.chunks(self.config.batch_size.min(PAGE)) {
+                let ids: Vec<PointId> =
+                    part.iter().map(|c| point_id(c.chunk_id()).into()).collect();
+                let mut fields = vec![CHUNK_ID.to_string()];
+                fields.extend(kept.iter().map(|k| k.to_string()));
+                let stored = self
+                    .retry("read payloads", |c| {
+                        c.get_points(
+                            GetPointsBuilder::new(&self.name, ids.clone())
+                                .with_payload(PayloadIncludeSelector::new(fields.clone()))
+                                .with_vectors(false),
+                        )
+                    })
+                    .await?;
+                let mut found: HashMap<String, HashMap<String, qdrant_client::qdrant::Value>> =
+                    HashMap::new();
+                for point in stored.result {
+                    if let Some(id) = point.id.as_ref().and_then(payload::point_id_text) {
+                        found.insert(id, point.payload);
+                    }
+                }
+                let mut operations = Vec::new();
+                for chunk in part {
+                    let id = point_id(chunk.chunk_id());
+                    let Some(old) = found.get(&id) else {
+                        continue;
+                    };
+                    // A point of another chunk under the same ID is never overwritten.
+                    if payload::string_field(old, CHUNK_ID).as_deref()
+                        != Some(chunk.chunk_id().as_str())
+                    {
+                        continue;
+                    }
+                    let mut new = payload::chunk_payload(chunk)?;
+                    for key in kept {
+                        if let Some(v) = old.get(*key) {
+                            new.insert(*key, v.clone());
+                        }
+                    }
+                    operations.push(PointsUpdateOperation {
+                        operation: Some(points_update_operation::Operation::OverwritePayload(
+                            points_update_operation::OverwritePayload {
+                                payload: new.into(),
+                                points_selector: Some(vec![PointId::from(id)].into()),
+                                ..Default::default()
+                            },
+                        )),
+                    });
+                }
+                if operations.is_empty() {
+                    continue;
+                }
+                updated += operations.len();
+                self.retry("overwrite payloads", |c| {
+                    c.update_points_batch(
+                        UpdateBatchPointsBuilder::new(&self.name, operations.clone()).wait(true),
+                    )
+                })
+                .await?;
+            }
+            Ok(updated)
         })
     }
 

@@ -10,7 +10,7 @@ use qdrant_client::qdrant::{
 use zhiku_domain::ports::{
     EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk, VectorIndex, VectorIndexExt,
 };
-use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 
 use crate::collection::{CHUNK_FIELDS, Collection, MAX_K, PAGE, last_of_each};
 use crate::config::QdrantConfig;
@@ -262,6 +262,13 @@ impl VectorIndex for QdrantVectorIndex {
             .map(to_point)
             .collect::<Result<Vec<_>, _>>()?;
         self.collection.upsert(points)
+    }
+
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        // The payload is replaced whole (a field the new record leaves out must not survive),
+        // the vector's norm kept.
+        let last = last_of_each(chunks, Chunk::chunk_id);
+        self.collection.overwrite_payloads(&last, &[NORM])
     }
 
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {

@@ -393,6 +393,22 @@ impl LexicalIndex for QdrantLexicalIndex {
         self.collection.upsert(points)
     }
 
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        // A title counts in a chunk's terms: the stored ones are written again (their text
+        // analysed again; nothing is embedded).
+        let last = last_of_each(chunks, Chunk::chunk_id);
+        let ids: Vec<ChunkId> = last.iter().map(|c| c.chunk_id().clone()).collect();
+        let stored: std::collections::HashSet<ChunkId> =
+            self.collection.existing(&ids)?.into_iter().collect();
+        let kept: Vec<Chunk> = last
+            .into_iter()
+            .filter(|c| stored.contains(c.chunk_id()))
+            .cloned()
+            .collect();
+        self.upsert(&kept)?;
+        Ok(kept.len())
+    }
+
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
         self.collection.delete_chunks(ids)
     }

@@ -10,6 +10,7 @@
 //! | `scope` | access scope | keyword, tenant key (`is_tenant`) |
 //! | `locale_terms` | every lower-cased prefix of the locale (`zh`, `zh-cn`) | keyword |
 //! | `metadata_terms` | `key=value` for every filterable metadata value | keyword |
+//! | `access_terms` | the document's [access index terms](zhiku_domain::Access::index_terms): none when everyone in the scope may read it | keyword |
 //! | `revision`, `locale`, `title`, `source`, `metadata` | the document's attributes | – |
 //! | `content`, `sha256`, `start`, `end`, `heading_path`, `ordinal` | the chunk itself | – |
 //! | `norm` | Euclidean length of the vector as given (Qdrant stores it normalised) | – |
@@ -20,7 +21,7 @@ use qdrant_client::Payload;
 use qdrant_client::qdrant::{self, Condition, PointStruct};
 use sha2::{Digest, Sha256};
 use zhiku_domain::ports::EmbeddedChunk;
-use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter};
+use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter, RESTRICTED_TERM};
 
 use crate::error::permanent;
 
@@ -29,6 +30,7 @@ pub(crate) const DOC_ID: &str = "doc_id";
 pub(crate) const SCOPE: &str = "scope";
 pub(crate) const LOCALE_TERMS: &str = "locale_terms";
 pub(crate) const METADATA_TERMS: &str = "metadata_terms";
+pub(crate) const ACCESS_TERMS: &str = "access_terms";
 pub(crate) const NORM: &str = "norm";
 
 /// The point ID of a chunk: a UUID made of the first 16 bytes of sha256(chunk ID), with the
@@ -94,6 +96,10 @@ pub(crate) fn chunk_payload(chunk: &Chunk) -> Result<Payload, zhiku_domain::port
         METADATA_TERMS.into(),
         serde_json::json!(chunk.doc().metadata.filter_terms()),
     );
+    map.insert(
+        ACCESS_TERMS.into(),
+        serde_json::json!(chunk.doc().access.index_terms()),
+    );
     Ok(Payload::from(map))
 }
 
@@ -153,7 +159,8 @@ pub(crate) fn integer_field(payload: &HashMap<String, qdrant::Value>, key: &str)
 /// - document IDs: `doc_id` is any of them;
 /// - locale: `locale_terms` contains the lower-cased tag (prefix semantics of
 ///   [`Locale::match_terms`](zhiku_domain::Locale::match_terms));
-/// - metadata: `metadata_terms` contains `key=value`, one condition per pair.
+/// - metadata: `metadata_terms` contains `key=value`, one condition per pair;
+/// - readers: `access_terms` lacks the restricted mark or holds one of the principal's terms.
 pub fn to_qdrant_filter(filter: &Filter) -> Option<qdrant::Filter> {
     let mut must = vec![Condition::matches(
         SCOPE,
@@ -179,6 +186,17 @@ pub fn to_qdrant_filter(filter: &Filter) -> Option<qdrant::Filter> {
     }
     for term in filter.metadata_terms() {
         must.push(Condition::matches(METADATA_TERMS, term));
+    }
+    if let Some(readers) = filter.reader_index_terms() {
+        // Open (not marked restricted: also every point written before access existed) or
+        // listing one of the principal's reader terms.
+        let mut any = vec![Condition::from(qdrant::Filter::must_not([
+            Condition::matches(ACCESS_TERMS, RESTRICTED_TERM.to_string()),
+        ]))];
+        if !readers.is_empty() {
+            any.push(Condition::matches(ACCESS_TERMS, readers));
+        }
+        must.push(Condition::from(qdrant::Filter::should(any)));
     }
     Some(qdrant::Filter::must(must))
 }

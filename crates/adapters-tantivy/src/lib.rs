@@ -42,7 +42,7 @@ use tantivy::directory::{
 };
 use tantivy::index::SegmentId;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
@@ -52,7 +52,7 @@ use tantivy::{
     Term,
 };
 use zhiku_domain::ports::{ChunkRecords, IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
-use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter};
+use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter, RESTRICTED_TERM};
 
 use top::{FilterSets, FilteredTop};
 
@@ -358,6 +358,17 @@ impl TantivyLexicalIndex {
         }
         for meta in filter.metadata_terms() {
             clauses.push(term(f.meta, &meta));
+        }
+        if let Some(readers) = filter.reader_index_terms() {
+            // Open chunks (no restricted mark) or one of the principal's reader terms; access
+            // terms share the metadata field, where `@` never starts a metadata term.
+            let open: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+                (Occur::MustNot, term(f.meta, RESTRICTED_TERM)),
+            ]));
+            let mut any = vec![open];
+            any.extend(readers.iter().map(|r| term(f.meta, r)));
+            clauses.push(any_of(any));
         }
         clauses
             .into_iter()
@@ -669,6 +680,9 @@ impl LexicalIndex for TantivyLexicalIndex {
             for m in attrs.metadata.filter_terms() {
                 doc.add_text(f.meta, &m);
             }
+            for a in attrs.access.index_terms() {
+                doc.add_text(f.meta, &a);
+            }
             doc.add_text(f.title, attrs.title.as_str());
             doc.add_text(f.content, chunk.indexed_text().as_ref());
             if let Some(record) = &record {
@@ -686,6 +700,33 @@ impl LexicalIndex for TantivyLexicalIndex {
             writer.add_document(doc).map_err(backend)?;
         }
         Ok(())
+    }
+
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        // A tantivy document is replaced whole: the stored ones are indexed again (their text
+        // analysed again, nothing embedded).
+        if chunks.is_empty() {
+            return Ok(0);
+        }
+        let wanted = BooleanQuery::new(
+            chunks
+                .iter()
+                .map(|c| {
+                    let id = Term::from_field_text(self.fields.chunk_id, c.chunk_id().as_str());
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(id, IndexRecordOption::Basic));
+                    (Occur::Should, q)
+                })
+                .collect(),
+        );
+        let alive: std::collections::HashSet<ChunkId> =
+            self.ids_matching(&wanted)?.into_iter().collect();
+        let stored: Vec<Chunk> = chunks
+            .iter()
+            .filter(|c| alive.contains(c.chunk_id()))
+            .cloned()
+            .collect();
+        self.upsert(&stored)?;
+        Ok(stored.len())
     }
 
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
@@ -774,14 +815,12 @@ impl LexicalIndex for TantivyLexicalIndex {
     }
 
     fn all_chunk_ids(&self) -> Result<Vec<ChunkId>, IndexError> {
-        self.ids_matching(&tantivy::query::AllQuery)
+        self.ids_matching(&AllQuery)
     }
 
     fn count(&self) -> Result<usize, IndexError> {
         let searcher = self.reader.searcher();
-        searcher
-            .search(&tantivy::query::AllQuery, &Count)
-            .map_err(backend)
+        searcher.search(&AllQuery, &Count).map_err(backend)
     }
 
     fn commit(&self) -> Result<(), IndexError> {

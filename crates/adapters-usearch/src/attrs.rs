@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use zhiku_domain::{Chunk, ChunkId, Filter, Locale};
+use zhiku_domain::{Chunk, ChunkId, Filter, Locale, RESTRICTED_TERM};
 
 /// The graph's key of a chunk: SQLite's integer primary key of its row. Keys are allocated in
 /// increasing order and never reused by another chunk.
@@ -147,6 +147,15 @@ pub(crate) fn compile(names: &impl Names, filter: &Filter) -> Option<Compiled> {
     for term in filter.metadata_terms() {
         terms.push(names.term_id(&term)?);
     }
+    // Access terms are kept among the metadata terms (`@` never starts one); with no
+    // restricted chunk stored, a reader condition lets everything through.
+    let readers = match (filter.reader_index_terms(), names.term_id(RESTRICTED_TERM)) {
+        (Some(allowed), Some(restricted)) => Some(Readers {
+            restricted,
+            allowed: allowed.iter().filter_map(|t| names.term_id(t)).collect(),
+        }),
+        _ => None,
+    };
     // The bound on how many chunks can pass, from counts kept up to date.
     let counts = names.scope_counts();
     let scope_bound: usize = scopes
@@ -159,6 +168,7 @@ pub(crate) fn compile(names: &impl Names, filter: &Filter) -> Option<Compiled> {
     let everything = docs.is_none()
         && locales.is_none()
         && terms.is_empty()
+        && readers.is_none()
         && counts.iter().all(|(s, n)| *n == 0 || scopes.contains(s));
     Some(Compiled {
         bound: doc_bound.map_or(scope_bound, |d| d.min(scope_bound)),
@@ -167,7 +177,16 @@ pub(crate) fn compile(names: &impl Names, filter: &Filter) -> Option<Compiled> {
         docs,
         locales,
         terms,
+        readers,
     })
+}
+
+/// A reader condition in interned terms: a chunk passes when it lacks the restricted mark or
+/// carries one of the allowed reader terms.
+#[derive(Debug)]
+struct Readers {
+    restricted: u32,
+    allowed: Vec<u32>,
 }
 
 /// The filterable attributes of one chunk, as they are stored in the `chunks` table's small
@@ -186,6 +205,7 @@ impl RowAttrs {
     pub(crate) fn of(chunk: &Chunk) -> Self {
         let doc = chunk.doc();
         let mut terms = doc.metadata.filter_terms();
+        terms.extend(doc.access.index_terms());
         terms.sort();
         terms.dedup();
         Self {
@@ -347,6 +367,7 @@ pub(crate) struct Compiled {
     docs: Option<IntSet<u32>>,
     locales: Option<Vec<bool>>,
     terms: Vec<u32>,
+    readers: Option<Readers>,
 }
 
 impl Compiled {
@@ -356,8 +377,8 @@ impl Compiled {
         })
     }
 
-    /// True for a chunk of these interned scope, document and locale whose metadata terms
-    /// satisfy `has_term`.
+    /// True for a chunk of these interned scope, document and locale whose metadata and access
+    /// terms satisfy `has_term`.
     pub(crate) fn admits(
         &self,
         scope: u32,
@@ -372,6 +393,10 @@ impl Compiled {
                 .as_ref()
                 .is_none_or(|l| l.get(locale as usize).copied().unwrap_or(false))
             && self.terms.iter().all(|t| has_term(*t))
+            && self
+                .readers
+                .as_ref()
+                .is_none_or(|r| !has_term(r.restricted) || r.allowed.iter().any(|t| has_term(*t)))
     }
 
     /// The documents the filter names, if it names any.

@@ -136,7 +136,14 @@ pub struct OpenReport {
 /// A change not yet committed.
 #[derive(Debug)]
 enum Change {
-    Put { chunk: Box<Chunk>, vector: Vec<f32> },
+    Put {
+        chunk: Box<Chunk>,
+        vector: Vec<f32>,
+    },
+    /// A stored chunk's record replaced, its vector kept.
+    Record {
+        chunk: Box<Chunk>,
+    },
     Delete,
 }
 
@@ -547,7 +554,13 @@ impl AnnVectorIndex {
                         key: *key,
                         attrs: RowAttrs::of(chunk),
                         record: serde_json::to_string(&chunk.to_record()).map_err(backend)?,
-                        vector,
+                        vector: Some(vector),
+                    }),
+                    Change::Record { chunk } => puts.push(PutRow {
+                        key: *key,
+                        attrs: RowAttrs::of(chunk),
+                        record: serde_json::to_string(&chunk.to_record()).map_err(backend)?,
+                        vector: None,
                     }),
                 }
             }
@@ -601,7 +614,7 @@ impl AnnVectorIndex {
                     out.insert(*key, vector.clone());
                 }
                 Some(Change::Delete) => {}
-                None => stored.push(*key),
+                Some(Change::Record { .. }) | None => stored.push(*key),
             }
         }
         if !stored.is_empty() {
@@ -616,7 +629,7 @@ impl AnnVectorIndex {
         let mut stored = Vec::new();
         for key in keys {
             match state.pending.get(key) {
-                Some(Change::Put { chunk, .. }) => {
+                Some(Change::Put { chunk, .. } | Change::Record { chunk }) => {
                     out.insert(*key, (**chunk).clone());
                 }
                 Some(Change::Delete) => {}
@@ -920,6 +933,32 @@ impl VectorIndex for AnnVectorIndex {
             );
         }
         Ok(())
+    }
+
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        let _writer = self.writable()?;
+        let mut state = self.write();
+        let state = &mut *state;
+        let mut updated = 0;
+        for chunk in chunks {
+            let Some(key) = state.attrs.key_of(chunk.chunk_id()) else {
+                continue;
+            };
+            state.attrs.owned()?.put(key, &RowAttrs::of(chunk));
+            let change = match state.pending.remove(&key) {
+                // Not committed yet: the new record goes with the pending vector.
+                Some(Change::Put { vector, .. }) => Change::Put {
+                    chunk: Box::new(chunk.clone()),
+                    vector,
+                },
+                _ => Change::Record {
+                    chunk: Box::new(chunk.clone()),
+                },
+            };
+            state.pending.insert(key, change);
+            updated += 1;
+        }
+        Ok(updated)
     }
 
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {

@@ -63,7 +63,8 @@ pub(crate) struct PutRow<'a> {
     pub(crate) key: Key,
     pub(crate) attrs: RowAttrs,
     pub(crate) record: String,
-    pub(crate) vector: &'a [f32],
+    /// `None`: the row is stored and keeps its vector (a record update).
+    pub(crate) vector: Option<&'a [f32]>,
 }
 
 fn sql(e: rusqlite::Error) -> IndexError {
@@ -561,18 +562,37 @@ fn write_changes(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )
         .map_err(sql)?;
+    let mut update = tx
+        .prepare_cached(
+            "UPDATE chunks SET chunk_id = ?2, doc_id = ?3, scope = ?4, locale = ?5, terms = ?6,
+                 record = ?7, generation = ?8
+             WHERE key = ?1",
+        )
+        .map_err(sql)?;
     for row in puts {
-        put.execute(params![
-            from_key(row.key),
-            row.attrs.chunk_id.as_str(),
-            row.attrs.doc_id,
-            row.attrs.scope,
-            row.attrs.locale,
-            encode_terms(&row.attrs.terms),
-            row.record,
-            encode_vector(row.vector),
-            g,
-        ])
+        match row.vector {
+            Some(vector) => put.execute(params![
+                from_key(row.key),
+                row.attrs.chunk_id.as_str(),
+                row.attrs.doc_id,
+                row.attrs.scope,
+                row.attrs.locale,
+                encode_terms(&row.attrs.terms),
+                row.record,
+                encode_vector(vector),
+                g,
+            ]),
+            None => update.execute(params![
+                from_key(row.key),
+                row.attrs.chunk_id.as_str(),
+                row.attrs.doc_id,
+                row.attrs.scope,
+                row.attrs.locale,
+                encode_terms(&row.attrs.terms),
+                row.record,
+                g,
+            ]),
+        }
         .map_err(sql)?;
     }
     Ok(())

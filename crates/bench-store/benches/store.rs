@@ -169,6 +169,7 @@ impl Corpus {
             metadata,
             page_count: None,
             expires_at: None,
+            access: Default::default(),
         });
         let did = DocId::new(&doc_id).expect("doc id");
         let mut start = 0;

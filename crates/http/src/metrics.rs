@@ -37,7 +37,7 @@ use zhiku_domain::ports::{
     EmbedError, EmbeddedChunk, Embedder, GenerateError, GenerationRequest, Generator,
     IndexCapabilities, IndexError, ScoredChunk, VectorIndex,
 };
-use zhiku_domain::{ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
+use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
 use zhiku_service::SharedKb;
 
 use crate::error::ApiError;
@@ -476,6 +476,10 @@ impl VectorIndex for CountedVectors {
 
     fn upsert(&self, items: &[EmbeddedChunk]) -> Result<(), IndexError> {
         counted(self.backend, self.inner.upsert(items))
+    }
+
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        counted(self.backend, self.inner.update_records(chunks))
     }
 
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde_json::json;
 use zhiku_domain::ports::{EmbeddedChunk, IndexCapabilities, IndexError, ScoredChunk};
 use zhiku_domain::{
-    Chunk, DocId, Document, Embedding, EmbeddingSpace, Filter, Locale, Metadata, Normalization,
-    Pooling, Scope, Source, Title,
+    Access, AccessRule, Chunk, DocId, Document, Embedding, EmbeddingSpace, Filter, Locale,
+    Metadata, Normalization, Pooling, Scope, Source, Title,
 };
 
 /// Dimensions of the suite's vector space.
@@ -53,6 +53,8 @@ pub struct Spec {
     pub title: &'static str,
     /// Metadata as JSON.
     pub metadata: serde_json::Value,
+    /// Readers (`user:NAME`, `group:NAME`, `*`); `None`: everyone, by no rule.
+    pub readers: Option<Vec<String>>,
 }
 
 impl Spec {
@@ -66,7 +68,14 @@ impl Spec {
             locale: "en",
             title: "",
             metadata: json!({}),
+            readers: None,
         }
+    }
+
+    /// Sets who may read the chunk's document.
+    pub fn readers(mut self, readers: &[&str]) -> Self {
+        self.readers = Some(readers.iter().map(|r| r.to_string()).collect());
+        self
     }
 
     /// Sets the start offset (distinct chunks of one document need distinct starts).
@@ -105,6 +114,10 @@ impl Spec {
         .locale(Locale::new(self.locale).expect("locale"))
         .title(Title::new(self.title).expect("title"))
         .metadata(metadata)
+        .access(match &self.readers {
+            None => Access::everyone(),
+            Some(r) => Access::parse(r, AccessRule::Document).expect("readers"),
+        })
         .build();
         Chunk::new(
             doc.id().clone(),

@@ -8,6 +8,11 @@ use zhiku_domain::{ChunkId, DocId, Filter, Scope};
 
 use super::fixtures::{Spec, check_filter_cases, filter_case_specs};
 
+pub use super::access::{
+    reader_filter_is_the_ranking_over_what_the_reader_may_read,
+    updating_an_absent_record_stores_nothing,
+};
+
 fn scope(s: &str) -> Filter {
     Filter::for_scope(Scope::new(s).expect("scope"))
 }

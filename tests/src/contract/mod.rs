@@ -1,5 +1,6 @@
 //! Properties of each port, and the macros that turn them into tests.
 
+pub mod access;
 pub mod catalog;
 pub mod documents;
 pub mod embedder;
@@ -112,6 +113,8 @@ macro_rules! vector_index_contract {
                 embeddings_returns_stored_vectors,
                 stored_chunks_round_trip,
                 generation_moves_with_commits,
+                reader_filter_is_the_search_over_what_the_reader_may_read,
+                updating_an_absent_vector_record_stores_nothing,
             ]
         );
     };
@@ -175,6 +178,8 @@ macro_rules! lexical_index_contract {
                 stored_chunks_round_trip,
                 analyzer_is_named,
                 generation_moves_with_commits,
+                reader_filter_is_the_ranking_over_what_the_reader_may_read,
+                updating_an_absent_record_stores_nothing,
             ]
         );
     };

@@ -150,6 +150,11 @@ impl LexicalIndex for LexicalOverRecords {
         self.lexical.upsert(chunks)
     }
 
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError> {
+        self.vectors.update_records(chunks)?;
+        self.lexical.update_records(chunks)
+    }
+
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError> {
         self.vectors.delete_chunks(ids)?;
         self.lexical.delete_chunks(ids)

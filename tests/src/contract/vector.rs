@@ -12,6 +12,11 @@ use super::fixtures::{
     vector_in,
 };
 
+pub use super::access::{
+    reader_filter_is_the_search_over_what_the_reader_may_read,
+    updating_an_absent_vector_record_stores_nothing,
+};
+
 fn scope(s: &str) -> Filter {
     Filter::for_scope(Scope::new(s).expect("scope"))
 }

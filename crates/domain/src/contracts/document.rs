@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::access::Access;
 use super::position::LineBox;
 use super::time::Timestamp;
 use super::values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, sha256_hex};
@@ -158,6 +159,10 @@ pub struct DocAttributes {
     /// by a loader (so a document's fingerprint does not depend on when it was indexed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// Who may read the document inside its scope, and by which rule (absent: everyone who
+    /// may read the scope, by no rule). Stored with every chunk, tested inside every search.
+    #[serde(default, skip_serializing_if = "Access::is_unruled_open")]
+    pub access: Access,
 }
 
 /// A document to index.
@@ -186,6 +191,7 @@ impl Document {
             metadata: Metadata::new(),
             page_count: None,
             line_boxes: Vec::new(),
+            access: Access::everyone(),
         }
     }
 
@@ -225,7 +231,7 @@ impl Document {
     }
 
     /// A hash of the revision and every attribute that is stored with the chunks (scope, locale,
-    /// title, source, metadata). The indexer skips a document only when this is unchanged, so a
+    /// title, source, metadata, access). The indexer skips a document only when this is unchanged, so a
     /// scope change in front matter is re-indexed even though the content is the same.
     pub fn fingerprint(&self) -> String {
         let attrs = serde_json::to_string(&*self.attributes).unwrap_or_default();
@@ -245,9 +251,16 @@ pub struct DocumentBuilder {
     metadata: Metadata,
     page_count: Option<u32>,
     line_boxes: Vec<LineBox>,
+    access: Access,
 }
 
 impl DocumentBuilder {
+    /// Sets who may read the document inside its scope (default: everyone who may read it).
+    pub fn access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+
     /// Declares where the content's lines stand on their pages. Boxes that are not valid or
     /// reach past the content are dropped; the rest are ordered by where they start.
     pub fn line_boxes(mut self, boxes: Vec<LineBox>) -> Self {
@@ -309,6 +322,7 @@ impl DocumentBuilder {
                 metadata: self.metadata,
                 page_count: self.page_count,
                 expires_at: None,
+                access: self.access,
             }),
             content: self.content,
             line_boxes: self.line_boxes,

@@ -4,9 +4,10 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use super::access::{Access, Principal, RESTRICTED_TERM, reader_index_term};
 use super::chunk::Chunk;
 use super::document::{Metadata, metadata_term};
-use super::values::{DocId, InvalidValue, Locale, Scope};
+use super::values::{DocId, InvalidValue, Locale, Reader, Scope};
 
 /// What a retrieval may see. Built from the caller's identity by the application, never from
 /// model output or request bodies.
@@ -19,12 +20,16 @@ use super::values::{DocId, InvalidValue, Locale, Scope};
 /// - `metadata`: every `key = value` pair must equal one of the chunk's metadata
 ///   [`filter_terms`](Metadata::filter_terms) (scalars compare in canonical text; an array
 ///   matches when one element does).
+/// - `readers`: when set (the caller acts for a [`Principal`]), one of the chunk's
+///   [access terms](super::Access::terms) is one of them: the principal's `*`, `user:NAME` and
+///   `group:G` terms. Unset, every chunk of the scopes passes (a caller that reads whole scopes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Filter {
     scopes: BTreeSet<Scope>,
     doc_ids: Option<BTreeSet<DocId>>,
     locale: Option<Locale>,
     metadata: BTreeSet<(String, String)>,
+    readers: Option<BTreeSet<Reader>>,
 }
 
 impl Filter {
@@ -44,6 +49,7 @@ impl Filter {
             doc_ids: None,
             locale: None,
             metadata: BTreeSet::new(),
+            readers: None,
         })
     }
 
@@ -54,7 +60,32 @@ impl Filter {
             doc_ids: None,
             locale: None,
             metadata: BTreeSet::new(),
+            readers: None,
         }
+    }
+
+    /// Restricts to the documents `principal` may read.
+    pub fn for_principal(mut self, principal: &Principal) -> Self {
+        self.readers = Some(principal.readers().clone());
+        self
+    }
+
+    /// The readers a chunk's document must list one of, when the caller acts for a person.
+    pub fn readers(&self) -> Option<&BTreeSet<Reader>> {
+        self.readers.as_ref()
+    }
+
+    /// The reader condition as index terms: a chunk passes when its
+    /// [index terms](Access::index_terms) lack [`RESTRICTED_TERM`] or hold one of these
+    /// (sorted). `None` when there is no reader condition.
+    pub fn reader_index_terms(&self) -> Option<Vec<String>> {
+        self.readers.as_ref().map(|readers| {
+            readers
+                .iter()
+                .filter(|r| !r.is_everyone())
+                .map(reader_index_term)
+                .collect()
+        })
     }
 
     /// Restricts to the given documents.
@@ -124,12 +155,32 @@ impl Filter {
             &doc.scope,
             &doc.locale.match_terms(),
             &metadata_terms,
-        )
+        ) && self.admits(&doc.access)
     }
 
-    /// The same semantics over precomputed terms, for adapters that index them:
-    /// `locale_terms` from [`Locale::match_terms`], `metadata_terms` (sorted) from
-    /// [`Metadata::filter_terms`].
+    /// True when the reader condition admits a document of `access`.
+    pub fn admits(&self, access: &Access) -> bool {
+        self.readers
+            .as_ref()
+            .is_none_or(|readers| access.readers().iter().any(|r| readers.contains(r)))
+    }
+
+    /// The reader condition over a chunk's stored [index terms](Access::index_terms).
+    pub fn admits_index_terms(&self, index_terms: &[String]) -> bool {
+        match &self.readers {
+            None => true,
+            Some(readers) => {
+                !index_terms.iter().any(|t| t == RESTRICTED_TERM)
+                    || readers
+                        .iter()
+                        .any(|r| index_terms.contains(&reader_index_term(r)))
+            }
+        }
+    }
+
+    /// The same semantics but the reader condition ([`Filter::admits_index_terms`]) over
+    /// precomputed terms, for adapters that index them: `locale_terms` from
+    /// [`Locale::match_terms`], `metadata_terms` (sorted) from [`Metadata::filter_terms`].
     pub fn matches_terms(
         &self,
         doc_id: &DocId,

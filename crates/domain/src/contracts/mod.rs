@@ -1,5 +1,6 @@
 //! Contracts: validated value types shared by every part of zhiku.
 
+mod access;
 mod catalog;
 mod chunk;
 mod conversation;
@@ -15,6 +16,7 @@ mod space;
 mod time;
 mod values;
 
+pub use access::{Access, AccessRule, MAX_READERS, Principal, RESTRICTED_TERM, reader_index_term};
 pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
 pub use conversation::{Intent, Plan, Turn};
@@ -28,4 +30,7 @@ pub use position::{LOW_CONFIDENCE, LineBox, PageBox};
 pub use section::{SectionId, normalise_heading};
 pub use space::{Embedding, EmbeddingSpace, Normalization, Pooling, cosine};
 pub use time::{TimeToLive, Timestamp};
-pub use values::{DocId, InvalidValue, Locale, Revision, Scope, Source, Title, sha256_hex};
+pub use values::{
+    DocId, InvalidValue, Locale, MAX_READER_NAME, Reader, Revision, Scope, Source, Title,
+    sha256_hex,
+};

@@ -17,9 +17,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{
-    Chunk, ChunkId, ChunkRecord, ChunkingPolicy, DocAttributes, DocId, EmbeddingSpace, Locale,
-    Metadata, Normalization, PageSpan, Pooling, Revision, Scope, SectionId, Source, TimeToLive,
-    Timestamp, Title, sha256_hex,
+    Access, AccessRule, Chunk, ChunkId, ChunkRecord, ChunkingPolicy, DocAttributes, DocId,
+    EmbeddingSpace, Locale, Metadata, Normalization, PageSpan, Pooling, Reader, Revision, Scope,
+    SectionId, Source, TimeToLive, Timestamp, Title, sha256_hex,
 };
 use crate::contracts::{CatalogEntry, DocAbout};
 use crate::ports::AuditEntry;
@@ -97,6 +97,27 @@ fn doc_id() -> impl Strategy<Value = DocId> {
 
 fn scope() -> impl Strategy<Value = Scope> {
     "[A-Za-z0-9_.:/-]{1,12}".prop_map(|s| Scope::new(s).expect("scope"))
+}
+
+/// Any access: everyone by no rule, or hostile reader names by any rule.
+fn access() -> impl Strategy<Value = Access> {
+    let reader = prop_oneof![
+        Just("*".to_string()),
+        text().prop_map(|n| format!("user:{n}")),
+        text().prop_map(|n| format!("group:{n}")),
+    ]
+    .prop_filter_map("a valid reader", |r| Reader::new(r).ok());
+    let rule = prop_oneof![
+        Just(AccessRule::Open),
+        Just(AccessRule::ScopeDefault),
+        Just(AccessRule::Document),
+        Just(AccessRule::Api),
+        text().prop_map(|pattern| AccessRule::Folder { pattern }),
+    ];
+    prop_oneof![
+        Just(Access::everyone()),
+        (vec(reader, 0..6), rule).prop_map(|(r, rule)| Access::new(r, rule).expect("few readers")),
+    ]
 }
 
 fn locale() -> impl Strategy<Value = Locale> {
@@ -184,9 +205,10 @@ fn attributes() -> impl Strategy<Value = DocAttributes> {
         metadata(),
         proptest::option::of(any::<u32>()),
         proptest::option::of(timestamp()),
+        access(),
     )
         .prop_map(
-            |(content, scope, locale, title, source, metadata, page_count, expires_at)| {
+            |(content, scope, locale, title, source, metadata, page_count, expires_at, access)| {
                 DocAttributes {
                     revision: Revision::of_content(&content),
                     scope,
@@ -196,6 +218,7 @@ fn attributes() -> impl Strategy<Value = DocAttributes> {
                     metadata,
                     page_count,
                     expires_at,
+                    access,
                 }
             },
         )

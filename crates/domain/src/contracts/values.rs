@@ -124,6 +124,28 @@ fn check_doc_id(s: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Longest name of a user or group in a [`Reader`], in bytes.
+pub const MAX_READER_NAME: usize = 256;
+
+fn check_reader(s: &str) -> Result<(), &'static str> {
+    if s == "*" {
+        return Ok(());
+    }
+    let Some((kind, name)) = s.split_once(':') else {
+        return Err("must be `*`, `user:NAME` or `group:NAME`");
+    };
+    if kind != "user" && kind != "group" {
+        return Err("must be `*`, `user:NAME` or `group:NAME`");
+    }
+    if name.is_empty() || name.len() > MAX_READER_NAME {
+        return Err("the name must be 1 to 256 bytes");
+    }
+    if name.trim() != name || name.chars().any(char::is_control) {
+        return Err("the name must not start or end with a space or hold control characters");
+    }
+    Ok(())
+}
+
 fn check_scope(s: &str) -> Result<(), &'static str> {
     if s.is_empty() {
         return Err("must not be empty");
@@ -202,6 +224,16 @@ string_newtype!(
 );
 
 string_newtype!(
+    /// One who may read a document: `user:NAME` (a person, as the identity provider names
+    /// them: `sub` or `email`, compared exactly), `group:NAME` (everyone in the group), or `*`
+    /// (everyone who may read the document's scope). The text is also the term indexes store
+    /// and filter on.
+    Reader,
+    "reader",
+    check_reader
+);
+
+string_newtype!(
     /// Where a document came from, e.g. `examples/kb/chunking.md` or `corpus.jsonl#DEV_0`.
     Source,
     "source",
@@ -233,6 +265,28 @@ impl Scope {
     /// The scope given to documents that do not declare one.
     pub fn default_scope() -> Self {
         Self(Arc::from("default"))
+    }
+}
+
+impl Reader {
+    /// `*`: everyone who may read the scope.
+    pub fn everyone() -> Self {
+        Self(Arc::from("*"))
+    }
+
+    /// `user:NAME`.
+    pub fn user(name: &str) -> Result<Self, InvalidValue> {
+        Self::new(format!("user:{name}"))
+    }
+
+    /// `group:NAME`.
+    pub fn group(name: &str) -> Result<Self, InvalidValue> {
+        Self::new(format!("group:{name}"))
+    }
+
+    /// True for `*`.
+    pub fn is_everyone(&self) -> bool {
+        &*self.0 == "*"
     }
 }
 

@@ -94,6 +94,12 @@ pub struct EmbeddedChunk {
 ///   [`IndexError::InvalidInput`]; a filter condition the adapter cannot apply is
 ///   [`IndexError::Unsupported`]. An empty index returns an empty list.
 /// - The score is the cosine similarity of the query and the stored vector.
+/// - [`update_records`](Self::update_records) replaces the stored record (attributes, access,
+///   positions) of each listed chunk that is stored, keeping its vector, and skips the others;
+///   it MUST NOT re-embed or rewrite vectors, and a search after the usual visibility rules
+///   filters on the new attributes (an access change takes effect without re-embedding).
+/// - Reader filters ([`Filter::readers`]) apply like every other condition: inside the search,
+///   so a person's top `k` is the top `k` of what they may read.
 /// - [`all_chunk_ids`](Self::all_chunk_ids) MUST list every stored chunk, whatever its document
 ///   or scope, exactly once, sorted ascending: after committed upserts and deletes it equals the
 ///   IDs that survived. It is how a consistency check finds chunks no catalog lists.
@@ -111,6 +117,10 @@ pub trait VectorIndex: Send + Sync {
 
     /// Inserts or replaces chunks with their vectors.
     fn upsert(&self, items: &[EmbeddedChunk]) -> Result<(), IndexError>;
+
+    /// Replaces the records of stored chunks, keeping their vectors; returns how many were
+    /// stored (the others are skipped).
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError>;
 
     /// Removes the listed chunks.
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError>;
@@ -200,7 +210,8 @@ impl<T: VectorIndex + ?Sized> VectorIndexExt for T {}
 /// - [`analyzer`](Self::analyzer) names the text analysis (tokenizer name, version and
 ///   dictionary). It is recorded with persistent indexes; opening one with another analyzer MUST
 ///   fail with [`IndexError::ConfigMismatch`].
-/// - Upsert, delete, visibility, durability, `k` and filter rules are those of [`VectorIndex`].
+/// - Upsert, delete, record update, visibility, durability, `k` and filter rules are those of
+///   [`VectorIndex`] (an updated record is searched with its text as before).
 /// - [`search`](Self::search) ranks chunks by relevance of their content and title to the query
 ///   text (higher score first, ties by ascending chunk ID). A query with no searchable terms
 ///   (empty, only punctuation or stop words) returns an empty list, not an error.
@@ -217,6 +228,10 @@ pub trait LexicalIndex: Send + Sync {
 
     /// Inserts or replaces chunks.
     fn upsert(&self, chunks: &[Chunk]) -> Result<(), IndexError>;
+
+    /// Replaces the records of stored chunks, keeping their vectors; returns how many were
+    /// stored (the others are skipped).
+    fn update_records(&self, chunks: &[Chunk]) -> Result<usize, IndexError>;
 
     /// Removes the listed chunks.
     fn delete_chunks(&self, ids: &[ChunkId]) -> Result<(), IndexError>;
