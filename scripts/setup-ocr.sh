@@ -15,6 +15,9 @@ for pair in chi_sim:tesseract-ocr-chi-sim chi_tra:tesseract-ocr-chi-tra eng:tess
     grep -qx "${pair%%:*}" <<<"$langs" || packages+=("${pair#*:}")
 done
 fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || packages+=(fonts-noto-cjk)
+# opj_compress: the scans test writes a JPEG 2000 scan (a picture zhiku's decoders do not
+# read; PDFium draws it for OCR).
+command -v opj_compress >/dev/null 2>&1 || packages+=(libopenjp2-tools)
 if [ ${#packages[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
     echo "setup-ocr: installing ${packages[*]}" >&2

@@ -51,6 +51,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::front_matter;
 use zhiku_domain::ports::{Ocr, OcrImage};
+
+/// Names the PDFium library this process draws PDF pages with (see [`formats::pdf::use_pdfium`]).
+pub use zhiku_formats::pdf::use_pdfium;
 use zhiku_formats::scan::{PageImage, PageReader, ScanLine, ScanPage};
 use zhiku_formats::{self as formats, Announced, Extracted, Limits};
 

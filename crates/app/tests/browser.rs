@@ -356,3 +356,144 @@ fn a_cited_scan_shows_its_page_with_the_quote_highlighted() {
         "{r}"
     );
 }
+
+/// The PDFium library, or `None` with the test SKIPPED (failing under `ZHIKU_REQUIRE_PDFIUM=1`).
+fn pdfium(test: &str) -> Option<PathBuf> {
+    let lib = std::env::var_os("ZHIKU_TEST_PDFIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/zhiku/pdfium/libpdfium.so"))
+        })
+        .filter(|p| p.is_file());
+    if lib.is_none() {
+        let why = "PDFium is needed (ZHIKU_TEST_PDFIUM, from scripts/fetch-pdfium.sh)";
+        if std::env::var("ZHIKU_REQUIRE_PDFIUM").is_ok_and(|v| v == "1") {
+            panic!("ZHIKU_REQUIRE_PDFIUM=1 but {why}");
+        }
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    lib
+}
+
+/// Share of dark pixels of `png` inside the box `b` (fractions of the page).
+fn ink_in(png: &image::RgbImage, b: &Value) -> f64 {
+    let f = |k: &str| b[k].as_f64().unwrap();
+    let (w, h) = (f64::from(png.width()), f64::from(png.height()));
+    let (x0, x1) = (
+        (f("x0") * w) as u32,
+        ((f("x1") * w) as u32).min(png.width()),
+    );
+    let (y0, y1) = (
+        (f("y0") * h) as u32,
+        ((f("y1") * h) as u32).min(png.height()),
+    );
+    let (mut dark, mut all) = (0u64, 0u64);
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let p = png.get_pixel(x, y);
+            all += 1;
+            dark += u64::from(u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2]) < 3 * 128);
+        }
+    }
+    dark as f64 / all.max(1) as f64
+}
+
+/// A question answered from a PDF with a text layer: the page is served as PDFium draws it,
+/// the quote's line boxes fall on its ink, and the web page shows the page with the quote
+/// highlighted.
+#[test]
+fn a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted() {
+    let test = "a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted";
+    if let Some(why) = missing() {
+        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
+            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
+        }
+        eprintln!("SKIPPED {test}: {why}; run bash scripts/setup-browser.sh");
+        return;
+    }
+    let Some(lib) = pdfium(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    let name = "zh-cid-reportlab.pdf";
+    std::fs::copy(
+        repo().join("tests/fixtures/formats").join(name),
+        kb.join(name),
+    )
+    .unwrap();
+    std::fs::write(
+        kb.join("zhiku.toml"),
+        format!(
+            "embedder = \"none\"\npdfium = {:?}\n",
+            lib.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(kb, &[]);
+
+    // Both pages are drawn (PNG, 1,600 pixels on the longer side); there is no page 3.
+    let mut pages = Vec::new();
+    for n in 1..=2 {
+        let r = support::call(
+            "GET",
+            &server.url(&format!("/v1/originals/{name}/pages/{n}")),
+            None,
+            None,
+        );
+        assert_eq!(r.status, 200, "page {n}: {}", r.text);
+        assert_eq!(r.content_type.as_deref(), Some("image/png"));
+        let png = image::load_from_memory(&r.bytes).unwrap().to_rgb8();
+        assert_eq!(png.width().max(png.height()), 1600);
+        pages.push(png);
+    }
+    let past = support::call(
+        "GET",
+        &server.url(&format!("/v1/originals/{name}/pages/3")),
+        None,
+        None,
+    );
+    assert_eq!(past.status, 404, "{}", past.text);
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("browser-text-pdf.png");
+    let out = Command::new("node")
+        .arg(repo().join("tests/browser/ask.cjs"))
+        .arg(&server.base)
+        .arg("信用卡退款需要几个工作天入帐？")
+        .arg(&shot)
+        .env("ZHIKU_EXPECT_PAGE", "1")
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("browser: {r}");
+    assert_eq!(r["page_errors"], serde_json::json!([]));
+    assert_eq!(r["badge"], "answered", "{r}");
+    let shown = &r["page_image"];
+    // The refund sentence is on page 2, drawn at 1,600 pixels on its longer side.
+    assert!(shown["caption"].as_str().unwrap().contains('2'), "{r}");
+    assert_eq!(
+        shown["natural_width"]
+            .as_u64()
+            .unwrap()
+            .max(shown["natural_height"].as_u64().unwrap()),
+        1600,
+        "{r}"
+    );
+    let boxes = shown["boxes"].as_array().unwrap();
+    assert!(!boxes.is_empty(), "{r}");
+    // Every highlighted line lies on text of the drawn page: the layout's boxes and PDFium's
+    // drawing agree (a blank strip of page has no ink; a line of CJK text a good share).
+    for b in boxes {
+        let ink = ink_in(&pages[1], b);
+        assert!(ink > 0.04, "a highlight on blank page ({ink:.3}): {b}");
+    }
+}

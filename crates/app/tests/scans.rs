@@ -86,6 +86,8 @@ fn tiff_of(pages: &[&Drawn]) -> Vec<u8> {
 enum PdfPage<'a> {
     Text(&'a str),
     Scan(&'a Drawn),
+    /// A scan of this size stored as JPEG 2000 (these bytes), which no decoder of zhiku's reads.
+    Jpx(&'a Drawn, &'a [u8]),
 }
 
 /// A PDF of `pages`, written object by object (pictures stored uncompressed, RGB).
@@ -106,7 +108,7 @@ fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
                 format!("BT /F1 14 Tf 72 760 Td ({text}) Tj ET"),
                 None,
             ),
-            PdfPage::Scan(d) => {
+            PdfPage::Scan(d) | PdfPage::Jpx(d, _) => {
                 // 200 dpi: pixels to points.
                 let (w, h) = (d.width as f32 * 0.36, d.height as f32 * 0.36);
                 (w, h, format!("q {w} 0 0 {h} 0 0 cm /Im1 Do Q"), Some(*d))
@@ -127,6 +129,19 @@ fn pdf_of(pages: &[PdfPage<'_>]) -> Vec<u8> {
         stream.extend_from_slice(content.as_bytes());
         stream.extend_from_slice(b"\nendstream");
         objects.push(stream);
+        if let PdfPage::Jpx(d, jpx) = page {
+            let mut image = format!(
+                "<< /Type /XObject /Subtype /Image /Width {} /Height {} /Filter /JPXDecode /Length {} >>\nstream\n",
+                d.width,
+                d.height,
+                jpx.len()
+            )
+            .into_bytes();
+            image.extend_from_slice(jpx);
+            image.extend_from_slice(b"\nendstream");
+            objects.push(image);
+            continue;
+        }
         if let Some(d) = picture {
             let mut image = format!(
                 "<< /Type /XObject /Subtype /Image /Width {} /Height {} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Length {} >>\nstream\n",
@@ -570,5 +585,86 @@ fn pictures_in_word_and_powerpoint_files_are_read_where_they_stand() {
             .iter()
             .all(|h| !h["content"].as_str().unwrap_or("").contains("保修期")),
         "{found}"
+    );
+}
+
+/// A scanned page stored as JPEG 2000, which no decoder of zhiku's reads, is drawn by PDFium
+/// and read by OCR; without PDFium it is reported with why, never indexed blank.
+#[test]
+fn a_scan_no_decoder_here_reads_is_drawn_by_pdfium_and_read() {
+    let test = "a_scan_no_decoder_here_reads_is_drawn_by_pdfium_and_read";
+    let Some(models) = ocr_here(test) else {
+        return;
+    };
+    let pdfium = std::env::var_os("ZHIKU_TEST_PDFIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/zhiku/pdfium/libpdfium.so"))
+        })
+        .filter(|p| p.is_file());
+    let encoder = std::process::Command::new("opj_compress")
+        .arg("-h")
+        .output();
+    let (Some(pdfium), Ok(_)) = (pdfium, encoder) else {
+        let why = "PDFium (ZHIKU_TEST_PDFIUM, from scripts/fetch-pdfium.sh) and opj_compress (scripts/setup-ocr.sh) are needed";
+        if std::env::var("ZHIKU_REQUIRE_PDFIUM").is_ok_and(|v| v == "1") {
+            panic!("ZHIKU_REQUIRE_PDFIUM=1 but {why}");
+        }
+        zhiku_tests::contract::notice(&format!("SKIPPED scans::{test}: {why}"));
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    std::fs::create_dir(&kb).unwrap();
+    let notice = page(&["档案室每周三下午开放借阅。", "借阅期限为十五个工作日。"]);
+    // The page as PPM, then JPEG 2000 by OpenJPEG's encoder.
+    let ppm = dir.path().join("page.ppm");
+    let mut bytes = format!("P6\n{} {}\n255\n", notice.width, notice.height).into_bytes();
+    bytes.extend_from_slice(&notice.rgb);
+    std::fs::write(&ppm, bytes).unwrap();
+    let jp2 = dir.path().join("page.jp2");
+    let out = std::process::Command::new("opj_compress")
+        .arg("-i")
+        .arg(&ppm)
+        .arg("-o")
+        .arg(&jp2)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jpx = std::fs::read(&jp2).unwrap();
+    std::fs::write(
+        kb.join("archive.pdf"),
+        pdf_of(&[PdfPage::Jpx(&notice, &jpx)]),
+    )
+    .unwrap();
+
+    let mut without = with_ocr(&kb, &models);
+    without.env("ZHIKU_PDFIUM", dir.path().join("no-such-libpdfium.so"));
+    let (code, report) = json_of(without.args(["index", "--json"]));
+    assert_eq!(code, Some(3), "a file skipped: {report}");
+    assert_eq!(report["docs_added"], 0, "{report}");
+    assert_eq!(report["skipped"][0]["path"], "archive.pdf", "{report}");
+    let reason = report["skipped"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("JPXDecode") && reason.contains("PDFium is not at"),
+        "{report}"
+    );
+
+    let mut with = with_ocr(&kb, &models);
+    with.env("ZHIKU_PDFIUM", &pdfium);
+    let (code, report) = json_of(with.args(["index", "--json"]));
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["docs_added"], 1, "{report}");
+    let mut search = with_ocr(&kb, &models);
+    search.env("ZHIKU_PDFIUM", &pdfium);
+    let hit = hit_in(search, "借阅期限", "archive.pdf").expect("the drawn scan's text is found");
+    assert!(
+        hit["content"].as_str().unwrap().contains("十五个工作日"),
+        "{hit}"
     );
 }

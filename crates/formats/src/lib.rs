@@ -60,8 +60,9 @@ pub fn extract(format: Format, bytes: &[u8], limits: &Limits) -> Result<Extracte
 }
 
 /// The picture of page `page` (from 1) of a file of `format`: a picture file's page (each of a
-/// TIFF's), or a PDF page without a text layer (its scan). `None` for a PDF page with a text
-/// layer or without a picture; an error for another format or a page past the last.
+/// TIFF's), a PDF page without a text layer (its scan), or a PDF page with one as PDFium draws
+/// it ([`pdf::use_pdfium`]). `None` for a PDF page without a picture, or with a text layer
+/// when PDFium is not configured; an error for another format or a page past the last.
 pub fn page_picture(
     format: Format,
     bytes: &[u8],

@@ -503,7 +503,7 @@ enum Original {
 /// download, and nothing of it runs or renders in this origin (`nosniff`, a sandboxing CSP).
 ///
 /// `GET /v1/originals/{id}/pages/{n}?turn=T`: the picture of page `n` (a picture file's page,
-/// a scanned PDF page), turned `T` clockwise quarter turns as the citation's boxes say, as PNG
+/// a scanned PDF page, a PDF page with a text layer as PDFium draws it), turned `T` clockwise quarter turns as the citation's boxes say, as PNG
 /// (at most 1,600 pixels a side). A document whose own ID ends in `/pages/{n}` is served as a
 /// file.
 async fn get_original(

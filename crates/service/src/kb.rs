@@ -501,8 +501,9 @@ impl KnowledgeBase {
 
     /// The picture of page `page` (from 1) of the file a document was read from, turned `turn`
     /// clockwise quarter turns (as a citation's box says) and at most [`PAGE_PNG_SIDE`] pixels
-    /// a side, as PNG, for a caller who may see the document: a picture's page, or a scanned
-    /// PDF page. A page with a text layer has none ([`Missing::Page`]): open the PDF at it.
+    /// a side, as PNG, for a caller who may see the document: a picture's page, a scanned PDF
+    /// page, or a PDF page with a text layer as PDFium draws it (without PDFium such a page has
+    /// none, [`Missing::Page`]: open the PDF at it).
     pub fn page_png(
         &self,
         caller: &Caller,

@@ -195,6 +195,7 @@ impl Config {
             page_seconds: at_least_one(v.ocr_page_seconds, "ocr_page_seconds")?,
             models: home_resolved(&v.ocr_models),
             runtime: (!v.ocr_runtime.trim().is_empty()).then(|| home_resolved(&v.ocr_runtime)),
+            pdfium: (!v.pdfium.trim().is_empty()).then(|| home_resolved(&v.pdfium)),
         };
         if ocr.languages.trim().is_empty() || ocr.program.trim().is_empty() {
             bail!("ocr_languages and ocr_program must not be empty");

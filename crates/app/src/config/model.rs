@@ -32,6 +32,9 @@ pub struct OcrSettings {
     pub models: PathBuf,
     /// The ONNX Runtime library PP-OCR runs on; `None`: the one in `models`.
     pub runtime: Option<PathBuf>,
+    /// The PDFium library that draws PDF pages (text pages shown with a quote highlighted,
+    /// scans whose picture no decoder here reads); `None`: pages are not drawn.
+    pub pdfium: Option<PathBuf>,
 }
 
 /// The resolved configuration of one run, parsed once.

@@ -148,6 +148,10 @@ settings! {
     /// Longest OCR of one page picture, in seconds; at least 1 (a file's OCR is bounded by
     /// `max_extract_seconds` too).
     ocr_page_seconds: u64 = 60, env: "ZHIKU_OCR_PAGE_SECONDS";
+    /// The PDFium library (`libpdfium.so`, fetched by `scripts/fetch-pdfium.sh`) that draws PDF
+    /// pages: a text page shown with its quote highlighted, a scan whose picture no decoder
+    /// here reads (JBIG2, JPX). Empty: pages are not drawn. A leading `~/` is the home folder.
+    pdfium: String = "~/.cache/zhiku/pdfium/libpdfium.so".into(), env: "ZHIKU_PDFIUM";
     /// Follow symbolic links whose target is inside the knowledge-base folder (links to
     /// outside it are never followed).
     follow_links_inside: bool = false, env: "ZHIKU_FOLLOW_LINKS_INSIDE";

@@ -116,6 +116,7 @@ fn worker_program() -> Option<std::path::PathBuf> {
 /// executable that is neither `zhiku` nor built beside it (a library user's) parses in process.
 fn extraction_workers(config: &Config) -> Result<Parsers> {
     let Some(program) = worker_program() else {
+        ocr::use_pdfium(&config.ocr);
         return Ok(Parsers::InProcess(
             ocr::engine(&config.ocr).map(zhiku_adapters_fs::worker::OcrEngine),
         ));

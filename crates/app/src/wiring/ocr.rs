@@ -43,6 +43,23 @@ fn ppocr_config(settings: &OcrSettings) -> PpOcrConfig {
 /// The arguments that tell an extraction worker its engine (the worker's environment is
 /// cleared, so the program is looked up on this process's `PATH` here).
 pub fn worker_args(settings: &OcrSettings) -> Vec<OsString> {
+    let mut args = engine_args(settings);
+    if let Some(pdfium) = &settings.pdfium {
+        let absolute = std::path::absolute(pdfium).unwrap_or_else(|_| pdfium.clone());
+        args.extend(["--pdfium".into(), absolute.into_os_string()]);
+    }
+    args
+}
+
+/// Names the PDFium library of `settings` for this process's drawings of PDF pages.
+pub fn use_pdfium(settings: &OcrSettings) {
+    if let Some(pdfium) = &settings.pdfium {
+        let absolute = std::path::absolute(pdfium).unwrap_or_else(|_| pdfium.clone());
+        zhiku_adapters_fs::worker::use_pdfium(absolute);
+    }
+}
+
+fn engine_args(settings: &OcrSettings) -> Vec<OsString> {
     match settings.kind {
         OcrKind::Off => Vec::new(),
         OcrKind::Tesseract => vec![
@@ -80,6 +97,7 @@ pub fn take_worker_args(args: Vec<String>) -> Result<(Option<OcrFactory>, Vec<St
         page_seconds: 60,
         models: PathBuf::new(),
         runtime: None,
+        pdfium: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -97,6 +115,7 @@ pub fn take_worker_args(args: Vec<String>) -> Result<(Option<OcrFactory>, Vec<St
             "--ocr-languages" => settings.languages = value()?,
             "--ocr-models" => settings.models = value()?.into(),
             "--ocr-runtime" => settings.runtime = Some(value()?.into()),
+            "--pdfium" => zhiku_adapters_fs::worker::use_pdfium(value()?.into()),
             "--ocr-page-seconds" => {
                 settings.page_seconds = value()?
                     .parse()
@@ -147,6 +166,7 @@ mod tests {
             page_seconds: 7,
             models: PathBuf::new(),
             runtime: None,
+            pdfium: None,
         };
         let mut args: Vec<String> = worker_args(&settings)
             .into_iter()
@@ -173,6 +193,7 @@ mod tests {
             page_seconds: 60,
             models: "/m/ppocr".into(),
             runtime: None,
+            pdfium: None,
         };
         let args: Vec<String> = worker_args(&settings)
             .into_iter()

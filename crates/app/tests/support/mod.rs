@@ -198,6 +198,8 @@ pub struct Reply {
     pub retry_after: Option<String>,
     pub content_type: Option<String>,
     pub request_id: Option<String>,
+    /// The body's bytes (a picture's too).
+    pub bytes: Vec<u8>,
 }
 
 fn agent() -> ureq::Agent {
@@ -217,7 +219,9 @@ fn reply(r: Result<ureq::Response, ureq::Error>) -> Reply {
     let retry_after = resp.header("retry-after").map(str::to_string);
     let content_type = resp.header("content-type").map(str::to_string);
     let request_id = resp.header("x-request-id").map(str::to_string);
-    let text = resp.into_string().unwrap_or_default();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut resp.into_reader(), &mut bytes).unwrap_or_default();
+    let text = String::from_utf8(bytes.clone()).unwrap_or_default();
     Reply {
         status,
         body: serde_json::from_str(&text).unwrap_or(Value::Null),
@@ -226,6 +230,7 @@ fn reply(r: Result<ureq::Response, ureq::Error>) -> Reply {
         retry_after,
         content_type,
         request_id,
+        bytes,
     }
 }
 

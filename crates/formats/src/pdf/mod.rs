@@ -18,6 +18,9 @@
 //! page numbers stay true.
 
 mod check;
+mod render;
+
+pub use render::{DRAW_SIDE, draw_page, pdfium_library, use_pdfium};
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -50,9 +53,10 @@ pub fn extract(bytes: &[u8], limits: &Limits, ocr: Option<&dyn PageReader>) -> R
     })
 }
 
-/// The picture of page `page` (from 1) when it has no text layer: its largest picture (a scan
-/// is one picture per page), within the pixel bound. `None` for a page with a text layer or
-/// without a picture.
+/// The picture of page `page` (from 1): for a page without a text layer its largest picture
+/// (a scan is one picture per page) within the pixel bound, or the page as PDFium draws it when
+/// that picture cannot be decoded; for a text page, the page as PDFium draws it. `None` for a
+/// page without a picture, or a text page when PDFium is not configured ([`use_pdfium`]).
 pub fn page_picture(bytes: &[u8], page: u32, limits: &Limits) -> Result<Option<PageImage>> {
     guarded(bytes, limits, |checker| {
         let doc = open(bytes, checker)?;
@@ -63,9 +67,10 @@ pub fn page_picture(bytes: &[u8], page: u32, limits: &Limits) -> Result<Option<P
         }
         checker.page(&doc, index)?;
         if !doc.extract_chars(index).unwrap_or_default().is_empty() {
-            return Ok(None);
+            // A text page is drawn whole (when PDFium is there): its boxes are on the page.
+            return render::draw_page(bytes, index);
         }
-        largest_picture(&doc, index, limits)
+        scan_picture(&doc, bytes, index, limits)
     })
 }
 
@@ -181,7 +186,8 @@ fn extract_inner(
         glyphs_seen += glyphs.len();
         if glyphs.is_empty()
             && let Some(reader) = ocr
-            && let Some((read, turn)) = read_scanned_page(&doc, index, height, limits, reader)?
+            && let Some((read, turn)) =
+                read_scanned_page(&doc, bytes, index, height, limits, reader)?
         {
             scanned += 1;
             pages.push(read);
@@ -225,13 +231,14 @@ type ScannedPage = (f32, Vec<layout::Line>);
 /// holds no picture (a blank page).
 fn read_scanned_page(
     doc: &PdfDocument,
+    bytes: &[u8],
     index: usize,
     height: f32,
     limits: &Limits,
     reader: &dyn PageReader,
 ) -> Result<Option<(ScannedPage, u16)>> {
     let page_no = index + 1;
-    let Some(page) = largest_picture(doc, index, limits)? else {
+    let Some(page) = scan_picture(doc, bytes, index, limits)? else {
         return Ok(None);
     };
     limits.check_time()?;
@@ -247,16 +254,53 @@ fn read_scanned_page(
     Ok(Some(((height, lines), read.rotation / 90)))
 }
 
+/// What the largest picture of a page gave.
+enum Largest {
+    /// Decoded.
+    Picture(PageImage),
+    /// The page holds no picture (or only a speck).
+    Nothing,
+    /// A picture no decoder here reads (JBIG2, JPX, a damaged stream): why.
+    Unreadable(String),
+}
+
+/// The picture of page `index` (which has no text layer) to read or to show: its largest
+/// picture (a scan is one picture a page), checked against the pixel bound before it is
+/// decoded; when no decoder here reads that picture (JBIG2, JPX) or the parser lists none, the
+/// page as PDFium draws it. `None` when there is neither picture nor PDFium.
+fn scan_picture(
+    doc: &PdfDocument,
+    bytes: &[u8],
+    index: usize,
+    limits: &Limits,
+) -> Result<Option<PageImage>> {
+    let page_no = index + 1;
+    match largest_picture(doc, index, limits)? {
+        Largest::Picture(picture) => Ok(Some(picture)),
+        // No picture the parser lists, yet no text layer: text drawn as outlines, or a
+        // picture in a form the parser does not list. PDFium draws what is there (a blank
+        // page then reads as blank).
+        Largest::Nothing => render::draw_page(bytes, index),
+        Largest::Unreadable(reason) => match render::draw_page(bytes, index) {
+            Ok(Some(drawn)) => Ok(Some(drawn)),
+            Ok(None) => bail!(
+                "page {page_no}: its picture cannot be decoded: {reason} (PDFium would draw it: setting `pdfium`)"
+            ),
+            Err(e) => bail!("page {page_no}: its picture cannot be decoded: {reason}; {e:#}"),
+        },
+    }
+}
+
 /// The largest picture of page `index`, checked against the pixel bound before it is
-/// decoded; `None` when the page holds none (or only a speck).
-fn largest_picture(doc: &PdfDocument, index: usize, limits: &Limits) -> Result<Option<PageImage>> {
+/// decoded (a picture over it is an error, never drawn instead).
+fn largest_picture(doc: &PdfDocument, index: usize, limits: &Limits) -> Result<Largest> {
     let page_no = index + 1;
     let handles = doc.page_image_handles(index).unwrap_or_default();
     let Some(largest) = handles
         .iter()
         .max_by_key(|h| u64::from(h.width) * u64::from(h.height))
     else {
-        return Ok(None);
+        return Ok(Largest::Nothing);
     };
     let pixels = u64::from(largest.width) * u64::from(largest.height);
     if pixels > limits.max_image_pixels {
@@ -268,14 +312,14 @@ fn largest_picture(doc: &PdfDocument, index: usize, limits: &Limits) -> Result<O
         );
     }
     if largest.width < 16 || largest.height < 16 {
-        return Ok(None);
+        return Ok(Largest::Nothing);
     }
     let image = largest
         .decode()
         .and_then(|i| i.to_dynamic_image())
         .map_err(|e| short(&e.to_string()));
     match image {
-        Ok(image) => Ok(Some(crate::scan::rgb_page(image))),
+        Ok(image) => Ok(Largest::Picture(crate::scan::rgb_page(image))),
         // A JPEG stored as it is: its bytes are a JPEG file. Some writers give it the
         // `/DecodeParms` of a Flate stream (`/Predictor 15`), which the PDF library then applies
         // to the decoded pixels and fails; the JPEG itself is sound.
@@ -283,12 +327,15 @@ fn largest_picture(doc: &PdfDocument, index: usize, limits: &Limits) -> Result<O
             let jpeg = largest
                 .raw_compressed_bytes()
                 .map_err(|e| anyhow!("page {page_no}: its picture cannot be read: {e}"))?;
-            let pages = crate::scan::decode_image(&jpeg, limits).map_err(|e| {
-                anyhow!("page {page_no}: its picture cannot be decoded: {reason}; as JPEG: {e:#}")
-            })?;
-            Ok(pages.into_iter().next())
+            Ok(match crate::scan::decode_image(&jpeg, limits) {
+                Ok(pages) => pages
+                    .into_iter()
+                    .next()
+                    .map_or(Largest::Nothing, Largest::Picture),
+                Err(e) => Largest::Unreadable(format!("{reason}; as JPEG: {e:#}")),
+            })
         }
-        Err(reason) => bail!("page {page_no}: its picture cannot be decoded: {reason}"),
+        Err(reason) => Ok(Largest::Unreadable(reason)),
     }
 }
 
