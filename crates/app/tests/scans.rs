@@ -643,8 +643,12 @@ fn a_scan_no_decoder_here_reads_is_drawn_by_pdfium_and_read() {
     )
     .unwrap();
 
+    // A cache of this test's own: an earlier run's reading of the same bytes would be served.
+    let cache = dir.path().join("cache");
     let mut without = with_ocr(&kb, &models);
-    without.env("ZHIKU_PDFIUM", dir.path().join("no-such-libpdfium.so"));
+    without
+        .env("XDG_CACHE_HOME", &cache)
+        .env("ZHIKU_PDFIUM", dir.path().join("no-such-libpdfium.so"));
     let (code, report) = json_of(without.args(["index", "--json"]));
     assert_eq!(code, Some(3), "a file skipped: {report}");
     assert_eq!(report["docs_added"], 0, "{report}");
@@ -656,12 +660,15 @@ fn a_scan_no_decoder_here_reads_is_drawn_by_pdfium_and_read() {
     );
 
     let mut with = with_ocr(&kb, &models);
-    with.env("ZHIKU_PDFIUM", &pdfium);
+    with.env("XDG_CACHE_HOME", &cache)
+        .env("ZHIKU_PDFIUM", &pdfium);
     let (code, report) = json_of(with.args(["index", "--json"]));
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["docs_added"], 1, "{report}");
     let mut search = with_ocr(&kb, &models);
-    search.env("ZHIKU_PDFIUM", &pdfium);
+    search
+        .env("XDG_CACHE_HOME", &cache)
+        .env("ZHIKU_PDFIUM", &pdfium);
     let hit = hit_in(search, "借阅期限", "archive.pdf").expect("the drawn scan's text is found");
     assert!(
         hit["content"].as_str().unwrap().contains("十五个工作日"),
