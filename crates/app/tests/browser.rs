@@ -61,6 +61,28 @@ fn converse_on_the_page(base: &str, question: &str, shot: &Path, follow_up: Opti
     r
 }
 
+/// As [`ask_on_the_page`] for an answer cited on a page picture: the page also reports the
+/// picture it showed and the boxes it highlighted (`page_image`).
+fn ask_on_a_page_picture(base: &str, question: &str, shot: &Path) -> Value {
+    let out = Command::new("node")
+        .arg(repo().join("tests/browser/ask.cjs"))
+        .arg(base)
+        .arg(question)
+        .arg(shot)
+        .env("ZHIKU_EXPECT_PAGE", "1")
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    eprintln!("browser: {r}");
+    r
+}
+
 #[test]
 fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
     if let Some(why) = missing() {
@@ -308,22 +330,7 @@ fn a_cited_scan_shows_its_page_with_the_quote_highlighted() {
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("browser-scan.png");
-    let out = Command::new("node")
-        .arg(repo().join("tests/browser/ask.cjs"))
-        .arg(&server.base)
-        .arg("合同的保修期是多久？")
-        .arg(&shot)
-        .env("ZHIKU_EXPECT_PAGE", "1")
-        .output()
-        .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    eprintln!("browser: {r}");
+    let r = ask_on_a_page_picture(&server.base, "合同的保修期是多久？", &shot);
     assert_eq!(r["page_errors"], serde_json::json!([]));
     assert_eq!(r["badge"], "answered", "{r}");
     assert!(
@@ -459,22 +466,7 @@ fn a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted() {
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("browser-text-pdf.png");
-    let out = Command::new("node")
-        .arg(repo().join("tests/browser/ask.cjs"))
-        .arg(&server.base)
-        .arg("信用卡退款需要几个工作天入帐？")
-        .arg(&shot)
-        .env("ZHIKU_EXPECT_PAGE", "1")
-        .output()
-        .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    eprintln!("browser: {r}");
+    let r = ask_on_a_page_picture(&server.base, "信用卡退款需要几个工作天入帐？", &shot);
     assert_eq!(r["page_errors"], serde_json::json!([]));
     assert_eq!(r["badge"], "answered", "{r}");
     let shown = &r["page_image"];

@@ -52,11 +52,16 @@ fn principal() -> impl Strategy<Value = Principal> {
     })
 }
 
+/// The document `d` of round `r`.
+fn doc_of(round: usize, d: usize) -> DocId {
+    DocId::new(format!("acc{round}-{d}")).expect("doc id")
+}
+
 fn spec(round: usize, d: usize, c: usize, corpus: &Corpus, access: usize) -> Spec {
     let (scope, _, chunks) = &corpus[d];
     let (ax, tilt) = chunks[c];
     let words = format!("w{ax} w{} common", (ax + c) % 8);
-    let mut s = Spec::new(format!("acc{round}-{d}"), SCOPES[*scope], words)
+    let mut s = Spec::new(doc_of(round, d).as_str(), SCOPES[*scope], words)
         .at(c * 100 + (tilt.to_bits() % 50) as usize);
     if let Some(readers) = ACCESSES[access] {
         s = s.readers(readers);
@@ -161,9 +166,7 @@ pub fn reader_filter_is_the_search_over_what_the_reader_may_read(index: &dyn Vec
                 check(&after, &person, &search)?;
                 prop_assert_eq!(index.embeddings(&all).expect("embeddings"), vectors);
                 for d in 0..corpus.len() {
-                    index
-                        .delete_document(&DocId::new(format!("acc{r}-{d}")).expect("doc"))
-                        .expect("delete");
+                    index.delete_document(&doc_of(r, d)).expect("delete");
                 }
                 index.commit().expect("commit");
                 Ok(())
@@ -200,9 +203,7 @@ pub fn reader_filter_is_the_ranking_over_what_the_reader_may_read(index: &dyn Le
                 index.commit().expect("commit");
                 check(&after, &person, &search)?;
                 for d in 0..corpus.len() {
-                    index
-                        .delete_document(&DocId::new(format!("acc{r}-{d}")).expect("doc"))
-                        .expect("delete");
+                    index.delete_document(&doc_of(r, d)).expect("delete");
                 }
                 index.commit().expect("commit");
                 Ok(())
