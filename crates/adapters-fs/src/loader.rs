@@ -6,7 +6,8 @@
 //! Word, HTML, EPUB, PowerPoint, CSV and Excel files are read by their
 //! [extractors](zhiku_formats), chosen by content as well as extension; their sidecar plays the
 //! part of front matter, and the title and language the file declares itself come next. Keys
-//! `id`, `title`, `locale` and `scope` set the document's attributes; every key (including
+//! `id`, `title`, `locale`, `scope` and `access` (who may read it: `user:NAME`, `group:NAME`,
+//! `*`; one or a list) set the document's attributes; every other key (including
 //! `tags` and `category`) becomes filterable metadata. Without an `id` the document ID is the
 //! path relative to the root, with `/` separators.
 //!
@@ -30,7 +31,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use zhiku_domain::ports::{KnownFile, LoadedDocuments, SkippedFile};
-use zhiku_domain::{DocId, Document, LineBox, Locale, Metadata, PageBox, Scope, Source, Title};
+use zhiku_domain::{
+    Access, AccessRule, DocId, Document, LineBox, Locale, Metadata, PageBox, Scope, Source, Title,
+};
 
 use crate::stamp::Stamper;
 use zhiku_formats::{self as formats, Format, Limits};
@@ -381,6 +384,31 @@ fn string_key(meta: &BTreeMap<String, serde_json::Value>, key: &str) -> Result<O
     }
 }
 
+/// The document's own readers (`access:` in front matter or the sidecar): one reader or a
+/// list, each `user:NAME`, `group:NAME` or `*`. A key that cannot be read skips the file (a
+/// document meant for few must never be indexed open to its whole scope).
+fn access_key(meta: &BTreeMap<String, serde_json::Value>) -> Result<Option<Access>> {
+    let readers: Vec<String> = match meta.get("access") {
+        None => return Ok(None),
+        Some(serde_json::Value::String(s)) => vec![s.clone()],
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => Ok(s.clone()),
+                other => bail!("front matter key \"access\" lists {other}, not a reader"),
+            })
+            .collect::<Result<_>>()?,
+        Some(other) => {
+            bail!(
+                "front matter key \"access\" must be a reader or a list of readers, found {other}"
+            )
+        }
+    };
+    let access = Access::parse(&readers, AccessRule::Document)
+        .map_err(|e| anyhow::anyhow!("front matter key \"access\": {e}"))?;
+    Ok(Some(access))
+}
+
 /// Loads one file (`rel` is its path relative to the knowledge-base root).
 pub fn load_path(path: &Path, rel: &str, config: &LoaderConfig) -> Result<Document> {
     check_links(path, rel, config)?;
@@ -604,6 +632,9 @@ fn build_document(
         // A language tag the file declares but zhiku cannot hold is passed over, not fatal.
         builder = builder.locale(locale);
     }
+    if let Some(access) = access_key(&meta)? {
+        builder = builder.access(access);
+    }
     if let Some(pages) = extracted.pages {
         builder = builder.page_count(pages);
     }
@@ -630,7 +661,7 @@ fn build_document(
     }
     let mut metadata = Metadata::new();
     for (key, value) in meta {
-        if matches!(key.as_str(), "id" | "title" | "scope" | "locale") {
+        if matches!(key.as_str(), "id" | "title" | "scope" | "locale" | "access") {
             continue;
         }
         metadata.insert(key, value)?;
@@ -765,6 +796,69 @@ mod tests {
         assert!(skipped["latin1.txt"].contains("Latin-1"));
         assert!(skipped["binary.txt"].contains("binary"), "{skipped:?}");
         assert_eq!(skipped.len(), 2, "{skipped:?}");
+    }
+
+    #[test]
+    fn access_is_read_from_front_matter_and_sidecars_and_a_bad_one_skips_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |name: &str, text: &str| std::fs::write(root.join(name), text).unwrap();
+        write(
+            "hr.md",
+            "---\naccess: [group:hr, user:li.lei@corp]\n---\n# 薪酬\n\n文本\n",
+        );
+        write("one.md", "---\naccess: group:finance\n---\n# One\n\ntext\n");
+        write("side.md", "# Side\n\ntext\n");
+        write("side.metadata.yaml", "access:\n  - user:wang@corp\n");
+        write("open.md", "# Open\n\ntext\n");
+        write("nobody.md", "---\naccess: []\n---\n# Nobody\n\ntext\n");
+        write("bad.md", "---\naccess: [hr]\n---\n# Bad\n\ntext\n");
+        write(
+            "worse.md",
+            "---\naccess: {group: hr}\n---\n# Worse\n\ntext\n",
+        );
+        let loaded = load_folder(root, &LoaderConfig::default()).unwrap();
+        let readers = |id: &str| {
+            let d = loaded
+                .documents
+                .iter()
+                .find(|d| d.id().as_str() == id)
+                .unwrap_or_else(|| panic!("{id} loaded"));
+            let a = &d.attributes().access;
+            assert!(
+                d.attributes().metadata.get("access").is_none(),
+                "not metadata"
+            );
+            (a.terms(), a.rule().clone())
+        };
+        let own = AccessRule::Document;
+        assert_eq!(
+            readers("hr.md"),
+            (
+                vec!["group:hr".into(), "user:li.lei@corp".into()],
+                own.clone()
+            )
+        );
+        assert_eq!(
+            readers("one.md"),
+            (vec!["group:finance".into()], own.clone())
+        );
+        assert_eq!(
+            readers("side.md"),
+            (vec!["user:wang@corp".into()], own.clone())
+        );
+        assert_eq!(readers("nobody.md"), (Vec::<String>::new(), own));
+        assert_eq!(readers("open.md"), (vec!["*".into()], AccessRule::Open));
+        let skipped: Vec<(&str, &str)> = loaded
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped.iter().all(|(_, why)| why.contains("access")),
+            "{skipped:?}"
+        );
     }
 
     #[test]
