@@ -53,6 +53,7 @@ fn writer() -> Caller {
         name: "replica".into(),
         scopes: vec![Scope::new("default").unwrap()],
         write: true,
+        principal: None,
     }
 }
 

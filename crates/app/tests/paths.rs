@@ -444,6 +444,7 @@ fn caller(name: &str, scope: &str) -> Caller {
         name: name.into(),
         scopes: vec![Scope::new(scope).unwrap()],
         write: true,
+        principal: None,
     }
 }
 

@@ -74,6 +74,7 @@ fn writer(scopes: &[&str]) -> Caller {
         name: "agent".into(),
         scopes: scopes.iter().map(|s| Scope::new(*s).unwrap()).collect(),
         write: true,
+        principal: None,
     }
 }
 

@@ -929,3 +929,139 @@ fn ask_takes_the_conversation_as_messages_and_it_never_widens_the_scopes() {
     assert_eq!(hello.body["status"], "small_talk", "{}", hello.text);
     assert!(hello.body["evidence"].as_array().unwrap().is_empty());
 }
+
+/// Tokens that act for persons are held to each document's readers on every route: search
+/// (hybrid and lexical), ask, documents, a document's sections, originals and traces; a
+/// service token reads its scopes whole. Each reply is checked as raw bytes.
+#[test]
+fn a_person_reads_only_the_documents_that_name_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    let write = |rel: &str, text: &str| {
+        std::fs::create_dir_all(kb.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(kb.join(rel), text).unwrap();
+    };
+    write(
+        "hr/bonus.md",
+        "---\nid: bonus\naccess: [group:hr]\n---\n# 年终奖\n\n经理的年终奖为三个月工资，代号青松。\n",
+    );
+    write(
+        "people/li.md",
+        "---\nid: li-review\naccess: user:li@corp\n---\n# 绩效\n\n李雷的绩效评级为优秀，代号白鹭。\n",
+    );
+    write(
+        "all/leave.md",
+        "---\nid: leave\n---\n# 年假\n\n员工每年有十五天年假。\n",
+    );
+    write(
+        "zhiku.toml",
+        &format!(
+            "embedder = \"hashing\"\nvectors = \"ann\"\nlexical = \"disk\"\n\
+             [[serve.tokens]]\nname = \"wang\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nuser = \"wang@corp\"\ngroups = [\"hr\"]\n\
+             [[serve.tokens]]\nname = \"li\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nuser = \"li@corp\"\n\
+             [[serve.tokens]]\nname = \"svc\"\nsha256 = \"{}\"\nscopes = [\"default\"]\n",
+            zhiku_http::settings::token_digest("tok-wang"),
+            zhiku_http::settings::token_digest("tok-li"),
+            zhiku_http::settings::token_digest("tok-svc"),
+        ),
+    );
+    let (s, log) = support::start_logged(&kb, "127.0.0.1:0", &[], &[]);
+    let get = |token: &str, path: &str| call("GET", &s.url(path), Some(token), None);
+    let post =
+        |token: &str, path: &str, body: Value| call("POST", &s.url(path), Some(token), Some(&body));
+    // What each person must never receive, by any route.
+    let hidden_from = |token: &str| -> &[&str] {
+        match token {
+            "tok-wang" => &["li-review", "白鹭", "优秀"],
+            "tok-li" => &["bonus", "青松", "三个月工资"],
+            _ => &[],
+        }
+    };
+    let clean = |token: &str, what: &str, raw: &str| {
+        for secret in hidden_from(token) {
+            assert!(
+                !raw.contains(secret),
+                "{token} got {secret:?} from {what}: {raw}"
+            );
+        }
+    };
+
+    for token in ["tok-wang", "tok-li", "tok-svc"] {
+        // The questions name no secret (replies echo them).
+        for query in ["年终奖", "绩效评级", "年假"] {
+            for mode in ["lexical", "hybrid"] {
+                let r = post(
+                    token,
+                    "/v1/search",
+                    json!({"query": query, "k": 10, "mode": mode}),
+                );
+                assert_eq!(r.status, 200, "{}", r.text);
+                clean(token, "search", &r.text);
+            }
+            let r = post(
+                token,
+                "/v1/ask",
+                json!({"question": format!("{query}是什么？")}),
+            );
+            assert_eq!(r.status, 200, "{}", r.text);
+            clean(token, "ask", &r.text);
+            if let Some(tid) = r.body["trace_id"].as_str() {
+                // A person's run is theirs alone; the other person gets nothing of it.
+                assert_eq!(get(token, &format!("/v1/traces/{tid}")).status, 200);
+                let other = if token == "tok-wang" {
+                    "tok-li"
+                } else {
+                    "tok-wang"
+                };
+                if token != "tok-svc" {
+                    let t = get(other, &format!("/v1/traces/{tid}"));
+                    assert_eq!(t.status, 404, "{other} read {token}'s trace: {}", t.text);
+                }
+            }
+        }
+        let list = get(token, "/v1/documents?limit=100");
+        assert_eq!(list.status, 200, "{}", list.text);
+        clean(token, "documents", &list.text);
+        for id in ["bonus", "li-review", "leave"] {
+            for path in [format!("/v1/documents/{id}"), format!("/v1/originals/{id}")] {
+                let r = get(token, &path);
+                // A refusal names the ID it was asked for, nothing of the document.
+                let text = r.text.replace(id, "");
+                clean(token, &path, &text);
+                let hidden = hidden_from(token).contains(&id);
+                assert_eq!(
+                    r.status == 404,
+                    hidden,
+                    "{token} {path}: {} {}",
+                    r.status,
+                    r.text
+                );
+            }
+        }
+    }
+    // A denied read is logged with the person and the request's ID, nothing of the document.
+    let r = get("tok-li", "/v1/documents/bonus");
+    assert_eq!(r.status, 404);
+    let id = r.request_id.expect("a request ID");
+    let text = log.wait_for(std::time::Duration::from_secs(10), |t| {
+        t.lines()
+            .any(|l| l.contains(&id) && l.contains("read denied"))
+    });
+    let line = text
+        .lines()
+        .find(|l| l.contains(&id) && l.contains("read denied"))
+        .unwrap();
+    assert!(line.contains("li@corp") && line.contains("bonus"), "{line}");
+    assert!(!text.contains("青松"), "the log holds document text");
+
+    // Each finds what names them; the service token finds everything.
+    let found = |token: &str, q: &str| docs_of(&search(&s, token, q));
+    assert!(found("tok-wang", "年终奖").contains("bonus"));
+    assert!(found("tok-li", "绩效评级").contains("li-review"));
+    assert!(found("tok-li", "年假").contains("leave"));
+    let all = found("tok-svc", "年终奖 绩效评级");
+    assert!(
+        all.contains("bonus") && all.contains("li-review"),
+        "{all:?}"
+    );
+}

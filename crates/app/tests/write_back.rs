@@ -43,6 +43,7 @@ fn agent() -> Caller {
         name: "agent-7".into(),
         scopes: vec![Scope::new("alpha").unwrap()],
         write: true,
+        principal: None,
     }
 }
 
@@ -217,6 +218,7 @@ fn duplicates_are_refused_and_every_gate_rule_refuses_with_its_reason_all_audite
         name: "b".into(),
         scopes: vec![Scope::new("beta").unwrap()],
         write: true,
+        principal: None,
     };
     assert!(kb.audit_entries(&beta).unwrap().is_empty());
 
@@ -429,6 +431,7 @@ fn beta_agent() -> Caller {
         name: "agent-b".into(),
         scopes: vec![Scope::new("beta").unwrap()],
         write: true,
+        principal: None,
     }
 }
 

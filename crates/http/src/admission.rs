@@ -84,10 +84,13 @@ impl Gate {
         T: Send + 'static,
         F: FnOnce() -> Result<T, KbError> + Send + 'static,
     {
+        // The request's span (its request ID) goes with the work, so what the service logs
+        // (a denied read) names the request.
+        let span = tracing::Span::current();
         let task = tokio::task::spawn_blocking(move || {
             // The worker stays taken until the work really ends, deadline or not.
             let _permit = permit;
-            work()
+            span.in_scope(work)
         });
         match tokio::time::timeout(Duration::from_millis(self.timeout_ms), task).await {
             Ok(Ok(result)) => result.map_err(Refused::Kb),

@@ -34,7 +34,7 @@
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use zhiku_domain::Scope;
+use zhiku_domain::{Principal, Scope};
 
 use zhiku_service::Caller;
 
@@ -53,6 +53,14 @@ pub struct TokenRule {
     /// May add and remove documents (in its scopes).
     #[serde(default)]
     pub write: bool,
+    /// The person the token acts for (`sub` or e-mail as documents name them in `user:…`):
+    /// every read is held to the readers of each document. Without it (and without `groups`)
+    /// the token reads its scopes whole, as a service does.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// The person's groups (`group:…` in documents' readers).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 /// `[serve]` as written.
@@ -351,12 +359,24 @@ impl Tokens {
                 .iter()
                 .map(|s| Ok(Scope::new(s)?))
                 .collect::<Result<Vec<_>>>()?;
+            let principal = match (&rule.user, rule.groups.is_empty()) {
+                (None, true) => None,
+                (None, false) => bail!(
+                    "[[serve.tokens]] {:?}: groups need the user they belong to (user = \"…\")",
+                    rule.name
+                ),
+                (Some(user), _) => Some(
+                    Principal::new(user, &rule.groups)
+                        .map_err(|e| anyhow::anyhow!("[[serve.tokens]] {:?}: {e}", rule.name))?,
+                ),
+            };
             by_digest.push((
                 digest,
                 Caller {
                     name: rule.name.clone(),
                     scopes,
                     write: rule.write,
+                    principal,
                 },
             ));
         }
@@ -418,6 +438,8 @@ mod tests {
             env: None,
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
             write,
+            user: None,
+            groups: Vec::new(),
         }
     }
 
@@ -442,11 +464,44 @@ mod tests {
     }
 
     #[test]
+    fn a_token_with_a_user_acts_for_that_person() {
+        let person = TokenRule {
+            user: Some("li.lei@corp".into()),
+            groups: vec!["hr".into()],
+            ..rule("li", "tok-li", &["a"], false)
+        };
+        let tokens =
+            Tokens::from_rules(&[person, rule("svc", "tok-svc", &["a"], false)], None).unwrap();
+        let li = tokens.admit(Some("Bearer tok-li")).unwrap();
+        let p = li.principal.expect("a person");
+        assert_eq!(p.user(), "li.lei@corp");
+        assert!(p.groups().contains("hr"));
+        assert!(
+            tokens
+                .admit(Some("Bearer tok-svc"))
+                .unwrap()
+                .principal
+                .is_none()
+        );
+        let orphan = TokenRule {
+            groups: vec!["hr".into()],
+            ..rule("x", "tok-x", &["a"], false)
+        };
+        assert!(Tokens::from_rules(&[orphan], None).is_err());
+        let bad = TokenRule {
+            user: Some(" spaced ".into()),
+            ..rule("y", "tok-y", &["a"], false)
+        };
+        assert!(Tokens::from_rules(&[bad], None).is_err());
+    }
+
+    #[test]
     fn anonymous_only_without_tokens() {
         let anon = Caller {
             name: "anonymous".into(),
             scopes: vec![Scope::new("public").unwrap()],
             write: false,
+            principal: None,
         };
         let open = Tokens::from_rules(&[], Some(anon.clone())).unwrap();
         assert_eq!(open.admit(None).unwrap(), anon);

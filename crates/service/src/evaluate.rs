@@ -102,7 +102,7 @@ impl KnowledgeBase {
         answering: Answering,
         run: impl FnOnce(&Evaluation<'_>) -> R,
     ) -> Result<R, KbError> {
-        let filter = filter_for(caller.scopes.clone(), &[], None)
+        let filter = filter_for(caller.scopes.clone(), caller.principal.as_ref(), &[], None)
             .map_err(|e| KbError::invalid(Field::Filter, e))?;
         let inner = self.read();
         let store = &inner.store;

@@ -125,6 +125,17 @@ pub(crate) fn writable_scope(caller: &Caller, requested: Option<&str>) -> Result
     Ok(scope)
 }
 
+/// Logs that `caller`, acting for a person, was refused document `id` by its readers (never
+/// anything of the document itself); the request's span names the request.
+fn denied(caller: &Caller, id: &DocId) {
+    let user = caller
+        .principal
+        .as_ref()
+        .map(|p| p.user())
+        .unwrap_or_default();
+    tracing::info!(target: "zhiku::access", caller = %caller.name, user, doc = %id, "read denied by the document's readers");
+}
+
 /// "Not found" for document `id` whose source the store cannot read now (`e` says why).
 fn unreadable(id: &str, e: impl std::fmt::Display) -> Missing {
     Missing::Unreadable {
@@ -314,8 +325,13 @@ impl KnowledgeBase {
     /// Searches within the caller's scopes.
     pub fn search(&self, caller: &Caller, q: &SearchQuery) -> Result<SearchResult, KbError> {
         let started = Instant::now();
-        let filter = filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref())
-            .map_err(|e| KbError::invalid(Field::Filter, e))?;
+        let filter = filter_for(
+            caller.scopes.clone(),
+            caller.principal.as_ref(),
+            &q.metadata,
+            q.locale.as_deref(),
+        )
+        .map_err(|e| KbError::invalid(Field::Filter, e))?;
         let inner = self.current();
         let store = &inner.store;
         let source = self.source(store)?;
@@ -364,8 +380,13 @@ impl KnowledgeBase {
         also: Option<&dyn TraceSink>,
     ) -> Result<AnswerFrame, KbError> {
         check_history(history)?;
-        let filter = filter_for(caller.scopes.clone(), &q.metadata, q.locale.as_deref())
-            .map_err(|e| KbError::invalid(Field::Filter, e))?;
+        let filter = filter_for(
+            caller.scopes.clone(),
+            caller.principal.as_ref(),
+            &q.metadata,
+            q.locale.as_deref(),
+        )
+        .map_err(|e| KbError::invalid(Field::Filter, e))?;
         let inner = self.current();
         let store = &inner.store;
         let source = self.source(store)?;
@@ -420,11 +441,22 @@ impl KnowledgeBase {
             .traces
             .read(trace_id)
             .map_err(|e| KbError::Internal(anyhow!("cannot read the trace: {e}")))?;
-        let allowed = events
-            .iter()
-            .find(|e| e.event.stage.name() == "query")
+        let query = events.iter().find(|e| e.event.stage.name() == "query");
+        let in_scopes = query
             .and_then(|e| e.event.stage.scopes())
             .is_some_and(|scopes| scopes.iter().all(|s| caller.sees(s)));
+        // A person sees their own runs only: another's evidence may hold what they may not read.
+        let theirs = match &caller.principal {
+            None => true,
+            Some(p) => query
+                .and_then(|e| e.event.stage.readers())
+                .is_some_and(|readers| {
+                    readers
+                        .iter()
+                        .any(|r| r.as_str() == format!("user:{}", p.user()))
+                }),
+        };
+        let allowed = in_scopes && theirs;
         if events.is_empty() || !allowed {
             return Err(Missing::Trace {
                 id: trace_id.to_string(),
@@ -440,7 +472,7 @@ impl KnowledgeBase {
         let visible: Vec<&DocInfo> = inner
             .docs
             .values()
-            .filter(|d| caller.sees(&d.scope))
+            .filter(|d| caller.reads(&d.scope, &d.access))
             .collect();
         let total = visible.len();
         (
@@ -457,7 +489,11 @@ impl KnowledgeBase {
     fn visible_info(&self, inner: &Inner, caller: &Caller, id: &str) -> Result<DocInfo, KbError> {
         let id = DocId::new(id).map_err(|_| no_document(id))?;
         match inner.docs.get(&id) {
-            Some(info) if caller.sees(&info.scope) => Ok(info.clone()),
+            Some(info) if caller.reads(&info.scope, &info.access) => Ok(info.clone()),
+            Some(info) if caller.sees(&info.scope) => {
+                denied(caller, &id);
+                Err(no_document(id.as_str()))
+            }
             _ => Err(no_document(id.as_str())),
         }
     }
@@ -480,7 +516,11 @@ impl KnowledgeBase {
             .read(&info.id, rel)
             .map_err(|e| unreadable(id, e))?
             .ok_or_else(|| no_document(id))?;
-        if doc.id() != &info.id || !caller.sees(&doc.attributes().scope) {
+        let a = doc.attributes();
+        if doc.id() == &info.id && caller.sees(&a.scope) && !caller.reads(&a.scope, &a.access) {
+            denied(caller, doc.id());
+        }
+        if doc.id() != &info.id || !caller.reads(&a.scope, &a.access) {
             return Err(no_document(id));
         }
         Ok((doc, rel.to_string()))
@@ -699,7 +739,7 @@ impl KnowledgeBase {
         let visible: Vec<&DocInfo> = inner
             .docs
             .values()
-            .filter(|d| caller.sees(&d.scope))
+            .filter(|d| caller.reads(&d.scope, &d.access))
             .collect();
         let chunks = visible
             .iter()

@@ -141,7 +141,12 @@ impl KnowledgeBase {
     ) -> Result<PlannedBatch, KbError> {
         let inner = self.read();
         let store = &inner.store;
-        let visible = |other: &DocId| inner.docs.get(other).is_some_and(|d| caller.sees(&d.scope));
+        let visible = |other: &DocId| {
+            inner
+                .docs
+                .get(other)
+                .is_some_and(|d| caller.reads(&d.scope, &d.access))
+        };
         let sees = |s: &Scope| caller.sees(s);
         let mut planned = Vec::with_capacity(news.len());
         let mut paths = BTreeSet::new();

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use zhiku_domain::usecases::RetrievalMode;
-use zhiku_domain::{Filter, Scope};
+use zhiku_domain::{Filter, Principal, Scope};
 
 use crate::KbError;
 use crate::error::Invalid;
@@ -74,13 +74,18 @@ impl SearchQuery {
     }
 }
 
-/// A filter over `scopes` with `key=value` metadata terms and an optional locale prefix.
+/// A filter over `scopes` (and, for a caller acting for a person, that person's readers) with
+/// `key=value` metadata terms and an optional locale prefix.
 pub fn filter_for(
     scopes: Vec<Scope>,
+    principal: Option<&Principal>,
     metadata: &[(String, String)],
     locale: Option<&str>,
 ) -> Result<Filter> {
     let mut filter = Filter::for_scopes(scopes)?;
+    if let Some(principal) = principal {
+        filter = filter.for_principal(principal);
+    }
     for (k, v) in metadata {
         filter = filter.with_metadata(k.trim(), v.trim())?;
     }

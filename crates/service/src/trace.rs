@@ -72,6 +72,7 @@ mod tests {
             metadata: Vec::new(),
             mode: "hybrid".into(),
             question: "q".into(),
+            readers: None,
             request_id: None,
             scopes: Vec::new(),
         };

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 use zhiku_domain::usecases::{CatalogEntry, DocAbout, IndexReport, RetrievalMode, RouteReport};
-use zhiku_domain::{DocId, Document, Scope, Timestamp};
+use zhiku_domain::{Access, DocId, Document, Scope, Timestamp};
 
 /// What is known about a document without reading it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,6 +24,9 @@ pub struct DocInfo {
     /// When it stops being evidence (its `expires_at`, or `ttl` after `indexed_at`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// Who may read it inside its scope (not shown: a reader list names people and groups).
+    #[serde(skip)]
+    pub access: Access,
 }
 
 impl DocInfo {
@@ -49,6 +52,7 @@ impl DocInfo {
             scope: about.scope,
             indexed_at: None,
             expires_at: None,
+            access: about.access,
         }
     }
 }

@@ -10,7 +10,7 @@ use zhiku_domain::ports::{
     CatalogCounts, CatalogStore, Changed, Generations, Origin, StoredCatalog,
 };
 use zhiku_domain::usecases::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
-use zhiku_domain::{ChunkingPolicy, DocId, Revision, Scope, Timestamp};
+use zhiku_domain::{Access, AccessRule, ChunkingPolicy, DocId, Revision, Scope, Timestamp};
 
 use super::fixtures::Spec;
 
@@ -50,6 +50,13 @@ pub fn stored_catalog(docs: &[(&str, usize)], origin: Option<Origin>) -> StoredC
                     source: format!("notes/{doc}.md"),
                     scope: Scope::new(if chunks % 4 == 1 { "public" } else { "team-a" })
                         .expect("scope"),
+                    // Some with readers of their own (they must round-trip).
+                    access: if chunks % 3 == 1 {
+                        Access::parse(["group:hr", "user:li.lei@corp"], AccessRule::Document)
+                            .expect("readers")
+                    } else {
+                        Access::everyone()
+                    },
                 }),
                 // A third with the retention times an indexer records (they must round-trip).
                 indexed_at: (chunks % 3 == 0)

@@ -2,8 +2,8 @@
 //! other; nothing reads back for an unknown or malformed trace ID.
 
 use serde_json::json;
-use zhiku_domain::Scope;
 use zhiku_domain::ports::{AnswerStep, QueryStep, Stage, TraceEvent, TraceStore};
+use zhiku_domain::{Reader, Scope};
 
 fn query(question: &str) -> Stage {
     Stage::Query(QueryStep {
@@ -13,6 +13,11 @@ fn query(question: &str) -> Stage {
         metadata: Vec::new(),
         mode: "hybrid".into(),
         question: question.into(),
+        // A person's run: the reader terms must read back.
+        readers: Some(vec![
+            Reader::everyone(),
+            Reader::user("li.lei@corp").expect("reader"),
+        ]),
         request_id: None,
         scopes: vec![Scope::new("alpha").expect("scope")],
     })

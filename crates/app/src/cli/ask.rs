@@ -54,6 +54,7 @@ fn with_service<R>(
             name: "local".into(),
             scopes: filter.scopes().iter().cloned().collect(),
             write: false,
+            principal: None,
         },
         template: SearchQuery {
             query: String::new(),

@@ -154,7 +154,7 @@ pub(crate) fn build_filter(
             .map(|s| Ok(Scope::new(s)?))
             .collect::<Result<_>>()?
     };
-    zhiku_service::filter_for(scopes, &metadata_terms(filters)?, locale)
+    zhiku_service::filter_for(scopes, None, &metadata_terms(filters)?, locale)
 }
 
 /// The `--filter key=value` terms as pairs.

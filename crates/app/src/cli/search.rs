@@ -28,6 +28,7 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
         name: "local".into(),
         scopes: filter.scopes().iter().cloned().collect(),
         write: false,
+        principal: None,
     };
     let request = SearchQuery {
         query: query.to_string(),

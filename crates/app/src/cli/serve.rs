@@ -40,6 +40,7 @@ pub(crate) fn run(
     let anonymous = zhiku_service::Caller {
         name: "anonymous".into(),
         write: false,
+        principal: None,
         ..service.local_caller()
     };
     let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;

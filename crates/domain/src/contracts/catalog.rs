@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contracts::{ChunkId, ChunkingPolicy, DocId, Document, Revision, Scope, Timestamp};
+use crate::contracts::{
+    Access, ChunkId, ChunkingPolicy, DocId, Document, Revision, Scope, Timestamp,
+};
 
 /// The indexed state of one document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +41,9 @@ pub struct DocAbout {
     pub source: String,
     /// The scope that decides who may read it.
     pub scope: Scope,
+    /// Who may read it inside its scope (absent: everyone who may read the scope).
+    #[serde(default, skip_serializing_if = "Access::is_unruled_open")]
+    pub access: Access,
 }
 
 impl DocAbout {
@@ -49,6 +54,7 @@ impl DocAbout {
             title: a.title.to_string(),
             source: a.source.to_string(),
             scope: a.scope.clone(),
+            access: a.access.clone(),
         }
     }
 }

@@ -457,7 +457,7 @@ proptest! {
         doc in doc_id(),
         content in text(),
         starts in vec(any::<usize>(), 0..4),
-        about in proptest::option::of((text(), text(), scope())),
+        about in proptest::option::of((text(), text(), scope(), access())),
         indexed_at in proptest::option::of(timestamp()),
         ttl in proptest::option::of(ttl()),
         expires_at in proptest::option::of(timestamp()),
@@ -472,7 +472,12 @@ proptest! {
                 .iter()
                 .map(|s| ChunkId::derive(&doc, *s, revision.as_str()))
                 .collect(),
-            about: about.map(|(title, source, scope)| DocAbout { title, source, scope }),
+            about: about.map(|(title, source, scope, access)| DocAbout {
+                title,
+                source,
+                scope,
+                access,
+            }),
             indexed_at,
             // What the indexer stores: the expiry resolved from the document's retention.
             expires_at: Retention { expires_at, ttl }.expiry(indexed_at),

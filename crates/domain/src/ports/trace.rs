@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contracts::{ChunkId, DocId, Locale, Revision, Scope};
+use crate::contracts::{ChunkId, DocId, Locale, Reader, Revision, Scope};
 use crate::rules::fusion::Route;
 
 /// One step of a run.
@@ -156,6 +156,15 @@ impl Stage {
             _ => None,
         }
     }
+
+    /// The reader terms a run was held to: present on a typed `query` step of a person's run
+    /// only. A person may see a trace only when it is their own run.
+    pub fn readers(&self) -> Option<&[Reader]> {
+        match self {
+            Self::Query(q) => q.readers.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// `query`: the question and the filter the caller's identity allowed.
@@ -174,6 +183,10 @@ pub struct QueryStep {
     pub mode: String,
     /// The question as asked.
     pub question: String,
+    /// The reader terms the search was held to, when the caller acted for a person (their
+    /// `user:…`, groups and `*`): whose run it is. Absent for a caller that reads whole scopes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers: Option<Vec<Reader>>,
     /// The transport request that started the run, when a transport names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -642,6 +655,7 @@ mod tests {
             metadata: vec!["kind=guide".into()],
             mode: "hybrid".into(),
             question: "块的 ID？".into(),
+            readers: None,
             request_id: None,
             scopes: vec![Scope::new("public").unwrap()],
         }

@@ -263,6 +263,7 @@ mod tests {
                 title: String::new(),
                 source: String::new(),
                 scope: Scope::new(scope).unwrap(),
+                access: crate::Access::everyone(),
             }),
             indexed_at: indexed.map(at),
             expires_at: expires.map(at),

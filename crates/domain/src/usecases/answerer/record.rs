@@ -56,6 +56,7 @@ pub(super) fn query_step(question: &str, filter: &Filter, policy: &AnswerPolicy)
         metadata: filter.metadata().map(|(k, v)| format!("{k}={v}")).collect(),
         mode: policy.mode.code().to_string(),
         question: question.to_string(),
+        readers: filter.readers().map(|r| r.iter().cloned().collect()),
         request_id: None,
         scopes: filter.scopes().iter().cloned().collect(),
     }
