@@ -13,7 +13,8 @@ use zhiku_domain::usecases::{
     RouteStatus, SyncMode,
 };
 use zhiku_domain::{
-    ChunkingPolicy, DocId, Document, Embedding, EmbeddingSpace, Filter, Revision, Scope, Source,
+    Access, AccessRule, ChunkingPolicy, DocId, Document, Embedding, EmbeddingSpace, Filter,
+    Principal, Revision, Scope, Source,
 };
 
 struct Kb {
@@ -168,6 +169,41 @@ fn an_edited_paragraph_re_embeds_only_changed_chunks() {
             .iter()
             .all(|e| e.chunk.doc().revision == revision)
     );
+}
+
+#[test]
+fn an_access_change_replaces_records_without_embedding() {
+    let mut kb = Kb::new();
+    let text = "the bonus plan pays three months of salary";
+    kb.index(vec![doc("a", "s", text)], SyncMode::Full);
+    let hr_only = Document::builder(DocId::new("a").unwrap(), Source::new("kb/a").unwrap(), text)
+        .scope(Scope::new("s").unwrap())
+        .access(Access::parse(["group:hr"], AccessRule::Document).unwrap())
+        .build();
+    let report = kb.index(vec![hr_only], SyncMode::Full);
+    assert_eq!(
+        (
+            report.docs_changed,
+            report.chunks_embedded,
+            report.chunks_reused
+        ),
+        (1, 0, 1)
+    );
+    let person = |groups: &[&str]| {
+        scope("s").for_principal(&Principal::new("someone@corp", groups).unwrap())
+    };
+    let query = kb.embedder.embed_query("bonus plan").unwrap();
+    for (groups, found) in [(&[][..], false), (&["hr"][..], true)] {
+        let f = person(groups);
+        assert_eq!(!kb.vectors.search(&query, 5, &f).unwrap().is_empty(), found);
+        assert_eq!(
+            !kb.lexical.search("bonus", 5, &f).unwrap().is_empty(),
+            found
+        );
+    }
+    // The stored record says the new readers; a whole-scope caller still finds it.
+    let hits = kb.vectors.search(&query, 5, &scope("s")).unwrap();
+    assert_eq!(hits[0].chunk.doc().access.terms(), vec!["group:hr"]);
 }
 
 #[test]

@@ -106,6 +106,9 @@ pub struct Prepared {
     removed_chunks: Vec<ChunkId>,
     lexical_writes: Vec<Chunk>,
     vector_writes: Vec<EmbeddedChunk>,
+    /// Chunks that kept their ID and whose vector is stored: their records are replaced, their
+    /// vectors left as they are.
+    record_updates: Vec<Chunk>,
     space: Option<String>,
 }
 
@@ -268,18 +271,19 @@ impl<'a> Indexer<'a> {
             to_embed,
             ..
         } = diff;
-        let vector_writes = match self.dense {
+        let (vector_writes, record_updates) = match self.dense {
             Some((embedder, vectors)) => {
-                let (mut writes, to_embed) = reuse_vectors(vectors, reused, to_embed)?;
-                report.chunks_reused = writes.len();
+                let (record_updates, to_embed) = stored_vectors(vectors, reused, to_embed)?;
+                report.chunks_reused = record_updates.len();
                 report.chunks_embedded = to_embed.len();
+                let mut writes = Vec::with_capacity(to_embed.len());
                 report.chunks_truncated +=
                     self.embed(embedder, &to_embed, &mut writes, on_progress)?;
-                writes
+                (writes, record_updates)
             }
             None => {
                 report.chunks_reused = reused.len();
-                Vec::new()
+                (Vec::new(), Vec::new())
             }
         };
         Ok(Prepared {
@@ -289,6 +293,7 @@ impl<'a> Indexer<'a> {
             removed_chunks,
             lexical_writes,
             vector_writes,
+            record_updates,
             space,
         })
     }
@@ -352,6 +357,7 @@ impl<'a> Indexer<'a> {
             && prepared.removed_chunks.is_empty()
             && prepared.lexical_writes.is_empty()
             && prepared.vector_writes.is_empty()
+            && prepared.record_updates.is_empty()
         {
             return Ok((prepared.changes, prepared.report));
         }
@@ -362,6 +368,11 @@ impl<'a> Indexer<'a> {
             }
             vectors.delete_chunks(&prepared.removed_chunks).map_err(v)?;
             vectors.upsert_batched(&prepared.vector_writes).map_err(v)?;
+            // A kept chunk's new attributes (readers, title, metadata) without writing its
+            // vector again: an access change costs no vector write.
+            for part in prepared.record_updates.chunks(4096) {
+                vectors.update_records(part).map_err(v)?;
+            }
         }
 
         let l = IndexerError::Lexical;
@@ -523,22 +534,22 @@ impl Diff {
     }
 }
 
-/// The chunks that kept their ID with the vector the index holds for each, and the chunks to
-/// embed: the new ones, then those whose vector is missing from the index (an index repaired
-/// or rebuilt behind the catalog's back).
-fn reuse_vectors(
+/// Splits the chunks that kept their ID into those whose vector the index stores (their
+/// records are replaced) and, with the new ones, those to embed (a vector lost from the index
+/// is embedded again).
+fn stored_vectors(
     vectors: &dyn VectorIndex,
     reused: Vec<Chunk>,
     mut to_embed: Vec<Chunk>,
-) -> Result<(Vec<EmbeddedChunk>, Vec<Chunk>), IndexerError> {
+) -> Result<(Vec<Chunk>, Vec<Chunk>), IndexerError> {
     let ids: Vec<ChunkId> = reused.iter().map(|c| c.chunk_id().clone()).collect();
     let stored = vectors.embeddings(&ids).map_err(IndexerError::Vectors)?;
-    let mut writes: Vec<EmbeddedChunk> = Vec::with_capacity(reused.len() + to_embed.len());
+    let mut kept: Vec<Chunk> = Vec::with_capacity(reused.len());
     for (chunk, embedding) in reused.into_iter().zip(stored) {
         match embedding {
-            Some(embedding) => writes.push(EmbeddedChunk { chunk, embedding }),
+            Some(_) => kept.push(chunk),
             None => to_embed.push(chunk),
         }
     }
-    Ok((writes, to_embed))
+    Ok((kept, to_embed))
 }
