@@ -1065,3 +1065,70 @@ fn a_person_reads_only_the_documents_that_name_them() {
         "{all:?}"
     );
 }
+
+/// Folder rules and scope defaults give readers to documents that name none; changing a rule
+/// takes effect at the next index run with nothing embedded (the documents are read again and
+/// their records replaced).
+#[test]
+fn folder_rules_give_readers_and_a_rule_change_embeds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    support::write(&kb, "hr/pay.md", "# 薪资\n\n薪资每月十日发放，代号红杉。\n");
+    support::write(
+        &kb,
+        "finance/budget.md",
+        "---\nscope: finance\n---\n# 预算\n\n预算由财务部审批，代号银杏。\n",
+    );
+    support::write(&kb, "notes/leave.md", "# 年假\n\n员工每年有十五天年假。\n");
+    let config = |rule: &str| {
+        format!(
+            "embedder = \"hashing\"\nvectors = \"ann\"\nlexical = \"disk\"\nscopes = [\"default\", \"finance\"]\n\
+             access_rules = [{rule:?}]\nscope_readers = [\"finance = group:finance\"]\n\
+             [[serve.tokens]]\nname = \"wang\"\nsha256 = \"{}\"\nscopes = [\"default\", \"finance\"]\nuser = \"wang@corp\"\ngroups = [\"hr\"]\n\
+             [[serve.tokens]]\nname = \"li\"\nsha256 = \"{}\"\nscopes = [\"default\", \"finance\"]\nuser = \"li@corp\"\ngroups = [\"finance\"]\n",
+            zhiku_http::settings::token_digest("tok-wang"),
+            zhiku_http::settings::token_digest("tok-li"),
+        )
+    };
+    support::write(&kb, "zhiku.toml", &config("hr/** = group:hr"));
+    let index = || {
+        let out = support::zhiku(&kb)
+            .args(["index", "--json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{v}");
+        v
+    };
+    let first = index();
+    assert_eq!(first["docs_added"], 3, "{first}");
+    let found = |token: &str, q: &str| {
+        let s = Server::start(&kb, &[]);
+        let r = search(&s, token, q);
+        docs_of(&r)
+    };
+    assert!(found("tok-wang", "薪资 红杉").contains("hr/pay.md"));
+    assert!(!found("tok-li", "薪资 红杉").contains("hr/pay.md"));
+    // The scope default: finance's documents are for the finance group.
+    assert!(found("tok-li", "预算 银杏").contains("finance/budget.md"));
+    assert!(!found("tok-wang", "预算 银杏").contains("finance/budget.md"));
+    assert!(found("tok-li", "年假").contains("notes/leave.md"));
+
+    // Li is added to the rule: the next run reads the file again and embeds nothing.
+    support::write(&kb, "zhiku.toml", &config("hr/** = group:hr user:li@corp"));
+    let second = index();
+    assert_eq!(
+        (
+            &second["docs_changed"],
+            &second["chunks_embedded"],
+            &second["docs_added"]
+        ),
+        (&json!(1), &json!(0), &json!(0)),
+        "{second}"
+    );
+    assert!(found("tok-li", "薪资 红杉").contains("hr/pay.md"));
+    assert!(found("tok-wang", "薪资 红杉").contains("hr/pay.md"));
+    // Unchanged rules: nothing is read again.
+    let third = index();
+    assert_eq!(third["docs_changed"], 0, "{third}");
+}

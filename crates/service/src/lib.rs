@@ -18,6 +18,7 @@
 //! No adapter, no async runtime and no web framework is named here: the composition root picks
 //! the adapters and the transports drive this crate.
 
+mod access;
 mod caller;
 mod clock;
 pub mod error;
@@ -35,6 +36,7 @@ mod trace;
 mod views;
 mod writeback;
 
+pub use access::AccessPolicy;
 pub use caller::Caller;
 pub use clock::{MonotonicClock, SystemWallClock, new_trace_id};
 pub use error::{INTERNAL_MESSAGE, KbError};

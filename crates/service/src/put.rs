@@ -151,7 +151,7 @@ impl KnowledgeBase {
         let mut planned = Vec::with_capacity(news.len());
         let mut paths = BTreeSet::new();
         for (new, (id, scope)) in news.iter().zip(checked) {
-            let plan = documents.prepare_put(&PutRequest {
+            let mut plan = documents.prepare_put(&PutRequest {
                 id,
                 scope,
                 path: new.path.as_deref(),
@@ -163,6 +163,8 @@ impl KnowledgeBase {
                 visible: &visible,
                 sees: &sees,
             })?;
+            // Written documents take the folder rules' and scope defaults' readers too.
+            plan.document = store.settings.access.apply(plan.document);
             // The store refuses another recorded document's path; the batch its own twice.
             if !paths.insert(plan.path.clone()) {
                 return Err(Conflict::DuplicatePath {

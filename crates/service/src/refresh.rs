@@ -59,14 +59,17 @@ pub fn refresh(
             .recorded
             .sources
             .iter()
-            // A document whose entry does not describe it yet is read again, to describe it.
+            // A document whose entry does not describe it yet is read again, to describe it;
+            // so is one whose recorded readers no longer follow the access rules (its text is
+            // unchanged: nothing is embedded, its records are replaced).
             .filter(|(doc, _)| {
                 store
                     .recorded
                     .catalog
                     .docs
                     .get(*doc)
-                    .is_some_and(|e| e.about.is_some())
+                    .and_then(|e| e.about.as_ref())
+                    .is_some_and(|about| !store.settings.access.is_stale(about))
             })
             .filter_map(|(doc, path)| {
                 let stamp = store.recorded.stamps.get(path)?;
@@ -112,6 +115,11 @@ pub(crate) fn index_loaded(
         unchanged,
         stamps,
     } = loaded;
+    // Documents that name no readers take those of the folder rules and scope defaults.
+    let documents: Vec<Document> = documents
+        .into_iter()
+        .map(|d| store.settings.access.apply(d))
+        .collect();
     // Two files claiming one ID fail the run before anything is written, as one step would.
     let mut ids: HashSet<&DocId> = HashSet::with_capacity(documents.len());
     if let Some(twice) = documents.iter().find(|d| !ids.insert(d.id())) {

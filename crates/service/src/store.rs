@@ -54,6 +54,8 @@ pub struct Settings {
     pub limits: QueryLimits,
     /// The most documents a scope keeps (`scope_caps`): a sweep evicts the oldest beyond it.
     pub scope_caps: BTreeMap<Scope, usize>,
+    /// Who may read a document that names no readers itself (folder rules, scope defaults).
+    pub access: crate::AccessPolicy,
     /// How an agent's write-back is judged (`write_back_*`).
     pub write_back: WriteBackPolicy,
 }

@@ -116,6 +116,42 @@ fn scope_caps(entries: &[String]) -> Result<BTreeMap<Scope, usize>> {
     Ok(caps)
 }
 
+/// `access_rules` and `scope_readers`: entries `KEY = READER …` (readers separated by
+/// spaces), as the service's access policy.
+fn access_policy(rules: &[String], scopes: &[String]) -> Result<zhiku_service::AccessPolicy> {
+    let split = |key: &str, entry: &String| -> Result<(String, Vec<String>)> {
+        let Some((left, right)) = entry.split_once('=') else {
+            bail!(
+                "{key} entry {entry:?} must be `{}` = READER …",
+                key_name(key)
+            );
+        };
+        let readers: Vec<String> = right.split_whitespace().map(str::to_string).collect();
+        Ok((left.trim().to_string(), readers))
+    };
+    fn key_name(key: &str) -> &'static str {
+        if key == "access_rules" {
+            "PATTERN"
+        } else {
+            "SCOPE"
+        }
+    }
+    let rules = rules
+        .iter()
+        .map(|e| split("access_rules", e))
+        .collect::<Result<Vec<_>>>()?;
+    let scopes = scopes
+        .iter()
+        .map(|e| {
+            let (scope, readers) = split("scope_readers", e)?;
+            let scope = Scope::new(&scope)
+                .with_context(|| format!("scope_readers entry {e:?} names no valid scope"))?;
+            Ok((scope, readers))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    zhiku_service::AccessPolicy::new(&rules, &scopes)
+}
+
 /// The `embed_*` keys as the embeddings server of `embedder = "openai"`.
 fn embed_server(v: &Values) -> Result<EmbedServer> {
     let timeout_ms = at_least_one(v.embed_timeout_ms, "embed_timeout_ms")?;
@@ -220,6 +256,7 @@ impl Config {
         }
         check_rerank_bounds(&v)?;
         let scope_caps = scope_caps(&v.scope_caps)?;
+        let access = access_policy(&v.access_rules, &v.scope_readers)?;
         let write_back = write_back(&v)?;
         if v.k == 0 {
             bail!("k must be at least 1");
@@ -271,6 +308,7 @@ impl Config {
             rerank_timeout_ms: v.rerank_timeout_ms,
             rerank_chars: v.rerank_chars,
             scope_caps,
+            access,
             write_back,
             qdrant: sections.qdrant,
             ann: sections.ann,

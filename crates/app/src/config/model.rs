@@ -137,6 +137,9 @@ pub struct Config {
     /// `ZHIKU_SCOPE_CAPS=web=200,cache=50`): the sweep of every index run (and `zhiku sweep`)
     /// evicts a capped scope's oldest documents, by indexing time, beyond it.
     pub scope_caps: std::collections::BTreeMap<Scope, usize>,
+    /// Who may read a document that names no readers itself (`access_rules`,
+    /// `scope_readers`).
+    pub access: zhiku_service::AccessPolicy,
     /// How an agent's write-back is judged: `write_back_duplicates` (`refuse` or `merge`),
     /// `write_back_near_duplicate` (Jaccard of 5-character shingles, 0 to 1, default 0.6),
     /// `write_back_min_chars` (default 20).
@@ -193,6 +196,7 @@ impl Config {
             index_batch: self.index_batch,
             limits: self.serve.query_limits(),
             scope_caps: self.scope_caps.clone(),
+            access: self.access.clone(),
             write_back: self.write_back,
         }
     }

@@ -251,6 +251,15 @@ settings! {
     /// The most documents a scope keeps, as `scope=N` entries: every index run (and `zhiku
     /// sweep`) evicts a capped scope's oldest documents beyond it.
     scope_caps: Vec<String> = Vec::new(), env: "ZHIKU_SCOPE_CAPS";
+    /// Folder rules of who may read a document that names no readers itself, first match
+    /// wins: `PATTERN = READER …` (gitignore-style glob on the path in the knowledge base;
+    /// readers `group:NAME`, `user:NAME` or `*`, separated by spaces), such as
+    /// `"hr/** = group:hr"`.
+    access_rules: Vec<String> = Vec::new(), env: "ZHIKU_ACCESS_RULES";
+    /// The readers of a scope's documents that name none and match no folder rule:
+    /// `SCOPE = READER …`, such as `"finance = group:finance"` (absent: everyone who may read
+    /// the scope).
+    scope_readers: Vec<String> = Vec::new(), env: "ZHIKU_SCOPE_READERS";
     /// What a write-back does with a duplicate of a document in its scope: `refuse` or `merge`.
     write_back_duplicates: DuplicatePolicy = DuplicatePolicy::Refuse, env: "ZHIKU_WRITE_BACK_DUPLICATES";
     /// The similarity (Jaccard of 5-character shingles, above 0, at most 1) from which a
@@ -336,7 +345,16 @@ mod tests {
             .filter(|e| e.list)
             .map(|e| e.key)
             .collect();
-        assert_eq!(lists, ["scopes", "generator_fallback", "scope_caps"]);
+        assert_eq!(
+            lists,
+            [
+                "scopes",
+                "generator_fallback",
+                "scope_caps",
+                "access_rules",
+                "scope_readers"
+            ]
+        );
         // The defaults layer resolves into every key, typed.
         let values: Values = Value::Table(defaults()).try_into().unwrap();
         assert_eq!(values.model, DEFAULT_MODEL);

@@ -230,6 +230,14 @@ impl Document {
         self
     }
 
+    /// The same document, readable by `access` (see [`DocAttributes::access`]).
+    pub fn with_access(mut self, access: Access) -> Self {
+        if self.attributes.access != access {
+            Arc::make_mut(&mut self.attributes).access = access;
+        }
+        self
+    }
+
     /// A hash of the revision and every attribute that is stored with the chunks (scope, locale,
     /// title, source, metadata, access). The indexer skips a document only when this is unchanged, so a
     /// scope change in front matter is re-indexed even though the content is the same.
