@@ -90,6 +90,22 @@ fn run(cli: Cli) -> Result<Exit> {
             write,
         } => cli::token::run(&name, &scopes, write),
         Command::Documents { output } => cli::retention::documents(&ctx, output),
+        Command::Access {
+            doc,
+            user,
+            groups,
+            scopes,
+            output,
+        } => cli::access::run(
+            &ctx,
+            &cli::access::Question {
+                doc: doc.as_deref(),
+                user: user.as_deref(),
+                groups: &groups,
+                scopes: &scopes,
+            },
+            output,
+        ),
         Command::Sweep { output } => cli::retention::sweep(&ctx, output),
         Command::Audit { output } => cli::retention::audit(&ctx, output),
         Command::Status { output } => cli::status::run(&ctx, output),

@@ -8,7 +8,7 @@ use std::path::Path;
 mod support;
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::zhiku;
 
 fn write(kb: &Path, rel: &str, text: &str) {
@@ -961,4 +961,84 @@ fn ask_answers_each_part_of_a_two_part_question_and_checks_every_sentence() {
     );
     assert!(chain.contains("part 2 of 2"), "{chain}");
     assert!(chain.contains("support check (attempt 1"), "{chain}");
+}
+
+/// `zhiku access DOC` says who may read a document and by which rule, and what the rules would
+/// give now; `zhiku access --user` lists what one person may read.
+#[test]
+fn access_explains_a_documents_readers_and_lists_a_persons_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    std::fs::create_dir_all(kb.join("hr")).unwrap();
+    std::fs::write(kb.join("hr/pay.md"), "# 薪资\n\n薪资每月十日发放。\n").unwrap();
+    std::fs::write(
+        kb.join("review.md"),
+        "---\naccess: [user:li@corp]\n---\n# 绩效\n\n绩效评级为优秀。\n",
+    )
+    .unwrap();
+    std::fs::write(kb.join("leave.md"), "# 年假\n\n员工每年有十五天年假。\n").unwrap();
+    let config = |rule: &str| format!("access_rules = [{rule:?}]\n");
+    std::fs::write(kb.join("zhiku.toml"), config("hr/** = group:hr")).unwrap();
+    zhiku(kb).args(["index"]).assert().success();
+    let lines = |args: &[&str]| -> Vec<Value> {
+        let out = zhiku(kb)
+            .arg("access")
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let pay = &lines(&["hr/pay.md"])[0];
+    assert_eq!(pay["readers"], json!(["group:hr"]), "{pay}");
+    assert_eq!(
+        pay["rule"],
+        json!({"kind": "folder", "pattern": "hr/**"}),
+        "{pay}"
+    );
+    assert_eq!(pay["rules_now_give"], Value::Null);
+    let review = &lines(&["review.md"])[0];
+    assert_eq!(review["rule"]["kind"], "document", "{review}");
+    let leave = &lines(&["leave.md"])[0];
+    assert_eq!(
+        (&leave["readers"], &leave["rule"]["kind"]),
+        (&json!(["*"]), &json!("open"))
+    );
+
+    let ids = |args: &[&str]| -> Vec<String> {
+        lines(args)
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&["--user", "li@corp"]), ["leave.md", "review.md"]);
+    assert_eq!(
+        ids(&["--user", "wang@corp", "--group", "hr"]),
+        ["hr/pay.md", "leave.md"]
+    );
+
+    // A rule changed but not yet applied: the document says what the rules now give.
+    std::fs::write(
+        kb.join("zhiku.toml"),
+        config("hr/** = group:hr user:li@corp"),
+    )
+    .unwrap();
+    let pay = &lines(&["hr/pay.md"])[0];
+    assert_eq!(pay["readers"], json!(["group:hr"]));
+    assert_eq!(
+        pay["rules_now_give"]["readers"],
+        json!(["group:hr", "user:li@corp"]),
+        "{pay}"
+    );
+    // An unknown document is an error, not an empty answer.
+    zhiku(kb).args(["access", "nope.md"]).assert().failure();
 }

@@ -260,6 +260,24 @@ pub(crate) enum Command {
         #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
         output: Output,
     },
+    /// Who may read a document and why (the rule that gave its readers), or, with --user,
+    /// what one person may read.
+    Access {
+        /// The document ID.
+        doc: Option<String>,
+        /// A person's user name, as documents name them in `user:…`.
+        #[arg(long, conflicts_with = "doc")]
+        user: Option<String>,
+        /// The person's groups (repeatable).
+        #[arg(long = "group", requires = "user")]
+        groups: Vec<String>,
+        /// The scopes the person may read (repeatable; default: every scope).
+        #[arg(long = "scope", requires = "user")]
+        scopes: Vec<String>,
+        /// Print one JSON object per line.
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
+    },
     /// Remove expired documents, and the oldest beyond a scope's cap (`scope_caps`), from the
     /// folder, both indexes and the catalog (every `index` also ends with this sweep).
     Sweep {

@@ -16,6 +16,7 @@ macro_rules! println {
     };
 }
 
+pub(crate) mod access;
 pub(crate) mod args;
 pub(crate) mod ask;
 pub(crate) mod chain;
