@@ -930,6 +930,10 @@ fn ask_takes_the_conversation_as_messages_and_it_never_widens_the_scopes() {
     assert!(hello.body["evidence"].as_array().unwrap().is_empty());
 }
 
+fn found_ids(s: &Server, token: &str, query: &str) -> BTreeSet<String> {
+    docs_of(&search(s, token, query))
+}
+
 /// Tokens that act for persons are held to each document's readers on every route: search
 /// (hybrid and lexical), ask, documents, a document's sections, originals and traces; a
 /// service token reads its scopes whole. Each reply is checked as raw bytes.
@@ -957,7 +961,7 @@ fn a_person_reads_only_the_documents_that_name_them() {
         "zhiku.toml",
         &format!(
             "embedder = \"hashing\"\nvectors = \"ann\"\nlexical = \"disk\"\n\
-             [[serve.tokens]]\nname = \"wang\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nuser = \"wang@corp\"\ngroups = [\"hr\"]\n\
+             [[serve.tokens]]\nname = \"wang\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nwrite = true\nuser = \"wang@corp\"\ngroups = [\"hr\"]\n\
              [[serve.tokens]]\nname = \"li\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nuser = \"li@corp\"\n\
              [[serve.tokens]]\nname = \"svc\"\nsha256 = \"{}\"\nscopes = [\"default\"]\n",
             zhiku_http::settings::token_digest("tok-wang"),
@@ -1053,6 +1057,27 @@ fn a_person_reads_only_the_documents_that_name_them() {
         .unwrap();
     assert!(line.contains("li@corp") && line.contains("bonus"), "{line}");
     assert!(!text.contains("青松"), "the log holds document text");
+
+    // A document written through the API with its own readers: only they find it.
+    let w = post(
+        "tok-wang",
+        "/v1/documents",
+        json!({"id": "wang-note", "text": "# 备忘\n\n备忘录的口令是紫藤。\n",
+               "metadata": {"access": ["user:wang@corp"]}}),
+    );
+    assert!(w.status == 200 || w.status == 201, "{}", w.text);
+    assert!(found_ids(&s, "tok-wang", "备忘录").contains("wang-note"));
+    let r = post(
+        "tok-li",
+        "/v1/search",
+        json!({"query": "备忘录", "k": 10, "mode": "lexical"}),
+    );
+    assert!(
+        !r.text.contains("wang-note") && !r.text.contains("紫藤"),
+        "{}",
+        r.text
+    );
+    assert_eq!(get("tok-li", "/v1/documents/wang-note").status, 404);
 
     // Each finds what names them; the service token finds everything.
     let found = |token: &str, q: &str| docs_of(&search(&s, token, q));
