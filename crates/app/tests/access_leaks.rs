@@ -12,27 +12,7 @@ mod support;
 use std::collections::BTreeSet;
 
 use serde_json::json;
-use support::{Server, call, sse};
-
-/// splitmix64: a small deterministic generator (the corpus must be the same on every run of
-/// one seed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+use support::{Rng, Server, call, sse};
 
 const USERS: usize = 5;
 const GROUPS: usize = 4;
@@ -76,9 +56,9 @@ fn corpus(rng: &mut Rng) -> Vec<Doc> {
                 let mut r = BTreeSet::new();
                 for _ in 0..=rng.below(3) {
                     r.insert(if rng.chance(50) {
-                        format!("user:u{}@corp", rng.below(USERS))
+                        format!("user:u{}@corp", rng.below(USERS as u64))
                     } else {
-                        format!("group:g{}", rng.below(GROUPS))
+                        format!("group:g{}", rng.below(GROUPS as u64))
                     });
                 }
                 Some(r.into_iter().collect())
@@ -156,10 +136,10 @@ fn no_route_gives_a_person_a_document_they_may_not_read() {
     let mut found_own = 0usize;
     for i in 0..pairs {
         let person = &people[i % people.len()];
-        let target = &docs[rng.below(docs.len())];
+        let target = &docs[rng.below(docs.len() as u64) as usize];
         // A question on a topic, or naming one document's marker.
         let question = if rng.chance(50) {
-            topics[rng.below(topics.len())].to_string()
+            topics[rng.below(topics.len() as u64) as usize].to_string()
         } else {
             format!("编号 {} 标记的是什么", target.marker)
         };

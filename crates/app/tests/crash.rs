@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Server, two_scope_kb};
+use support::{Rng, Server, two_scope_kb};
 
 /// A search of the committed state in scope alpha that finds `alpha-returns`.
 const SEARCH_ALPHA: &[&str] = &[
@@ -71,23 +71,6 @@ fn text(out: &Output) -> String {
 /// Straight to stderr: the figures show even when the harness captures test output.
 fn figures(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// A small deterministic generator (splitmix64), so every run kills at the same moments.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 const ZH: [&str; 8] = [
