@@ -113,12 +113,6 @@ impl Access {
         Self::new(readers, rule)
     }
 
-    /// The same readers, credited to another rule.
-    pub fn by(mut self, rule: AccessRule) -> Self {
-        self.rule = rule;
-        self
-    }
-
     /// True for [`Access::everyone`]: what a document without an access field means (so its
     /// records and fingerprint are those of before access existed).
     pub fn is_unruled_open(&self) -> bool {
@@ -161,11 +155,6 @@ impl Access {
     /// True when `principal` is one of the readers (or everyone is).
     pub fn admits(&self, principal: &Principal) -> bool {
         principal.readers().iter().any(|r| self.readers.contains(r))
-    }
-
-    /// True when the two name the same readers, whatever rule each came from.
-    pub fn same_readers(&self, other: &Self) -> bool {
-        self.readers == other.readers
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::access::{Access, Principal, RESTRICTED_TERM, reader_index_term};
+use super::access::{Access, Principal, reader_index_term};
 use super::chunk::Chunk;
 use super::document::{Metadata, metadata_term};
 use super::values::{DocId, InvalidValue, Locale, Reader, Scope};
@@ -76,7 +76,7 @@ impl Filter {
     }
 
     /// The reader condition as index terms: a chunk passes when its
-    /// [index terms](Access::index_terms) lack [`RESTRICTED_TERM`] or hold one of these
+    /// [index terms](Access::index_terms) lack [`RESTRICTED_TERM`](super::RESTRICTED_TERM) or hold one of these
     /// (sorted). `None` when there is no reader condition.
     pub fn reader_index_terms(&self) -> Option<Vec<String>> {
         self.readers.as_ref().map(|readers| {
@@ -165,20 +165,7 @@ impl Filter {
             .is_none_or(|readers| access.readers().iter().any(|r| readers.contains(r)))
     }
 
-    /// The reader condition over a chunk's stored [index terms](Access::index_terms).
-    pub fn admits_index_terms(&self, index_terms: &[String]) -> bool {
-        match &self.readers {
-            None => true,
-            Some(readers) => {
-                !index_terms.iter().any(|t| t == RESTRICTED_TERM)
-                    || readers
-                        .iter()
-                        .any(|r| index_terms.contains(&reader_index_term(r)))
-            }
-        }
-    }
-
-    /// The same semantics but the reader condition ([`Filter::admits_index_terms`]) over
+    /// The same semantics but the reader condition ([`Filter::admits`]) over
     /// precomputed terms, for adapters that index them: `locale_terms` from
     /// [`Locale::match_terms`], `metadata_terms` (sorted) from [`Metadata::filter_terms`].
     pub fn matches_terms(

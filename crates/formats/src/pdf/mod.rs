@@ -20,7 +20,7 @@
 mod check;
 mod render;
 
-pub use render::{DRAW_SIDE, draw_page, pdfium_library, use_pdfium};
+pub use render::{DRAW_SIDE, draw_page, use_pdfium};
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -9,7 +9,7 @@
 //! (nesting, page count, the page's content): PDFium reads hostile bytes in the extraction
 //! worker, where a crash costs one request.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use anyhow::{Result, anyhow, bail};
@@ -28,11 +28,6 @@ static BOUND: OnceLock<std::result::Result<Pdfium, String>> = OnceLock::new();
 /// process).
 pub fn use_pdfium(library: PathBuf) {
     let _ = LIBRARY.set(library);
-}
-
-/// The PDFium library named, if any.
-pub fn pdfium_library() -> Option<&'static Path> {
-    LIBRARY.get().map(PathBuf::as_path)
 }
 
 /// PDFium, bound on first use; `None` when no library was named.
