@@ -19,3 +19,5 @@
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod local;
+#[cfg(feature = "oidc")]
+pub mod oidc;

@@ -15,6 +15,7 @@ mod documents;
 mod embedder;
 mod errors;
 mod generator;
+mod identity;
 mod index;
 mod judge;
 mod ocr;
@@ -38,6 +39,7 @@ pub use errors::{
     BoxError, EmbedError, GenerateError, IndexError, OcrError, RerankError, SourceError,
 };
 pub use generator::{Generated, GenerationRequest, Generator, SourceBlock};
+pub use identity::{Identity, IdentityError, IdentityVerifier};
 pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
