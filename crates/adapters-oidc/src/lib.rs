@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, Validation, errors::ErrorKind};
 use serde_json::Value;
-use zhiku_domain::ports::{Identity, IdentityError, IdentityVerifier};
+use zhiku_domain::ports::{BrowserSignIn, Identity, IdentityError, IdentityVerifier};
 
 use keys::KeyCache;
 
@@ -240,6 +240,18 @@ impl IdentityVerifier for OidcVerifier {
             &self.settings.user_claim,
             self.settings.groups_claim.as_deref(),
         )
+    }
+
+    fn browser_sign_in(&self) -> Result<Option<BrowserSignIn>, IdentityError> {
+        let e = self.endpoints()?;
+        Ok(match (e.authorization_endpoint, e.token_endpoint) {
+            (Some(authorization_endpoint), Some(token_endpoint)) => Some(BrowserSignIn {
+                authorization_endpoint,
+                token_endpoint,
+                end_session_endpoint: e.end_session_endpoint,
+            }),
+            _ => None,
+        })
     }
 }
 

@@ -489,3 +489,75 @@ fn a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted() {
         assert!(ink > 0.04, "a highlight on blank page ({ink:.3}): {b}");
     }
 }
+
+#[test]
+fn a_person_signs_in_on_the_page_through_the_provider_and_reads_as_themselves() {
+    if let Some(why) = missing() {
+        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
+            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
+        }
+        eprintln!(
+            "SKIPPED a_person_signs_in_on_the_page: {why}; run bash scripts/setup-browser.sh"
+        );
+        return;
+    }
+    let Some(provider) = zhiku_tests::oidc::OidcProvider::start("browser", "sign_in") else {
+        return;
+    };
+    provider.set_groups("li.lei@corp", &["hr"]);
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    support::write(
+        &kb,
+        "hr/bonus.md",
+        "---\nid: bonus\naccess: [group:hr]\n---\n# 年终奖\n\n经理的年终奖为三个月工资。\n",
+    );
+    support::write(
+        &kb,
+        "fin/bonus-pool.md",
+        "---\nid: pool\naccess: [group:finance]\n---\n# 年终奖池\n\n年终奖的奖金池是八百万元，代号红杉。\n",
+    );
+    support::write(
+        &kb,
+        "zhiku.toml",
+        &format!(
+            "embedder = \"hashing\"\n[serve.oidc]\nissuer = \"{}\"\naudience = \"{}\"\nscopes = [\"default\"]\nuser_claim = \"email\"\nclient_id = \"{}\"\n",
+            provider.issuer,
+            zhiku_tests::oidc::AUDIENCE,
+            zhiku_tests::oidc::CLIENT_ID
+        ),
+    );
+    let server = Server::start(&kb, &[]);
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("sign-in.png");
+    let out = Command::new("node")
+        .arg(repo().join("tests/browser/sign_in.cjs"))
+        .arg(server.url("").trim_end_matches('/'))
+        .arg("li.lei@corp")
+        .arg("年终奖是多少？")
+        .arg(&shot)
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    eprintln!("browser: {r}");
+    assert_eq!(r["provider_url"], provider.issuer.as_str());
+    assert_eq!(r["who"], "signed in as li.lei@corp");
+    assert_eq!(r["token_kept"], true);
+    assert_eq!(r["sign_in_hidden"], true);
+    assert!(!r["url_after"].as_str().unwrap().contains("code="), "{r}");
+    let answer = r["answer"].as_str().unwrap();
+    assert!(answer.contains("三个月"), "{answer}");
+    assert!(
+        !answer.contains("红杉") && !answer.contains("八百万"),
+        "{answer}"
+    );
+    assert!(r["after_sign_out"].is_null(), "{r}");
+    assert_eq!(r["errors"], serde_json::json!([]), "{r}");
+}

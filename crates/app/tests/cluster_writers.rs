@@ -54,6 +54,7 @@ fn writer() -> Caller {
         scopes: vec![Scope::new("default").unwrap()],
         write: true,
         principal: None,
+        operator: false,
     }
 }
 

@@ -445,6 +445,7 @@ fn caller(name: &str, scope: &str) -> Caller {
         scopes: vec![Scope::new(scope).unwrap()],
         write: true,
         principal: None,
+        operator: false,
     }
 }
 

@@ -75,6 +75,7 @@ fn writer(scopes: &[&str]) -> Caller {
         scopes: scopes.iter().map(|s| Scope::new(*s).unwrap()).collect(),
         write: true,
         principal: None,
+        operator: false,
     }
 }
 

@@ -704,6 +704,7 @@ fn the_openapi_document_lists_every_route() {
         "/v1/documents/{id}",
         "/v1/documents/{id}/sections/{section}",
         "/v1/status",
+        "/v1/auth/config",
         "/v1/traces/{id}",
         "/v1/openapi.json",
         "/mcp",

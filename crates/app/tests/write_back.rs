@@ -44,6 +44,7 @@ fn agent() -> Caller {
         scopes: vec![Scope::new("alpha").unwrap()],
         write: true,
         principal: None,
+        operator: false,
     }
 }
 
@@ -219,6 +220,7 @@ fn duplicates_are_refused_and_every_gate_rule_refuses_with_its_reason_all_audite
         scopes: vec![Scope::new("beta").unwrap()],
         write: true,
         principal: None,
+        operator: false,
     };
     assert!(kb.audit_entries(&beta).unwrap().is_empty());
 
@@ -432,6 +434,7 @@ fn beta_agent() -> Caller {
         scopes: vec![Scope::new("beta").unwrap()],
         write: true,
         principal: None,
+        operator: false,
     }
 }
 

@@ -44,7 +44,7 @@ use self::admission::Gate;
 use self::api::{
     AskRequest, BatchRequest, DocumentRequest, MAX_BATCH_DOCUMENTS, Page, SearchRequest,
 };
-use self::settings::{Denied, ServeSettings, Tokens};
+use self::settings::{Admission, Denied, ServeSettings, Tokens};
 
 pub use self::error::ApiError;
 use self::error::ApiResult;
@@ -154,14 +154,28 @@ async fn read_body(State(state): State<AppState>, request: Request, next: Next) 
     }
 }
 
-/// Admits the request by its bearer token and attaches the [`Caller`].
+/// Admits the request by its bearer token and attaches the [`Caller`]: a configured token at
+/// once, a person's JWT after the identity provider's keys verify it (on the blocking pool: it
+/// may fetch them).
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let header = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    match state.tokens.admit(header.as_deref()) {
+    let admitted = match state.tokens.admission(header.as_deref()) {
+        Ok(Admission::Caller(caller)) => Ok(caller),
+        Ok(Admission::Person(people, token)) => {
+            match tokio::task::spawn_blocking(move || people.admit(&token)).await {
+                Ok(result) => result,
+                Err(_) => Err(Denied::ProviderUnavailable(
+                    "the verification failed".into(),
+                )),
+            }
+        }
+        Err(denied) => Err(denied),
+    };
+    match admitted {
         Ok(caller) => {
             let name = logging::CallerName(caller.name.clone());
             request.extensions_mut().insert(caller);
@@ -169,16 +183,54 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             response.extensions_mut().insert(name);
             response
         }
-        Err(denied) => ApiError::new(
+        Err(denied) => denial(denied).into_response(),
+    }
+}
+
+/// The answer to a request that was not admitted.
+fn denial(denied: Denied) -> Response {
+    let (status, code, message) = match denied {
+        Denied::Missing => (
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            match denied {
-                Denied::Missing => "a bearer token is required (Authorization: Bearer …)",
-                Denied::Unknown => "the bearer token is not recognised",
-            },
-        )
-        .into_response(),
+            "a bearer token is required (Authorization: Bearer …)".to_string(),
+        ),
+        Denied::Unknown => (
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the bearer token is not recognised".to_string(),
+        ),
+        Denied::Refused(reason) => {
+            tracing::info!(target: "zhiku::access", reason, "identity token refused");
+            (
+                StatusCode::UNAUTHORIZED,
+                "invalid_token",
+                format!("the identity token is refused: {reason}; sign in again"),
+            )
+        }
+        Denied::ProviderUnavailable(message) => {
+            tracing::warn!(target: "zhiku::access", message, "identity provider unavailable");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the identity provider cannot be reached to verify the token; retry shortly"
+                    .to_string(),
+            )
+        }
+    };
+    let mut response = ApiError::new(status, code, message).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        let challenge = if code == "invalid_token" {
+            "Bearer error=\"invalid_token\""
+        } else {
+            "Bearer"
+        };
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
     }
+    response
 }
 
 /// The whole application: API, page, OpenAPI document and (when given) the MCP service.
@@ -210,6 +262,7 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
     // orchestrators) address the server by whatever name or address they were given.
     Router::new()
         .route("/", get(page))
+        .route("/v1/auth/config", get(sign_in_config))
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(scrape_metrics))
         .merge(protected)
@@ -231,14 +284,85 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
-async fn page() -> impl IntoResponse {
+async fn page(State(state): State<AppState>) -> impl IntoResponse {
+    // The page exchanges the sign-in code at the provider's token endpoint: that origin, and
+    // no other, is added to where it may connect.
+    let provider = match sign_in(&state).await {
+        Ok(Some((b, _, _))) => origin(&b.token_endpoint),
+        _ => None,
+    };
+    let csp = format!(
+        "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:; connect-src 'self'{}",
+        provider.map(|o| format!(" {o}")).unwrap_or_default()
+    );
     (
         [(
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:",
+            HeaderValue::from_str(&csp).unwrap_or(HeaderValue::from_static("default-src 'self'")),
         )],
         Html(PAGE),
     )
+}
+
+/// The provider's sign-in endpoints with the page's client ID and scope, when the page signs
+/// people in; `Err` when the provider cannot be asked now.
+async fn sign_in(
+    state: &AppState,
+) -> Result<Option<(zhiku_domain::ports::BrowserSignIn, String, String)>, String> {
+    let Some(people) = state.tokens.people() else {
+        return Ok(None);
+    };
+    let Some((client_id, scope)) = people.sign_in.clone() else {
+        return Ok(None);
+    };
+    let verifier = people.verifier().clone();
+    match tokio::task::spawn_blocking(move || verifier.browser_sign_in()).await {
+        Ok(Ok(found)) => Ok(found.map(|b| (b, client_id, scope))),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `scheme://host[:port]` of an http(s) URL.
+fn origin(url: &str) -> Option<String> {
+    let uri: axum::http::Uri = url.parse().ok()?;
+    let scheme = uri.scheme_str().filter(|s| *s == "https" || *s == "http")?;
+    let authority = uri.authority()?;
+    // Only what a CSP source may hold: no quotes, spaces or semicolons can come through.
+    Some(format!("{scheme}://{authority}")).filter(|o| {
+        o.chars()
+            .all(|c| c.is_ascii_graphic() && !"';,".contains(c))
+    })
+}
+
+/// `GET /v1/auth/config`: how the page signs a person in at the identity provider
+/// (authorization code + PKCE, a public client); 404 when it does not.
+async fn sign_in_config(State(state): State<AppState>) -> Response {
+    match sign_in(&state).await {
+        Ok(Some((b, client_id, scope))) => Json(json!({
+            "authorization_endpoint": b.authorization_endpoint,
+            "token_endpoint": b.token_endpoint,
+            "end_session_endpoint": b.end_session_endpoint,
+            "client_id": client_id,
+            "scope": scope,
+        }))
+        .into_response(),
+        Ok(None) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "this server has no sign-in ([serve.oidc] with client_id)",
+        )
+        .into_response(),
+        Err(e) => {
+            tracing::warn!(target: "zhiku::access", error = %e, "identity provider unavailable for sign-in");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the identity provider cannot be reached; retry shortly",
+            )
+            .into_response()
+        }
+    }
 }
 
 async fn healthz() -> Json<Value> {

@@ -25,6 +25,21 @@
 //! write = true
 //! ```
 //!
+//! People signed in at the company's OpenID Connect provider are admitted by the JWT it
+//! issues, each held to the readers of every document:
+//!
+//! ```toml
+//! [serve.oidc]
+//! issuer = "https://login.corp.example/realms/corp"  # exactly as the tokens' `iss`
+//! audience = "urn:zhiku"          # the tokens' `aud` must name it
+//! scopes = ["default", "hr"]      # what a signed-in person reads (held to documents' readers)
+//! user_claim = "email"            # default "sub"
+//! groups_claim = "groups"         # a path: "realm_access.roles", "https://corp.example/groups"
+//! write_groups = ["kb-editors"]   # may add and remove documents in those scopes
+//! operator_groups = ["kb-ops"]    # see every run's trace, not only their own
+//! client_id = "zhiku-web"         # the web page signs in with it (code + PKCE, public client)
+//! ```
+//!
 //! `/metrics` has its own token (`metrics_token_sha256 = "…"` or `metrics_token_env = "VAR"`);
 //! without one it answers loopback requests only.
 //!
@@ -34,6 +49,9 @@
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+use zhiku_domain::ports::{IdentityError, IdentityVerifier};
 use zhiku_domain::{Principal, Scope};
 
 use zhiku_service::Caller;
@@ -61,6 +79,9 @@ pub struct TokenRule {
     /// The person's groups (`group:…` in documents' readers).
     #[serde(default)]
     pub groups: Vec<String>,
+    /// The person runs the service: sees every run's trace in the token's scopes.
+    #[serde(default)]
+    pub operator: bool,
 }
 
 /// `[serve]` as written.
@@ -88,8 +109,45 @@ pub struct ServeTable {
     allowed_hosts: Vec<String>,
     #[serde(default)]
     tokens: Vec<TokenRule>,
+    oidc: Option<OidcTable>,
     metrics_token_sha256: Option<String>,
     metrics_token_env: Option<String>,
+}
+
+/// `[serve.oidc]`: people signed in at an OpenID Connect provider.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OidcTable {
+    /// The provider's issuer, exactly as its tokens state it.
+    pub issuer: String,
+    /// The audience this server answers to.
+    pub audience: String,
+    /// Scopes a signed-in person reads, held to each document's readers.
+    pub scopes: Vec<String>,
+    /// The claim naming the person (default `sub`).
+    pub user_claim: Option<String>,
+    /// The claim listing their groups, as a path (default `groups`).
+    pub groups_claim: Option<String>,
+    /// Groups whose people may add and remove documents in `scopes`.
+    #[serde(default)]
+    pub write_groups: Vec<String>,
+    /// Groups whose people see every run's trace in `scopes`.
+    #[serde(default)]
+    pub operator_groups: Vec<String>,
+    /// Accepted signature algorithms (asymmetric only; default RS, PS, ES and EdDSA).
+    pub algorithms: Option<Vec<String>>,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds (default 60).
+    pub leeway_s: Option<u64>,
+    /// How long the provider's keys are kept before they are fetched again (default 3600).
+    pub keys_max_age_s: Option<u64>,
+    /// The keys' URL, when not from the issuer's discovery document.
+    pub jwks_uri: Option<String>,
+    /// The web page's client at the provider (a public client: code + PKCE, no secret);
+    /// without it the page has no sign-in button.
+    pub client_id: Option<String>,
+    /// The OAuth scopes the page asks for at sign-in (default `openid email groups`; name
+    /// them as the provider does, e.g. `openid email profile` where groups come by default).
+    pub sign_in_scope: Option<String>,
 }
 
 /// The resolved server settings.
@@ -139,6 +197,9 @@ pub struct ServeSettings {
     /// The bearer tokens and the caller each one makes.
     #[serde(skip)]
     pub tokens: Vec<TokenRule>,
+    /// People from an OpenID Connect provider.
+    #[serde(skip)]
+    pub oidc: Option<OidcTable>,
     /// Hex SHA-256 of the bearer token of `/metrics` (none: loopback only).
     #[serde(skip)]
     pub metrics_token_sha256: Option<String>,
@@ -169,6 +230,7 @@ impl Default for ServeSettings {
             mcp_session_idle_ms: 300_000,
             allowed_hosts: Vec::new(),
             tokens: Vec::new(),
+            oidc: None,
             metrics_token_sha256: None,
             metrics_token_env: None,
         }
@@ -213,6 +275,7 @@ impl ServeSettings {
             mcp_session_idle_ms: t.mcp_session_idle_ms.unwrap_or(d.mcp_session_idle_ms),
             allowed_hosts: t.allowed_hosts,
             tokens: t.tokens,
+            oidc: t.oidc,
             metrics_token_sha256: t.metrics_token_sha256,
             metrics_token_env: t.metrics_token_env,
         };
@@ -247,6 +310,14 @@ impl ServeSettings {
             }
             if rule.scopes.is_empty() {
                 bail!("[[serve.tokens]] {:?}: scopes must not be empty", rule.name);
+            }
+        }
+        if let Some(o) = &s.oidc {
+            if o.scopes.is_empty() {
+                bail!("[serve.oidc] scopes must not be empty");
+            }
+            for s in &o.scopes {
+                Scope::new(s).map_err(|e| anyhow::anyhow!("[serve.oidc] scopes: {e}"))?;
             }
         }
         Ok(s)
@@ -309,11 +380,77 @@ pub fn token_digest(token: &str) -> String {
         .collect()
 }
 
-/// Maps bearer tokens to callers.
+/// Maps bearer tokens to callers: the configured tokens, then people's JWTs.
 #[derive(Debug, Clone)]
 pub struct Tokens {
     by_digest: Vec<(String, Caller)>,
     anonymous: Option<Caller>,
+    people: Option<People>,
+}
+
+/// People admitted by their identity provider's tokens, and what a signed-in person may do.
+#[derive(Clone)]
+pub struct People {
+    verifier: Arc<dyn IdentityVerifier>,
+    scopes: Vec<Scope>,
+    write_groups: Vec<String>,
+    operator_groups: Vec<String>,
+    /// The web page's client at the provider and what it asks for.
+    pub(crate) sign_in: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for People {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("People")
+            .field("verifier", &self.verifier.name())
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl People {
+    /// People `verifier` vouches for, with what `table` grants them.
+    pub fn new(verifier: Arc<dyn IdentityVerifier>, table: &OidcTable) -> Result<Self> {
+        Ok(Self {
+            verifier,
+            scopes: table
+                .scopes
+                .iter()
+                .map(|s| Ok(Scope::new(s)?))
+                .collect::<Result<_>>()?,
+            write_groups: table.write_groups.clone(),
+            operator_groups: table.operator_groups.clone(),
+            sign_in: table.client_id.clone().map(|id| {
+                let scope = table
+                    .sign_in_scope
+                    .clone()
+                    .unwrap_or_else(|| "openid email groups".into());
+                (id, scope)
+            }),
+        })
+    }
+
+    /// The verifier.
+    pub(crate) fn verifier(&self) -> &Arc<dyn IdentityVerifier> {
+        &self.verifier
+    }
+
+    /// The caller a verified `credential` makes (this may ask the provider for its keys: call
+    /// it off the async executor).
+    pub fn admit(&self, credential: &str) -> Result<Caller, Denied> {
+        let id = self.verifier.verify(credential).map_err(|e| match e {
+            IdentityError::Refused(reason) => Denied::Refused(reason),
+            IdentityError::Unavailable { message, .. } => Denied::ProviderUnavailable(message),
+        })?;
+        let in_any = |groups: &[String]| groups.iter().any(|g| id.principal.groups().contains(g));
+        Ok(Caller {
+            name: format!("user:{}", id.principal.user()),
+            scopes: self.scopes.clone(),
+            write: in_any(&self.write_groups),
+            operator: in_any(&self.operator_groups),
+            principal: Some(id.principal),
+        })
+    }
 }
 
 /// Why a request was not admitted.
@@ -323,6 +460,19 @@ pub enum Denied {
     Missing,
     /// A token that matches no rule.
     Unknown,
+    /// A JWT the identity provider's keys and rules refuse (why, never the token).
+    Refused(String),
+    /// The identity provider cannot be reached and no cached key decides.
+    ProviderUnavailable(String),
+}
+
+/// What [`Tokens::admit`] decided without asking anyone.
+#[derive(Debug)]
+pub enum Admission {
+    /// A configured token, or the anonymous caller.
+    Caller(Caller),
+    /// Not a configured token, but a JWT for the identity provider to verify.
+    Person(People, String),
 }
 
 impl Tokens {
@@ -377,6 +527,7 @@ impl Tokens {
                     scopes,
                     write: rule.write,
                     principal,
+                    operator: rule.operator,
                 },
             ));
         }
@@ -387,7 +538,20 @@ impl Tokens {
                 None
             },
             by_digest,
+            people: None,
         })
+    }
+
+    /// These tokens, and people `people` admits (no anonymous caller then).
+    pub fn with_people(mut self, people: People) -> Self {
+        self.anonymous = None;
+        self.people = Some(people);
+        self
+    }
+
+    /// The people admitted by their provider's tokens, when configured.
+    pub fn people(&self) -> Option<&People> {
+        self.people.as_ref()
     }
 
     /// True when requests need a token.
@@ -395,16 +559,24 @@ impl Tokens {
         self.anonymous.is_none()
     }
 
-    /// The caller for an `Authorization` header value (or its absence).
+    /// The caller for an `Authorization` header value (or its absence), or the person's JWT to
+    /// verify (see [`People::admit`]).
+    pub fn admission(&self, authorization: Option<&str>) -> Result<Admission, Denied> {
+        match (
+            self.admit(authorization),
+            &self.people,
+            bearer(authorization),
+        ) {
+            (Err(Denied::Unknown), Some(people), Some(token)) if token.split('.').count() >= 3 => {
+                Ok(Admission::Person(people.clone(), token.to_string()))
+            }
+            (result, _, _) => result.map(Admission::Caller),
+        }
+    }
+
+    /// The caller a configured token (or its absence) makes; people's JWTs are `Unknown` here.
     pub fn admit(&self, authorization: Option<&str>) -> Result<Caller, Denied> {
-        let token = authorization.and_then(|h| {
-            let (scheme, rest) = h.trim().split_once(' ')?;
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then(|| rest.trim())
-                .filter(|t| !t.is_empty())
-        });
-        match (token, &self.anonymous) {
+        match (bearer(authorization), &self.anonymous) {
             (None, Some(anonymous)) => Ok(anonymous.clone()),
             (None, None) => Err(Denied::Missing),
             (Some(token), _) => {
@@ -427,6 +599,17 @@ impl Tokens {
     }
 }
 
+/// The token of an `Authorization: Bearer …` header value.
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    authorization.and_then(|h| {
+        let (scheme, rest) = h.trim().split_once(' ')?;
+        scheme
+            .eq_ignore_ascii_case("bearer")
+            .then(|| rest.trim())
+            .filter(|t| !t.is_empty())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +623,7 @@ mod tests {
             write,
             user: None,
             groups: Vec::new(),
+            operator: false,
         }
     }
 
@@ -502,6 +686,7 @@ mod tests {
             scopes: vec![Scope::new("public").unwrap()],
             write: false,
             principal: None,
+            operator: false,
         };
         let open = Tokens::from_rules(&[], Some(anon.clone())).unwrap();
         assert_eq!(open.admit(None).unwrap(), anon);

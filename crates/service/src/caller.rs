@@ -15,6 +15,9 @@ pub struct Caller {
     /// The person the caller acts for, whose readers every read is held to; `None` for a
     /// caller that reads its scopes whole (a service token, the local user).
     pub principal: Option<Principal>,
+    /// A person who runs the service: sees every run's trace in their scopes, not only their
+    /// own. (Documents are still held to their readers.)
+    pub operator: bool,
 }
 
 impl Caller {
@@ -25,6 +28,7 @@ impl Caller {
             scopes: trusted_scopes,
             write: true,
             principal: None,
+            operator: false,
         }
     }
 

@@ -446,8 +446,10 @@ impl KnowledgeBase {
             .and_then(|e| e.event.stage.scopes())
             .is_some_and(|scopes| scopes.iter().all(|s| caller.sees(s)));
         // A person sees their own runs only: another's evidence may hold what they may not read.
+        // An operator sees every run in their scopes.
         let theirs = match &caller.principal {
             None => true,
+            Some(_) if caller.operator => true,
             Some(p) => query
                 .and_then(|e| e.event.stage.readers())
                 .is_some_and(|readers| {

@@ -55,6 +55,7 @@ fn with_service<R>(
             scopes: filter.scopes().iter().cloned().collect(),
             write: false,
             principal: None,
+            operator: false,
         },
         template: SearchQuery {
             query: String::new(),

@@ -29,6 +29,7 @@ pub(crate) fn run(ctx: &Ctx, query: &str, q: &QueryArgs) -> Result<Exit> {
         scopes: filter.scopes().iter().cloned().collect(),
         write: false,
         principal: None,
+        operator: false,
     };
     let request = SearchQuery {
         query: query.to_string(),

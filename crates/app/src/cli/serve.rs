@@ -18,6 +18,35 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
+/// People from the OpenID Connect provider `[serve.oidc]` names. Its discovery document is
+/// asked for now, so a wrong issuer shows at start; a provider that does not answer yet is a
+/// warning (its people are refused with 503 until it does), not a refusal to serve.
+fn people(ctx: &Ctx, table: &serve::settings::OidcTable) -> Result<serve::settings::People> {
+    use zhiku_adapters_oidc::{OidcSettings, OidcVerifier};
+    let mut s = OidcSettings::new(&table.issuer, &table.audience);
+    if let Some(c) = &table.user_claim {
+        s.user_claim = c.clone();
+    }
+    if let Some(c) = &table.groups_claim {
+        s.groups_claim = Some(c.clone()).filter(|c| !c.is_empty());
+    }
+    if let Some(a) = &table.algorithms {
+        s.algorithms = a.clone();
+    }
+    if let Some(l) = table.leeway_s {
+        s.leeway = std::time::Duration::from_secs(l);
+    }
+    if let Some(m) = table.keys_max_age_s {
+        s.keys_max_age = std::time::Duration::from_secs(m.max(1));
+    }
+    s.jwks_uri = table.jwks_uri.clone();
+    let verifier = OidcVerifier::new(s).map_err(|e| anyhow::anyhow!("[serve.oidc] {e}"))?;
+    if let Err(e) = verifier.refresh_keys() {
+        ctx.note(&format!("warning: [serve.oidc] {e}"));
+    }
+    serve::settings::People::new(std::sync::Arc::new(verifier), table)
+}
+
 /// Opens the service, checks the bind address and tokens, serves until SIGINT or SIGTERM.
 pub(crate) fn run(
     ctx: &Ctx,
@@ -43,7 +72,10 @@ pub(crate) fn run(
         principal: None,
         ..service.local_caller()
     };
-    let tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
+    let mut tokens = Tokens::from_rules(&settings.tokens, Some(anonymous))?;
+    if let Some(table) = &settings.oidc {
+        tokens = tokens.with_people(people(ctx, table)?);
+    }
     serve::metrics::Guard::from_settings(&settings)?;
     if !tokens.required() && !addr.ip().is_loopback() {
         bail!(
@@ -76,7 +108,13 @@ pub(crate) fn run(
         let local = listener.local_addr()?;
         ctx.note(&format!(
             "zhiku serving http://{local}  (API /v1, page /, MCP /mcp; {})",
-            if tokens.required() {
+            if let Some(o) = &settings.oidc {
+                format!(
+                    "{} bearer token(s) and people signed in at {}",
+                    settings.tokens.len(),
+                    o.issuer
+                )
+            } else if tokens.required() {
                 format!("{} bearer token(s)", settings.tokens.len())
             } else {
                 "no tokens: anonymous read-only access to the trusted scopes".to_string()

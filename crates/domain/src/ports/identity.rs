@@ -13,6 +13,17 @@ pub struct Identity {
     pub expires_at: u64,
 }
 
+/// Where a browser signs a person in at the provider (authorization code with PKCE).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserSignIn {
+    /// Where the browser is sent to sign in.
+    pub authorization_endpoint: String,
+    /// Where the browser exchanges the code for tokens.
+    pub token_endpoint: String,
+    /// Where the browser signs out, when the provider says.
+    pub end_session_endpoint: Option<String>,
+}
+
 /// Why a credential was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
@@ -68,4 +79,9 @@ pub trait IdentityVerifier: Send + Sync {
 
     /// Verifies `credential` (the bearer token, without the scheme).
     fn verify(&self, credential: &str) -> Result<Identity, IdentityError>;
+
+    /// Where a browser signs in, for a provider that offers it; `None` for one that does not.
+    fn browser_sign_in(&self) -> Result<Option<BrowserSignIn>, IdentityError> {
+        Ok(None)
+    }
 }

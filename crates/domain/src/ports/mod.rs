@@ -39,7 +39,7 @@ pub use errors::{
     BoxError, EmbedError, GenerateError, IndexError, OcrError, RerankError, SourceError,
 };
 pub use generator::{Generated, GenerationRequest, Generator, SourceBlock};
-pub use identity::{Identity, IdentityError, IdentityVerifier};
+pub use identity::{BrowserSignIn, Identity, IdentityError, IdentityVerifier};
 pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,
     VectorIndexExt, rank_and_truncate,
