@@ -1,8 +1,10 @@
 //! The leak property of per-person access, through a running `zhiku serve`: random documents
 //! with random readers, random persons (tokens with a user and groups), random questions; over
 //! every route a person can read through — search (lexical and hybrid), ask (whole and
-//! streamed), the document list, a document, its original — no byte naming or quoting a
-//! document the person may not read reaches them. Every reply is checked raw.
+//! streamed), the document list, a document, its original, and MCP (search_knowledge,
+//! ask_knowledge, read_document, the document resources and their list, through the official
+//! Python client, for every fourth pair) — no byte naming or quoting a document the person may
+//! not read reaches them. Every reply is checked raw.
 //!
 //! `ZHIKU_LEAK_PAIRS` sets how many (person, question) pairs run (default 120: CI); the bench
 //! size is 100,000 (`ZHIKU_LEAK_PAIRS=100000`). `ZHIKU_LEAK_SEED` picks another corpus.
@@ -134,31 +136,30 @@ fn no_route_gives_a_person_a_document_they_may_not_read() {
 
     let mut checked = 0usize;
     let mut found_own = 0usize;
+    // The pairs MCP replays, per person: (question, target document).
+    let mut mcp_items: Vec<Vec<(String, usize)>> = vec![Vec::new(); people.len()];
     for i in 0..pairs {
         let person = &people[i % people.len()];
-        let target = &docs[rng.below(docs.len() as u64) as usize];
+        let target_n = rng.below(docs.len() as u64) as usize;
+        let target = &docs[target_n];
         // A question on a topic, or naming one document's marker.
         let question = if rng.chance(50) {
             topics[rng.below(topics.len() as u64) as usize].to_string()
         } else {
             format!("编号 {} 标记的是什么", target.marker)
         };
+        if i % 4 == 0 {
+            mcp_items[i % people.len()].push((question.clone(), target_n));
+        }
         let check = |route: &str, raw: &str, asked_id: bool| {
-            // Replies echo the question (and a refused read the ID it was asked for): those
-            // are the caller's own words.
-            let mut raw = raw.replace(&question, "");
-            if asked_id {
-                raw = raw.replace(&target.id, "");
-            }
-            for d in docs.iter().filter(|d| !person.reads(d)) {
-                assert!(
-                    !raw.contains(&d.marker) && !raw.contains(&d.id),
-                    "{} (groups {:?}) got {} through {route} for {question:?}: {raw}",
-                    person.user,
-                    person.groups,
-                    d.id
-                );
-            }
+            no_leak(
+                &docs,
+                person,
+                &question,
+                asked_id.then_some(target),
+                route,
+                raw,
+            )
         };
         for mode in ["lexical", "hybrid"] {
             let r = call(
@@ -239,8 +240,116 @@ fn no_route_gives_a_person_a_document_they_may_not_read() {
         }
         checked += 1;
     }
+    let mcp_calls = mcp_routes(&s, &docs, &people, &mcp_items);
     eprintln!(
-        "access leaks: {checked} (person, question) pairs over {DOCS} documents and {USERS} persons, seed {seed}; {found_own} markers found by their readers; no leak"
+        "access leaks: {checked} (person, question) pairs over {DOCS} documents and {USERS} persons, seed {seed}; {found_own} markers found by their readers; {mcp_calls} MCP calls; no leak"
     );
     assert!(found_own > 0, "no positive control ran");
+}
+
+/// Asserts `raw` (a reply to `person` asking `question`, about `asked` when a document was
+/// asked for by ID) names and quotes no document the person may not read.
+fn no_leak(
+    docs: &[Doc],
+    person: &Person,
+    question: &str,
+    asked: Option<&Doc>,
+    route: &str,
+    raw: &str,
+) {
+    // Replies echo the question (and a refused read the ID it was asked for): those are the
+    // caller's own words.
+    let mut raw = raw.replace(question, "");
+    if let Some(asked) = asked {
+        raw = raw.replace(&asked.id, "");
+    }
+    for d in docs.iter().filter(|d| !person.reads(d)) {
+        assert!(
+            !raw.contains(&d.marker) && !raw.contains(&d.id),
+            "{} (groups {:?}) got {} through {route} for {question:?}: {raw}",
+            person.user,
+            person.groups,
+            d.id
+        );
+    }
+}
+
+/// Replays each person's MCP pairs through the official client over `/mcp` and checks every
+/// reply raw; the resource list must be exactly what the person may read. The calls made.
+fn mcp_routes(
+    s: &Server,
+    docs: &[Doc],
+    people: &[Person],
+    items: &[Vec<(String, usize)>],
+) -> usize {
+    let Some(py) = support::mcp_python() else {
+        if std::env::var_os("ZHIKU_REQUIRE_MCP").is_some() {
+            panic!(
+                "the MCP routes need the Python mcp package; run bash scripts/setup-mcp-client.sh"
+            );
+        }
+        eprintln!(
+            "SKIPPED the MCP routes of the leak test: no Python with the mcp package; run bash scripts/setup-mcp-client.sh (or set ZHIKU_MCP_PYTHON)"
+        );
+        return 0;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/leak.py");
+    let mut calls = 0;
+    for (person, items) in people.iter().zip(items) {
+        let input: String = items
+            .iter()
+            .map(|(q, d)| json!({"question": q, "doc_id": docs[*d].id}).to_string() + "\n")
+            .collect();
+        let mut child = std::process::Command::new(&py)
+            .arg(&script)
+            .arg(s.url("/mcp"))
+            .arg(&person.token)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the MCP client");
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "the MCP client failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let route = v["route"].as_str().unwrap();
+            let raw = v["raw"].as_str().unwrap();
+            calls += 1;
+            if route == "resources" {
+                let listed: BTreeSet<String> = v["uris"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|u| u.as_str().unwrap().to_string())
+                    .collect();
+                let readable: BTreeSet<String> = docs
+                    .iter()
+                    .filter(|d| person.reads(d))
+                    .map(|d| format!("zhiku://documents/{}", d.id))
+                    .collect();
+                assert_eq!(listed, readable, "{}'s MCP resources", person.user);
+                no_leak(docs, person, "", None, route, raw);
+                continue;
+            }
+            let (question, d) = &items[v["item"].as_u64().unwrap() as usize];
+            let target = &docs[*d];
+            if route == "mcp read_document" || route == "mcp resource" {
+                assert_eq!(
+                    !raw.starts_with("error:"),
+                    person.reads(target),
+                    "{route} of {} for {}: {raw}",
+                    target.id,
+                    person.user
+                );
+            }
+            no_leak(docs, person, question, Some(target), route, raw);
+        }
+    }
+    calls
 }

@@ -1158,3 +1158,74 @@ fn folder_rules_give_readers_and_a_rule_change_embeds_nothing() {
     let third = index();
     assert_eq!(third["docs_changed"], 0, "{third}");
 }
+
+/// A person who may read and write a restricted document updates it, or writes back a near
+/// duplicate that merges into it, without naming readers: the document keeps the readers it
+/// named, so the update does not open it to the whole scope.
+#[test]
+fn an_update_or_a_merge_that_names_no_readers_keeps_the_documents_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    support::write(
+        &kb,
+        "hr/bonus.md",
+        "---\nid: bonus\naccess: [group:hr]\n---\n# 年终奖\n\n经理的年终奖为三个月工资，在一月底随工资一起发放，代号青松。\n",
+    );
+    support::write(
+        &kb,
+        "zhiku.toml",
+        &format!(
+            "embedder = \"hashing\"\nwrite_back_duplicates = \"merge\"\n\
+             [[serve.tokens]]\nname = \"wang\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nwrite = true\nuser = \"wang@corp\"\ngroups = [\"hr\"]\n\
+             [[serve.tokens]]\nname = \"li\"\nsha256 = \"{}\"\nscopes = [\"default\"]\nuser = \"li@corp\"\n",
+            zhiku_http::settings::token_digest("tok-wang"),
+            zhiku_http::settings::token_digest("tok-li"),
+        ),
+    );
+    let s = Server::start(&kb, &[]);
+    let li_cannot_read = |what: &str| {
+        let r = call("GET", &s.url("/v1/documents/bonus"), Some("tok-li"), None);
+        assert_eq!(r.status, 404, "{what}: {}", r.text);
+        let r = call(
+            "POST",
+            &s.url("/v1/search"),
+            Some("tok-li"),
+            Some(&json!({"query": "年终奖 代号", "mode": "lexical"})),
+        );
+        assert!(
+            !r.text.contains("bonus") && !r.text.contains("白杨"),
+            "{what}: {}",
+            r.text
+        );
+    };
+    li_cannot_read("before");
+    // An update by ID with no readers named.
+    let r = call(
+        "POST",
+        &s.url("/v1/documents"),
+        Some("tok-wang"),
+        Some(
+            &json!({"id": "bonus", "text": "# 年终奖\n\n经理的年终奖为四个月工资，在一月底随工资一起发放，代号白杨。\n"}),
+        ),
+    );
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    li_cannot_read("after an update");
+    let on_disk = std::fs::read_to_string(kb.join("hr/bonus.md")).unwrap();
+    assert!(on_disk.contains("group:hr"), "{on_disk}");
+    // A write-back so close to it that it merges into it.
+    let r = call(
+        "POST",
+        &s.url("/v1/knowledge"),
+        Some("tok-wang"),
+        Some(
+            &json!({"text": "# 年终奖\n\n经理的年终奖为四个月工资，在一月底随工资一起发放，代号白杨，已确认。\n"}),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["decision"], "merged", "{}", r.text);
+    assert_eq!(r.body["duplicate_of"], "bonus", "{}", r.text);
+    li_cannot_read("after a merge");
+    // Still readable by its readers, with the new text.
+    let r = call("GET", &s.url("/v1/documents/bonus"), Some("tok-wang"), None);
+    assert!(r.text.contains("已确认"), "{}", r.text);
+}

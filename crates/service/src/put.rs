@@ -10,7 +10,7 @@ use anyhow::anyhow;
 use zhiku_domain::ports::{DocumentStore, PreparedPut, PutRequest, Staged};
 use zhiku_domain::rules::retention::{self, Retention};
 use zhiku_domain::usecases::{CatalogEntry, IndexReport, Prepared, SyncMode};
-use zhiku_domain::{DocId, Scope};
+use zhiku_domain::{AccessRule, DocId, Scope};
 
 use crate::error::{Act, Change, Conflict, Field, Forbidden, Invalid, Step, Unavailable};
 use crate::ids::checked_new_id;
@@ -151,13 +151,28 @@ impl KnowledgeBase {
         let mut planned = Vec::with_capacity(news.len());
         let mut paths = BTreeSet::new();
         for (new, (id, scope)) in news.iter().zip(checked) {
+            // An overwrite that names no readers keeps the ones the document named itself: an
+            // update or a write-back merge must not open a restricted document to its scope.
+            let mut metadata = std::borrow::Cow::Borrowed(&new.metadata);
+            if !new.metadata.contains_key("access")
+                && let Some(own) = inner
+                    .docs
+                    .get(id)
+                    .map(|d| &d.access)
+                    .filter(|a| matches!(a.rule(), AccessRule::Document | AccessRule::Api))
+            {
+                let readers = own.readers().iter().map(|r| r.to_string().into()).collect();
+                metadata
+                    .to_mut()
+                    .insert("access".into(), serde_json::Value::Array(readers));
+            }
             let mut plan = documents.prepare_put(&PutRequest {
                 id,
                 scope,
                 path: new.path.as_deref(),
                 title: new.title.as_deref(),
                 locale: new.locale.as_deref(),
-                metadata: &new.metadata,
+                metadata: &metadata,
                 text: &new.text,
                 recorded: &store.recorded.sources,
                 visible: &visible,
