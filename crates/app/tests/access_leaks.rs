@@ -1,10 +1,10 @@
 //! The leak property of per-person access, through a running `zhiku serve`: random documents
 //! with random readers, random persons (tokens with a user and groups), random questions; over
-//! every route a person can read through — search (lexical and hybrid), ask (whole and
-//! streamed), the document list, a document, its original, and MCP (search_knowledge,
-//! ask_knowledge, read_document, the document resources and their list, through the official
-//! Python client, for every fourth pair) — no byte naming or quoting a document the person may
-//! not read reaches them. Every reply is checked raw.
+//! every route a person can read through — search (lexical and hybrid), ask (whole, streamed,
+//! and as a follow-up carrying the person's conversation), the document list, a document, its
+//! original, and MCP (search_knowledge, ask_knowledge, read_document, the document resources
+//! and their list, through the official Python client, for every fourth pair) — no byte naming
+//! or quoting a document the person may not read reaches them. Every reply is checked raw.
 //!
 //! `ZHIKU_LEAK_PAIRS` sets how many (person, question) pairs run (default 120: CI); the bench
 //! size is 100,000 (`ZHIKU_LEAK_PAIRS=100000`). `ZHIKU_LEAK_SEED` picks another corpus.
@@ -194,6 +194,24 @@ fn no_route_gives_a_person_a_document_they_may_not_read() {
         );
         assert_eq!(ask.status, 200, "{}", ask.text);
         check("ask", &ask.text, false);
+        // The next turn of the person's conversation, with this turn as its history: what
+        // the history makes the planner retrieve is still held to the person's readers.
+        if i % 4 == 1 {
+            let follow_up = "那它的细则呢？";
+            let r = call(
+                "POST",
+                &s.url("/v1/ask"),
+                Some(&person.token),
+                Some(&json!({"question": follow_up, "messages": [
+                    {"role": "user", "content": question},
+                    {"role": "assistant", "content": ask.body["answer"].as_str().unwrap_or_default()},
+                ]})),
+            );
+            assert_eq!(r.status, 200, "{}", r.text);
+            // The rewritten question may carry the marker the person typed: their own words.
+            let own_words = r.text.replace(&target.marker, "");
+            check("ask (follow-up)", &own_words, false);
+        }
         if i % 4 == 0 {
             let events = sse(
                 &s.url("/v1/ask"),

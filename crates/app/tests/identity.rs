@@ -170,6 +170,21 @@ fn people_signed_in_at_the_provider_read_what_their_groups_may_read() {
     assert!(logged.contains("identity token refused"), "{logged}");
     assert!(!logged.contains(&forged), "the log holds a token");
 
+    // Metrics are labelled by route, status and scope: no person and no document is named.
+    let metrics = call("GET", &s.url("/metrics"), None, None);
+    assert_eq!(metrics.status, 200, "{}", metrics.text);
+    for name in [
+        "li.lei",
+        "han@corp",
+        "ops@corp",
+        "boss@corp",
+        "bonus",
+        "budget",
+        "memo",
+    ] {
+        assert!(!metrics.text.contains(name), "/metrics names {name}");
+    }
+
     // The page learns where to sign in, and may reach the provider's token endpoint.
     let r = call("GET", &s.url("/v1/auth/config"), None, None);
     assert_eq!(r.status, 200, "{}", r.text);

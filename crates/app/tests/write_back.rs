@@ -661,3 +661,55 @@ fn over_http_another_scopes_text_is_no_probe_and_an_unwritable_audit_is_a_503_wi
         .count();
     assert_eq!(kb_docs, 2, "{:?}", files_of(&root));
 }
+
+/// A person's audit trail: their own write-backs and those of documents they may read; a
+/// write-back of a document restricted to others is not theirs to learn of (it names the
+/// document), while an operator and a service caller see every entry of their scopes.
+#[test]
+fn a_person_sees_the_audit_entries_of_what_they_may_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb_dir = two_scope_kb(dir.path(), "", "");
+    let kb = open_kb(&kb_dir);
+    let person = |name: &str, groups: &[&str], operator: bool| Caller {
+        name: name.into(),
+        scopes: vec![Scope::new("alpha").unwrap()],
+        write: true,
+        principal: Some(zhiku_domain::Principal::new(&format!("{name}@corp"), groups).unwrap()),
+        operator,
+    };
+    let wang = person("wang", &["hr"], false);
+    let li = person("li", &[], false);
+    let ops = person("ops", &[], true);
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert("access".to_string(), json!(["group:hr"]));
+    kb.add_knowledge(
+        &wang,
+        KnowledgeWrite {
+            text: FINDING.into(),
+            id: Some("hr-finding".into()),
+            metadata,
+            ..KnowledgeWrite::default()
+        },
+    )
+    .unwrap();
+    kb.add_knowledge(
+        &li,
+        KnowledgeWrite {
+            text: format!("{EDITED}{FILLER}"),
+            id: Some("li-finding".into()),
+            ..KnowledgeWrite::default()
+        },
+    )
+    .unwrap();
+    let docs = |c: &Caller| -> Vec<String> {
+        kb.audit_entries(c)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.doc_id)
+            .collect()
+    };
+    assert_eq!(docs(&wang), ["hr-finding", "li-finding"]);
+    assert_eq!(docs(&li), ["li-finding"]);
+    assert_eq!(docs(&ops), ["hr-finding", "li-finding"]);
+    assert_eq!(docs(&agent()), ["hr-finding", "li-finding"]);
+}

@@ -432,15 +432,30 @@ impl KnowledgeBase {
         }
     }
 
-    /// The audit entries of the caller's scopes, oldest first.
+    /// The audit entries of the caller's scopes, oldest first. A person (not an operator)
+    /// gets the entries of their own writes and of documents they may read now: an entry names
+    /// a document and what it duplicated, which a person outside its readers may not learn.
     pub fn audit_entries(&self, caller: &Caller) -> Result<Vec<AuditEntry>, KbError> {
         let entries = self.audit.entries().map_err(|e| {
             tracing::error!(target: "zhiku::error", error = %e, "cannot read the audit log");
             KbError::from(Unavailable::AuditLog(Access::Read))
         })?;
+        let inner = self.read();
+        let readable = |id: &str| {
+            DocId::new(id)
+                .ok()
+                .and_then(|id| inner.docs.get(&id))
+                .is_some_and(|d| caller.reads(&d.scope, &d.access))
+        };
+        let person = caller.principal.is_some() && !caller.operator;
         Ok(entries
             .into_iter()
             .filter(|e| Scope::new(&e.scope).is_ok_and(|s| caller.sees(&s)))
+            .filter(|e| {
+                !person
+                    || e.who == caller.name
+                    || (readable(&e.doc_id) && e.duplicate_of.as_deref().is_none_or(readable))
+            })
             .collect())
     }
 
