@@ -103,7 +103,7 @@ fn dependency_tree(package: &str) -> Vec<String> {
 }
 
 /// The workspace's adapter crates.
-const ADAPTERS: [&str; 12] = [
+const ADAPTERS: [&str; 13] = [
     "zhiku-adapters-memory",
     "zhiku-adapters-tantivy",
     "zhiku-adapters-candle",
@@ -115,6 +115,7 @@ const ADAPTERS: [&str; 12] = [
     "zhiku-adapters-usearch",
     "zhiku-adapters-tesseract",
     "zhiku-adapters-ppocr",
+    "zhiku-adapters-oidc",
     "zhiku-eval",
 ];
 

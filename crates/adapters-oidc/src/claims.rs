@@ -4,7 +4,7 @@ use serde_json::Value;
 use zhiku_domain::contracts::Principal;
 use zhiku_domain::ports::{Identity, IdentityError};
 
-use crate::refused;
+use crate::error::refused;
 
 /// Most groups read from one token; more are dropped (a dropped group only narrows).
 const MAX_GROUPS: usize = 1024;

@@ -9,7 +9,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
 use zhiku_domain::ports::IdentityError;
 
-use crate::{refused, unavailable};
+use crate::error::{refused, unavailable};
 
 /// Largest discovery document or key set read.
 const MAX_DOCUMENT_BYTES: u64 = 1 << 20;

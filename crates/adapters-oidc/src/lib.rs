@@ -15,6 +15,7 @@
 //! key the provider withdrew stops verifying within that age.
 
 mod claims;
+mod error;
 mod keys;
 
 use std::sync::Mutex;
@@ -24,9 +25,8 @@ use jsonwebtoken::{Algorithm, Validation, errors::ErrorKind};
 use serde_json::Value;
 use zhiku_domain::ports::{BrowserSignIn, Identity, IdentityError, IdentityVerifier};
 
+use error::{refused, unavailable};
 use keys::KeyCache;
-
-const ADAPTER: &str = "oidc";
 
 /// Longest credential read at all (a JWT with a few hundred groups is a few KiB).
 pub const MAX_CREDENTIAL_BYTES: usize = 16 * 1024;
@@ -281,17 +281,6 @@ fn why(kind: &ErrorKind) -> String {
         }
         ErrorKind::MissingRequiredClaim(c) => format!("no {c:?} claim"),
         _ => "malformed".into(),
-    }
-}
-
-fn refused(reason: impl Into<String>) -> IdentityError {
-    IdentityError::Refused(reason.into())
-}
-
-fn unavailable(message: impl Into<String>) -> IdentityError {
-    IdentityError::Unavailable {
-        adapter: ADAPTER,
-        message: message.into(),
     }
 }
 

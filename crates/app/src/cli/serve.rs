@@ -18,33 +18,15 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// People from the OpenID Connect provider `[serve.oidc]` names. Its discovery document is
-/// asked for now, so a wrong issuer shows at start; a provider that does not answer yet is a
-/// warning (its people are refused with 503 until it does), not a refusal to serve.
+/// People from the OpenID Connect provider `[serve.oidc]` names. Its keys are asked for now, so
+/// a wrong issuer shows at start; a provider that does not answer yet is a warning (its people
+/// are refused with 503 until it does), not a refusal to serve.
 fn people(ctx: &Ctx, table: &serve::settings::OidcTable) -> Result<serve::settings::People> {
-    use zhiku_adapters_oidc::{OidcSettings, OidcVerifier};
-    let mut s = OidcSettings::new(&table.issuer, &table.audience);
-    if let Some(c) = &table.user_claim {
-        s.user_claim = c.clone();
-    }
-    if let Some(c) = &table.groups_claim {
-        s.groups_claim = Some(c.clone()).filter(|c| !c.is_empty());
-    }
-    if let Some(a) = &table.algorithms {
-        s.algorithms = a.clone();
-    }
-    if let Some(l) = table.leeway_s {
-        s.leeway = std::time::Duration::from_secs(l);
-    }
-    if let Some(m) = table.keys_max_age_s {
-        s.keys_max_age = std::time::Duration::from_secs(m.max(1));
-    }
-    s.jwks_uri = table.jwks_uri.clone();
-    let verifier = OidcVerifier::new(s).map_err(|e| anyhow::anyhow!("[serve.oidc] {e}"))?;
-    if let Err(e) = verifier.refresh_keys() {
+    let (verifier, unreachable) = zhiku_app::wiring::identity::oidc_verifier(table)?;
+    if let Some(e) = unreachable {
         ctx.note(&format!("warning: [serve.oidc] {e}"));
     }
-    serve::settings::People::new(std::sync::Arc::new(verifier), table)
+    serve::settings::People::new(verifier, table)
 }
 
 /// Opens the service, checks the bind address and tokens, serves until SIGINT or SIGTERM.

@@ -5,6 +5,7 @@
 pub mod corpus;
 pub mod embed_server;
 pub mod generator;
+pub mod identity;
 pub mod imported;
 pub mod judge;
 pub mod ocr;
