@@ -3,16 +3,11 @@
 // With FOLLOW_UP, asks it next as the second turn of the same conversation.
 // Usage: node ask.cjs BASE_URL QUESTION SCREENSHOT.png [FOLLOW_UP]
 "use strict";
-const { chromium } = require("playwright-core");
+const { launch } = require("./launch.cjs");
 
 async function main() {
   const [base, question, shot, followUp] = process.argv.slice(2);
-  const browser = await chromium.launch({
-    executablePath: process.env.ZHIKU_CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  const browser = await launch();
   const out = {};
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

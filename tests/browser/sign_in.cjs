@@ -2,16 +2,11 @@
 // provider's own sign-in form; authorization code + PKCE), asks a question as that person, and
 // reports what the page showed. Usage: node sign_in.cjs BASE_URL USER QUESTION SCREENSHOT.png
 "use strict";
-const { chromium } = require("playwright-core");
+const { launch } = require("./launch.cjs");
 
 async function main() {
   const [base, user, question, shot] = process.argv.slice(2);
-  const browser = await chromium.launch({
-    executablePath: process.env.ZHIKU_CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  const browser = await launch();
   const out = {};
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

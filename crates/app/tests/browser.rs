@@ -17,6 +17,19 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// True when the browser test `test` can run here; otherwise says SKIPPED (or fails under
+/// `ZHIKU_REQUIRE_BROWSER`, as in CI).
+fn browser(test: &str) -> bool {
+    let Some(why) = missing() else {
+        return true;
+    };
+    if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
+        panic!("browser test {test} required but {why}; run bash scripts/setup-browser.sh");
+    }
+    eprintln!("SKIPPED {test}: {why}; run bash scripts/setup-browser.sh");
+    false
+}
+
 fn missing() -> Option<String> {
     let chromium = std::env::var("ZHIKU_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !Path::new(&chromium).exists() {
@@ -85,13 +98,7 @@ fn ask_on_a_page_picture(base: &str, question: &str, shot: &Path) -> Value {
 
 #[test]
 fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
-    if let Some(why) = missing() {
-        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
-            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
-        }
-        eprintln!(
-            "SKIPPED the_page_shows_a_cited_answer_its_chunk_and_the_run_chain: {why}; run bash scripts/setup-browser.sh"
-        );
+    if !browser("the_page_shows_a_cited_answer_its_chunk_and_the_run_chain") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -271,11 +278,7 @@ fn ocr_models(test: &str) -> Option<PathBuf> {
 #[test]
 fn a_cited_scan_shows_its_page_with_the_quote_highlighted() {
     let test = "a_cited_scan_shows_its_page_with_the_quote_highlighted";
-    if let Some(why) = missing() {
-        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
-            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
-        }
-        eprintln!("SKIPPED {test}: {why}; run bash scripts/setup-browser.sh");
+    if !browser(test) {
         return;
     }
     let Some(models) = ocr_models(test) else {
@@ -412,11 +415,7 @@ fn ink_in(png: &image::RgbImage, b: &Value) -> f64 {
 #[test]
 fn a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted() {
     let test = "a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted";
-    if let Some(why) = missing() {
-        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
-            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
-        }
-        eprintln!("SKIPPED {test}: {why}; run bash scripts/setup-browser.sh");
+    if !browser(test) {
         return;
     }
     let Some(lib) = pdfium(test) else {
@@ -492,13 +491,7 @@ fn a_cited_text_pdf_shows_its_drawn_page_with_the_quote_highlighted() {
 
 #[test]
 fn a_person_signs_in_on_the_page_through_the_provider_and_reads_as_themselves() {
-    if let Some(why) = missing() {
-        if std::env::var_os("ZHIKU_REQUIRE_BROWSER").is_some() {
-            panic!("browser test required but {why}; run bash scripts/setup-browser.sh");
-        }
-        eprintln!(
-            "SKIPPED a_person_signs_in_on_the_page: {why}; run bash scripts/setup-browser.sh"
-        );
+    if !browser("a_person_signs_in_on_the_page_through_the_provider_and_reads_as_themselves") {
         return;
     }
     let Some(provider) = zhiku_tests::oidc::OidcProvider::start("browser", "sign_in") else {

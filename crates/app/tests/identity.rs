@@ -77,16 +77,7 @@ fn people_signed_in_at_the_provider_read_what_their_groups_may_read() {
     let han = p.sign_in("han@corp", &redirect);
     let ops = p.sign_in("ops@corp", &redirect);
     let boss = p.sign_in("boss@corp", &redirect);
-    let search = |token: &str, query: &str| {
-        let r = call(
-            "POST",
-            &s.url("/v1/search"),
-            Some(token),
-            Some(&json!({"query": query, "k": 10, "mode": "lexical"})),
-        );
-        assert_eq!(r.status, 200, "{}", r.text);
-        r
-    };
+    let search = |token: &str, query: &str| support::lexical_search(&s, token, query);
     let everything = "年终奖 预算 年假 代号";
     let r = search(&li, everything);
     assert_eq!(ids(&r.body), ["bonus", "leave"]);

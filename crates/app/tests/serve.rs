@@ -24,14 +24,7 @@ fn docs_of(reply: &Value) -> BTreeSet<String> {
 
 /// A lexical search (the hashing embedder's dense route ranks by noise).
 fn search(s: &Server, token: &str, query: &str) -> Value {
-    let r = call(
-        "POST",
-        &s.url("/v1/search"),
-        Some(token),
-        Some(&json!({"query": query, "k": 10, "mode": "lexical"})),
-    );
-    assert_eq!(r.status, 200, "{}", r.text);
-    r.body
+    support::lexical_search(s, token, query).body
 }
 
 #[test]

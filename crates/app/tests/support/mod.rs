@@ -263,6 +263,18 @@ pub fn call(method: &str, url: &str, token: Option<&str>, body: Option<&Value>) 
     })
 }
 
+/// A lexical search of `query` (top 10) by `token`, answered 200.
+pub fn lexical_search(s: &Server, token: &str, query: &str) -> Reply {
+    let r = call(
+        "POST",
+        &s.url("/v1/search"),
+        Some(token),
+        Some(&serde_json::json!({"query": query, "k": 10, "mode": "lexical"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    r
+}
+
 /// POSTs a raw body.
 pub fn post_raw(url: &str, token: Option<&str>, body: &str) -> Reply {
     let mut req = agent().post(url).set("content-type", "application/json");
