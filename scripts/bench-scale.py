@@ -35,6 +35,30 @@ port):
 
 The beam sweep and the throughput start once the node has optimised what the ingests wrote.
 
+With `--access` (a corpus made with `make-scale-corpus.py --access`, whose documents name
+readers), after the phases above, on `serve --no-refresh` of the same store (first binary only):
+
+- the reader filter's latency cost per route: the same requests, in the same run, as a service
+  token that reads scope-0..9 whole and as a person token (`user = "u1@corp"`, `groups =
+  ["g1", "g5"]`, the same scopes: every read filtered by the documents' readers inside each
+  index), the two tokens alternating request by request (which goes first alternates too) so
+  load drift hits both alike: `POST /v1/search` dense, hybrid and lexical (k=10), `POST
+  /v1/ask` (not streamed), `GET /v1/documents?limit=100` (offsets within the person's
+  documents, so both get full pages) and `GET /v1/documents/{id}` (documents the person may
+  read; and, apart, ones they may not: 404 for the person). p50/p99 per token and the ratio
+  person / service; also the hits each got, whether every hit of the person's is one they may
+  read (from the corpus' front matter), and what share of the service's hits the person may read;
+- the propagation of an access change: a probe document (`access-probe-…`, scope-0, a marker
+  word only it holds) is written once, then `--access-changes` times rewritten through `POST
+  /v1/documents` with the same id, text and title and only `"metadata": {"access": [...]}`
+  alternating between `["group:g1"]` and `["group:g2"]`. Two persons (in g1, in g2) search
+  the marker lexically in a loop from the moment each change is sent; the time from sending
+  the change to the end of the first search of each that reflects it (it appears for the new
+  reader, disappears for the former one): p50/p99/max per side and for both, the POST's own
+  duration, and the `chunks_embedded` of every rewrite (0: readers alone re-embed nothing);
+  searches started after the POST answered that still showed the old readers are counted
+  (`stale after ack`, expected 0). The issue's goal: p99 <= 1 s.
+
 Python standard library only. The load average is printed at the start and end of each phase.
 
     python3 scripts/make-scale-corpus.py /tmp/scale-100k --chunks 100000 \\
@@ -47,14 +71,21 @@ Python standard library only. The load average is printed at the start and end o
     python3 scripts/bench-scale.py --kb /tmp/scale-100k --queries /tmp/scale-100k.queries.jsonl \\
         --bin $CARGO_TARGET_DIR/release/zhiku --profile cluster \\
         --qdrant-url http://127.0.0.1:6384 --knowledge-base scale --replicas 2
+    python3 scripts/make-scale-corpus.py /tmp/scale-100k-access --chunks 100000 --access \\
+        --queries /tmp/scale-100k-access.queries.jsonl
+    python3 scripts/bench-scale.py --kb /tmp/scale-100k-access \\
+        --queries /tmp/scale-100k-access.queries.jsonl --bin $CARGO_TARGET_DIR/release/zhiku \\
+        --access [--access-n 300] [--access-changes 200] [--queries-n 50 --ingests 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -71,6 +102,12 @@ from pathlib import Path
 TOKEN = "scale-bench-token"
 TOKEN_ONE = "scale-bench-token-one-scope"  # reads scope-0 only
 SCOPES = [f"scope-{i}" for i in range(10)]
+# `--access`: a service token reading scope-0..9 whole, and persons reading the same scopes
+# through the documents' readers (name, token, user, groups). PERSON is the one of the latency
+# comparison; PERSON and PERSON_B (in g1 and in g2) probe the propagation of access changes.
+TOKEN_SERVICE = "scale-bench-token-service"
+PERSON = ("person-a", "scale-bench-token-person-a", "u1@corp", ["g1", "g5"])
+PERSON_B = ("person-b", "scale-bench-token-person-b", "u2@corp", ["g2", "g6"])
 
 
 def load() -> str:
@@ -182,6 +219,15 @@ def post(conn: http.client.HTTPConnection, path: str, body: dict,
     t = time.perf_counter()
     conn.request("POST", path, body=data, headers={
         "content-type": "application/json", "authorization": f"Bearer {token}"})
+    r = conn.getresponse()
+    answer = r.read()
+    return (time.perf_counter() - t) * 1000.0, r.status, answer
+
+
+def get(conn: http.client.HTTPConnection, path: str, token: str) -> tuple[float, int, bytes]:
+    """Latency (ms), status and body of one GET."""
+    t = time.perf_counter()
+    conn.request("GET", path, headers={"authorization": f"Bearer {token}"})
     r = conn.getresponse()
     answer = r.read()
     return (time.perf_counter() - t) * 1000.0, r.status, answer
@@ -466,6 +512,329 @@ def throughput(bin_: str, kb: Path, stores: Path, queries: list[dict], args,
     return rows
 
 
+def access_tokens() -> str:
+    """The `[[serve.tokens]]` of `--access`: a read-only service token of scope-0..9 and the
+    persons, stored as SHA-256."""
+    def sha(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    text = ('\n[[serve.tokens]]\nname = "bench-service"\n'
+            f'sha256 = "{sha(TOKEN_SERVICE)}"\nscopes = {json.dumps(SCOPES)}\n')
+    for name, token, user, groups in (PERSON, PERSON_B):
+        text += (f'\n[[serve.tokens]]\nname = "{name}"\nsha256 = "{sha(token)}"\n'
+                 f"scopes = {json.dumps(SCOPES)}\nuser = {json.dumps(user)}\n"
+                 f"groups = {json.dumps(groups)}\n")
+    return text
+
+
+def corpus_readers(kb: Path) -> dict[str, list[str] | None]:
+    """Each corpus document's readers from its front matter (None: it names none, so it is
+    open to its scope)."""
+    out: dict[str, list[str] | None] = {}
+    for folder in sorted(kb.glob("part-*")):
+        for path in sorted(folder.glob("doc-*.md")):
+            doc_id, readers = None, None
+            with open(path, encoding="utf-8") as f:
+                f.readline()  # ---
+                for line in f:
+                    if line.startswith("---"):
+                        break
+                    key, _, value = line.partition(":")
+                    value = value.strip()
+                    if key == "id":
+                        doc_id = value
+                    elif key == "access":
+                        readers = [r.strip() for r in value.strip("[]").split(",") if r.strip()]
+            if doc_id:
+                out[doc_id] = readers
+    return out
+
+
+def may_read(readers: list[str] | None, person: tuple) -> bool:
+    _, _, user, groups = person
+    mine = {f"user:{user}", "*"} | {f"group:{g}" for g in groups}
+    return readers is None or bool(mine.intersection(readers))
+
+
+def access_phase(bin_: str, kb: Path, store: Path, queries: list[dict], args,
+                 env: dict[str, str], loads: list[str]) -> dict:
+    """The reader filter's cost per route (service against person token, interleaved) and the
+    propagation of access changes (see the docstring)."""
+    out: dict = {}
+    readers = corpus_readers(kb)
+    mine = [d for d, r in readers.items() if may_read(r, PERSON)]
+    theirs = [d for d, r in readers.items() if not may_read(r, PERSON)]
+    out["corpus docs"] = len(readers)
+    out["docs the person may read"] = len(mine)
+    print(f"  access: {len(readers)} corpus documents, {len(mine)} readable by {PERSON[0]} "
+          f"({PERSON[2]}, groups {PERSON[3]}), {len(theirs)} not", flush=True)
+    n = args.access_n
+    qs = queries[:n]
+    rng = random.Random(15)
+    # The changes' write steps are read from this server's log, as the ingests' are.
+    log = store.parent / f"{store.name}-serve-access.log"
+    logged = dict(env, ZHIKU_LOG=f"{env.get('ZHIKU_LOG', 'warn')},zhiku::put=debug")
+    phase("access: start (serve)", loads)
+    server = Server(bin_, kb, store, logged, log)
+    try:
+        conn = server.conn()
+        tokens = [("service", TOKEN_SERVICE), ("person", PERSON[1])]
+        total = {}
+        for label, token in tokens:
+            _, status, answer = get(conn, "/v1/documents?limit=1", token)
+            if status != 200:
+                sys.exit(f"GET /v1/documents as {label} answered {status}: {answer[:300]!r}")
+            total[label] = json.loads(answer)["total"]
+        out["documents total (service, person)"] = (total["service"], total["person"])
+        # Requests per route: (method, path, body); both tokens send the same ones.
+        pages = list(range(0, max(total["person"] - 100, 0) + 1, 100))
+        rng.shuffle(pages)
+        routes: list[tuple[str, list[tuple[str, str, dict | None]]]] = []
+        for mode in ["dense", "hybrid", "lexical"]:
+            routes.append((f"search {mode}", [
+                ("POST", "/v1/search", {"query": q["text"], "k": 10, "mode": mode}) for q in qs]))
+        routes.append(("ask", [("POST", "/v1/ask", {"question": q["text"]}) for q in qs]))
+        routes.append(("documents?limit=100", [
+            ("GET", f"/v1/documents?limit=100&offset={pages[i % len(pages)]}", None)
+            for i in range(n)]))
+        routes.append(("documents/{id}", [
+            ("GET", f"/v1/documents/{urllib.parse.quote(d, safe='')}", None)
+            for d in rng.sample(mine, min(n, len(mine)))]))
+        routes.append(("documents/{id} (person denied)", [
+            ("GET", f"/v1/documents/{urllib.parse.quote(d, safe='')}", None)
+            for d in rng.sample(theirs, min(n, len(theirs)))]))
+
+        def call(method: str, path: str, body: dict | None, token: str):
+            if method == "POST":
+                return post(conn, path, body, token)
+            return get(conn, path, token)
+
+        table = {}
+        for route, items in routes:
+            phase(f"access: {route}", loads)
+            for method, path, body in items[:20]:  # warm-up, both tokens
+                for _, token in tokens:
+                    call(method, path, body, token)
+            ms: dict[str, list[float]] = {"service": [], "person": []}
+            statuses: dict[str, dict[str, int]] = {"service": {}, "person": {}}
+            hits: dict[str, list[int]] = {"service": [], "person": []}
+            leaks, service_hits, readable, overlap = 0, 0, 0, []
+            for i, (method, path, body) in enumerate(items):
+                got = {}
+                # Alternate which token goes first, so neither always follows the other.
+                for label, token in (tokens if i % 2 == 0 else tokens[::-1]):
+                    t, status, answer = call(method, path, body, token)
+                    ms[label].append(t)
+                    statuses[label][str(status)] = statuses[label].get(str(status), 0) + 1
+                    if status == 200 and route.startswith(("search", "ask")):
+                        frame = json.loads(answer)
+                        got[label] = [h["doc_id"] for h in
+                                      frame.get("hits", frame.get("citations", []))]
+                        hits[label].append(len(got[label]))
+                for d in got.get("person", []):
+                    leaks += d in readers and not may_read(readers[d], PERSON)
+                for d in got.get("service", []):
+                    service_hits += 1
+                    readable += d in readers and may_read(readers[d], PERSON)
+                if route.startswith("search") and got.get("service"):
+                    a, b = set(got["service"]), set(got.get("person", []))
+                    overlap.append(len(a & b) / len(a))
+            row: dict = {"n": len(items), "statuses": statuses}
+            for label in ("service", "person"):
+                row[label] = (percentile(ms[label], 50), percentile(ms[label], 99))
+            row["ratio"] = (row["person"][0] / row["service"][0],
+                            row["person"][1] / row["service"][1])
+            if hits["service"]:
+                row["mean hits (service, person)"] = (statistics.mean(hits["service"]),
+                                                      statistics.mean(hits["person"] or [0]))
+                row["person hits they may not read"] = leaks
+                row["service hits the person may read"] = readable / max(service_hits, 1)
+            if overlap:
+                row["service top-10 docs also in the person's"] = statistics.mean(overlap)
+            table[route] = row
+            print(f"  {route}: service {row['service'][0]:.2f} / {row['service'][1]:.2f} ms, "
+                  f"person {row['person'][0]:.2f} / {row['person'][1]:.2f} ms "
+                  f"(x{row['ratio'][0]:.2f} / x{row['ratio'][1]:.2f}); statuses {statuses}"
+                  + (f"; person hits not theirs {leaks}" if hits["service"] else ""),
+                  flush=True)
+        out["routes"] = table
+        phase("access: propagation", loads)
+        out["propagation"] = propagation(server, args)
+        out["serve RSS MiB"] = server.rss_mib()
+    finally:
+        server.stop()
+    steps = write_steps(log)
+    out["access change write steps p50 ms"] = steps
+    print("  access changes: write steps (p50 ms): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in steps.items()), flush=True)
+    phase("access: end", loads)
+    return out
+
+
+def propagation(server: Server, args) -> dict:
+    """`--access-changes` rewrites of a probe document's readers, alternating group:g1 and
+    group:g2, each probed by a person of each group from the moment it is sent."""
+    run = time.strftime("%Y%m%d%H%M%S")
+    # A word only the probe holds: lower-case Latin letters (one word to the analyzer).
+    marker = "zkprobe" + "".join(chr(ord("a") + int(c)) for c in run)
+    doc_id = f"access-probe-{run}"
+    title = f"权限探针 {marker}"
+    text = (f"# {title}\n\n这篇文档用于测量读者变更生效的时间，"
+            f"它的标记词是 {marker}。文档的正文不变，只有读者在两个组之间交替。\n")
+    writer = server.conn()
+    by_group = {PERSON[3][0]: PERSON, PERSON_B[3][0]: PERSON_B}  # g1: person-a, g2: person-b
+    order = list(by_group)
+    probe_conns = {p[0]: server.conn() for p in by_group.values()}
+
+    def write(group: str) -> tuple[float, int, dict]:
+        ms, status, answer = post(writer, "/v1/documents", {
+            "id": doc_id, "text": text, "title": title, "scope": "scope-0",
+            "metadata": {"access": [f"group:{group}"]}})
+        if status not in (200, 201):
+            sys.exit(f"access change answered {status}: {answer[:500]!r}")
+        return ms, status, json.loads(answer)
+
+    def finds(person: tuple, token: str | None = None) -> bool:
+        _, status, answer = post(probe_conns[person[0]], "/v1/search",
+                                 {"query": marker, "k": 10, "mode": "lexical"},
+                                 token or person[1])
+        if status != 200:
+            raise RuntimeError(f"probe search answered {status}: {answer[:300]!r}")
+        return any(h["doc_id"] == doc_id for h in json.loads(answer)["hits"])
+
+    ms, status, first = write(order[0])
+    created_embedded = first.get("report", {}).get("chunks_embedded")
+    current = order[0]
+    for person in by_group.values():
+        want = person is by_group[current]
+        if finds(person) != want:
+            sys.exit(f"probe: {person[0]} {'misses' if want else 'finds'} the probe document "
+                     f"readable by group:{current} before any change")
+    if not finds(PERSON, TOKEN_SERVICE):
+        sys.exit("probe: the service token does not find the probe document")
+    print(f"  access: probe {doc_id} written ({status}, {created_embedded} chunks embedded); "
+          f"marker {marker}", flush=True)
+
+    appear, disappear, both, post_ms, probes = [], [], [], [], []
+    embedded: dict[str, int] = {}
+    stale_after_ack, timeouts = 0, 0
+    for i in range(args.access_changes):
+        target = order[(order.index(current) + 1) % len(order)]
+        newly, formerly = by_group[target], by_group[current]
+        go = threading.Event()
+        t0 = [0.0]
+        acked: list[float | None] = [None]  # when the POST answered
+        result: dict[str, float | None] = {}
+        counts: dict[str, int] = {}
+        stale = [0]
+        errors: list[str] = []
+
+        def prober(person: tuple, reflected_when_found: bool) -> None:
+            go.wait()
+            n = 0
+            try:
+                while True:
+                    started = time.perf_counter()
+                    found = finds(person)
+                    done = time.perf_counter()
+                    n += 1
+                    if found == reflected_when_found:
+                        result[person[0]] = done - t0[0]
+                        break
+                    if acked[0] is not None and started > acked[0]:
+                        stale[0] += 1
+                    if done - t0[0] > 30:
+                        result[person[0]] = None
+                        break
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(f"{person[0]}: {e}")
+            counts[person[0]] = n
+
+        threads = [threading.Thread(target=prober, args=(newly, True)),
+                   threading.Thread(target=prober, args=(formerly, False))]
+        for t in threads:
+            t.start()
+        t0[0] = time.perf_counter()
+        go.set()
+        ms, status, answer = write(target)
+        acked[0] = time.perf_counter()
+        for t in threads:
+            t.join()
+        if errors:
+            sys.exit("; ".join(errors))
+        current = target
+        post_ms.append(ms)
+        k = str(answer.get("report", {}).get("chunks_embedded"))
+        embedded[k] = embedded.get(k, 0) + 1
+        a, d = result.get(newly[0]), result.get(formerly[0])
+        stale_after_ack += stale[0]
+        if a is None or d is None:
+            timeouts += 1
+            continue
+        appear.append(a * 1000.0)
+        disappear.append(d * 1000.0)
+        both.append(max(a, d) * 1000.0)
+        probes.append(counts[newly[0]] + counts[formerly[0]])
+        if (i + 1) % 50 == 0:
+            print(f"  access: {i + 1} changes, both reflect it p50 {percentile(both, 50):.1f} "
+                  f"ms, max {max(both):.1f} ms; POST p50 {percentile(post_ms, 50):.1f} ms",
+                  flush=True)
+
+    def stats(v: list[float]) -> tuple[float, float, float]:
+        return (percentile(v, 50), percentile(v, 99), max(v) if v else float("nan"))
+
+    return {
+        "probe": doc_id, "changes": args.access_changes, "timeouts (30 s)": timeouts,
+        "chunks embedded at creation": created_embedded,
+        "chunks_embedded per change (value: count)": embedded,
+        "POST ms": stats(post_ms),
+        "newly reader finds it ms": stats(appear),
+        "former reader no longer finds it ms": stats(disappear),
+        "both reflect it ms": stats(both),
+        "probe searches per change (mean)": statistics.mean(probes) if probes else float("nan"),
+        "stale after ack": stale_after_ack,
+    }
+
+
+def print_access(name: str, a: dict) -> None:
+    totals = a["documents total (service, person)"]
+    print(f"\n{name}: per-person access ({a['corpus docs']} corpus documents, "
+          f"{a['docs the person may read']} readable by {PERSON[0]} = {PERSON[2]} in "
+          f"{', '.join(PERSON[3])}; GET /v1/documents total: service {totals[0]}, "
+          f"person {totals[1]})\n")
+    print("| route | n | service p50 / p99 ms | person p50 / p99 ms | person / service p50, p99 "
+          "| hits service / person | person hits not theirs | service hits the person may read "
+          "| service top-10 docs in the person's |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for route, r in a["routes"].items():
+        h = r.get("mean hits (service, person)")
+        o = r.get("service top-10 docs also in the person's")
+        print(f"| {route} | {r['n']} | {r['service'][0]:.2f} / {r['service'][1]:.2f} | "
+              f"{r['person'][0]:.2f} / {r['person'][1]:.2f} | "
+              f"{r['ratio'][0]:.2f}x, {r['ratio'][1]:.2f}x | "
+              + (f"{h[0]:.2f} / {h[1]:.2f} | {r['person hits they may not read']} | "
+                 f"{r['service hits the person may read']:.2f} | " if h else "- | - | - | ")
+              + (f"{o:.2f} |" if o is not None else "- |"))
+    print("\n(ask: hits are its citations; statuses per route and token in the JSON)")
+    p = a["propagation"]
+    print(f"\npropagation of access changes ({p['changes']} changes of {p['probe']}'s readers, "
+          f"group:g1 <-> group:g2; goal p99 <= 1000 ms)\n")
+    print("| measure | p50 ms | p99 ms | max ms |")
+    print("|---|---|---|---|")
+    for k in ("POST ms", "newly reader finds it ms", "former reader no longer finds it ms",
+              "both reflect it ms"):
+        v = p[k]
+        print(f"| {k.removesuffix(' ms')} | {v[0]:.1f} | {v[1]:.1f} | {v[2]:.1f} |")
+    print(f"\nchunks_embedded per change: {p['chunks_embedded per change (value: count)']} "
+          f"(at creation: {p['chunks embedded at creation']}); probe searches per change "
+          f"{p['probe searches per change (mean)']:.1f}; stale after ack {p['stale after ack']}; "
+          f"timeouts {p['timeouts (30 s)']}")
+    steps = a.get("access change write steps p50 ms") or {}
+    if steps:
+        print("write steps of the changes (p50 ms): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in steps.items()))
+
+
 def print_rows(rows: list[dict]) -> None:
     keys = [k for k in rows[0] if k != "name"]
     head = "| measure | " + " | ".join(r["name"] for r in rows)
@@ -511,6 +880,14 @@ def main() -> None:
     p.add_argument("--skip-build", action="store_true",
                    help="reuse the stores of an earlier run (no index from scratch)")
     p.add_argument("--json-out", type=Path, help="also write every figure to this JSON file")
+    a = p.add_argument_group("per-person access (a corpus made with make-scale-corpus.py --access)")
+    a.add_argument("--access", action="store_true",
+                   help="measure the reader filter per route (service vs person token) and the "
+                   "propagation of access changes")
+    a.add_argument("--access-n", type=int, default=300,
+                   help="requests per route and token (default 300)")
+    a.add_argument("--access-changes", type=int, default=200,
+                   help="changes of the probe document's readers (default 200)")
     c = p.add_argument_group("profile cluster (the whole store on a local Qdrant node)")
     c.add_argument("--profile", choices=["local", "cluster"], default="local")
     c.add_argument("--qdrant-url", help="the node's gRPC URL (ZHIKU_QDRANT_URL)")
@@ -536,13 +913,15 @@ def main() -> None:
     queries = [json.loads(l) for l in args.queries.read_text(encoding="utf-8").splitlines() if l]
     meta = json.loads((args.kb / ".scale-corpus.json").read_text()) \
         if (args.kb / ".scale-corpus.json").exists() else {}
+    if args.access and "access" not in meta:
+        p.error(f"--access needs a corpus made with make-scale-corpus.py --access ({args.kb})")
     # The serve bench ingests with a token: a config beside the corpus names it (and a
     # read-only one of one scope, for the beam sweep).
     (args.kb / "zhiku.toml").write_text(
         '[[serve.tokens]]\nname = "bench"\nenv = "ZHIKU_BENCH_TOKEN"\n'
         f"scopes = {json.dumps(SCOPES + ['default'])}\nwrite = true\n\n"
         '[[serve.tokens]]\nname = "bench-one"\nenv = "ZHIKU_BENCH_TOKEN_ONE"\n'
-        'scopes = ["scope-0"]\n',
+        'scopes = ["scope-0"]\n' + (access_tokens() if args.access else ""),
         encoding="utf-8",
     )
     root = args.store_root or Path(tempfile.mkdtemp(prefix="zhiku-scale-"))
@@ -550,7 +929,7 @@ def main() -> None:
           f"profile {args.profile}")
     loads: list[str] = []
     phase("start", loads)
-    rows, sweeps, tput = [], {}, {}
+    rows, sweeps, tput, access = [], {}, {}, {}
     for name, bin_ in [("zhiku", args.bin)] + ([("baseline", args.baseline)] if args.baseline else []):
         env = dict(os.environ)
         env.update({"ZHIKU_EMBEDDER": "hashing", "ZHIKU_BENCH_TOKEN": TOKEN,
@@ -566,6 +945,8 @@ def main() -> None:
                 env["ZHIKU_QDRANT_HNSW_EF"] = args.hnsw_ef
             qdrant = Qdrant(args.qdrant_url, args.qdrant_http, kb_name)
         rows.append(measure(name, bin_, args.kb, root / name, queries, args, env, qdrant, loads))
+        if args.access and name == "zhiku":
+            access[name] = access_phase(bin_, args.kb, root / name, queries, args, env, loads)
         if qdrant and (args.beams or args.replicas):
             # The ingests leave the node optimising: wait, so that it does not share the cores.
             rows[-1]["Qdrant optimising after ingests s"] = qdrant.wait_optimized()
@@ -602,11 +983,15 @@ def main() -> None:
             print(f"{replicas} replica(s): " + (
                 f"{best['rps']:.1f} requests/s at {best['threads']} threads (p99 {best['p99']:.1f} ms)"
                 if best else f"no step with p99 <= {args.p99_ms:.0f} ms"))
+    for name, a in access.items():
+        print_access(name, a)
     print("\n" + "\n".join(loads))
     if args.json_out:
-        args.json_out.write_text(json.dumps(
-            {"profile": args.profile, "corpus": meta, "rows": rows, "beams": sweeps,
-             "throughput": tput, "loads": loads}, ensure_ascii=False, indent=1))
+        figures = {"profile": args.profile, "corpus": meta, "rows": rows, "beams": sweeps,
+                   "throughput": tput, "loads": loads}
+        if args.access:
+            figures["access"] = access
+        args.json_out.write_text(json.dumps(figures, ensure_ascii=False, indent=1))
 
 
 if __name__ == "__main__":

@@ -12,10 +12,20 @@ Files go into subfolders of at most 1,000 files (`part-0000/doc-0000000.md`, ...
 `.scale-corpus.json` in the output folder records the parameters and the counts (hidden files
 are not indexed). `--queries FILE` writes a JSONL of questions drawn from the CMRC questions.
 
+`--access` (opt-in) also gives documents readers in their front matter, for the per-person
+access bench (`scripts/bench-scale.py --access`): about 30 % name none (open to their scope),
+the others `access: [group:g3, user:u17@corp]` with 1 to 3 distinct readers, each a group
+`group:g0`..`group:g19` (70 %) or a user `user:u0@corp`..`user:u49@corp` (30 %). The readers come
+from their own random stream, so the documents, their chunks and every other key are the same
+as without the flag; without it the output is byte-identical to a generator that has no such
+flag. The summary then records the counts (`access`).
+
 Python 3 standard library only; the output is a pure function of the arguments.
 
     python3 scripts/make-scale-corpus.py /tmp/scale-100k --chunks 100000 \
         --queries /tmp/scale-queries.jsonl
+    python3 scripts/make-scale-corpus.py /tmp/scale-100k-access --chunks 100000 --access \
+        --queries /tmp/scale-100k-access.queries.jsonl
 
 The CMRC 2018 data is CC BY-SA 4.0; the generated corpora are derived data (same licence) and
 are never committed.
@@ -47,6 +57,12 @@ SCOPES = [f"scope-{i}" for i in range(10)]
 TEAMS = ["atlas", "bamboo", "cobalt", "delta", "ember", "fjord", "granite", "harbor"]
 LABELS = ["概览", "札记", "摘录", "综述", "笔记", "资料", "问答", "备忘"]
 SUBHEADINGS = ["背景", "概述", "历史", "细节", "影响", "相关内容", "补充", "评价", "其他"]
+# `--access`: the share of documents with no readers (open to their scope), the groups and
+# users readers are drawn from, and the chance that a reader is a group.
+ACCESS_OPEN = 0.3
+ACCESS_GROUPS = [f"group:g{i}" for i in range(20)]
+ACCESS_USERS = [f"user:u{i}@corp" for i in range(50)]
+ACCESS_GROUP_SHARE = 0.7
 
 # A sentence: up to and including a run of Chinese terminators, plus any closing brackets
 # or quotes after them. Text after the last terminator of a line is dropped (mostly lists of
@@ -228,6 +244,21 @@ def count_chunks(body: str, blocks) -> int:
     return total
 
 
+def draw_readers(rng: random.Random) -> list[str] | None:
+    """`--access`: a document's readers (None: it names none), from `rng` alone."""
+    if rng.random() < ACCESS_OPEN:
+        return None
+    r = rng.random()
+    want = 1 if r < 0.5 else 2 if r < 0.8 else 3
+    readers: list[str] = []
+    while len(readers) < want:
+        pool = ACCESS_GROUPS if rng.random() < ACCESS_GROUP_SHARE else ACCESS_USERS
+        reader = pool[int(rng.random() * len(pool))]
+        if reader not in readers:
+            readers.append(reader)
+    return readers
+
+
 def yaml_string(s: str) -> str:
     # A JSON string is a valid YAML double-quoted scalar.
     return json.dumps(s, ensure_ascii=False)
@@ -240,6 +271,9 @@ def write_corpus(args, passages) -> None:
     out.mkdir(parents=True, exist_ok=True)
     gen = Generator(passages, args.seed)
     rng = gen.rng
+    # `--access` draws from a stream of its own: the documents stay those of the same seed.
+    access_rng = random.Random(f"access-{args.seed}") if args.access else None
+    access_docs = {"open": 0, "restricted": 0, "readers": 0}
     started = time.monotonic()
     docs = 0
     chunks = 0
@@ -272,6 +306,14 @@ def write_corpus(args, passages) -> None:
             front.append("locale: zh-CN")
         front.append(f"team: {gen.pick(TEAMS)}")
         front.append(f"year: {2015 + int(rng.random() * 12)}")
+        if access_rng is not None:
+            readers = draw_readers(access_rng)
+            if readers is None:
+                access_docs["open"] += 1
+            else:
+                front.append(f"access: [{', '.join(readers)}]")
+                access_docs["restricted"] += 1
+                access_docs["readers"] += len(readers)
         front.append("---\n")
         data = ("\n".join(front) + body).encode("utf-8")
         if docs % FILES_PER_FOLDER == 0:
@@ -304,6 +346,16 @@ def write_corpus(args, passages) -> None:
         "expected_chunks": chunks,
         "docs_per_scope": dict(zip(SCOPES, per_scope)),
     }
+    if access_rng is not None:
+        summary["access"] = {
+            "open_share": ACCESS_OPEN,
+            "groups": len(ACCESS_GROUPS),
+            "users": len(ACCESS_USERS),
+            "group_share": ACCESS_GROUP_SHARE,
+            "docs_open": access_docs["open"],
+            "docs_restricted": access_docs["restricted"],
+            "readers": access_docs["readers"],
+        }
     with open(out / ".scale-corpus.json", "w", encoding="utf-8") as f:
         json.dump(summary, f, ensure_ascii=False, indent=2)
         f.write("\n")
@@ -313,6 +365,12 @@ def write_corpus(args, passages) -> None:
         f"({chunks / max(docs, 1):.3f} per file; chunker v{CHUNKER_VERSION} "
         f"max={MAX_CHARS} overlap={OVERLAP_CHARS}), written in {elapsed:.1f} s"
     )
+    if access_rng is not None:
+        a = summary["access"]
+        print(
+            f"access: {a['docs_open']} documents open, {a['docs_restricted']} with readers "
+            f"({a['readers'] / max(a['docs_restricted'], 1):.2f} readers each)"
+        )
 
 
 def write_queries(args) -> None:
@@ -349,6 +407,12 @@ def main() -> None:
         "--cmrc",
         default=str(repo.parent / "shared" / "datasets" / "cmrc2018-dev"),
         help="folder with corpus.jsonl and queries.jsonl (default ../shared/datasets/cmrc2018-dev)",
+    )
+    p.add_argument(
+        "--access",
+        action="store_true",
+        help="give ~70%% of the documents readers (access: [...]) from group:g0..g19 and "
+        "user:u0@corp..u49@corp (default: none, output unchanged)",
     )
     p.add_argument("--queries", help="also write this JSONL of query texts")
     p.add_argument("--query-count", type=int, default=1000, help="queries to write (default 1000)")
