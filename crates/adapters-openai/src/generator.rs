@@ -33,8 +33,15 @@ impl OpenAiGenerator {
                 {"role": "system", "content": request.system},
                 {"role": "user", "content": request.prompt},
             ],
-            "temperature": self.config.temperature,
-            "max_tokens": self.config.max_tokens,
+            // The caller's sampling where asked; the answer never longer than configured.
+            "temperature": request
+                .sampling
+                .temperature()
+                .unwrap_or(f64::from(self.config.temperature)),
+            "max_tokens": request
+                .sampling
+                .max_tokens
+                .map_or(self.config.max_tokens, |m| m.clamp(1, self.config.max_tokens)),
             "stream": stream,
         })
     }
@@ -122,5 +129,30 @@ impl Generator for OpenAiGenerator {
             return Ok(text);
         }
         Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zhiku_domain::Sampling;
+    use zhiku_domain::rules::context::build_request;
+
+    #[test]
+    fn a_callers_sampling_reaches_the_model_within_the_configured_length() {
+        let g = OpenAiGenerator::new(ChatConfig::new("http://127.0.0.1:9/v1", "m"));
+        let mut request = build_request("问题？", Vec::new(), None, 1);
+        let body = g.body(&request, false);
+        assert_eq!(body["temperature"], 0.0);
+        assert_eq!(body["max_tokens"], 512);
+        request.sampling = Sampling::new(Some(0.7), Some(100)).unwrap();
+        let body = g.body(&request, true);
+        assert!((body["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-9);
+        assert_eq!(body["max_tokens"], 100);
+        // Longer than configured: the operator's cap holds.
+        request.sampling = Sampling::new(None, Some(100_000)).unwrap();
+        assert_eq!(g.body(&request, false)["max_tokens"], 512);
+        assert!(Sampling::new(Some(2.5), None).is_none());
+        assert!(Sampling::new(Some(f64::NAN), None).is_none());
     }
 }

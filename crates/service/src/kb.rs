@@ -27,7 +27,7 @@ use zhiku_domain::ports::{
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
 };
-use zhiku_domain::{DocId, Document, Scope, SectionId};
+use zhiku_domain::{DocId, Document, Sampling, Scope, SectionId};
 
 use crate::error::{
     Act, Change, Conversation, Field, Forbidden, Invalid, Missing, Step, TurnPart, Unavailable,
@@ -379,6 +379,21 @@ impl KnowledgeBase {
         trace_id: &str,
         also: Option<&dyn TraceSink>,
     ) -> Result<AnswerFrame, KbError> {
+        self.converse_sampled(caller, q, history, trace_id, also, Sampling::default())
+    }
+
+    /// [`converse`](Self::converse), with the model asked to sample as `sampling` says
+    /// (temperature, answer length: the OpenAI-compatible endpoint's `temperature` and
+    /// `max_tokens`).
+    pub fn converse_sampled(
+        &self,
+        caller: &Caller,
+        q: &SearchQuery,
+        history: &[Turn],
+        trace_id: &str,
+        also: Option<&dyn TraceSink>,
+        sampling: Sampling,
+    ) -> Result<AnswerFrame, KbError> {
         check_history(history)?;
         let filter = filter_for(
             caller.scopes.clone(),
@@ -421,7 +436,8 @@ impl KnowledgeBase {
             &self.clock,
             policy,
         )
-        .with_max_query_chars(store.settings.limits.max_query_chars);
+        .with_max_query_chars(store.settings.limits.max_query_chars)
+        .with_sampling(sampling);
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
         }

@@ -36,6 +36,40 @@ pub struct SourceBlock {
     pub text: String,
 }
 
+/// How a model samples an answer, as a caller asks (unset: the generator's configuration).
+/// Generators that do not sample (the extractive one) ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sampling {
+    /// The sampling temperature in thousandths (the OpenAI API's 0.0 to 2.0 is 0 to 2000).
+    pub temperature_milli: Option<u16>,
+    /// The most tokens the answer may take (a generator keeps its own cap when that is lower).
+    pub max_tokens: Option<u32>,
+}
+
+impl Sampling {
+    /// The highest temperature accepted, in thousandths.
+    pub const MAX_TEMPERATURE_MILLI: u16 = 2000;
+
+    /// Sampling at `temperature` (0.0 to 2.0) with at most `max_tokens` tokens; `None` for a
+    /// temperature out of range or not a number.
+    pub fn new(temperature: Option<f64>, max_tokens: Option<u32>) -> Option<Self> {
+        let temperature_milli = match temperature {
+            None => None,
+            Some(t) if (0.0..=2.0).contains(&t) => Some((t * 1000.0).round() as u16),
+            Some(_) => return None,
+        };
+        Some(Self {
+            temperature_milli,
+            max_tokens,
+        })
+    }
+
+    /// The temperature, when one was asked for.
+    pub fn temperature(&self) -> Option<f64> {
+        self.temperature_milli.map(|t| f64::from(t) / 1000.0)
+    }
+}
+
 /// One generation request.
 ///
 /// Model generators send [`system`](Self::system) and [`prompt`](Self::prompt), which already
@@ -58,4 +92,6 @@ pub struct GenerationRequest {
     pub attempt: u32,
     /// The exact text to answer with when the sources do not answer the question.
     pub no_material: String,
+    /// How the caller asked the model to sample.
+    pub sampling: Sampling,
 }

@@ -23,7 +23,7 @@ pub use conversation::{Intent, Plan, Turn};
 pub use document::{
     DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,
 };
-pub use evidence::{GenerationRequest, SourceBlock, SourceRecord};
+pub use evidence::{GenerationRequest, Sampling, SourceBlock, SourceRecord};
 pub use filter::Filter;
 pub use policy::{CHUNKER_VERSION, ChunkingPolicy, OLDEST_CHUNKER_VERSION};
 pub use position::{LOW_CONFIDENCE, LineBox, PageBox};

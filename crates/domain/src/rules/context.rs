@@ -5,7 +5,7 @@
 //! delimiters are neutralised in the content before rendering.
 
 use crate::contracts::Locale;
-use crate::contracts::{GenerationRequest, SourceBlock};
+use crate::contracts::{GenerationRequest, Sampling, SourceBlock};
 use crate::rules::citation::CitationViolation;
 
 /// What an answer says when the knowledge base holds nothing on the question, in Chinese.
@@ -176,6 +176,7 @@ pub fn build_request(
         feedback,
         attempt,
         no_material,
+        sampling: Sampling::default(),
     }
 }
 

@@ -18,7 +18,7 @@ mod policy;
 mod record;
 mod run;
 
-use crate::contracts::Filter;
+use crate::contracts::{Filter, Sampling};
 use crate::ports::AsAsked;
 use crate::ports::{
     AnswerStep, Clock, DocumentChunks, GenerationRequest, GenerationStep, Generator, Intent, Judge,
@@ -59,6 +59,7 @@ pub struct Answerer<'a> {
     fallback_planner: &'a dyn Planner,
     judge: Option<&'a dyn Judge>,
     max_query_chars: usize,
+    sampling: Sampling,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -92,7 +93,15 @@ impl<'a> Answerer<'a> {
             fallback_planner: &AsAsked,
             judge: None,
             max_query_chars: DEFAULT_MAX_QUERY_CHARS,
+            sampling: Sampling::default(),
         }
+    }
+
+    /// The same answerer, asking the generator to sample as the caller asked (temperature,
+    /// answer length); the generator's configuration otherwise.
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
+        self
     }
 
     /// The same answerer, retrieving for no query longer than `max` characters, or than the
@@ -411,7 +420,8 @@ impl<'a> Answerer<'a> {
         let last = run.attempts + self.policy.max_attempts;
         for attempt in first..=last {
             run.attempts = attempt;
-            let request = build_request(question, sources.to_vec(), feedback.take(), attempt);
+            let mut request = build_request(question, sources.to_vec(), feedback.take(), attempt);
+            request.sampling = self.sampling;
             run.emit(Stage::Context(record::context_step(
                 attempt, &request, sources,
             )));
