@@ -11,6 +11,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod compat;
 pub mod conn;
 mod error;
 pub mod logging;
@@ -163,19 +164,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let admitted = match state.tokens.admission(header.as_deref()) {
-        Ok(Admission::Caller(caller)) => Ok(caller),
-        Ok(Admission::Person(people, token)) => {
-            match tokio::task::spawn_blocking(move || people.admit(&token)).await {
-                Ok(result) => result,
-                Err(_) => Err(Denied::ProviderUnavailable(
-                    "the verification failed".into(),
-                )),
-            }
-        }
-        Err(denied) => Err(denied),
-    };
-    match admitted {
+    match admit(&state, header.as_deref()).await {
         Ok(caller) => {
             let name = logging::CallerName(caller.name.clone());
             request.extensions_mut().insert(caller);
@@ -184,6 +173,22 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             response
         }
         Err(denied) => denial(denied).into_response(),
+    }
+}
+
+/// The caller an `Authorization` header value makes: a configured token at once, a person's
+/// JWT once the identity provider's keys verify it (on the blocking pool).
+async fn admit(state: &AppState, authorization: Option<&str>) -> Result<Caller, Denied> {
+    match state.tokens.admission(authorization)? {
+        Admission::Caller(caller) => Ok(caller),
+        Admission::Person(people, token) => {
+            match tokio::task::spawn_blocking(move || people.admit(&token)).await {
+                Ok(result) => result,
+                Err(_) => Err(Denied::ProviderUnavailable(
+                    "the verification failed".into(),
+                )),
+            }
+        }
     }
 }
 
@@ -250,7 +255,9 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .route("/v1/originals/{*id}", get(get_original))
         .route("/v1/status", get(status))
         .route("/v1/admin/sweep", post(sweep))
-        .route("/v1/traces/{id}", get(trace));
+        .route("/v1/traces/{id}", get(trace))
+        .route("/v1/models", get(compat::models))
+        .route("/v1/chat/completions", post(compat::chat_completions));
     if let Some(mcp) = mcp {
         protected = protected.merge(mcp);
     }
@@ -258,6 +265,15 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
     let protected = protected
         .layer(middleware::from_fn_with_state(state.clone(), read_body))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    // Dify's external-knowledge API answers refusals in Dify's own error format.
+    let dify = Router::new()
+        .route("/v1/dify/retrieval", post(compat::dify_retrieval))
+        .layer(middleware::from_fn_with_state(state.clone(), read_body))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            compat::dify_authenticate,
+        ));
+    let protected = protected.merge(dify);
     // Health stays outside the Host check: it tells nothing, and probes (load balancers,
     // orchestrators) address the server by whatever name or address they were given.
     Router::new()
