@@ -2,9 +2,11 @@
 //! the official Python SDK (PyPI `openai`) and the official npm library, and Dify's
 //! external-knowledge API checked against its published request and response schema.
 //!
-//! Needs `bash scripts/setup-openai-clients.sh` (scripts/check runs it and sets
-//! ZHIKU_OPENAI_PYTHON and ZHIKU_REQUIRE_OPENAI_CLIENTS=1, so in CI a missing client fails
-//! instead of skipping).
+//! LangChain's `ChatOpenAI` and LlamaIndex's `OpenAILike` are pointed at it too.
+//!
+//! Needs `bash scripts/setup-openai-clients.sh` and `… frameworks` (scripts/check runs both and
+//! sets ZHIKU_OPENAI_PYTHON, ZHIKU_FRAMEWORKS_PYTHON and ZHIKU_REQUIRE_OPENAI_CLIENTS=1, so in
+//! CI a missing client fails instead of skipping).
 
 mod support;
 
@@ -21,32 +23,46 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// What is missing to run the clients, if anything (SKIPPED, or a failure under
-/// ZHIKU_REQUIRE_OPENAI_CLIENTS).
-fn clients(test: &str) -> Option<PathBuf> {
-    let python = std::env::var_os("ZHIKU_OPENAI_PYTHON")
+/// The Python of `var` (else the venv `venv` in the cache) when it imports `module`.
+fn python(var: &str, venv: &str, module: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".cache/zhiku/venv-openai/bin/python"))
+            std::env::var_os("HOME").map(|h| {
+                PathBuf::from(h)
+                    .join(".cache/zhiku")
+                    .join(venv)
+                    .join("bin/python")
+            })
         })
         .filter(|p| {
             Command::new(p)
-                .args(["-c", "import openai"])
+                .args(["-c", &format!("import {module}")])
                 .output()
                 .is_ok_and(|o| o.status.success())
-        });
+        })
+}
+
+/// The Python with the official SDK, when it and the npm library are installed (else SKIPPED,
+/// or a failure under ZHIKU_REQUIRE_OPENAI_CLIENTS).
+fn clients(test: &str) -> Option<PathBuf> {
+    let python = python("ZHIKU_OPENAI_PYTHON", "venv-openai", "openai");
     let npm = repo().join("tests/openai/node_modules/openai").is_dir();
-    match python {
-        Some(p) if npm => Some(p),
-        _ => {
+    required(test, python.filter(|_| npm), "")
+}
+
+/// `found`, or SKIPPED (a failure under ZHIKU_REQUIRE_OPENAI_CLIENTS) with the setup to run.
+fn required(test: &str, found: Option<PathBuf>, setup_arg: &str) -> Option<PathBuf> {
+    match found {
+        Some(p) => Some(p),
+        None => {
             if std::env::var_os("ZHIKU_REQUIRE_OPENAI_CLIENTS").is_some() {
                 panic!(
-                    "{test}: the OpenAI clients are required; run bash scripts/setup-openai-clients.sh"
+                    "{test}: the OpenAI clients are required; run bash scripts/setup-openai-clients.sh {setup_arg}"
                 );
             }
             eprintln!(
-                "SKIPPED {test}: no OpenAI clients; run bash scripts/setup-openai-clients.sh (or set ZHIKU_OPENAI_PYTHON)"
+                "SKIPPED {test}: no OpenAI clients; run bash scripts/setup-openai-clients.sh {setup_arg}"
             );
             None
         }
@@ -143,6 +159,40 @@ fn the_official_openai_clients_get_cited_answers_plain_streamed_and_in_a_convers
     assert_eq!(py["unknown_model"]["status"], 404);
     let js = run_client(Path::new("node"), "client.mjs", &base);
     check(&js, "npm");
+}
+
+#[test]
+fn langchain_and_llama_index_get_cited_answers_through_their_openai_clients() {
+    let test = "langchain_and_llama_index_get_cited_answers";
+    let found = python(
+        "ZHIKU_FRAMEWORKS_PYTHON",
+        "venv-frameworks",
+        "langchain_openai",
+    );
+    let Some(python) = required(test, found, "frameworks") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let r = run_client(&python, "frameworks.py", &s.url("/v1"));
+    for fw in ["langchain", "llama_index"] {
+        let answer = r[fw]["answer"].as_str().unwrap();
+        assert!(
+            answer.contains("三十天") && answer.contains("[1]"),
+            "{fw}: {answer}"
+        );
+        assert_eq!(r[fw]["streamed"], r[fw]["answer"], "{fw}");
+        assert!(
+            r[fw]["follow_up"].as_str().unwrap().contains("两天"),
+            "{fw}: {r}"
+        );
+    }
+    // LlamaIndex keeps the raw completion: the structured citations reach the application.
+    assert_eq!(
+        r["llama_index"]["raw_citations"][0]["doc_id"], "alpha-returns",
+        "{r}"
+    );
 }
 
 #[test]
