@@ -33,8 +33,10 @@ use zhiku_domain::Sampling;
 use zhiku_service::{Caller, new_trace_id};
 
 use crate::api::{self, AskRequest, FilterParam, Message, ModeParam};
+use crate::error::ApiError;
 use crate::error::ApiResult;
-use crate::{ApiError, AppState, logging, run};
+use crate::logging;
+use crate::state::{AppState, admit, proceed, run};
 
 /// The model name of the whole knowledge base (the caller's scopes).
 pub const MODEL: &str = "zhiku";
@@ -353,16 +355,16 @@ fn annotations(content: &str, citations: &Value) -> Vec<Value> {
     out
 }
 
-/// `s` with every byte outside the unreserved set percent-encoded (a document ID in a path).
+/// What a path segment keeps unencoded: RFC 3986's unreserved characters.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `s` as one path segment, every byte outside the unreserved set percent-encoded.
 fn percent(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
 }
 
 /// A whole number, also when written as `5.0` (JSON Schema's integers include them).
@@ -438,7 +440,7 @@ fn dify_error(status: StatusCode, code: u32, message: impl Into<String>) -> Resp
 /// bearer token, 1002: not recognised or refused).
 pub(crate) async fn dify_authenticate(
     State(state): State<AppState>,
-    mut request: Request,
+    request: Request,
     next: axum::middleware::Next,
 ) -> Response {
     let header = request
@@ -446,14 +448,8 @@ pub(crate) async fn dify_authenticate(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    match crate::admit(&state, header.as_deref()).await {
-        Ok(caller) => {
-            let name = logging::CallerName(caller.name.clone());
-            request.extensions_mut().insert(caller);
-            let mut response = next.run(request).await;
-            response.extensions_mut().insert(name);
-            response
-        }
+    match admit(&state, header.as_deref()).await {
+        Ok(caller) => proceed(caller, request, next).await,
         Err(crate::settings::Denied::Missing) => dify_error(
             StatusCode::UNAUTHORIZED,
             1001,

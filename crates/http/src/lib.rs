@@ -17,9 +17,9 @@ mod error;
 pub mod logging;
 pub mod metrics;
 pub mod settings;
+mod state;
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -39,60 +39,21 @@ use zhiku_domain::ports::{TraceEvent, TraceSink};
 
 use zhiku_service::error::Missing;
 use zhiku_service::new_trace_id;
-use zhiku_service::{Caller, DocumentView, KbError, SearchResult, SharedKb, Status, SweepReport};
+use zhiku_service::{Caller, DocumentView, KbError, SearchResult, Status, SweepReport};
 
-use self::admission::Gate;
 use self::api::{
     AskRequest, BatchRequest, DocumentRequest, MAX_BATCH_DOCUMENTS, Page, SearchRequest,
 };
-use self::settings::{Admission, Denied, ServeSettings, Tokens};
+use self::settings::Denied;
 
 pub use self::error::ApiError;
 use self::error::ApiResult;
+pub use self::state::AppState;
+use self::state::{admit, proceed, run};
 
 /// The OpenAPI document of this API.
 pub const OPENAPI: &str = include_str!("openapi.json");
 const PAGE: &str = include_str!("page.html");
-
-/// What every handler shares.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    kb: SharedKb,
-    tokens: Arc<Tokens>,
-    limits: Arc<ServeSettings>,
-    gate: Gate,
-    metrics_guard: Arc<metrics::Guard>,
-}
-
-impl AppState {
-    /// State over `kb` with these settings and tokens.
-    pub fn new(kb: SharedKb, limits: ServeSettings, tokens: Tokens) -> Self {
-        // A metrics token that cannot be read closes `/metrics` (`zhiku serve` refuses to start).
-        let metrics_guard =
-            metrics::Guard::from_settings(&limits).unwrap_or(metrics::Guard::Closed);
-        Self {
-            kb,
-            gate: Gate::new(limits.max_concurrent, limits.timeout_ms),
-            metrics_guard: Arc::new(metrics_guard),
-            tokens: Arc::new(tokens),
-            limits: Arc::new(limits),
-        }
-    }
-
-    /// The workers every transport takes its work's worker from (MCP included).
-    pub fn gate(&self) -> &Gate {
-        &self.gate
-    }
-}
-
-/// Runs a use case on the blocking pool within the concurrency and time limits.
-async fn run<T, F>(state: &AppState, work: F) -> ApiResult<T>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, KbError> + Send + 'static,
-{
-    Ok(state.gate.run(work).await?)
-}
 
 /// Refuses a request whose `Host` does not name this server (DNS rebinding).
 async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
@@ -158,37 +119,15 @@ async fn read_body(State(state): State<AppState>, request: Request, next: Next) 
 /// Admits the request by its bearer token and attaches the [`Caller`]: a configured token at
 /// once, a person's JWT after the identity provider's keys verify it (on the blocking pool: it
 /// may fetch them).
-async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let header = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     match admit(&state, header.as_deref()).await {
-        Ok(caller) => {
-            let name = logging::CallerName(caller.name.clone());
-            request.extensions_mut().insert(caller);
-            let mut response = next.run(request).await;
-            response.extensions_mut().insert(name);
-            response
-        }
+        Ok(caller) => proceed(caller, request, next).await,
         Err(denied) => denial(denied).into_response(),
-    }
-}
-
-/// The caller an `Authorization` header value makes: a configured token at once, a person's
-/// JWT once the identity provider's keys verify it (on the blocking pool).
-async fn admit(state: &AppState, authorization: Option<&str>) -> Result<Caller, Denied> {
-    match state.tokens.admission(authorization)? {
-        Admission::Caller(caller) => Ok(caller),
-        Admission::Person(people, token) => {
-            match tokio::task::spawn_blocking(move || people.admit(&token)).await {
-                Ok(result) => result,
-                Err(_) => Err(Denied::ProviderUnavailable(
-                    "the verification failed".into(),
-                )),
-            }
-        }
     }
 }
 
