@@ -368,3 +368,45 @@ fn dify_retrieves_from_zhiku_as_an_external_knowledge_base() {
     );
     assert!(!r.text.contains("蓝鲸"), "{}", r.text);
 }
+
+/// A streamed completion starts at once (the role, then keep-alives while the answer is made
+/// and checked), and a generator that never answers ends the stream with an error event in
+/// OpenAI's form and `[DONE]`, never with a half answer.
+#[test]
+fn a_stream_starts_at_once_and_a_failed_answer_ends_it_with_an_error() {
+    use std::io::BufRead;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let (kb, _hang) = support::hanging_generator_kb(dir.path(), "timeout_ms = 1500\n");
+    let s = Server::start(&kb, &[]);
+    let started = Instant::now();
+    let resp = ureq::post(&s.url("/v1/chat/completions"))
+        .set("authorization", "Bearer tok-a")
+        .send_json(json!({"model": "zhiku", "stream": true,
+                          "messages": [{"role": "user", "content": QUESTION}]}))
+        .expect("a stream");
+    let mut lines = std::io::BufReader::new(resp.into_reader()).lines();
+    let first = lines
+        .by_ref()
+        .map(Result::unwrap)
+        .find(|l| l.starts_with("data: "))
+        .expect("a first event");
+    assert!(
+        started.elapsed() < Duration::from_millis(1200),
+        "{:?}",
+        started.elapsed()
+    );
+    let role: Value = serde_json::from_str(&first["data: ".len()..]).unwrap();
+    assert_eq!(role["choices"][0]["delta"]["role"], "assistant");
+    let rest: Vec<String> = lines
+        .map(Result::unwrap)
+        .filter_map(|l| l.strip_prefix("data: ").map(str::to_string))
+        .collect();
+    assert_eq!(rest.last().map(String::as_str), Some("[DONE]"), "{rest:?}");
+    let error: Value = serde_json::from_str(&rest[rest.len() - 2]).unwrap();
+    assert_eq!(error["error"]["code"], "timeout", "{rest:?}");
+    assert!(
+        rest.iter().all(|d| !d.contains("\"content\":\"a")),
+        "no answer text was streamed: {rest:?}"
+    );
+}

@@ -29,6 +29,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
 use zhiku_domain::Sampling;
 use zhiku_service::{Caller, new_trace_id};
 
@@ -236,81 +238,124 @@ pub(crate) async fn chat_completions(
     };
     q.request_id = logging::request_id(&headers);
     let trace_id = new_trace_id();
-    let kb = state.kb.clone();
-    let answered = run(&state, move || {
-        kb.converse_sampled(&caller, &q, &history, &trace_id, None, sampling)
-    })
-    .await;
-    let frame = match answered {
-        Ok(f) => f,
-        Err(e) => return from_api(e),
-    };
-    let frame = serde_json::to_value(&frame).unwrap_or(Value::Null);
-    let id = format!(
-        "chatcmpl-{}",
-        frame["trace_id"].as_str().unwrap_or_default()
-    );
+    let id = format!("chatcmpl-{trace_id}");
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let content = frame["answer"].as_str().unwrap_or_default().to_string();
-    let citations = frame["citations"].clone();
-    let annotations = annotations(&content, &citations);
-    let zhiku = json!({
-        "status": frame["status"],
-        "trace_id": frame["trace_id"],
-        "rewritten": frame["rewritten"],
-        "generator": frame["generator"],
-    });
+    let kb = state.kb.clone();
+    let work = move || kb.converse_sampled(&caller, &q, &history, &trace_id, None, sampling);
     if !r.stream {
-        return Json(json!({
-            "id": id,
-            "object": "chat.completion",
-            "created": created,
-            "model": r.model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": null,
-                            "annotations": annotations, "citations": citations},
-                "finish_reason": "stop",
-            }],
-            "zhiku": zhiku,
-        }))
-        .into_response();
+        return match run(&state, work).await {
+            Ok(frame) => {
+                let a = Answer::of(&frame);
+                Json(json!({
+                    "id": id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": r.model,
+                    "choices": [{
+                        "index": 0,
+                        "message": {"role": "assistant", "content": a.content, "refusal": null,
+                                    "annotations": a.annotations, "citations": a.citations},
+                        "finish_reason": "stop",
+                    }],
+                    "zhiku": a.zhiku,
+                }))
+                .into_response()
+            }
+            Err(e) => from_api(e),
+        };
     }
-    // The answer is checked whole before anything is sent: it goes out in pieces of a few
-    // characters so clients render it as they would a model's stream.
-    let chunk = |delta: Value, finish: Value, extra: Option<(&Value, &Value)>| {
-        let mut c = json!({
-            "id": id, "object": "chat.completion.chunk", "created": created, "model": r.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        });
-        if let Some((citations, zhiku)) = extra {
-            c["citations"] = citations.clone();
-            c["zhiku"] = zhiku.clone();
-        }
-        Event::default().data(c.to_string())
+    // Streamed: the worker is taken before the stream starts (overload is a 503 like the JSON
+    // path), the role goes out at once and keep-alives while the answer is made and checked;
+    // then the checked answer in pieces of a few characters, as clients render a model's
+    // stream, the citations in the last chunk, and [DONE]. Nothing unchecked is streamed.
+    let permit = match state.gate.admit() {
+        Ok(p) => p,
+        Err(refused) => return from_api(refused.into()),
     };
-    let mut events = vec![chunk(
+    let chunk = {
+        let (id, model) = (id.clone(), r.model.clone());
+        move |delta: Value, finish: Value, extra: Option<&Answer>| {
+            let mut c = json!({
+                "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            });
+            if let Some(a) = extra {
+                c["citations"] = a.citations.clone();
+                c["zhiku"] = a.zhiku.clone();
+            }
+            Event::default().data(c.to_string())
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let _ = tx.send(chunk(
         json!({"role": "assistant", "content": ""}),
         Value::Null,
         None,
-    )];
-    let chars: Vec<char> = content.chars().collect();
-    for piece in chars.chunks(24) {
-        let text: String = piece.iter().collect();
-        events.push(chunk(json!({"content": text}), Value::Null, None));
-    }
-    events.push(chunk(
-        json!({"annotations": annotations}),
-        json!("stop"),
-        Some((&citations, &zhiku)),
     ));
-    events.push(Event::default().data("[DONE]"));
-    let stream = tokio_stream::iter(events.into_iter().map(Ok::<_, Infallible>));
+    let gate = state.gate.clone();
+    tokio::spawn(async move {
+        match gate
+            .run_admitted(permit, work)
+            .await
+            .map_err(ApiError::from)
+        {
+            Ok(frame) => {
+                let a = Answer::of(&frame);
+                let chars: Vec<char> = a.content.chars().collect();
+                for piece in chars.chunks(24) {
+                    let text: String = piece.iter().collect();
+                    let _ = tx.send(chunk(json!({"content": text}), Value::Null, None));
+                }
+                let _ = tx.send(chunk(
+                    json!({"annotations": a.annotations}),
+                    json!("stop"),
+                    Some(&a),
+                ));
+            }
+            // OpenAI's clients raise a stream event holding `error`.
+            Err(e) => {
+                let _ = tx.send(Event::default().data(
+                    json!({"error": {"message": e.message, "type": "server_error", "code": e.code}})
+                        .to_string(),
+                ));
+            }
+        }
+        let _ = tx.send(Event::default().data("[DONE]"));
+    });
+    let stream =
+        tokio_stream::StreamExt::map(UnboundedReceiverStream::new(rx), Ok::<_, Infallible>);
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// What a completion carries of an answer frame.
+struct Answer {
+    content: String,
+    citations: Value,
+    annotations: Vec<Value>,
+    zhiku: Value,
+}
+
+impl Answer {
+    fn of(frame: &zhiku_domain::usecases::AnswerFrame) -> Self {
+        let frame = serde_json::to_value(frame).unwrap_or(Value::Null);
+        let content = frame["answer"].as_str().unwrap_or_default().to_string();
+        let citations = frame["citations"].clone();
+        Self {
+            annotations: annotations(&content, &citations),
+            zhiku: json!({
+                "status": frame["status"],
+                "trace_id": frame["trace_id"],
+                "rewritten": frame["rewritten"],
+                "generator": frame["generator"],
+            }),
+            content,
+            citations,
+        }
+    }
 }
 
 /// OpenAI's `url_citation` annotations: each `[n]` marker's span in `content` (in characters,
