@@ -23,7 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -488,12 +488,7 @@ pub(crate) async fn dify_authenticate(
     request: Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    match admit(&state, header.as_deref()).await {
+    match admit(&state, request.headers()).await {
         Ok(caller) => proceed(caller, request, next).await,
         Err(crate::settings::Denied::Missing) => dify_error(
             StatusCode::UNAUTHORIZED,

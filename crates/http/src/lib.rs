@@ -120,12 +120,7 @@ async fn read_body(State(state): State<AppState>, request: Request, next: Next) 
 /// once, a person's JWT after the identity provider's keys verify it (on the blocking pool: it
 /// may fetch them).
 async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    match admit(&state, header.as_deref()).await {
+    match admit(&state, request.headers()).await {
         Ok(caller) => proceed(caller, request, next).await,
         Err(denied) => denial(denied).into_response(),
     }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::Request;
+use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
 use zhiku_service::{Caller, KbError, SharedKb};
@@ -54,9 +55,12 @@ where
     Ok(state.gate.run(work).await?)
 }
 
-/// The caller an `Authorization` header value makes: a configured token at once, a person's
-/// JWT once the identity provider's keys verify it (on the blocking pool).
-pub(crate) async fn admit(state: &AppState, authorization: Option<&str>) -> Result<Caller, Denied> {
+/// The caller a request's `Authorization` header makes: a configured token at once, a
+/// person's JWT once the identity provider's keys verify it (on the blocking pool).
+pub(crate) async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, Denied> {
+    let authorization = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     match state.tokens.admission(authorization)? {
         Admission::Caller(caller) => Ok(caller),
         Admission::Person(people, token) => {

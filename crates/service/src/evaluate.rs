@@ -12,8 +12,8 @@ use zhiku_domain::ports::{DocumentChunks, Generator, Judge, NullTraceSink, Reran
 use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::usecases::{AnswerPolicy, Answerer, DocumentReader, RetrievalMode, Retriever};
 
-use crate::error::Field;
-use crate::{Caller, KbError, KnowledgeBase, MonotonicClock, Settings, filter_for};
+use crate::query::caller_filter;
+use crate::{Caller, KbError, KnowledgeBase, MonotonicClock, Settings};
 
 /// How an evaluation's answers are asked.
 #[derive(Debug, Clone, Copy)]
@@ -102,8 +102,7 @@ impl KnowledgeBase {
         answering: Answering,
         run: impl FnOnce(&Evaluation<'_>) -> R,
     ) -> Result<R, KbError> {
-        let filter = filter_for(caller.scopes.clone(), caller.principal.as_ref(), &[], None)
-            .map_err(|e| KbError::invalid(Field::Filter, e))?;
+        let filter = caller_filter(caller, &[], None)?;
         let inner = self.read();
         let store = &inner.store;
         let documents = self.recorded_documents()?;

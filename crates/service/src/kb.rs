@@ -32,12 +32,12 @@ use zhiku_domain::{DocId, Document, Sampling, Scope, SectionId};
 use crate::error::{
     Act, Change, Conversation, Field, Forbidden, Invalid, Missing, Step, TurnPart, Unavailable,
 };
+use crate::query::caller_filter;
 use crate::refresh::{index_loaded, refresh};
 use crate::removal::remove_recorded;
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, KbError, MonotonicClock, QueryLimits, Refreshed,
     SearchQuery, SearchResult, SectionView, Status, Store, SweepReport, Tee, WithRequestId,
-    filter_for,
 };
 
 /// The planners a knowledge base reads conversations with.
@@ -325,13 +325,7 @@ impl KnowledgeBase {
     /// Searches within the caller's scopes.
     pub fn search(&self, caller: &Caller, q: &SearchQuery) -> Result<SearchResult, KbError> {
         let started = Instant::now();
-        let filter = filter_for(
-            caller.scopes.clone(),
-            caller.principal.as_ref(),
-            &q.metadata,
-            q.locale.as_deref(),
-        )
-        .map_err(|e| KbError::invalid(Field::Filter, e))?;
+        let filter = caller_filter(caller, &q.metadata, q.locale.as_deref())?;
         let inner = self.current();
         let store = &inner.store;
         let source = self.source(store)?;
@@ -395,13 +389,7 @@ impl KnowledgeBase {
         sampling: Sampling,
     ) -> Result<AnswerFrame, KbError> {
         check_history(history)?;
-        let filter = filter_for(
-            caller.scopes.clone(),
-            caller.principal.as_ref(),
-            &q.metadata,
-            q.locale.as_deref(),
-        )
-        .map_err(|e| KbError::invalid(Field::Filter, e))?;
+        let filter = caller_filter(caller, &q.metadata, q.locale.as_deref())?;
         let inner = self.current();
         let store = &inner.store;
         let source = self.source(store)?;

@@ -5,7 +5,7 @@ use zhiku_domain::usecases::RetrievalMode;
 use zhiku_domain::{Filter, Principal, Scope};
 
 use crate::KbError;
-use crate::error::Invalid;
+use crate::error::{Field, Invalid};
 
 /// The bounds of a query every transport applies (`[serve]` `max_query_chars`, `max_k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,22 @@ impl SearchQuery {
             request_id: None,
         })
     }
+}
+
+/// The filter `caller` searches within: its scopes, the person it acts for, and `metadata` and
+/// `locale` from the request.
+pub(crate) fn caller_filter(
+    caller: &crate::Caller,
+    metadata: &[(String, String)],
+    locale: Option<&str>,
+) -> std::result::Result<Filter, KbError> {
+    filter_for(
+        caller.scopes.clone(),
+        caller.principal.as_ref(),
+        metadata,
+        locale,
+    )
+    .map_err(|e| KbError::invalid(Field::Filter, e))
 }
 
 /// A filter over `scopes` (and, for a caller acting for a person, that person's readers) with
