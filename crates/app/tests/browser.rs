@@ -63,12 +63,7 @@ fn converse_on_the_page(base: &str, question: &str, shot: &Path, follow_up: Opti
         .args(follow_up)
         .output()
         .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
     eprintln!("browser: {r}");
     r
@@ -85,12 +80,7 @@ fn ask_on_a_page_picture(base: &str, question: &str, shot: &Path) -> Value {
         .env("ZHIKU_EXPECT_PAGE", "1")
         .output()
         .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
     eprintln!("browser: {r}");
     r
@@ -532,12 +522,7 @@ fn a_person_signs_in_on_the_page_through_the_provider_and_reads_as_themselves() 
         .arg(&shot)
         .output()
         .expect("run node");
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
     eprintln!("browser: {r}");
     assert_eq!(r["provider_url"], provider.issuer.as_str());

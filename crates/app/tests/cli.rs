@@ -266,11 +266,7 @@ fn a_manifest_left_behind_by_a_killed_process_is_detected_and_repaired() {
     support::restore_catalog(&store, &old);
     // Opening the store notices indexes that disagree with the manifest and repairs them.
     let out = zhiku(kb.path()).args(["index", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("repaired the store"), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -295,11 +291,7 @@ fn search_prints_ranked_evidence_within_the_callers_scopes() {
         .args(["search", "内部发布清单", "--mode", "lexical", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         v["evidence"]
@@ -545,11 +537,7 @@ fn answer_with_an_unreachable_llm(store: &Path, setting: (&str, &str)) -> (Strin
         .args(["ask", "默认 max_chars 为什么是 480？", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(frame["status"], "answered", "{frame}");
     (url, frame)
@@ -617,11 +605,7 @@ fn the_readme_first_command_answers_with_a_citation() {
         .args(["ask", question, "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let frame: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(frame["status"], "answered", "{question}: {frame}");
     assert!(!frame["citations"].as_array().unwrap().is_empty());
@@ -635,11 +619,7 @@ fn ask_prints_a_cited_answer_frame_and_records_the_trace() {
         .args(["ask", "What does reciprocal rank fusion merge?", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     for key in [
         "question",
@@ -878,15 +858,8 @@ fn chat_answers_a_follow_up_from_the_conversation_and_saves_a_history() {
         .write_stdin("你好\n上海的常住人口是多少？\n那北京呢？\n/reset\n那北京呢？\n")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let frames: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    support::assert_succeeded(&out);
+    let frames: Vec<Value> = support::json_lines(&out.stdout);
     assert_eq!(frames.len(), 4);
     assert_eq!(frames[0]["status"], "small_talk");
     assert_eq!(frames[1]["citations"][0]["doc_id"], "shanghai");
@@ -987,16 +960,8 @@ fn access_explains_a_documents_readers_and_lists_a_persons_documents() {
             .arg("--json")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        support::assert_succeeded(&out);
+        support::json_lines(&out.stdout)
     };
     let pay = &lines(&["hr/pay.md"])[0];
     assert_eq!(pay["readers"], json!(["group:hr"]), "{pay}");

@@ -30,11 +30,7 @@ fn hostile_fixtures(dir: &Path, extra: &[&str]) {
         .args(extra)
         .output()
         .expect("python3 runs the fixture script");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
 }
 
 fn format_fixture(name: &str) -> PathBuf {
@@ -98,11 +94,7 @@ fn skipped(v: &Value) -> Vec<(String, String)> {
 /// The documents `zhiku documents --json` lists (one JSON line each).
 fn document_count(kb: &Path) -> usize {
     let out = zhiku(kb).args(["documents", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| {
@@ -114,12 +106,7 @@ fn document_count(kb: &Path) -> usize {
 
 fn verify_passes(kb: &Path) {
     let out = zhiku(kb).args(["verify", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "verify: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
 }
 
 #[test]

@@ -31,12 +31,7 @@ fn client(args: &[&str]) -> Option<Value> {
         .args(args)
         .output()
         .expect("run the MCP client");
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     Some(serde_json::from_slice(&out.stdout).expect("one JSON object"))
 }
 

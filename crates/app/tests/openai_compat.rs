@@ -75,12 +75,7 @@ fn run_client(program: &Path, script: &str, base: &str) -> Value {
         .args([base, "tok-a", QUESTION, FOLLOW_UP])
         .output()
         .expect("run the client");
-    assert!(
-        out.status.success(),
-        "{script} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     eprintln!("{script}: {v}");
     v

@@ -343,26 +343,15 @@ fn the_cli_lists_indexing_times_and_sweeps_at_index_and_on_demand() {
         "---\nid: week\nscope: alpha\nttl: 7d\n---\n# 周\n\nZEBRA 一周有效。\n",
     );
     let out = zhiku(&kb).args(["index", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["swept"][0]["doc_id"], "old", "{summary}");
     assert_eq!(summary["swept"][0]["reason"], "expired", "{summary}");
     assert!(!kb.join("alpha/old.md").exists());
 
     let out = zhiku(&kb).args(["documents", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    support::assert_succeeded(&out);
+    let rows: Vec<Value> = support::json_lines(&out.stdout);
     let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["curated", "week"]);
     let week = &rows[1];
@@ -372,11 +361,7 @@ fn the_cli_lists_indexing_times_and_sweeps_at_index_and_on_demand() {
     assert_eq!(week["expired"], false);
 
     let out = zhiku(&kb).args(["sweep", "--json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let swept: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(swept["removed"], json!([]), "{swept}");
 }

@@ -631,11 +631,7 @@ fn a_scan_no_decoder_here_reads_is_drawn_by_pdfium_and_read() {
         .arg(&jp2)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let jpx = std::fs::read(&jp2).unwrap();
     std::fs::write(
         kb.join("archive.pdf"),

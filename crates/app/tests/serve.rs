@@ -512,11 +512,7 @@ fn a_batch_is_written_and_indexed_whole_or_not_at_all() {
         .args(["verify", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"consistent\":true"));
 }
 

@@ -299,12 +299,7 @@ fn the_python_client_writes_back_through_add_knowledge_and_reads_it_again() {
         .args([&s.url("/mcp"), "tok-a"])
         .output()
         .expect("run the MCP client");
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_succeeded(&out);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         r["tools"]
@@ -343,15 +338,8 @@ fn the_python_client_writes_back_through_add_knowledge_and_reads_it_again() {
         .args(["audit", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    support::assert_succeeded(&out);
+    let lines: Vec<Value> = support::json_lines(&out.stdout);
     let decisions: Vec<&str> = lines
         .iter()
         .map(|l| l["reason"].as_str().unwrap())

@@ -263,6 +263,25 @@ pub fn call(method: &str, url: &str, token: Option<&str>, body: Option<&Value>) 
     })
 }
 
+/// Asserts the command behind `out` succeeded, showing its stdout and stderr when it did not.
+pub fn assert_succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{} failed:\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Each line of a command's output, parsed as JSON.
+pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// A lexical search of `query` (top 10) by `token`, answered 200.
 pub fn lexical_search(s: &Server, token: &str, query: &str) -> Reply {
     let r = call(
