@@ -57,3 +57,31 @@ mod memory_trace {
         Some(Box::new(MemoryTraceSink::new()))
     });
 }
+
+mod memory_document_source {
+    use zhiku_adapters_memory::MemoryDocumentSource;
+    use zhiku_domain::ports::DocumentSource;
+    use zhiku_tests::contract::source::SourceUnderTest;
+
+    struct Memory(MemoryDocumentSource);
+
+    impl SourceUnderTest for Memory {
+        fn source(&self) -> &dyn DocumentSource {
+            &self.0
+        }
+        fn put(&self, path: &str, bytes: &[u8]) {
+            self.0.put(path, bytes);
+        }
+        fn delete(&self, path: &str) {
+            self.0.delete(path);
+        }
+        fn publish(&self) {}
+        fn cut(&self) {
+            self.0.set_cut(true);
+        }
+    }
+
+    zhiku_tests::document_source_contract!(|()| -> Option<Box<dyn SourceUnderTest>> {
+        Some(Box::new(Memory(MemoryDocumentSource::new())))
+    });
+}

@@ -15,7 +15,7 @@ use crate::folder_source::FolderSource;
 use crate::loader::{LoaderConfig, load_folder, load_folder_changed, load_path, load_text};
 use crate::paths::{
     Found, KbPath, MovedAside, PathError, SIDECAR_SUFFIX, check_recorded, inspect, move_aside,
-    scan_ignores, settle_leftovers, sidecar_of, write_file,
+    own_sidecar_of, scan_ignores, settle_leftovers, sidecar_of, write_file,
 };
 
 /// A folder of documents.
@@ -278,7 +278,8 @@ impl DocumentStore for FolderDocuments {
                 _ => return Err(no_document_at(&rel)),
             },
         };
-        if sidecar_found == Found::File && previous.is_none() {
+        let own_found = inspect(root, &own_sidecar_of(&rel)).map_err(|e| path_error(e, &rel))?;
+        if (sidecar_found == Found::File || own_found == Found::File) && previous.is_none() {
             return Err(no_document_at(&rel));
         }
         let text = render_markdown(put)?;
@@ -328,6 +329,13 @@ impl DocumentStore for FolderDocuments {
         moved
             .0
             .extend(move_aside(&self.root, path).map_err(cannot)?);
+        match move_aside(&self.root, &own_sidecar_of(path)) {
+            Ok(m) => moved.0.extend(m),
+            Err(e) => {
+                moved.put_back();
+                return Err(cannot(e));
+            }
+        }
         let sidecar = sidecar_of(path);
         let shared = recorded
             .iter()

@@ -8,6 +8,7 @@
 //! - [`folder`] — the folder as a writable document store.
 //! - [`folder_source`] — the folder as the source of truth hits are re-checked against.
 //! - [`lock`] — the store lock (one writer per store).
+//! - [`mirror`] — a document source's copy in the folder (`sources/<name>/`), what a sync writes.
 //! - [`manifest`] — the catalog as `manifest.json`, a catalog store.
 //! - [`atomic`] — replacing a file atomically (write, fsync, rename, fsync the folder).
 //! - [`vector_file`] — the `vectors.bin` format of earlier stores, read to migrate them.
@@ -28,6 +29,7 @@ pub mod front_matter;
 pub mod loader;
 pub mod lock;
 pub mod manifest;
+pub mod mirror;
 pub mod ocr_cache;
 pub mod paths;
 pub mod stamp;

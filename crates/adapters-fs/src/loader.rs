@@ -2,7 +2,8 @@
 //!
 //! The folder is walked recursively, honouring `.gitignore`, `.ignore` and `.zhikuignore` files
 //! and skipping hidden files. Markdown (`.md`, `.markdown`) may carry YAML front matter and/or a
-//! sidecar `<name>.metadata.yaml` (front matter wins on conflicts); `.txt` is plain text. PDF,
+//! sidecar `<name>.metadata.yaml` (front matter wins on conflicts) and a sidecar of its own,
+//! `<name>.<ext>.metadata.yaml`, which wins over both; `.txt` is plain text. PDF,
 //! Word, HTML, EPUB, PowerPoint, CSV and Excel files are read by their
 //! [extractors](zhiku_formats), chosen by content as well as extension; their sidecar plays the
 //! part of front matter, and the title and language the file declares itself come next. Keys
@@ -585,6 +586,19 @@ fn build_document(
     }
     if let Some(yaml) = front {
         meta.extend(parse_yaml(yaml, "front matter", config)?);
+    }
+    // The file's own sidecar (`guide.pdf.metadata.yaml`) is the most specific: it wins over
+    // the shared one and over front matter, so what a sync pins (scope, readers, reference)
+    // holds whatever the synced file says of itself.
+    let own = crate::paths::own_sidecar_of(rel);
+    let own_path = path.with_file_name(crate::paths::own_sidecar_of(
+        &path.file_name().unwrap_or_default().to_string_lossy(),
+    ));
+    if std::fs::symlink_metadata(&own_path).is_ok() {
+        check_links(&own_path, &own, config).with_context(|| format!("sidecar {own}"))?;
+        let yaml = read_text(&own_path, config.max_file_bytes)
+            .with_context(|| format!("sidecar {own}"))?;
+        meta.extend(parse_yaml(&yaml, "sidecar metadata", config)?);
     }
     let id = match string_key(&meta, "id")? {
         Some(id) => DocId::new(id)?,

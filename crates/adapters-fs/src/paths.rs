@@ -154,6 +154,12 @@ pub fn sidecar_of(rel: &str) -> String {
     }
 }
 
+/// The sidecar of the file at `rel` alone (`guide.pdf` → `guide.pdf.metadata.yaml`): what it
+/// says wins over the shared sidecar of [`sidecar_of`] and over front matter.
+pub fn own_sidecar_of(rel: &str) -> String {
+    format!("{rel}{SIDECAR_SUFFIX}")
+}
+
 /// A recorded path (from the manifest) checked structurally: relative, `/`-separated, no
 /// empty, `.` or `..` segment. Files the folder scan found may carry names the API would not
 /// create (`:` or a decomposed accent); they can still be replaced or deleted at that path.
@@ -330,6 +336,7 @@ pub fn settle_leftovers(root: &Path, recorded: &[&str]) -> Vec<Leftover> {
     for rel in recorded {
         wanted.insert((*rel).to_string());
         wanted.insert(sidecar_of(rel));
+        wanted.insert(own_sidecar_of(rel));
     }
     let mut done = Vec::new();
     let mut dirs = vec![(root.to_path_buf(), String::new())];

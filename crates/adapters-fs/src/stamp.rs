@@ -2,7 +2,8 @@
 //!
 //! A stamp names everything a document is derived from, as the filesystem reports it: the
 //! file's device, inode, size, modification and change times (to the nanosecond), the same for
-//! its sidecar `<name>.metadata.yaml` (or that there is none), the link itself where the path is
+//! its sidecar `<name>.metadata.yaml` (or that there is none) and of its own sidecar
+//! `<name>.<ext>.metadata.yaml` when it has one, the link itself where the path is
 //! a symbolic link, and a tag of the loader settings that shape a document (size, page, unpacking and time
 //! limits, default scope, link rule, loader version). Any edit, replacement (a new inode), `touch`, `chmod`,
 //! rename onto the path or settings change gives another stamp, so the file is read again.
@@ -66,7 +67,14 @@ impl Stamper {
             Err(_) => return None,
             Ok(_) => self.part(&sidecar)?,
         };
-        Some(format!("{};{file};{sidecar}", self.settings))
+        let mut own = path.as_os_str().to_owned();
+        own.push(crate::paths::SIDECAR_SUFFIX);
+        let own = match std::fs::symlink_metadata(&own) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(_) => return None,
+            Ok(_) => format!(";{}", self.part(Path::new(&own))?),
+        };
+        Some(format!("{};{file};{sidecar}{own}", self.settings))
     }
 
     /// One path's fields: the link's own when it is a symbolic link, then its target's.

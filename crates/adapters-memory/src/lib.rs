@@ -11,9 +11,11 @@
 //!   dimensions: deterministic and fast, with **no semantics** beyond shared tokens.
 //! - [`MemoryCatalogStore`]: the catalog kept in memory, shared by its clones.
 //! - [`MemorySourceStore`], [`MemoryTraceSink`].
+//! - [`MemoryDocumentSource`] and [`MemoryMirror`]: a document source and a sync's mirror.
 
 mod analyzer;
 mod catalog;
+mod document_source;
 mod embedder;
 mod lexical;
 mod source;
@@ -23,6 +25,7 @@ mod vector;
 
 pub use analyzer::simple_tokens;
 pub use catalog::MemoryCatalogStore;
+pub use document_source::{MemoryDocumentSource, MemoryMirror};
 pub use embedder::HashingEmbedder;
 pub use lexical::MemoryLexicalIndex;
 pub use source::MemorySourceStore;

@@ -9,6 +9,7 @@ pub mod lexical;
 pub mod ocr;
 pub mod records;
 pub mod rerank;
+pub mod source;
 pub mod trace;
 pub mod vector;
 
@@ -57,6 +58,30 @@ macro_rules! ocr_contract {
                 a_page_on_its_side_is_turned_back,
                 a_blank_page_gives_no_lines,
                 reading_is_deterministic,
+            ]
+        );
+    };
+}
+
+/// One test per property of the [`DocumentSource`](zhiku_domain::ports::DocumentSource)
+/// port. `$make` is a closure taking `()` and returning
+/// `Option<Box<`[`SourceUnderTest`](crate::contract::source::SourceUnderTest)`>>` (a fresh,
+/// empty source, or `None` to skip).
+#[macro_export]
+macro_rules! document_source_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            source,
+            $make,
+            (),
+            [
+                first_scan_reports_every_item_with_its_bytes,
+                a_rescan_with_the_known_stamps_transfers_nothing,
+                edits_additions_and_deletions_are_reported_each_once,
+                an_item_over_the_bound_fails_alone,
+                a_source_that_cannot_be_read_fails_and_reports_nothing_gone,
+                refused_credentials_fail_the_scan,
+                a_sync_keeps_the_mirror_equal_to_the_source,
             ]
         );
     };

@@ -11,6 +11,7 @@
 mod audit;
 mod catalog;
 mod clock;
+mod document_source;
 mod documents;
 mod embedder;
 mod errors;
@@ -30,6 +31,10 @@ pub use catalog::{
     WriteTurn,
 };
 pub use clock::{Clock, FixedWallClock, FrozenClock, WallClock, elapsed_ms};
+pub use document_source::{
+    DocumentSource, MirrorError, MirroredItem, ScanError, ScanEvent, ScanRequest, Scanned,
+    SourceItem, SourceMirror, SyncOutcome, SyncState, is_item_path,
+};
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
     PageRequest, PreparedPut, PutRequest, SkippedFile, Staged,

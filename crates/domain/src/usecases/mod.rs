@@ -8,6 +8,7 @@ mod indexer;
 mod judging;
 mod reader;
 mod retriever;
+mod sync;
 
 pub use answerer::{
     AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, DEFAULT_MAX_QUERY_CHARS,
@@ -24,3 +25,4 @@ pub use retriever::{
     Dropped, Evidence, RerankReport, RerankedEntry, Retrieval, RetrievalMode, RetrievalRequest,
     RetrieveError, Retriever, RouteHit, RouteReport, RouteStatus, StageTiming,
 };
+pub use sync::{SyncError, SyncPolicy, sync_source};
