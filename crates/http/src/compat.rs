@@ -359,7 +359,8 @@ impl Answer {
 }
 
 /// OpenAI's `url_citation` annotations: each `[n]` marker's span in `content` (in characters,
-/// as the API counts them), titled with its document, its URL the document's read route.
+/// as the API counts them), titled with its document, its URL the document's permalink at the
+/// source it was synced from when it has one, else the document's read route.
 fn annotations(content: &str, citations: &Value) -> Vec<Value> {
     let Some(citations) = citations.as_array() else {
         return Vec::new();
@@ -381,13 +382,17 @@ fn annotations(content: &str, citations: &Value) -> Vec<Value> {
                     .find(|c| c["marker"].as_u64() == Some(marker))
                 {
                     let doc = c["doc_id"].as_str().unwrap_or_default();
+                    let url = c["url"]
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("/v1/documents/{}", percent(doc)));
                     out.push(json!({
                         "type": "url_citation",
                         "url_citation": {
                             "start_index": i,
                             "end_index": end + 1,
                             "title": c["title"],
-                            "url": format!("/v1/documents/{}", percent(doc)),
+                            "url": url,
                         }
                     }));
                 }
@@ -578,6 +583,7 @@ pub(crate) async fn dify_retrieval(
                     "doc_id": h.doc_id,
                     "chunk_id": h.chunk_id,
                     "source": h.source,
+                    "url": h.url,
                     "section": h.section,
                     "heading_path": h.heading_path,
                     "pages": h.pages,

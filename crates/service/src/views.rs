@@ -68,8 +68,12 @@ pub struct Hit {
     pub doc_id: String,
     /// The document's title.
     pub title: String,
-    /// The document's source.
+    /// The document's source: its path, or its reference at the source it was synced from
+    /// (`docs/a.md@3f2c1e0a9b7d`, a page's URL).
     pub source: String,
+    /// Where a browser shows the document at its source (a permalink), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Headings above the chunk.
     pub heading_path: Vec<String>,
     /// The section the chunk sits in, to read it whole (`GET /v1/documents/{id}/sections/{section}`).
@@ -100,7 +104,8 @@ impl Hit {
                 chunk_id: e.chunk_id.to_string(),
                 doc_id: e.chunk.doc_id().to_string(),
                 title: e.chunk.doc().title.to_string(),
-                source: e.chunk.doc().source.to_string(),
+                source: e.chunk.doc().reference().to_string(),
+                url: e.chunk.doc().link().map(str::to_string),
                 heading_path: e.chunk.heading_path().to_vec(),
                 section: e.chunk.section().to_string(),
                 pages: e.chunk.pages(),
@@ -288,4 +293,27 @@ pub struct Status {
     pub origin: Option<String>,
     /// Seconds since the service started.
     pub uptime_s: u64,
+}
+
+/// A synced source as the service last heard of it (for the operator: `/metrics`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceStatus {
+    /// Its name (`sources/<name>/` in the folder).
+    pub name: String,
+    /// `git`, `web` or `webdav`.
+    pub kind: String,
+    /// Where it is (no credential).
+    pub location: String,
+    /// Seconds between two scheduled syncs.
+    pub every_s: u64,
+    /// Items its mirror holds.
+    pub items: usize,
+    /// How its last sync ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last: Option<zhiku_domain::ports::SyncOutcome>,
+    /// When its last complete sync began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_success: Option<Timestamp>,
+    /// True while it is being synced.
+    pub syncing: bool,
 }

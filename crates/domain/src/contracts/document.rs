@@ -165,6 +165,32 @@ pub struct DocAttributes {
     pub access: Access,
 }
 
+/// The metadata key under which a document copied from a document source names itself there
+/// (`docs/a.md@3f2c1e0a9b7d`: path at commit; a page's URL): what citations and hits show as
+/// its source.
+pub const SOURCE_REF_KEY: &str = "source_ref";
+/// The metadata key of a copied document's permalink at its source.
+pub const SOURCE_URL_KEY: &str = "source_url";
+
+impl DocAttributes {
+    /// How people name the document's origin: its reference at the source it was copied from
+    /// ([`SOURCE_REF_KEY`]) when it was, else its source path.
+    pub fn reference(&self) -> &str {
+        match self.metadata.get(SOURCE_REF_KEY) {
+            Some(serde_json::Value::String(r)) if !r.is_empty() => r,
+            _ => self.source.as_str(),
+        }
+    }
+
+    /// Where a browser shows the document at its source ([`SOURCE_URL_KEY`]), if anywhere.
+    pub fn link(&self) -> Option<&str> {
+        match self.metadata.get(SOURCE_URL_KEY) {
+            Some(serde_json::Value::String(u)) if !u.is_empty() => Some(u),
+            _ => None,
+        }
+    }
+}
+
 /// A document to index.
 ///
 /// The revision is always computed from the content, so a `Document` can never carry a revision

@@ -21,7 +21,8 @@ pub use catalog::{Catalog, CatalogChanges, CatalogEntry, DocAbout};
 pub use chunk::{Chunk, ChunkId, ChunkRecord, PageSpan};
 pub use conversation::{Intent, Plan, Turn};
 pub use document::{
-    DocAttributes, Document, DocumentBuilder, Metadata, canonical_text, metadata_term,
+    DocAttributes, Document, DocumentBuilder, Metadata, SOURCE_REF_KEY, SOURCE_URL_KEY,
+    canonical_text, metadata_term,
 };
 pub use evidence::{GenerationRequest, Sampling, SourceBlock, SourceRecord};
 pub use filter::Filter;

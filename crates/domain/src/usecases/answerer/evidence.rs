@@ -97,7 +97,7 @@ pub(super) fn source_blocks(evidence: &[Evidence]) -> Vec<SourceBlock> {
             marker: i as u32 + 1,
             chunk_id: e.chunk_id.clone(),
             title: citation::neutralise(e.chunk.doc().title.as_ref()).into_owned(),
-            source: citation::neutralise(e.chunk.doc().source.as_ref()).into_owned(),
+            source: citation::neutralise(e.chunk.doc().reference()).into_owned(),
             heading_path: e
                 .chunk
                 .heading_path()

@@ -54,8 +54,12 @@ pub struct Citation {
     pub doc_id: DocId,
     /// The document title.
     pub title: String,
-    /// Where the document came from.
+    /// Where the document came from: its path, or its reference at the source it was synced
+    /// from (`docs/a.md@3f2c1e0a9b7d`, a page's URL).
     pub source: String,
+    /// Where a browser shows the document at its source (a permalink), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// The headings above the cited chunk, outermost first.
     pub heading_path: Vec<String>,
     /// The section the cited chunk sits in (its document and heading path): read it whole with
@@ -253,7 +257,7 @@ pub(super) fn summarise(e: &Evidence) -> EvidenceSummary {
         route_ranks: e.routes.iter().map(|r| (r.route, r.rank)).collect(),
         doc_id: e.chunk.doc_id().clone(),
         title: e.chunk.doc().title.to_string(),
-        source: e.chunk.doc().source.to_string(),
+        source: e.chunk.doc().reference().to_string(),
         section: e.chunk.section().clone(),
         start: e.chunk.start(),
         end: e.chunk.end(),
@@ -348,7 +352,8 @@ pub(super) fn citations_for(
                 chunk_id: id.clone(),
                 doc_id: e.chunk.doc_id().clone(),
                 title: doc.title.to_string(),
-                source: doc.source.to_string(),
+                source: doc.reference().to_string(),
+                url: doc.link().map(str::to_string),
                 heading_path: e.chunk.heading_path().to_vec(),
                 section: e.chunk.section().clone(),
                 pages: e.chunk.pages(),
