@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use zhiku_domain::ports::{MirrorError, SourceItem, SourceMirror, SyncState, is_item_path};
+use zhiku_domain::ports::{
+    MirrorError, SourceItem, SourceMirror, SyncState, is_item_path, is_source_name,
+};
 
 use crate::lock::StoreLock;
 use crate::paths::{SIDECAR_SUFFIX, move_aside, own_sidecar_of, write_file};
@@ -24,19 +26,6 @@ pub const STATE_FILE: &str = ".zhiku-source.json";
 const LOCK_DIR: &str = ".zhiku-sync";
 /// Most bytes of a state file read back (10,000 items take about 2 MB).
 const MAX_STATE_BYTES: u64 = 512 * 1024 * 1024;
-
-/// True when `name` can name a source: 1–64 of `a-z`, `0-9`, `-`, `_`, starting with a letter
-/// or digit.
-pub fn is_source_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphanumeric())
-}
 
 /// The mirror of source `name` under a knowledge-base folder, held by this process while it
 /// lives.
@@ -117,9 +106,15 @@ impl FolderMirror {
     fn sidecar(&self, item: &SourceItem) -> Vec<u8> {
         let mut meta = Map::new();
         meta.insert("source_name".into(), Value::String(self.name.clone()));
-        meta.insert("source_ref".into(), Value::String(item.reference.clone()));
+        meta.insert(
+            zhiku_domain::SOURCE_REF_KEY.into(),
+            Value::String(item.reference.clone()),
+        );
         if let Some(link) = &item.link {
-            meta.insert("source_url".into(), Value::String(link.clone()));
+            meta.insert(
+                zhiku_domain::SOURCE_URL_KEY.into(),
+                Value::String(link.clone()),
+            );
         }
         meta.extend(self.pinned.clone());
         // JSON is YAML: the loader's YAML reader takes this flow mapping as it is, quoted.

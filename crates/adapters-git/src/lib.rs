@@ -83,6 +83,12 @@ pub fn without_credentials(url: &str) -> String {
     }
 }
 
+/// Paths of the tree that are no items, with why (a link, a submodule, a name not UTF-8).
+type NotItems = Vec<(String, String)>;
+
+/// What receives each blob read.
+type BlobSink<'a> = dyn FnMut(&Entry, Vec<u8>) -> Result<(), ScanError> + 'a;
+
 /// One file of the tip's tree.
 struct Entry {
     path: String,
@@ -196,7 +202,7 @@ impl GitSource {
     /// Every regular file of the tip's tree under the configured folders; entries that are
     /// no item (a link, a submodule, a name that is not UTF-8 or not plain) are returned apart,
     /// with why.
-    fn tree(&self) -> Result<(Vec<Entry>, Vec<(String, String)>), ScanError> {
+    fn tree(&self) -> Result<(Vec<Entry>, NotItems), ScanError> {
         let s = &self.settings;
         let mut c = git(&s.program, &s.cache);
         c.args(["ls-tree", "-r", "-z", "-l", "--full-tree", TIP]);
@@ -268,11 +274,7 @@ impl GitSource {
 
     /// Reads the blobs of `wanted` in order, handing each to `each`; one `git cat-file
     /// --batch` for all of them, killed at the deadline.
-    fn read_blobs(
-        &self,
-        wanted: &[&Entry],
-        each: &mut dyn FnMut(&Entry, Vec<u8>) -> Result<(), ScanError>,
-    ) -> Result<(), ScanError> {
+    fn read_blobs(&self, wanted: &[&Entry], each: &mut BlobSink<'_>) -> Result<(), ScanError> {
         if wanted.is_empty() {
             return Ok(());
         }

@@ -49,7 +49,7 @@ async fn serve(State(site): State<Shared>, uri: Uri, headers: HeaderMap) -> Resp
     } else {
         path
     };
-    let path = String::from_utf8(url_decode(&path)).unwrap_or(path);
+    let path = zhiku_adapters_web::naming::percent_decode(&path).unwrap_or(path);
     let reply = if s.broken.contains(&path) {
         StatusCode::INTERNAL_SERVER_ERROR.into_response()
     } else if s.gone.contains(&path) {
@@ -100,26 +100,6 @@ async fn serve(State(site): State<Shared>, uri: Uri, headers: HeaderMap) -> Resp
     let status = reply.status();
     s.log.push((uri.path().to_string(), Instant::now(), status));
     reply
-}
-
-fn url_decode(p: &str) -> Vec<u8> {
-    let b = p.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) =
-                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
-            {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -106,6 +106,7 @@ fn run(cli: Cli) -> Result<Exit> {
             },
             output,
         ),
+        Command::Sync { names, output } => cli::sync::run(&ctx, &names, output),
         Command::Sweep { output } => cli::retention::sweep(&ctx, output),
         Command::Audit { output } => cli::retention::audit(&ctx, output),
         Command::Status { output } => cli::status::run(&ctx, output),

@@ -8,6 +8,8 @@
 //! | `zhiku_documents`, `zhiku_chunks` | gauge | `scope` (computed at scrape time) |
 //! | `zhiku_backend_errors_total` | counter | `backend`: `embedder`, `generator`, `qdrant` or `vector_index` |
 //! | `zhiku_admission_rejections_total` | counter | `reason`: `busy` (503), `timeout` (504) |
+//! | `zhiku_source_syncs_total` | counter | `source`, `result`: `ok`, `failed` |
+//! | `zhiku_source_items`, `zhiku_source_up`, `zhiku_source_last_success_timestamp_seconds` | gauge | `source` (at scrape time) |
 //!
 //! The per-scope gauges name every scope, so `/metrics` is for the operator only: it needs
 //! its own bearer token (`[serve] metrics_token_sha256` or `metrics_token_env`) or, when none
@@ -38,7 +40,7 @@ use zhiku_domain::ports::{
     IndexCapabilities, IndexError, ScoredChunk, VectorIndex,
 };
 use zhiku_domain::{Chunk, ChunkId, DocId, Embedding, EmbeddingSpace, Filter};
-use zhiku_service::SharedKb;
+use zhiku_service::{SharedKb, SourceStatus};
 
 use crate::error::ApiError;
 use crate::settings::{ServeSettings, token_digest};
@@ -79,6 +81,17 @@ struct ScopeLabel {
     scope: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceResultLabel {
+    source: String,
+    result: String,
+}
+
 type HistogramFamily = Family<HttpLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -96,6 +109,10 @@ struct Metrics {
     rejections: Family<ReasonLabel, Counter>,
     documents: Family<ScopeLabel, Gauge>,
     chunks: Family<ScopeLabel, Gauge>,
+    source_syncs: Family<SourceResultLabel, Counter>,
+    source_items: Family<SourceLabel, Gauge>,
+    source_up: Family<SourceLabel, Gauge>,
+    source_success: Family<SourceLabel, Gauge>,
     /// One scrape at a time: the scope gauges are refilled by each.
     scrape: Mutex<()>,
 }
@@ -149,6 +166,30 @@ impl Metrics {
             "Chunks of the documents served, by scope",
             chunks.clone(),
         );
+        let source_syncs = Family::<SourceResultLabel, Counter>::default();
+        registry.register(
+            "zhiku_source_syncs",
+            "Syncs of each configured source, by result (ok, failed)",
+            source_syncs.clone(),
+        );
+        let source_items = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "zhiku_source_items",
+            "Items each source's mirror holds",
+            source_items.clone(),
+        );
+        let source_up = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "zhiku_source_up",
+            "1 when the source's last sync completed, 0 when it failed",
+            source_up.clone(),
+        );
+        let source_success = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "zhiku_source_last_success_timestamp_seconds",
+            "When the source's last complete sync began (Unix seconds)",
+            source_success.clone(),
+        );
         // Series that exist from the start, so a rate over them is defined before the first event.
         for result in INGEST_RESULTS {
             ingests.get_or_create_owned(&ResultLabel {
@@ -172,6 +213,10 @@ impl Metrics {
             rejections,
             documents,
             chunks,
+            source_syncs,
+            source_items,
+            source_up,
+            source_success,
             scrape: Mutex::new(()),
         }
     }
@@ -260,7 +305,7 @@ fn touch_backend(backend: &str) {
 
 /// The current metrics in the OpenMetrics text format, with the per-scope gauges set from
 /// `scopes` (scope, documents, chunks).
-pub fn exposition(scopes: &[(String, usize, usize)]) -> String {
+pub fn exposition(scopes: &[(String, usize, usize)], sources: &[SourceStatus]) -> String {
     let _one = METRICS.scrape.lock().unwrap_or_else(|e| e.into_inner());
     METRICS.documents.clear();
     METRICS.chunks.clear();
@@ -271,9 +316,39 @@ pub fn exposition(scopes: &[(String, usize, usize)]) -> String {
         METRICS.documents.get_or_create(&label).set(*docs as i64);
         METRICS.chunks.get_or_create(&label).set(*chunks as i64);
     }
+    METRICS.source_items.clear();
+    METRICS.source_up.clear();
+    METRICS.source_success.clear();
+    for s in sources {
+        let label = SourceLabel {
+            source: s.name.clone(),
+        };
+        METRICS
+            .source_items
+            .get_or_create(&label)
+            .set(s.items as i64);
+        if let Some(last) = &s.last {
+            let up = i64::from(last.error.is_none());
+            METRICS.source_up.get_or_create(&label).set(up);
+        }
+        if let Some(at) = s.last_success {
+            METRICS.source_success.get_or_create(&label).set(at.unix());
+        }
+    }
     let mut out = String::new();
     encode(&mut out, &METRICS.registry).expect("writing to a String does not fail");
     out
+}
+
+/// Counts one sync of `source` (a configured source's name: the operator's, never a caller's).
+pub fn count_source_sync(source: &str, ok: bool) {
+    METRICS
+        .source_syncs
+        .get_or_create(&SourceResultLabel {
+            source: source.to_string(),
+            result: if ok { "ok" } else { "failed" }.to_string(),
+        })
+        .inc();
 }
 
 /// Who may read `/metrics`.
@@ -395,8 +470,9 @@ pub(crate) async fn scrape(guard: &Guard, kb: SharedKb, request: Request) -> Res
     if let Err(e) = guard.admit(request.headers(), peer) {
         return e.into_response();
     }
-    let scopes = match tokio::task::spawn_blocking(move || kb.counts_by_scope()).await {
-        Ok(scopes) => scopes,
+    let counted = tokio::task::spawn_blocking(move || (kb.counts_by_scope(), kb.sources())).await;
+    let (scopes, sources) = match counted {
+        Ok(counted) => counted,
         Err(e) => {
             return ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -406,7 +482,11 @@ pub(crate) async fn scrape(guard: &Guard, kb: SharedKb, request: Request) -> Res
             .into_response();
         }
     };
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], exposition(&scopes)).into_response()
+    (
+        [(header::CONTENT_TYPE, CONTENT_TYPE)],
+        exposition(&scopes, &sources),
+    )
+        .into_response()
 }
 
 /// A store's dense route: its embedder and vector index.

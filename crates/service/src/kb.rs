@@ -37,7 +37,8 @@ use crate::refresh::{index_loaded, refresh};
 use crate::removal::remove_recorded;
 use crate::{
     Caller, ChunkView, DocInfo, DocumentView, Hit, KbError, MonotonicClock, QueryLimits, Refreshed,
-    SearchQuery, SearchResult, SectionView, Status, Store, SweepReport, Tee, WithRequestId,
+    SearchQuery, SearchResult, SectionView, SourceStatus, Status, Store, SweepReport, Tee,
+    WithRequestId,
 };
 
 /// The planners a knowledge base reads conversations with.
@@ -95,6 +96,8 @@ pub struct KnowledgeBase {
     /// `started`.
     followed_at: AtomicU64,
     pub(crate) audit: Arc<dyn AuditLog>,
+    /// The synced sources, as their syncs last reported.
+    sources: Mutex<BTreeMap<String, SourceStatus>>,
 }
 
 impl std::fmt::Debug for KnowledgeBase {
@@ -192,6 +195,7 @@ impl KnowledgeBase {
                 started: Instant::now(),
                 followed_at: AtomicU64::new(0),
                 audit: Arc::new(MemoryAuditLog::default()),
+                sources: Mutex::default(),
             },
             refreshed,
         ))
@@ -719,6 +723,54 @@ impl KnowledgeBase {
         Ok(swept)
     }
 
+    /// Brings the served store up to date with its document store now, as `zhiku index` does
+    /// (what a sync copied into the folder, what changed there): files whose stamps are
+    /// unchanged are not read, and the files that changed are read (extracted in the workers)
+    /// before the store is held for writing, so searches go on meanwhile; then both indexes
+    /// and the catalog change together and the retention sweep runs. For the service itself
+    /// (a scheduled sync), not for a caller: no scope applies.
+    pub fn refresh(&self) -> Result<Refreshed, KbError> {
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let documents = self.recorded_documents()?;
+        let turn = self.begin_write()?;
+        let (origin, known) = {
+            let inner = self.read();
+            let Some(origin) = inner.store.recorded.origin.clone() else {
+                return Err(anyhow!("the store is empty: run zhiku index first").into());
+            };
+            let recorded: Vec<&str> = inner
+                .store
+                .recorded
+                .sources
+                .values()
+                .map(String::as_str)
+                .collect();
+            for done in documents.settle(&recorded) {
+                tracing::info!(target: "zhiku::store", %done, "settled a killed writer's leftover");
+            }
+            let known = crate::refresh::known_files(&inner.store, &origin);
+            (origin, known)
+        };
+        let loaded = documents
+            .load_changed(&known)
+            .map_err(|e| KbError::Internal(anyhow!(e)))?;
+        let mut inner = self.write();
+        let indexed = index_loaded(&mut inner.store, origin, loaded, &mut |_| {});
+        let swept = indexed.and_then(|mut refreshed| {
+            let swept = crate::retention::sweep_store(&mut inner.store, documents)?;
+            refreshed.docs = refreshed.docs.saturating_sub(swept.removed.len());
+            refreshed.report += &swept.report;
+            refreshed.swept = swept.removed;
+            Ok(refreshed)
+        });
+        // Whatever committed before a failure is served.
+        let Inner { store, docs } = &mut *inner;
+        *docs = served_docs(store, Some(documents))?;
+        let refreshed = swept.map_err(|e| self.without_paths(KbError::Internal(e)))?;
+        turn.finish();
+        Ok(refreshed)
+    }
+
     /// Brings what the indexes derive from their commits up to the last one (the vector graph's
     /// snapshot), so the next open of the store replays nothing: for a server that stops
     /// cleanly after ingests. It waits for a running write; a read-only service has nothing
@@ -773,6 +825,24 @@ impl KnowledgeBase {
                 .and_then(|d| d.map(|d| d.capabilities().adapter.to_string())),
             uptime_s: self.started.elapsed().as_secs(),
         }
+    }
+
+    /// Records what a sync of a source did (or that one is running), for the operator.
+    pub fn report_source(&self, status: SourceStatus) {
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(status.name.clone(), status);
+    }
+
+    /// The synced sources as their syncs last reported: for the operator's metrics only.
+    pub fn sources(&self) -> Vec<SourceStatus> {
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Documents and chunks served per scope, every scope: for the operator's metrics only.

@@ -52,7 +52,8 @@ pub use retention::{SweepReport, sweep_store};
 pub use store::{Dense, DuplicatePolicy, Parts, Settings, Store, StrayFiles, WriteBackPolicy};
 pub use trace::{Tee, WithRequestId};
 pub use views::{
-    ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView, Status,
+    ChunkView, DocInfo, DocumentView, Hit, Ingested, NewDocument, SearchResult, SectionView,
+    SourceStatus, Status,
 };
 pub use writeback::{KnowledgeWrite, WriteBackOutcome};
 /// One earlier turn of a conversation, as callers send it back with a question.

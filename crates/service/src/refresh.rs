@@ -53,38 +53,7 @@ pub fn refresh(
             tracing::info!(target: "zhiku::store", %done, "settled a killed writer's leftover");
         }
     }
-    // Stamps are trusted only for the origin they were taken from.
-    let known: BTreeMap<String, KnownFile> = if store.recorded.origin.as_ref() == Some(&origin) {
-        store
-            .recorded
-            .sources
-            .iter()
-            // A document whose entry does not describe it yet is read again, to describe it;
-            // so is one whose recorded readers no longer follow the access rules (its text is
-            // unchanged: nothing is embedded, its records are replaced).
-            .filter(|(doc, _)| {
-                store
-                    .recorded
-                    .catalog
-                    .docs
-                    .get(*doc)
-                    .and_then(|e| e.about.as_ref())
-                    .is_some_and(|about| !store.settings.access.is_stale(about))
-            })
-            .filter_map(|(doc, path)| {
-                let stamp = store.recorded.stamps.get(path)?;
-                Some((
-                    path.clone(),
-                    KnownFile {
-                        doc: doc.clone(),
-                        stamp: stamp.clone(),
-                    },
-                ))
-            })
-            .collect()
-    } else {
-        BTreeMap::new()
-    };
+    let known = known_files(store, &origin);
     let loaded = documents.load_changed(&known)?;
     let mut refreshed = index_loaded(store, origin, loaded, on_progress)?;
     let swept = crate::retention::sweep_store(store, documents)?;
@@ -93,6 +62,40 @@ pub fn refresh(
     refreshed.swept = swept.removed;
     turn.finish();
     Ok(refreshed)
+}
+
+/// What the catalog recorded of each source path, for [`DocumentStore::load_changed`]: the
+/// stamps taken from `origin` (trusted only for the origin they were taken from), except for
+/// a document whose entry does not describe it yet, or whose recorded readers no longer follow
+/// the access rules (its text is unchanged: nothing is embedded, its records are replaced).
+pub(crate) fn known_files(store: &Store, origin: &Origin) -> BTreeMap<String, KnownFile> {
+    if store.recorded.origin.as_ref() != Some(origin) {
+        return BTreeMap::new();
+    }
+    store
+        .recorded
+        .sources
+        .iter()
+        .filter(|(doc, _)| {
+            store
+                .recorded
+                .catalog
+                .docs
+                .get(*doc)
+                .and_then(|e| e.about.as_ref())
+                .is_some_and(|about| !store.settings.access.is_stale(about))
+        })
+        .filter_map(|(doc, path)| {
+            let stamp = store.recorded.stamps.get(path)?;
+            Some((
+                path.clone(),
+                KnownFile {
+                    doc: doc.clone(),
+                    stamp: stamp.clone(),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// [`refresh`] for documents already loaded from `origin`.

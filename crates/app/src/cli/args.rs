@@ -278,6 +278,16 @@ pub(crate) enum Command {
         #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
         output: Output,
     },
+    /// Sync every source of `[[sources]]` (git repositories, web sites, WebDAV shares) into
+    /// `sources/<name>/` of the folder, then index what changed. One failing source never
+    /// stops the others.
+    Sync {
+        /// Only these sources (default: all).
+        names: Vec<String>,
+        /// Print one JSON object.
+        #[arg(long = "json", action = ArgAction::SetTrue, value_parser = flag(Output::Text, Output::Json))]
+        output: Output,
+    },
     /// Remove expired documents, and the oldest beyond a scope's cap (`scope_caps`), from the
     /// folder, both indexes and the catalog (every `index` also ends with this sweep).
     Sweep {

@@ -23,6 +23,9 @@ pub(crate) enum Exit {
     Inconsistent,
     /// 7: `ask` was blocked: the generator's citations kept failing validation.
     Blocked,
+    /// 8: `sync` finished, but some sources could not be synced (their documents of the last
+    /// sync are kept; the others were synced and indexed).
+    SourcesFailed,
 }
 
 impl Exit {
@@ -45,6 +48,7 @@ impl Exit {
             Self::CannotRetrieve => 5,
             Self::Inconsistent => 6,
             Self::Blocked => 7,
+            Self::SourcesFailed => 8,
         }
     }
 }

@@ -33,6 +33,7 @@ pub(crate) mod retention;
 pub(crate) mod search;
 pub(crate) mod serve;
 pub(crate) mod status;
+pub(crate) mod sync;
 pub(crate) mod token;
 pub(crate) mod verify;
 

@@ -431,6 +431,7 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, output: Output) {
         "config_origins": store.config.origins.iter().map(|(k, v)| json!({"key": k, "from": v})).collect::<Vec<_>>(),
         "extraction": extraction,
         "notice": store.dense_notice,
+        "sources": sources_status(ctx, store),
     });
     if output == Output::Json {
         println!("{status}");
@@ -461,7 +462,78 @@ pub(crate) fn status(ctx: &Ctx, store: &Store, output: Output) {
         if let Some(n) = &store.dense_notice {
             println!("notice      {}", escape(n));
         }
+        for source in sources_status(ctx, store) {
+            let last = &source["last"];
+            let outcome =
+                match serde_json::from_value::<zhiku_domain::ports::SyncOutcome>(last.clone()) {
+                    Ok(o) if o.error.is_some() => format!(
+                        "last sync {} failed: {}",
+                        o.at.map(|t| t.to_string()).unwrap_or_default(),
+                        o.error.unwrap_or_default()
+                    ),
+                    Ok(o) => format!(
+                        "last sync {}: {}",
+                        o.at.map(|t| t.to_string()).unwrap_or_default(),
+                        describe_sync(&o)
+                    ),
+                    Err(_) => "never synced".to_string(),
+                };
+            println!(
+                "source      {} ({}, {} items): {}",
+                escape(source["name"].as_str().unwrap_or_default()),
+                escape(source["kind"].as_str().unwrap_or_default()),
+                source["items"],
+                escape(&outcome)
+            );
+        }
     }
+}
+
+/// One line of a source's outcome.
+pub(crate) fn describe_sync(o: &zhiku_domain::ports::SyncOutcome) -> String {
+    let mut line = format!(
+        "{} added, {} changed, {} unchanged, {} removed",
+        o.added, o.changed, o.unchanged, o.removed
+    );
+    if o.pending_removal > 0 {
+        line.push_str(&format!(
+            ", {} gone (kept until gone_after)",
+            o.pending_removal
+        ));
+    }
+    if !o.failed.is_empty() {
+        line.push_str(&format!(", {} failed", o.failed.len()));
+    }
+    line.push_str(&format!("; {} requests, {} bytes", o.requests, o.bytes));
+    line
+}
+
+/// Each configured source's state as its mirror's last sync left it.
+fn sources_status(ctx: &Ctx, store: &Store) -> Vec<serde_json::Value> {
+    let Some(root) = ctx
+        .global
+        .kb
+        .as_deref()
+        .and_then(|k| std::fs::canonicalize(k).ok())
+    else {
+        return Vec::new();
+    };
+    store
+        .config
+        .sources
+        .iter()
+        .map(|t| {
+            let state = zhiku_app::wiring::sources::state(&root, &t.name);
+            json!({
+                "name": t.name,
+                "kind": format!("{:?}", t.kind).to_ascii_lowercase(),
+                "items": state.as_ref().map_or(0, |s| s.items.len()),
+                "last": state.as_ref().map(|s| &s.last),
+                "last_success": state.as_ref().and_then(|s| s.last_success),
+                "cursor": state.as_ref().and_then(|s| s.cursor.clone()),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

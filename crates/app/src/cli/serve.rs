@@ -65,6 +65,21 @@ pub(crate) fn run(
         );
     }
     let kb = service.clone();
+    let config = ctx.config(ctx.global.kb.as_deref())?;
+    if !config.sources.is_empty() {
+        if config.on_cluster() {
+            ctx.note("note: [[sources]] are not synced by profile cluster (it keeps no folder)");
+        } else {
+            let kb_dir = ctx.kb()?;
+            let root = std::fs::canonicalize(&kb_dir)?;
+            let store_dir = ctx.store_dir(Some(&kb_dir))?;
+            ctx.note(&format!(
+                "syncing {} source(s) on their schedules",
+                config.sources.len()
+            ));
+            super::sync::schedule(service.clone(), config, root, store_dir);
+        }
+    }
     let state = AppState::new(service.clone(), settings.clone(), tokens.clone());
     let gate = state.gate().clone();
     let (mcp, end_mcp_sessions) = zhiku_mcp::http_router(

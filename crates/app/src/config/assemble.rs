@@ -314,6 +314,7 @@ impl Config {
             ann: sections.ann,
             serve: sections.serve,
             origins: Vec::new(),
+            sources: Vec::new(),
         })
     }
 }

@@ -28,6 +28,7 @@ struct File {
     qdrant: Option<QdrantConfig>,
     ann: Option<AnnSettings>,
     serve: Option<ServeTable>,
+    sources: Option<Vec<super::sources::SourceTable>>,
 }
 
 /// The variables of `[qdrant]`.
@@ -129,6 +130,19 @@ pub(super) fn read_file(path: &Path) -> Result<Table> {
         q.check()
             .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
     }
+    let mut names = std::collections::BTreeSet::new();
+    for source in checked.sources.iter().flatten() {
+        source
+            .check()
+            .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
+        if !names.insert(source.name.as_str()) {
+            bail!(
+                "invalid config {}: two [[sources]] are named {:?}",
+                path.display(),
+                source.name
+            );
+        }
+    }
     if let Some(a) = &checked.ann {
         a.check()
             .map_err(|e| anyhow::anyhow!("invalid config {}: {e}", path.display()))?;
@@ -200,6 +214,8 @@ pub(super) fn stack(
     let mut top = raw.clone();
     top.remove("profile");
     top.remove("profiles");
+    // `[[sources]]` is read from the file alone (`Config::resolve`).
+    top.remove("sources");
     r.push("zhiku.toml", top);
     if let Some(t) = profile_table {
         r.push(format!("zhiku.toml [profiles.{profile}]"), t);

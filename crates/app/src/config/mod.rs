@@ -28,6 +28,7 @@ mod layers;
 mod model;
 mod resolver;
 mod settings;
+mod sources;
 
 use std::path::Path;
 
@@ -43,6 +44,7 @@ pub use kinds::{
 };
 pub use model::{Config, OcrSettings};
 pub use settings::{SETTINGS, Setting, markdown_table};
+pub use sources::{SourceKind, SourceTable};
 
 use assemble::Sections;
 use settings::Values;
@@ -69,6 +71,13 @@ impl Config {
         let sections = Sections { qdrant, ann, serve };
         let mut config = Config::from_values(values, profile, sections)?;
         config.origins = r.origins;
+        // Sources are the file's alone (no profile or variable layers): checked with it.
+        if let Some(sources) = raw.get("sources") {
+            config.sources = sources
+                .clone()
+                .try_into()
+                .map_err(|e| anyhow::anyhow!("[[sources]]: {e}"))?;
+        }
         Ok(config)
     }
 }

@@ -152,6 +152,8 @@ pub struct Config {
     pub serve: ServeSettings,
     /// Where each value came from, for `zhiku status`.
     pub origins: Vec<(String, String)>,
+    /// The sources synced into the folder (`[[sources]]`, from `zhiku.toml` only).
+    pub sources: Vec<super::sources::SourceTable>,
 }
 
 impl Config {

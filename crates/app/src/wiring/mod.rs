@@ -12,6 +12,7 @@ pub mod ocr;
 pub mod planner;
 pub mod qdrant;
 pub mod rerank;
+pub mod sources;
 pub mod store;
 
 use std::sync::Arc;

@@ -270,6 +270,19 @@ pub fn is_item_path(path: &str) -> bool {
             .all(|s| !s.is_empty() && !s.starts_with('.'))
 }
 
+/// True when `name` can name a source (and the folder of its mirror): 1–64 of `a-z`, `0-9`,
+/// `-`, `_`, starting with a letter or digit.
+pub fn is_source_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

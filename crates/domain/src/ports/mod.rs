@@ -33,7 +33,7 @@ pub use catalog::{
 pub use clock::{Clock, FixedWallClock, FrozenClock, WallClock, elapsed_ms};
 pub use document_source::{
     DocumentSource, MirrorError, MirroredItem, ScanError, ScanEvent, ScanRequest, Scanned,
-    SourceItem, SourceMirror, SyncOutcome, SyncState, is_item_path,
+    SourceItem, SourceMirror, SyncOutcome, SyncState, is_item_path, is_source_name,
 };
 pub use documents::{
     DocumentError, DocumentStore, DocumentStoreCapabilities, KnownFile, LoadedDocuments,
