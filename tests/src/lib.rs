@@ -21,3 +21,11 @@ pub mod contract;
 pub mod local;
 #[cfg(feature = "oidc")]
 pub mod oidc;
+#[cfg(feature = "sources")]
+pub mod sources;
+
+/// Writes `line` to the process's standard error directly, past the test harness's capture.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

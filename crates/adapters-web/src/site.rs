@@ -29,6 +29,9 @@ const MAX_ROBOTS_BYTES: u64 = 512 * 1024;
 const MAX_SITEMAP_BYTES: u64 = 50 * 1024 * 1024;
 /// Most sitemaps read through sitemap indexes.
 const MAX_SITEMAPS: usize = 100;
+/// Most bytes of a page whose links are read (a larger page is still copied, its links past
+/// this are not followed): html5ever's tree of a page is built in this process.
+const MAX_LINK_BYTES: usize = 4 * 1024 * 1024;
 /// Most redirects followed for one URL.
 const MAX_REDIRECTS: usize = 5;
 
@@ -470,7 +473,8 @@ impl DocumentSource for SiteSource {
                 continue;
             };
             if html && !leaf {
-                let page = read_page(&String::from_utf8_lossy(&body), &final_url);
+                let head = &body[..body.len().min(MAX_LINK_BYTES)];
+                let page = read_page(&String::from_utf8_lossy(head), &final_url);
                 if !page.nofollow {
                     for link in page.links {
                         if in_prefix(&link) || is_document(&link) {

@@ -4,45 +4,13 @@
 //! `ZHIKU_REQUIRE_WEBDAV=1` (set by `scripts/check`) a missing one fails.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zhiku_adapters_web::{DavSettings, DavSource};
 use zhiku_domain::ports::DocumentSource;
 use zhiku_tests::contract::source::{SourceUnderTest, scan};
-
-fn python() -> Option<String> {
-    match std::env::var("ZHIKU_WEBDAV_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                std::env::var("ZHIKU_REQUIRE_WEBDAV").is_err(),
-                "ZHIKU_REQUIRE_WEBDAV is set but ZHIKU_WEBDAV_PYTHON is not"
-            );
-            zhiku_tests::contract::notice(
-                "SKIPPED WebDAV tests: set ZHIKU_WEBDAV_PYTHON=$(bash scripts/setup-webdav.sh | tail -n 1)",
-            );
-            None
-        }
-    }
-}
-
-struct Dav {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    child: Option<Child>,
-    url: String,
-    source: DavSource,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use zhiku_tests::sources::{Wsgidav, webdav_python};
 
 fn settings(url: &str, password: &str) -> DavSettings {
     DavSettings {
@@ -55,61 +23,33 @@ fn settings(url: &str, password: &str) -> DavSettings {
     }
 }
 
+struct Dav {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    server: Wsgidav,
+    url: String,
+    source: DavSource,
+}
+
 impl Dav {
     fn start(python: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("share");
-        std::fs::create_dir_all(root.join("handbook")).unwrap();
-        let port = free_port();
-        let config = dir.path().join("wsgidav.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "host: 127.0.0.1\nport: {port}\nprovider_mapping:\n  \"/\": {root:?}\n\
-                 http_authenticator:\n  accept_basic: true\n  accept_digest: false\n  default_to_digest: false\n\
-                 simple_dc:\n  user_mapping:\n    \"*\":\n      \"li\":\n        password: \"s3cret\"\n\
-                 verbose: 0\nlogging:\n  enable_loggers: []\n"
-            ),
-        )
-        .unwrap();
-        let child = Command::new(python)
-            .args(["-m", "wsgidav.server.server_cli", "--config"])
-            .arg(&config)
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("wsgidav starts");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "wsgidav did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let url = format!("http://127.0.0.1:{port}/handbook/");
+        let share = dir.path().join("share");
+        std::fs::create_dir_all(share.join("handbook")).unwrap();
+        let server = Wsgidav::start(python, &share);
+        let url = format!("{}handbook/", server.url);
         let source = DavSource::new(settings(&url, "s3cret"));
         Self {
             _dir: dir,
-            root: root.join("handbook"),
-            child: Some(child),
+            root: share.join("handbook"),
+            server,
             url,
             source,
         }
     }
 
     fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Dav {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 
@@ -147,7 +87,7 @@ impl SourceUnderTest for Share {
 }
 
 zhiku_tests::document_source_contract!(|()| -> Option<Box<dyn SourceUnderTest>> {
-    let python = python()?;
+    let python = webdav_python("WebDAV contract")?;
     let dav = Dav::start(&python);
     let source = DavSource::new(settings(&dav.url, "s3cret"));
     Some(Box::new(Share(std::sync::Mutex::new(dav), source)))
@@ -155,7 +95,9 @@ zhiku_tests::document_source_contract!(|()| -> Option<Box<dyn SourceUnderTest>> 
 
 #[test]
 fn an_unchanged_share_is_one_listing_per_folder_and_no_file_is_fetched() {
-    let Some(python) = python() else { return };
+    let Some(python) = webdav_python("WebDAV costs") else {
+        return;
+    };
     let dav = Dav::start(&python);
     for i in 0..30 {
         write(

@@ -13,51 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{assert_succeeded, json_lines, write, zhiku};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=zhiku",
-            "-c",
-            "user.email=zhiku@example.invalid",
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use zhiku_tests::sources::{Wsgidav, free_port, git, wait_listening, webdav_python};
 
 /// A child process stopped when dropped.
 struct Running(Child);
@@ -85,45 +41,6 @@ fn web_site(dir: &Path) -> (Running, String) {
     (Running(child), format!("http://127.0.0.1:{port}"))
 }
 
-/// A WebDAV share served by wsgidav from `dir` (user `li`, password `s3cret`), if the test
-/// has its python.
-fn webdav_share(dir: &Path) -> Option<(Running, String)> {
-    let python = match std::env::var("ZHIKU_WEBDAV_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            assert!(
-                std::env::var("ZHIKU_REQUIRE_WEBDAV").is_err(),
-                "ZHIKU_REQUIRE_WEBDAV is set but ZHIKU_WEBDAV_PYTHON is not"
-            );
-            eprintln!(
-                "SKIPPED the WebDAV share of this test: set ZHIKU_WEBDAV_PYTHON=$(bash scripts/setup-webdav.sh | tail -n 1)"
-            );
-            return None;
-        }
-    };
-    let port = free_port();
-    let config = dir.with_extension("yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "host: 127.0.0.1\nport: {port}\nprovider_mapping:\n  \"/\": {dir:?}\n\
-             http_authenticator:\n  accept_basic: true\n  accept_digest: false\n  default_to_digest: false\n\
-             simple_dc:\n  user_mapping:\n    \"*\":\n      \"li\":\n        password: \"s3cret\"\n\
-             verbose: 0\nlogging:\n  enable_loggers: []\n"
-        ),
-    )
-    .unwrap();
-    let child = Command::new(python)
-        .args(["-m", "wsgidav.server.server_cli", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("wsgidav starts");
-    wait_listening(port);
-    Some((Running(child), format!("http://127.0.0.1:{port}/")))
-}
-
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/formats")
@@ -136,7 +53,8 @@ struct World {
     repo: PathBuf,
     site: PathBuf,
     share: Option<PathBuf>,
-    _servers: Vec<Running>,
+    _web: Running,
+    _share: Option<Wsgidav>,
 }
 
 fn world(every: &str) -> World {
@@ -181,7 +99,6 @@ fn world(every: &str) -> World {
     std::fs::create_dir_all(site.join("files")).unwrap();
     std::fs::copy(fixture("en-guide.pdf"), site.join("files/en-guide.pdf")).unwrap();
     let (web, web_url) = web_site(&site);
-    let mut servers = vec![web];
     let share_dir = dir.path().join("share");
     std::fs::create_dir_all(share_dir.join("制度")).unwrap();
     write(
@@ -194,7 +111,8 @@ fn world(every: &str) -> World {
         share_dir.join("制度/policy.docx"),
     )
     .unwrap();
-    let share = webdav_share(&share_dir);
+    let share =
+        webdav_python("the WebDAV share of this test").map(|p| Wsgidav::start(&p, &share_dir));
     let mut config = format!(
         "scopes = [\"default\", \"hr\"]\n\n\
          [[sources]]\nname = \"handbook\"\nkind = \"git\"\nurl = {repo:?}\nbranch = \"main\"\n\
@@ -202,8 +120,9 @@ fn world(every: &str) -> World {
          [[sources]]\nname = \"site\"\nkind = \"web\"\nstart = [\"{web_url}/\"]\ngone_after = \"0\"\n\
          rate_ms = 0\nevery = \"{every}\"\n"
     );
-    if let Some((running, url)) = share {
-        servers.push(running);
+    let has_share = share.is_some();
+    if let Some(server) = &share {
+        let url = &server.url;
         config.push_str(&format!(
             "\n[[sources]]\nname = \"share\"\nkind = \"webdav\"\nurl = \"{url}\"\nuser = \"li\"\n\
              password_env = \"SHARE_PASSWORD\"\nscope = \"hr\"\nevery = \"{every}\"\n"
@@ -211,12 +130,13 @@ fn world(every: &str) -> World {
     }
     write(&kb, "zhiku.toml", &config);
     World {
-        share: servers.len().eq(&2).then(|| share_dir.clone()),
+        share: has_share.then(|| share_dir.clone()),
+        _share: share,
         _dir: dir,
         kb,
         repo,
         site,
-        _servers: servers,
+        _web: web,
     }
 }
 

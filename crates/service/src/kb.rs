@@ -738,16 +738,7 @@ impl KnowledgeBase {
             let Some(origin) = inner.store.recorded.origin.clone() else {
                 return Err(anyhow!("the store is empty: run zhiku index first").into());
             };
-            let recorded: Vec<&str> = inner
-                .store
-                .recorded
-                .sources
-                .values()
-                .map(String::as_str)
-                .collect();
-            for done in documents.settle(&recorded) {
-                tracing::info!(target: "zhiku::store", %done, "settled a killed writer's leftover");
-            }
+            crate::refresh::settle(&inner.store, documents);
             let known = crate::refresh::known_files(&inner.store, &origin);
             (origin, known)
         };

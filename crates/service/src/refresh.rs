@@ -40,19 +40,7 @@ pub fn refresh(
     // One write: another process writing the same store waits, and what it saved before is
     // where this run starts.
     let turn = store.begin_write()?;
-    // What a writer killed mid-ingest or mid-delete left is settled first: an unrecorded
-    // delete's file goes back, temporary files go.
-    if !store.is_read_only() {
-        let recorded: Vec<&str> = store
-            .recorded
-            .sources
-            .values()
-            .map(String::as_str)
-            .collect();
-        for done in documents.settle(&recorded) {
-            tracing::info!(target: "zhiku::store", %done, "settled a killed writer's leftover");
-        }
-    }
+    settle(store, documents);
     let known = known_files(store, &origin);
     let loaded = documents.load_changed(&known)?;
     let mut refreshed = index_loaded(store, origin, loaded, on_progress)?;
@@ -62,6 +50,24 @@ pub fn refresh(
     refreshed.swept = swept.removed;
     turn.finish();
     Ok(refreshed)
+}
+
+/// Settles what a writer killed mid-ingest or mid-delete left in `documents` (an unrecorded
+/// delete's file goes back, temporary files go), before a refresh reads them. Nothing for a
+/// read-only store.
+pub(crate) fn settle(store: &Store, documents: &dyn DocumentStore) {
+    if store.is_read_only() {
+        return;
+    }
+    let recorded: Vec<&str> = store
+        .recorded
+        .sources
+        .values()
+        .map(String::as_str)
+        .collect();
+    for done in documents.settle(&recorded) {
+        tracing::info!(target: "zhiku::store", %done, "settled a killed writer's leftover");
+    }
 }
 
 /// What the catalog recorded of each source path, for [`DocumentStore::load_changed`]: the
