@@ -162,10 +162,13 @@ impl SourceMirror for FolderMirror {
         if !is_item_path(&item.path) {
             return Err(self.refused(&item.path, "not a plain relative path"));
         }
-        // An item named like the sidecar this mirror writes for another would be overwritten
-        // by it: it is the one refused.
+        // An item named like the sidecar this mirror writes for a document (`a.md` ->
+        // `a.md.metadata.yaml`) would be overwritten by it: it is the one refused. A shared
+        // sidecar of the source's own (`v1.2.metadata.yaml` for `v1.2.md`) is an item.
         if let Some(stem) = item.path.strip_suffix(SIDECAR_SUFFIX)
-            && stem.contains('.')
+            && stem
+                .rsplit_once('.')
+                .is_some_and(|(_, ext)| zhiku_formats::Format::announced(ext).is_some())
         {
             return Err(self.refused(
                 &item.path,
@@ -309,9 +312,9 @@ mod tests {
             assert!(matches!(e, MirrorError::Refused { .. }), "{bad}: {e}");
         }
         assert!(!dir.path().join("escape.md").exists());
-        // A source's own shared sidecar is an item like any other.
-        mirror
-            .put(&item("a.metadata.yaml", "a.metadata.yaml"), b"title: A\n")
-            .unwrap();
+        // A source's own shared sidecars are items like any other.
+        for shared in ["a.metadata.yaml", "v1.2.metadata.yaml"] {
+            mirror.put(&item(shared, shared), b"title: A\n").unwrap();
+        }
     }
 }
