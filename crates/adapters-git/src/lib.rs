@@ -423,13 +423,8 @@ impl DocumentSource for GitSource {
         if to_read.is_empty() {
             scanned.requests -= 1;
         }
-        self.read_blobs(&to_read, &mut |entry, bytes| {
-            scanned.bytes += bytes.len() as u64;
-            sink(ScanEvent::Changed {
-                item: self.item(entry, &commit),
-                bytes,
-            })
-        })?;
+        // What is gone goes first (the listing is complete): a file that became a folder
+        // (`a` -> `a/b.md`) leaves before what replaces it is written.
         for path in request.known.keys() {
             if !held.contains(path) {
                 sink(ScanEvent::Gone {
@@ -438,6 +433,13 @@ impl DocumentSource for GitSource {
                 })?;
             }
         }
+        self.read_blobs(&to_read, &mut |entry, bytes| {
+            scanned.bytes += bytes.len() as u64;
+            sink(ScanEvent::Changed {
+                item: self.item(entry, &commit),
+                bytes,
+            })
+        })?;
         Ok(scanned)
     }
 }

@@ -304,6 +304,18 @@ impl DocumentSource for DavSource {
         let mut client = Client::new(self.settings.timeout, "zhiku", Duration::ZERO);
         let files = self.list(&mut client, &base)?;
         let auth = self.authorization();
+        // What is gone goes first (the listing is complete): a file that became a folder
+        // leaves before what replaces it is written.
+        let listed: std::collections::BTreeSet<&str> =
+            files.iter().map(|f| f.path.as_str()).collect();
+        for path in request.known.keys() {
+            if !listed.contains(path.as_str()) {
+                sink(ScanEvent::Gone {
+                    path: path.clone(),
+                    reason: "not in the share".into(),
+                })?;
+            }
+        }
         let mut held: BTreeMap<String, ()> = BTreeMap::new();
         let mut bytes = 0u64;
         for file in files {
@@ -373,14 +385,6 @@ impl DocumentSource for DavSource {
                     }
                 },
                 Ok(r) => sink(failed(format!("GET answered {}", r.status)))?,
-            }
-        }
-        for path in request.known.keys() {
-            if !held.contains_key(path) {
-                sink(ScanEvent::Gone {
-                    path: path.clone(),
-                    reason: "not in the share".into(),
-                })?;
             }
         }
         Ok(Scanned {

@@ -374,3 +374,54 @@ fn serve_syncs_on_its_schedule_and_reports_each_source_in_metrics() {
         "{text}"
     );
 }
+
+#[test]
+fn a_file_that_becomes_a_folder_is_synced_in_one_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path().join("kb");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "--quiet"]);
+    write(&repo, "guide.md", "# 指南\n\n旧版指南只有一页。\n");
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "one page"]);
+    write(
+        &kb,
+        "zhiku.toml",
+        &format!("[[sources]]\nname = \"r\"\nkind = \"git\"\nurl = {repo:?}\n"),
+    );
+    let out = zhiku(&kb).args(["sync", "--json"]).output().unwrap();
+    assert_succeeded(&out);
+    git(&repo, &["rm", "--quiet", "guide.md"]);
+    write(
+        &repo,
+        "guide.md/intro.md",
+        "# 入门\n\n新版指南拆成了多页，这是入门篇。\n",
+    );
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "a folder now"]);
+    let out = zhiku(&kb).args(["sync", "--json"]).output().unwrap();
+    assert_succeeded(&out);
+    let lines = json_lines(&out.stdout);
+    let o = &outcome(&lines, "r")["outcome"];
+    assert_eq!(
+        (o["added"].as_u64(), o["removed"].as_u64()),
+        (Some(1), Some(1)),
+        "{o}"
+    );
+    assert!(o["failed"].as_array().unwrap().is_empty(), "{o}");
+    assert_eq!(
+        search_in(&kb, "新版指南拆成多页")[0]["doc_id"],
+        "sources/r/guide.md/intro.md"
+    );
+}
+
+fn search_in(kb: &Path, query: &str) -> Vec<Value> {
+    let out = zhiku(kb)
+        .args(["search", query, "--json", "--no-refresh"])
+        .output()
+        .unwrap();
+    assert_succeeded(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["evidence"].as_array().cloned().unwrap_or_default()
+}
