@@ -43,6 +43,13 @@ pub struct EvalQuery {
     pub history: Vec<String>,
     /// Documents the answer must all cite (a several-part question: one per part).
     pub must_cite: Vec<String>,
+    /// What a right answer states (figures, names), each found in the answer's text.
+    pub answer_must_contain: Vec<String>,
+    /// The part of the set the case belongs to (`dev`: rules may be written against it;
+    /// `held_out`: they may not), if the set says.
+    pub split: Option<String>,
+    /// What kind of case it is (`entity`, `condition`, `comparison`, …), if the set says.
+    pub kind: Option<String>,
 }
 
 /// A corpus and its queries.
@@ -150,6 +157,9 @@ pub fn load_beir_queries(dir: &Path) -> Result<Vec<EvalQuery>> {
                 no_answer: false,
                 history: Vec::new(),
                 must_cite: Vec::new(),
+                answer_must_contain: Vec::new(),
+                split: None,
+                kind: None,
             })
         })
         .collect();
@@ -158,7 +168,8 @@ pub fn load_beir_queries(dir: &Path) -> Result<Vec<EvalQuery>> {
 
 /// Loads a golden set in zhiku's format, one JSON object per line:
 /// `{"id", "query", "expected": {"doc_ids": [...], "spans": [{"doc_id", "start", "end"}]},
-/// "noAnswer": bool, "citationMustBeValid": bool}`.
+/// "noAnswer": bool, "citationMustBeValid": bool}`, and for conversations `history`,
+/// `mustCite`, `answerMustContain` (what a right answer states), `split` and `kind`.
 pub fn load_golden(path: &Path) -> Result<EvalSet> {
     #[derive(Deserialize)]
     struct Expected {
@@ -187,6 +198,12 @@ pub fn load_golden(path: &Path) -> Result<EvalSet> {
         history: Vec<String>,
         #[serde(default, rename = "mustCite")]
         must_cite: Vec<String>,
+        #[serde(default, rename = "answerMustContain")]
+        answer_must_contain: Vec<String>,
+        #[serde(default)]
+        split: Option<String>,
+        #[serde(default)]
+        kind: Option<String>,
     }
     let cases: Vec<Case> = jsonl(path)?;
     let queries = cases
@@ -215,6 +232,9 @@ pub fn load_golden(path: &Path) -> Result<EvalSet> {
                 no_answer: c.no_answer,
                 history: c.history,
                 must_cite: c.must_cite,
+                answer_must_contain: c.answer_must_contain,
+                split: c.split,
+                kind: c.kind,
             }
         })
         .collect();

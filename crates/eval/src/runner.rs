@@ -262,6 +262,14 @@ pub struct AnswerSummary {
     pub conversation_cases: usize,
     /// Of those, answers citing an expected document.
     pub conversation_cites_expected: usize,
+    /// Answerable cases with `answerMustContain`.
+    pub fact_cases: usize,
+    /// Of those, answers stating every listed fact.
+    pub fact_met: usize,
+    /// The cases graded per `split` of the set (`dev`, `held_out`).
+    pub by_split: std::collections::BTreeMap<String, CaseGrades>,
+    /// The cases graded per `kind` of case.
+    pub by_kind: std::collections::BTreeMap<String, CaseGrades>,
     /// Evidence in an expected document found by the lexical route only.
     pub relevant_lexical_only: usize,
     /// … by the dense route only.
@@ -274,6 +282,24 @@ pub struct AnswerSummary {
     /// Time per phase (`plan`, `retrieval`, `generation`), each case's last question.
     #[serde(skip)]
     pub stage_ms: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+/// How the cases of one part of a set did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CaseGrades {
+    /// Cases.
+    pub cases: usize,
+    /// Right: an answerable case answered citing an expected document and stating every fact
+    /// it lists; a case without material ended `not_found`.
+    pub right: usize,
+    /// Answerable cases answered citing an expected document (facts not checked).
+    pub cites_expected: usize,
+}
+
+/// True when `answer` states `fact`: found in it with white space ignored on both sides.
+fn states(answer: &str, fact: &str) -> bool {
+    let squeeze = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    squeeze(answer).contains(&squeeze(fact))
 }
 
 fn percentile(values: &[f64], p: f64) -> Option<f64> {
@@ -356,6 +382,7 @@ impl AnswerSummary {
         v["context_precision"] = mean(self.context_precision_sum, self.answerable);
         v["context_recall"] = mean(self.context_recall_sum, self.answerable);
         v["must_cite_rate"] = share(self.must_cite_met, self.must_cite_cases);
+        v["fact_rate"] = share(self.fact_met, self.fact_cases);
         v["no_answer_rate"] = share(self.no_answer_not_found, self.no_answer_cases);
         let relevant = self.relevant_lexical_only + self.relevant_dense_only + self.relevant_both;
         v["route_contribution"] = serde_json::json!({
@@ -609,6 +636,30 @@ impl AnswerSummary {
             self.conversation_cases += 1;
             self.conversation_cites_expected += usize::from(answered && cited.expected);
         }
+        let facts = case
+            .answer_must_contain
+            .iter()
+            .all(|f| states(&frame.answer, f));
+        if !case.answer_must_contain.is_empty() && !case.no_answer {
+            self.fact_cases += 1;
+            self.fact_met += usize::from(answered && facts);
+        }
+        let cites = answered && cited.expected;
+        let right = if case.no_answer {
+            frame.status == AnswerStatus::NotFound
+        } else {
+            cites && facts
+        };
+        let parts = [
+            case.split.as_ref().map(|k| (&mut self.by_split, k)),
+            case.kind.as_ref().map(|k| (&mut self.by_kind, k)),
+        ];
+        for (grades, key) in parts.into_iter().flatten() {
+            let g = grades.entry(key.clone()).or_default();
+            g.cases += 1;
+            g.right += usize::from(right);
+            g.cites_expected += usize::from(!case.no_answer && cites);
+        }
     }
 
     /// An answerable case's context (precision, recall, the routes that found its relevant
@@ -698,4 +749,16 @@ pub fn evaluate_answers(
         });
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::states;
+
+    #[test]
+    fn a_fact_is_stated_whatever_the_spacing() {
+        assert!(states("报销单须在出差结束后30天内提交[1]。", "30 天"));
+        assert!(states("The stipend is 1,000 CNY [1].", "1,000"));
+        assert!(!states("每晚不超过 500 元[1]。", "600"));
+    }
 }

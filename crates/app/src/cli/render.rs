@@ -393,6 +393,22 @@ pub(crate) fn eval(
                 a.conversation_cites_expected, a.conversation_cases
             );
         }
+        if a.fact_cases > 0 {
+            println!(
+                "  answers stating the expected facts {} of {}",
+                a.fact_met, a.fact_cases
+            );
+        }
+        for (what, grades) in [("split", &a.by_split), ("kind", &a.by_kind)] {
+            if grades.is_empty() {
+                continue;
+            }
+            let parts: Vec<String> = grades
+                .iter()
+                .map(|(k, g)| format!("{} {} of {}", escape(k), g.right, g.cases))
+                .collect();
+            println!("  right by {what}: {}", parts.join(", "));
+        }
         println!(
             "  relevant evidence by route: lexical only {}, dense only {}, both {}",
             a.relevant_lexical_only, a.relevant_dense_only, a.relevant_both
