@@ -823,6 +823,51 @@ fn replace_pronoun_en(q: &str, topic: &str) -> Option<String> {
     changed.then(|| words.join(" "))
 }
 
+/// Colloquial words and their standard forms, longest first (`咋整` before `咋`).
+const COLLOQUIAL_ZH: &[(&str, &str)] = &[
+    ("咋整", "怎么办"),
+    ("咋办", "怎么办"),
+    ("咋弄", "怎么做"),
+    ("怎么弄", "怎么做"),
+    ("怎么整", "怎么办"),
+    ("咋样", "怎么样"),
+    ("咋", "怎么"),
+    ("干啥", "做什么"),
+    ("啥时候", "什么时候"),
+    ("为啥", "为什么"),
+    ("啥", "什么"),
+    ("多钱", "多少钱"),
+];
+
+/// Endings that ask yes or no colloquially (`能报不？`), and the standard one.
+const COLLOQUIAL_ENDINGS: &[&str] = &["不？", "不?", "不", "没？", "没?", "没有？", "没有?"];
+
+/// `question` with colloquial forms in their standard words (`咋报？` → `怎么报？`,
+/// `有啥优惠不？` → `有什么优惠吗？`), for retrieval and the answer's reading of the question;
+/// `None` when it has none.
+pub fn standard_forms(question: &str) -> Option<String> {
+    if is_latin(question) {
+        return None;
+    }
+    let mut out = question.trim().to_string();
+    for (from, to) in COLLOQUIAL_ZH {
+        if out.contains(from) {
+            out = out.replace(from, to);
+        }
+    }
+    for ending in COLLOQUIAL_ENDINGS {
+        if let Some(head) = out.strip_suffix(ending)
+            // `是不是` and `要不要` ask already; a lone `不` or `没` is no question.
+            && head.chars().count() >= 2
+            && !head.ends_with(['是', '要', '能', '会', '有', '可'])
+        {
+            out = format!("{head}吗？");
+            break;
+        }
+    }
+    (out != question.trim()).then_some(out)
+}
+
 /// The plan for `question` after `history`, by the rules.
 pub fn plan(history: &[Turn], question: &str) -> Plan {
     if let Some(reply) = small_talk_reply(question) {
@@ -833,6 +878,11 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
             parts: Vec::new(),
             reply: Some(reply),
         };
+    }
+    if let Some(standard) = standard_forms(question) {
+        let mut plan = plan(history, &standard);
+        plan.rewrite = plan.rewrite.or(Some("standard_form".to_string()));
+        return plan;
     }
     let parts = split(question);
     if parts.len() >= 2 {
@@ -1048,6 +1098,29 @@ mod tests {
         let plan = plan(&[], "知库用什么做分词？它支持繁体吗？");
         assert_eq!(plan.intent, Intent::MultiPart);
         assert_eq!(plan.parts[1], "知库支持繁体吗？");
+    }
+
+    #[test]
+    fn colloquial_forms_are_read_in_their_standard_words() {
+        for (asked, standard) in [
+            ("出差的票咋报？", "出差的票怎么报？"),
+            ("在家连内网咋整？", "在家连内网怎么办？"),
+            ("考证的钱能报不？", "考证的钱能报吗？"),
+            ("电车有啥优惠不？", "电车有什么优惠吗？"),
+            ("索引咋弄？", "索引怎么做？"),
+            ("他写过啥书？", "他写过什么书？"),
+        ] {
+            assert_eq!(standard_forms(asked).as_deref(), Some(standard), "{asked}");
+            let p = plan(&[], asked);
+            assert_eq!(p.standalone, standard, "{asked}");
+            assert_eq!(p.rewrite.as_deref(), Some("standard_form"));
+        }
+        for plain in ["年假有几天？", "是不是要审批？", "How do I file it?"] {
+            assert_eq!(standard_forms(plain), None, "{plain}");
+        }
+        // A colloquial follow-up is read in standard words, then planned as any other.
+        let p = plan(&[turn("广州的停车费每小时多少？")], "深圳咋样？");
+        assert!(!p.standalone.contains('咋'), "{}", p.standalone);
     }
 
     #[test]
