@@ -119,8 +119,8 @@ fn status_of(
 }
 
 /// Syncs every source of `config` on its schedule (`every`, from the start) for as long as
-/// `kb` is served, each sync followed by a refresh of the served store when it changed
-/// anything; one failing source never stops the others. Runs on a thread of its own.
+/// `kb` is served, each sync that completed followed by a refresh of the served store; one
+/// failing source never stops the others. Runs on a thread of its own.
 pub(crate) fn schedule(
     kb: zhiku_service::SharedKb,
     config: zhiku_app::config::Config,
@@ -152,9 +152,11 @@ pub(crate) fn schedule(
                         tracing::warn!(target: "zhiku::sources", source = %table.name, "sync failed: {e:#}")
                     }
                 }
-                if let Ok(o) = &result
-                    && o.added + o.changed + o.removed > 0
-                {
+                // Indexed after every sync that completed, changed or not: what another
+                // process synced into the folder (a `zhiku sync` beside this server, which
+                // could not index while it writes) is indexed here; unchanged copies cost a
+                // stat each.
+                if result.is_ok() {
                     match kb.refresh() {
                         Ok(r) => tracing::info!(
                             target: "zhiku::sources",
