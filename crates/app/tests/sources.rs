@@ -150,22 +150,7 @@ fn sync(w: &World) -> (Vec<Value>, std::process::Output) {
 }
 
 fn search(w: &World, query: &str) -> Vec<Value> {
-    let out = zhiku(&w.kb)
-        .args([
-            "search",
-            query,
-            "--json",
-            "--no-refresh",
-            "--scope",
-            "default",
-            "--scope",
-            "hr",
-        ])
-        .output()
-        .unwrap();
-    assert_succeeded(&out);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["evidence"].as_array().cloned().unwrap_or_default()
+    search_in(&w.kb, query, &["--scope", "default", "--scope", "hr"])
 }
 
 fn outcome<'a>(lines: &'a [Value], source: &str) -> &'a Value {
@@ -411,14 +396,15 @@ fn a_file_that_becomes_a_folder_is_synced_in_one_go() {
     );
     assert!(o["failed"].as_array().unwrap().is_empty(), "{o}");
     assert_eq!(
-        search_in(&kb, "新版指南拆成多页")[0]["doc_id"],
+        search_in(&kb, "新版指南拆成多页", &[])[0]["doc_id"],
         "sources/r/guide.md/intro.md"
     );
 }
 
-fn search_in(kb: &Path, query: &str) -> Vec<Value> {
+fn search_in(kb: &Path, query: &str, scopes: &[&str]) -> Vec<Value> {
     let out = zhiku(kb)
         .args(["search", query, "--json", "--no-refresh"])
+        .args(scopes)
         .output()
         .unwrap();
     assert_succeeded(&out);
