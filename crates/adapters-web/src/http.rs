@@ -10,6 +10,8 @@ pub(crate) struct Reply {
     pub status: u16,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The server's `Date`: when it made the reply.
+    pub date: Option<String>,
     pub content_type: Option<String>,
     pub location: Option<String>,
     /// `None` when the body was longer than the bound (the rest is not read).
@@ -64,25 +66,34 @@ impl Client {
             }
         }
         self.last = Some(Instant::now());
-        self.requests += 1;
-        let mut request = self.agent.request(method, url);
-        for (k, v) in headers {
-            request = request.set(k, v);
-        }
-        let sent = match body {
-            Some(b) => request.send_bytes(b),
-            None => request.call(),
-        };
-        let response = match sent {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(ureq::Error::Transport(t)) => return Err(t.to_string()),
+        // Every request here only reads (GET, PROPFIND): one that fails in transport is sent
+        // once more, on a new connection if need be (a kept-alive one the server closed
+        // meanwhile fails the first write).
+        let mut attempt = 0;
+        let response = loop {
+            attempt += 1;
+            self.requests += 1;
+            let mut request = self.agent.request(method, url);
+            for (k, v) in headers {
+                request = request.set(k, v);
+            }
+            let sent = match body {
+                Some(b) => request.send_bytes(b),
+                None => request.call(),
+            };
+            match sent {
+                Ok(r) => break r,
+                Err(ureq::Error::Status(_, r)) => break r,
+                Err(ureq::Error::Transport(_)) if attempt < 2 => continue,
+                Err(ureq::Error::Transport(t)) => return Err(t.to_string()),
+            }
         };
         let header = |name: &str| response.header(name).map(str::to_string);
         let mut reply = Reply {
             status: response.status(),
             etag: header("etag"),
             last_modified: header("last-modified"),
+            date: header("date"),
             content_type: header("content-type"),
             location: header("location"),
             body: None,

@@ -76,6 +76,11 @@ struct PageStamp {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     m: Option<String>,
     h: String,
+    /// The page was modified in the second its reply was made (`Last-Modified` equals
+    /// `Date`): a later change within that second would keep the same `Last-Modified`, so it is
+    /// never asked with `If-Modified-Since` (git's racily clean entries, for HTTP).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    racy: bool,
 }
 
 impl PageStamp {
@@ -93,7 +98,7 @@ pub struct SiteSource {
 /// How a fetch ended.
 enum Fetch {
     /// The final URL and its reply (2xx, 304, 4xx, 5xx).
-    Reply(Url, Reply),
+    Reply(Url, Box<Reply>),
     /// Redirected off the site or the prefix, to this URL.
     Away(String),
     /// No reply (connection, timeout).
@@ -160,10 +165,10 @@ impl SiteSource {
                 Err(e) => return Fetch::Transport(e),
             };
             if !(300..400).contains(&reply.status) || reply.status == 304 {
-                return Fetch::Reply(at, reply);
+                return Fetch::Reply(at, Box::new(reply));
             }
             let Some(next) = reply.location.as_deref().and_then(|l| at.join(l).ok()) else {
-                return Fetch::Reply(at, reply);
+                return Fetch::Reply(at, Box::new(reply));
             };
             if !allowed(&next) {
                 return Fetch::Away(next.to_string());
@@ -389,7 +394,9 @@ impl DocumentSource for SiteSource {
                 if let Some(e) = &st.e {
                     headers.push(("If-None-Match", e));
                 }
-                if let Some(m) = &st.m {
+                if let Some(m) = &st.m
+                    && !st.racy
+                {
                     headers.push(("If-Modified-Since", m));
                 }
             }
@@ -496,11 +503,13 @@ impl DocumentSource for SiteSource {
                 sink(ScanEvent::Unchanged { path })?;
                 continue;
             }
+            let racy = reply.last_modified.is_some() && reply.last_modified == reply.date;
             let stamp = PageStamp {
                 u: final_url.to_string(),
                 e: reply.etag,
                 m: reply.last_modified,
                 h: hash,
+                racy,
             };
             bytes += body.len() as u64;
             sink(ScanEvent::Changed {

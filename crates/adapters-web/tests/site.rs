@@ -24,6 +24,9 @@ struct Site {
     broken: BTreeSet<String>,
     /// Serve no validators (a server that knows no ETag or Last-Modified).
     plain: bool,
+    /// Serve only a `Last-Modified` that equals the reply's `Date` (a page changed in the
+    /// second it was fetched), answering `If-Modified-Since` by it.
+    racy: bool,
     log: Vec<(String, Instant, StatusCode)>,
 }
 
@@ -71,7 +74,24 @@ async fn serve(State(site): State<Shared>, uri: Uri, headers: HeaderMap) -> Resp
     } else if let Some(bytes) = s.files.get(&path).cloned() {
         let etag = format!("\"{}\"", &hex(&sha2::Sha256::digest(&bytes))[..16]);
         let modified = "Sun, 06 Dec 2026 06:00:00 GMT";
-        if !s.plain
+        if s.racy {
+            let same = headers
+                .get(header::IF_MODIFIED_SINCE)
+                .is_some_and(|v| v.to_str().ok() == Some(modified));
+            if same {
+                StatusCode::NOT_MODIFIED.into_response()
+            } else {
+                (
+                    [
+                        (header::CONTENT_TYPE, content_type(&path).to_string()),
+                        (header::LAST_MODIFIED, modified.to_string()),
+                        (header::DATE, modified.to_string()),
+                    ],
+                    Bytes::from(bytes),
+                )
+                    .into_response()
+            }
+        } else if !s.plain
             && headers
                 .get(header::IF_NONE_MATCH)
                 .is_some_and(|v| v.to_str().ok() == Some(etag.as_str()))
@@ -375,4 +395,22 @@ fn a_server_error_on_robots_txt_fails_the_scan_and_a_missing_one_allows_all() {
         .insert("robots.txt".into());
     let err = scan(&source, &known, None, 1 << 20).unwrap_err();
     assert!(err.is_temporary(), "{err}");
+}
+
+#[test]
+fn a_page_modified_in_the_second_it_was_fetched_is_never_trusted_to_a_304() {
+    let server = Server::start();
+    put(&server, "p.html", &page(1, 0));
+    server.site.lock().unwrap().racy = true;
+    let source = SiteSource::new(settings(&server.url));
+    let first = scan(&source, &BTreeMap::new(), None, 1 << 20).unwrap();
+    let known: BTreeMap<String, String> = first
+        .changed
+        .iter()
+        .map(|(p, (_, s))| (p.clone(), s.clone()))
+        .collect();
+    // Changed within the same second: the server's Last-Modified does not move.
+    put(&server, "p.html", &page(1, 1));
+    let after = scan(&source, &known, None, 1 << 20).unwrap();
+    assert_eq!(after.changed["p.html"].0, page(1, 1));
 }
