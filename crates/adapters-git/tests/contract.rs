@@ -129,11 +129,7 @@ fn a_force_push_is_the_new_tip_and_a_deleted_branch_fails_without_removing_anyth
     let release = GitSource::new(settings(&repo.work, &dir.join("release.git"), "release"));
     let first = scan(&release, &BTreeMap::new(), None, 1 << 20).unwrap();
     assert_eq!(first.changed.len(), 2);
-    let known: BTreeMap<String, String> = first
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect();
+    let known: BTreeMap<String, String> = first.known();
 
     // History rewritten: the branch now holds another b.html and no a.html.
     git(&repo.work, &["reset", "--quiet", "--hard", "main"]);

@@ -108,11 +108,7 @@ fn an_unchanged_share_is_one_listing_per_folder_and_no_file_is_fetched() {
     let first = scan(&dav.source, &Default::default(), None, 1 << 20).unwrap();
     assert_eq!(first.changed.len(), 30);
     assert_eq!(first.scanned.requests, 4 + 30, "4 listings, 30 GETs");
-    let known = first
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect();
+    let known = first.known();
     let again = scan(&dav.source, &known, None, 1 << 20).unwrap();
     assert_eq!((again.unchanged.len(), again.scanned.requests), (30, 4));
     let item_reference = &first.changed;

@@ -312,11 +312,7 @@ fn an_unchanged_site_costs_one_304_per_page_and_a_site_without_validators_is_com
     let source = SiteSource::new(settings(&server.url));
     let first = scan(&source, &BTreeMap::new(), None, 1 << 20).unwrap();
     assert_eq!(first.changed.len(), 20);
-    let known: BTreeMap<String, String> = first
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect();
+    let known: BTreeMap<String, String> = first.known();
     let before = server.requests().len();
     let again = scan(&source, &known, None, 1 << 20).unwrap();
     let log = server.requests();
@@ -346,11 +342,7 @@ fn pages_that_answer_404_or_410_are_gone_and_the_rate_limit_spaces_requests() {
     s.min_interval = Duration::from_millis(60);
     let source = SiteSource::new(s);
     let first = scan(&source, &BTreeMap::new(), None, 1 << 20).unwrap();
-    let known: BTreeMap<String, String> = first
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect();
+    let known: BTreeMap<String, String> = first.known();
     let before = server.requests().len();
     {
         let mut site = server.site.lock().unwrap();
@@ -382,11 +374,7 @@ fn a_server_error_on_robots_txt_fails_the_scan_and_a_missing_one_allows_all() {
     server.site.lock().unwrap().gone.insert("robots.txt".into());
     let r = scan(&source, &BTreeMap::new(), None, 1 << 20).unwrap();
     assert!(r.changed.contains_key("p.html"));
-    let known: BTreeMap<String, String> = r
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect();
+    let known: BTreeMap<String, String> = r.known();
     server
         .site
         .lock()
@@ -404,11 +392,7 @@ fn a_page_modified_in_the_second_it_was_fetched_is_never_trusted_to_a_304() {
     server.site.lock().unwrap().racy = true;
     let source = SiteSource::new(settings(&server.url));
     let first = scan(&source, &BTreeMap::new(), None, 1 << 20).unwrap();
-    let known: BTreeMap<String, String> = first
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect();
+    let known: BTreeMap<String, String> = first.known();
     // Changed within the same second: the server's Last-Modified does not move.
     put(&server, "p.html", &page(1, 1));
     let after = scan(&source, &known, None, 1 << 20).unwrap();

@@ -55,6 +55,16 @@ pub struct Report {
     pub scanned: Scanned,
 }
 
+impl Report {
+    /// The stamp of every item the scan reported changed, by path: what a next scan is given.
+    pub fn known(&self) -> BTreeMap<String, String> {
+        self.changed
+            .iter()
+            .map(|(p, (_, s))| (p.clone(), s.clone()))
+            .collect()
+    }
+}
+
 /// Scans `source` against `known` from `cursor`, checking every path is plain and reported
 /// once.
 pub fn scan(
@@ -117,14 +127,6 @@ fn paths(n: usize) -> Vec<String> {
         .collect()
 }
 
-fn stamps(report: &Report) -> BTreeMap<String, String> {
-    report
-        .changed
-        .iter()
-        .map(|(p, (_, s))| (p.clone(), s.clone()))
-        .collect()
-}
-
 fn populate(s: &dyn SourceUnderTest, n: usize) -> Vec<String> {
     let paths = paths(n);
     for (i, p) in paths.iter().enumerate() {
@@ -152,7 +154,7 @@ pub fn first_scan_reports_every_item_with_its_bytes(s: &dyn SourceUnderTest) {
 pub fn a_rescan_with_the_known_stamps_transfers_nothing(s: &dyn SourceUnderTest) {
     populate(s, 9);
     let first = scan(s.source(), &BTreeMap::new(), None, BOUND).expect("scan");
-    let known = stamps(&first);
+    let known = first.known();
     let again = scan(s.source(), &known, first.scanned.cursor.as_deref(), BOUND).expect("rescan");
     assert!(again.changed.is_empty(), "{:?}", again.changed.keys());
     assert_eq!(again.unchanged.len(), known.len());
@@ -175,7 +177,7 @@ pub fn a_rescan_with_the_known_stamps_transfers_nothing(s: &dyn SourceUnderTest)
 pub fn edits_additions_and_deletions_are_reported_each_once(s: &dyn SourceUnderTest) {
     let paths = populate(s, 6);
     let first = scan(s.source(), &BTreeMap::new(), None, BOUND).expect("scan");
-    let known = stamps(&first);
+    let known = first.known();
     // Edition 1 and edition 2 have the same length: a stamp of size and time could miss it.
     s.put(&paths[0], &page(0, 1));
     s.put(&paths[1], &page(1, 2));
@@ -212,7 +214,7 @@ pub fn an_item_over_the_bound_fails_alone(s: &dyn SourceUnderTest) {
 pub fn a_source_that_cannot_be_read_fails_and_reports_nothing_gone(s: &dyn SourceUnderTest) {
     populate(s, 4);
     let first = scan(s.source(), &BTreeMap::new(), None, BOUND).expect("scan");
-    let known = stamps(&first);
+    let known = first.known();
     s.cut();
     let mut gone = Vec::new();
     let request = ScanRequest {
