@@ -125,6 +125,57 @@ pub fn analyze(jieba: &Jieba, text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// A word of a text with its part of speech, as jieba tags it (`n` noun, `ns` place name,
+/// `nr` person, `nt` organisation, `nz` other proper noun, `eng` Latin word, `v` verb, `t` time,
+/// `m` numeral, `x` unknown, …), and its byte range in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tagged {
+    /// The word as the text writes it (Traditional stays Traditional).
+    pub word: String,
+    /// jieba's part-of-speech tag.
+    pub tag: String,
+    /// Byte range of the word in the text.
+    pub start: usize,
+    /// End of the byte range.
+    pub end: usize,
+}
+
+/// The words of `text` with their parts of speech, in order, whitespace left out: segmented
+/// and tagged in the Simplified form, mapped back to `text` as [`analyze`] maps its terms.
+///
+/// Without `guess_unknown` (as the index segments), an unknown word falls apart into the
+/// dictionary's pieces ("能报" stays "能" and "报"); with it, jieba's HMM joins unknown
+/// characters into new words, which finds a name the dictionary lacks ("邵伯温") and also
+/// invents words that are none ("能报").
+pub fn tag(text: &str, guess_unknown: bool) -> Vec<Tagged> {
+    let jieba = jieba();
+    let simplified = zhiku_text::to_simplified(text);
+    let back = match &simplified {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(converted) => Some(OffsetMap::new(text, converted)),
+    };
+    let mut out: Vec<Tagged> = Vec::new();
+    for t in jieba.tag(&simplified, guess_unknown) {
+        if t.word.trim().is_empty() {
+            continue;
+        }
+        let (start, end) = match &back {
+            None => (t.byte_start, t.byte_end),
+            Some(map) => (map.original(t.byte_start), map.original(t.byte_end)),
+        };
+        if start >= end {
+            continue;
+        }
+        out.push(Tagged {
+            word: text[start..end].to_string(),
+            tag: t.tag.to_string(),
+            start,
+            end,
+        });
+    }
+    out
+}
+
 /// Byte offsets of a converted text mapped back to the original, by character position.
 struct OffsetMap {
     /// Byte offset in the converted text of each character, ascending.
@@ -247,6 +298,21 @@ mod tests {
             .map(|(_, from, to)| &text[from..to])
             .collect();
         assert!(spans.contains(&"開發"), "{spans:?}");
+    }
+
+    #[test]
+    fn tagging_names_places_and_keeps_the_text_s_script() {
+        let tagged = tag("广州园区停车每小时多少钱？", false);
+        let place = tagged.iter().find(|t| t.word == "广州").expect("广州");
+        assert_eq!(place.tag, "ns", "{tagged:?}");
+        let tagged = tag("廣州園區停車", false);
+        assert_eq!(tagged[0].word, "廣州", "{tagged:?}");
+        assert_eq!(tagged[0].tag, "ns", "{tagged:?}");
+        for text in ["記憶體與軟體", "a b", "", "VPN 密码"] {
+            for t in tag(text, true) {
+                assert_eq!(&text[t.start..t.end], t.word);
+            }
+        }
     }
 
     #[test]

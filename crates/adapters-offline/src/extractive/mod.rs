@@ -30,7 +30,7 @@ use zhiku_domain::ports::{Embedder, GenerateError, GenerationRequest, Generator}
 use candidate::{add_document_leads, add_lone_characters, match_terms, read_sources};
 use compose::render;
 pub use config::ExtractiveConfig;
-use score::{Scoring, frame_terms, pick, term_weights};
+use score::{Scoring, asked_terms, frame_terms, pick, term_weights};
 use semantic::{Neutral, add_semantic};
 
 /// Answers with the sentences of the evidence that cover the question best, each cited with its
@@ -102,10 +102,13 @@ impl ExtractiveGenerator {
 
     /// The answer for `request` (the no-material sentence when nothing covers the question).
     pub fn compose(&self, request: &GenerationRequest) -> String {
-        let question = match_terms(&request.question);
+        let mut question = match_terms(&request.question);
         if question.is_empty() {
             return request.no_material.clone();
         }
+        // What the question asks of its subject is looked for as such: "有多长" for "长".
+        let asked = asked_terms(&request.question);
+        question.extend(asked.iter().cloned());
         let (blocks, mut candidates) = read_sources(request);
         add_document_leads(request, &blocks, &mut candidates);
         add_lone_characters(&question, &mut candidates);
@@ -120,7 +123,7 @@ impl ExtractiveGenerator {
             );
         }
         let weight = term_weights(&question, &frame_terms(&request.question), &candidates);
-        let Some(scoring) = Scoring::new(weight, &self.config) else {
+        let Some(scoring) = Scoring::new(weight, asked, &self.config) else {
             return request.no_material.clone();
         };
         match pick(&self.config, &blocks, &candidates, &scoring) {

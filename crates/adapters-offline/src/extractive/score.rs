@@ -124,6 +124,8 @@ fn boundary_chars(t: &str, found: &[&str]) -> usize {
 /// configuration's context weight and rank decay.
 pub(super) struct Scoring<'w> {
     weight: BTreeMap<&'w str, f64>,
+    /// The question's terms outside its subject: what it asks of the subject.
+    asked: BTreeSet<String>,
     total: f64,
     context_weight: f64,
     rank_decay: f64,
@@ -131,10 +133,15 @@ pub(super) struct Scoring<'w> {
 
 impl<'w> Scoring<'w> {
     /// `None` when the question's terms weigh nothing.
-    pub(super) fn new(weight: BTreeMap<&'w str, f64>, config: &ExtractiveConfig) -> Option<Self> {
+    pub(super) fn new(
+        weight: BTreeMap<&'w str, f64>,
+        asked: BTreeSet<String>,
+        config: &ExtractiveConfig,
+    ) -> Option<Self> {
         let total: f64 = weight.values().sum();
         (total > 0.0).then_some(Self {
             weight,
+            asked,
             total,
             context_weight: config.context_weight,
             rank_decay: config.rank_decay,
@@ -172,6 +179,15 @@ impl<'w> Scoring<'w> {
         c.terms
             .iter()
             .any(|t| self.weight.get(t.as_str()) > Some(&0.0))
+    }
+
+    /// Whether `c` or its context (its heading: "## 数据流" over "依次经过这些环节：") holds a
+    /// term of what the question asks of its subject.
+    fn holds_asked(&self, c: &Candidate) -> bool {
+        c.terms
+            .iter()
+            .chain(&c.context)
+            .any(|t| self.asked.contains(t) && self.weight.get(t.as_str()) > Some(&0.0))
     }
 
     /// What `c`'s source's rank leaves of its score.
@@ -289,13 +305,18 @@ pub(super) fn pick(
 /// The candidates that may answer: quotable kinds holding a weighted question term (or
 /// semantically standing out, or answering a question of the evidence), an introducing
 /// sentence only with its items, nothing too short.
+///
+/// Support is not relevance: when some of them hold a term of what the question asks of its
+/// subject (the "高铁座位" of "朱雀项目的高铁座位"), a sentence holding only the subject's
+/// terms ("朱雀项目成员出差，住宿报销上限为…") answers nothing that was asked and is left out,
+/// however well its citation would support it.
 fn eligible(
     config: &ExtractiveConfig,
     blocks: &[Vec<Unit>],
     candidates: &[Candidate],
     scoring: &Scoring<'_>,
 ) -> Vec<usize> {
-    candidates
+    let eligible: Vec<usize> = candidates
         .iter()
         .enumerate()
         .filter(|(_, c)| {
@@ -306,7 +327,26 @@ fn eligible(
                 && !too_short(&quoted(config, blocks, c))
         })
         .map(|(i, _)| i)
-        .collect()
+        .collect();
+    // An introducing sentence holds what its items hold.
+    let relevant = |i: usize| {
+        let c = &candidates[i];
+        scoring.holds_asked(c)
+            || c.semantic > 0.0
+            || blocks[c.block][c.index].items.iter().any(|&item| {
+                candidates
+                    .iter()
+                    .any(|o| o.block == c.block && o.index == item && scoring.holds_asked(o))
+            })
+    };
+    if eligible
+        .iter()
+        .any(|&i| scoring.holds_asked(&candidates[i]))
+    {
+        eligible.into_iter().filter(|&i| relevant(i)).collect()
+    } else {
+        eligible
+    }
 }
 
 /// Whether one of candidates `p` and `i` is a list item the other (an introducing
@@ -316,4 +356,18 @@ fn inside(blocks: &[Vec<Unit>], candidates: &[Candidate], p: usize, i: usize) ->
         a.block == b.block && blocks[a.block][a.index].items.contains(&b.index)
     };
     holds(&candidates[p], &candidates[i]) || holds(&candidates[i], &candidates[p])
+}
+
+/// The terms of what `question` asks of the subject it opens with: the planner's reading of
+/// its shape ("朱雀项目的高铁座位是什么？": 高铁, 座位; "小灰头稚冠雉有多长？": 长), less the
+/// subject's own terms; empty when the subject and what is asked cannot be told apart.
+pub(super) fn asked_terms(question: &str) -> BTreeSet<String> {
+    crate::planner::asked_part(question)
+        .map(|asked| {
+            asked
+                .split_whitespace()
+                .flat_map(match_terms)
+                .collect::<BTreeSet<String>>()
+        })
+        .unwrap_or_default()
 }

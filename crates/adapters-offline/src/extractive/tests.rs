@@ -333,3 +333,26 @@ fn similarity_alone_answers_nothing_unless_one_sentence_stands_out() {
         assert_eq!(generator.compose(&req), NO_MATERIAL_ZH, "{text}");
     }
 }
+
+#[test]
+fn a_sentence_about_the_subject_alone_answers_nothing_asked() {
+    // Support is not relevance: the lodging limit is the subject's and well cited, but the
+    // question asks of the subject's train seats.
+    let sources = vec![
+        block(
+            1,
+            "## 朱雀项目\n\n朱雀项目成员出差，住宿报销上限为每晚 800 元，不分城市。乘坐高铁可以选择一等座。",
+        ),
+        block(2, "## 交通\n\n城际出行优先乘坐高铁，座位为二等座。"),
+    ];
+    let seats = answer("朱雀项目的高铁座位是什么？", sources);
+    assert!(seats.contains("一等座"), "{seats}");
+    assert!(!seats.contains("800"), "{seats}");
+    // A question without a subject apart from what it asks keeps every covering sentence.
+    let sources = vec![block(
+        1,
+        "年假可以分开休，但每次不少于半天。年假每年 5 天。",
+    )];
+    let split = answer("年假可以分开休吗？", sources);
+    assert!(split.contains("半天"), "{split}");
+}

@@ -37,16 +37,25 @@ pub enum Intent {
     /// Several questions in one message: each part is retrieved on its own and the parts are
     /// answered together, each with its citations.
     MultiPart,
+    /// A comparison of two or more sides ("A 和 B 有什么区别", "和广州比哪个高"): each side is
+    /// a part, retrieved on its own, and the answer states and cites every side.
+    Comparison,
     /// A greeting, thanks or small talk: a direct reply, nothing retrieved.
     SmallTalk,
 }
 
 impl Intent {
-    /// `knowledge`, `multi_part` or `small_talk`.
+    /// Whether the plan retrieves and answers its parts in turn (several parts, a comparison).
+    pub fn has_parts(self) -> bool {
+        matches!(self, Self::MultiPart | Self::Comparison)
+    }
+
+    /// `knowledge`, `multi_part`, `comparison` or `small_talk`.
     pub fn code(self) -> &'static str {
         match self {
             Self::Knowledge => "knowledge",
             Self::MultiPart => "multi_part",
+            Self::Comparison => "comparison",
             Self::SmallTalk => "small_talk",
         }
     }
@@ -61,8 +70,8 @@ pub struct Plan {
     pub standalone: String,
     /// Which rewrite applied (`None` when the question was taken as asked).
     pub rewrite: Option<String>,
-    /// The standalone sub-questions of a [`Intent::MultiPart`] question, in order (empty
-    /// otherwise).
+    /// The standalone sub-questions of a [`Intent::MultiPart`] question, or the sides of a
+    /// [`Intent::Comparison`], in order (empty otherwise).
     pub parts: Vec<String>,
     /// The direct reply to small talk.
     pub reply: Option<String>,

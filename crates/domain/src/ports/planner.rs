@@ -24,7 +24,8 @@ pub struct PlanError(pub String);
 ///   plan widens what may be retrieved.
 /// - With an empty history, `standalone` is the question (less a greeting) and `rewrite` is
 ///   `None`.
-/// - A [`Intent::MultiPart`] plan has at least two parts; every other plan has none.
+/// - A [`Intent::MultiPart`] or [`Intent::Comparison`] plan has at least two parts; every
+///   other plan has none.
 /// - It MUST fail fast with [`PlanError`] when its model cannot be reached.
 pub trait Planner: Send + Sync {
     /// The planner's identity (`rules-v1`, or a model's).

@@ -208,8 +208,9 @@ pub struct RewriteStep {
     pub original: String,
     /// The standalone question retrieval runs on.
     pub rewritten: String,
-    /// The rewrite that applied (`replace_topic`, `resolve_pronoun`, `carry_question`, a
-    /// model's `llm`), or `None` when the question was taken as asked.
+    /// The rewrite that applied (`replace_topic`, `replace_aspect`, `add_condition`,
+    /// `own_question`, `implicit_subject`, `resolve_pronoun`, `carry_question`,
+    /// `standard_form`, `comparison`, a model's `llm`), or `None` when the question was taken as asked.
     pub rule: Option<String>,
 }
 
@@ -217,7 +218,7 @@ pub struct RewriteStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IntentStep {
-    /// `knowledge`, `multi_part` or `small_talk`.
+    /// `knowledge`, `multi_part`, `comparison` or `small_talk`.
     pub intent: String,
     /// The planner that decided.
     pub method: String,

@@ -130,10 +130,10 @@ pub struct AnswerFrame {
     /// follow-up read in its conversation, a greeting dropped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rewritten: Option<String>,
-    /// What the question was: `knowledge`, `multi_part` or `small_talk`.
+    /// What the question was: `knowledge`, `multi_part`, `comparison` or `small_talk`.
     pub intent: Intent,
-    /// The sub-questions of a several-part question, each retrieved on its own and answered
-    /// in turn.
+    /// The sub-questions of a several-part question (the sides of a comparison), each
+    /// retrieved on its own and answered in turn.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
     /// The answer text (with `[n]` markers), the no-material sentence, or why there is no

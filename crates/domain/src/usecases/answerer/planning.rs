@@ -55,7 +55,7 @@ pub(super) fn choose(
 /// The questions `plan` retrieves and answers in turn: its parts when it has several, else its
 /// standalone question.
 pub(super) fn questions(plan: &Plan) -> Vec<String> {
-    if plan.intent == Intent::MultiPart {
+    if plan.intent.has_parts() {
         plan.parts.clone()
     } else {
         vec![plan.standalone.clone()]
@@ -69,7 +69,7 @@ fn plan_is_sound(p: &Plan, question: &str) -> bool {
     let fits = |s: &str| !s.trim().is_empty() && s.chars().count() <= limit;
     fits(&p.standalone)
         && match p.intent {
-            Intent::MultiPart => {
+            Intent::MultiPart | Intent::Comparison => {
                 (2..=plan::MAX_PARTS).contains(&p.parts.len()) && p.parts.iter().all(|s| fits(s))
             }
             Intent::Knowledge => p.parts.is_empty(),

@@ -10,11 +10,27 @@
 //!   after "上海的人口是多少？" becomes "北京的人口是多少？"; a pronoun ("它", "it") is replaced by
 //!   the earlier topic; a question with no topic of its own ("为什么？") is asked after the
 //!   earlier question. A question with its own topic is taken as asked.
+//! - **Slots.** A Chinese follow-up replaces only the slot of the earlier question it names
+//!   ([`frame`]): a place, name or thing of the same kind ("深圳呢？" after "广州园区停车每小时
+//!   多少钱？" keeps the hourly parking), a condition ("满十年以后呢？" is added), or, naming no
+//!   subject at all ("能分开休吗？"), it takes the earlier subject.
+//! - **Comparisons.** "A 和 B 有什么区别", "对比一下 A 和 B 的 X", "和广州比哪个高？" become one
+//!   part per side ([`compare`]), each retrieved and answered on its own.
+//! - **Colloquial forms.** "咋报？" is read as "怎么报销？", "能报不？" as "能报销吗？".
 
 use zhiku_domain::contracts::Locale;
 use zhiku_domain::ports::{Intent, Plan, PlanError, Planner, Turn};
 use zhiku_domain::rules::plan::MAX_PARTS;
 use zhiku_text as text;
+
+mod compare;
+mod frame;
+mod words;
+
+use words::{
+    ASKING_ZH, is_filler, is_latin, is_question_end, opens_predicate, strip_polite,
+    trim_question_end,
+};
 
 /// The rules planner's identity.
 pub const RULES_PLANNER: &str = "rules-v1";
@@ -111,13 +127,6 @@ const TALK: &[(&str, Talk, bool)] = &[
     ("what are you", Talk::Identity, true),
     ("what can you do", Talk::Identity, true),
 ];
-
-/// Characters that may surround small talk without making it a question.
-fn is_filler(c: char) -> bool {
-    c.is_whitespace()
-        || (!c.is_alphanumeric() && !text::is_cjk(c))
-        || "呀啊啦哦喔嘛吧呢哈~～".contains(c)
-}
 
 /// Strips a leading small-talk phrase (and the filler after it) from `text`.
 fn strip_talk(text: &str, whole_allowed: bool) -> Option<(Talk, &str)> {
@@ -224,10 +233,6 @@ pub fn without_greeting(question: &str) -> &str {
         (Some(_), rest) if !rest.is_empty() => rest,
         _ => question.trim(),
     }
-}
-
-fn is_question_end(c: char) -> bool {
-    matches!(c, '？' | '?')
 }
 
 /// Connectives that open a further question inside one sentence.
@@ -341,74 +346,13 @@ fn respectively(q: &str) -> Option<Vec<String>> {
     Some(items.into_iter().map(|i| format!("{i}{asked}")).collect())
 }
 
-/// Words that mark the question itself rather than its topic.
-const ASKING_ZH: &[&str] = &[
-    "为什么",
-    "為什麼",
-    "怎么样",
-    "怎麼樣",
-    "怎么",
-    "怎麼",
-    "怎样",
-    "怎樣",
-    "如何",
-    "什么",
-    "什麼",
-    "哪些",
-    "哪个",
-    "哪個",
-    "哪里",
-    "哪裡",
-    "哪",
-    "多少",
-    "几",
-    "幾",
-    "谁",
-    "誰",
-    "是否",
-    "能否",
-    "吗",
-    "嗎",
-];
-
-/// Words after which a Chinese question's topic ends.
-const PREDICATE_ZH: &[&str] = &[
-    "的", "是", "有", "在", "位于", "位於", "能", "可以", "会", "會", "用", "支持", "属于", "屬於",
-    "由", "和", "与", "與", "对", "對", "把", "被", "要", "需要", "为", "為",
-];
-
-const POLITE: &[&str] = &[
-    "请问",
-    "請問",
-    "我想知道",
-    "想问一下",
-    "想問一下",
-    "告诉我",
-    "告訴我",
-    "请告诉我",
-    "請告訴我",
-    "please tell me",
-    "can you tell me",
-    "tell me",
-];
-
-fn strip_polite(q: &str) -> &str {
-    let mut q = q.trim();
-    for p in POLITE {
-        if q.to_lowercase().starts_with(p) && q.is_char_boundary(p.len()) {
-            q = q[p.len()..].trim_start_matches(is_filler);
-        }
+/// What a Chinese question asks of the subject it opens with, as words to look for in an answer
+/// (see [`frame`]); `None` for any other shape.
+pub(crate) fn asked_part(question: &str) -> Option<String> {
+    if is_latin(question) {
+        return None;
     }
-    q
-}
-
-fn trim_question_end(q: &str) -> &str {
-    q.trim()
-        .trim_end_matches(|c: char| is_question_end(c) || matches!(c, '。' | '.' | '!' | '！'))
-}
-
-fn is_latin(q: &str) -> bool {
-    Locale::detect(q).language() != "zh"
+    frame::asked_part(question)
 }
 
 /// The topic of a standalone question: for Chinese, what comes before its first "的" or its
@@ -431,12 +375,7 @@ pub fn topic(question: &str) -> Option<String> {
         if n < 2 {
             continue;
         }
-        let rest = &q[*i..];
-        if ASKING_ZH
-            .iter()
-            .chain(PREDICATE_ZH)
-            .any(|w| rest.starts_with(w))
-        {
+        if opens_predicate(&q[*i..]) {
             end = Some(*i);
             break;
         }
@@ -671,25 +610,32 @@ const PRONOUNS_EN: &[&str] = &["it", "they", "them", "he", "she", "him"];
 const POSSESSIVES_EN: &[&str] = &["its", "their", "his", "her"];
 const POINTERS_EN: &[&str] = &["this", "that", "these", "those"];
 
-/// Rewrites `question` into a standalone question after `history`; the rule that applied, if
-/// any.
-pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
-    let q = without_connective(without_greeting(question).trim());
-    let q = q.as_str();
-    let Some(prev) = history
+/// The last standalone question of `history` that was not small talk.
+fn earlier_question(history: &[Turn]) -> Option<&str> {
+    history
         .iter()
         .rev()
         .map(Turn::standalone)
         .map(str::trim)
         .find(|p| !p.is_empty() && small_talk_reply(p).is_none())
-    else {
+}
+
+/// Rewrites `question` into a standalone question after `history`; the rule that applied, if
+/// any.
+pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str>) {
+    let q = without_connective(without_greeting(question).trim());
+    let q = q.as_str();
+    let Some(prev) = earlier_question(history) else {
         return (q.to_string(), None);
     };
     let prev = strip_polite(prev);
     let earlier = topic(prev);
     if let Some(new_topic) = elliptical(q) {
-        if let Some(r) = replace_aspect(prev, &new_topic) {
-            return (r, Some("replace_topic"));
+        if !is_latin(prev)
+            && !is_latin(&new_topic)
+            && let Some((r, rule)) = frame::follow(prev, &new_topic)
+        {
+            return (r, Some(rule));
         }
         let found = earlier.as_deref().and_then(|t| Some((t, prev.find(t)?)));
         let rewritten = match found {
@@ -725,6 +671,11 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
                     .find(|p| q[i..].starts_with(**p))
                     .copied()
                     .unwrap_or("它");
+                // "他", "她": the person the earlier question names, when it names one.
+                let person = matches!(p, "他" | "她" | "他们" | "他們" | "她们" | "她們")
+                    .then(|| frame::person(prev))
+                    .flatten();
+                let t = person.as_deref().unwrap_or(t);
                 let mut out = String::with_capacity(q.len() + t.len());
                 out.push_str(&q[..i]);
                 out.push_str(t);
@@ -745,6 +696,13 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
             Some("carry_question"),
         );
     }
+    // A question that asks something of its own but names no subject ("能分开休吗？").
+    if !is_latin(q)
+        && !is_latin(prev)
+        && let Some((r, rule)) = frame::implicit_subject(prev, q)
+    {
+        return (r, Some(rule));
+    }
     (q.to_string(), None)
 }
 
@@ -755,43 +713,6 @@ fn strip_article(phrase: &str) -> &str {
         .iter()
         .find(|a| lower.starts_with(&format!("{a} ")))
         .map_or(phrase, |a| phrase[a.len() + 1..].trim_start())
-}
-
-/// "那保修期限呢？" after "alpha 客户的退货期限是多少天？": the new words share a term with
-/// what comes after a "的" (退货期限), so they replace that, not the subject.
-fn replace_aspect(prev: &str, new: &str) -> Option<String> {
-    if is_latin(prev) {
-        return None;
-    }
-    let new_terms = text::terms(new);
-    let mut at = 0;
-    for (i, segment) in prev.split('的').enumerate() {
-        let start = at;
-        at += segment.len() + '的'.len_utf8();
-        if i == 0 {
-            continue;
-        }
-        let head_end = segment
-            .char_indices()
-            .skip(1)
-            .find(|(j, _)| {
-                let rest = &segment[*j..];
-                ASKING_ZH
-                    .iter()
-                    .chain(PREDICATE_ZH)
-                    .any(|w| rest.starts_with(w))
-            })
-            .map_or(segment.len(), |(j, _)| j);
-        let head = &segment[..head_end];
-        if !head.is_empty() && !text::terms(head).is_disjoint(&new_terms) {
-            let mut out = String::with_capacity(prev.len() + new.len());
-            out.push_str(&prev[..start]);
-            out.push_str(new);
-            out.push_str(&prev[start + head_end..]);
-            return Some(out);
-        }
-    }
-    None
 }
 
 fn replace_pronoun_en(q: &str, topic: &str) -> Option<String> {
@@ -855,6 +776,7 @@ pub fn standard_forms(question: &str) -> Option<String> {
             out = out.replace(from, to);
         }
     }
+    out = reimburse_for_report(&out);
     for ending in COLLOQUIAL_ENDINGS {
         if let Some(head) = out.strip_suffix(ending)
             // `是不是` and `要不要` ask already; a lone `不` or `没` is no question.
@@ -866,6 +788,26 @@ pub fn standard_forms(question: &str) -> Option<String> {
         }
     }
     (out != question.trim()).then_some(out)
+}
+
+/// A lone "报" (a word by itself: "怎么报", "能报吗") is how an office says "报销"; "报名",
+/// "报告" and "报到" are words of their own and stay.
+fn reimburse_for_report(question: &str) -> String {
+    let words = frame::words(question);
+    let mut out = String::with_capacity(question.len() + 6);
+    let mut at = 0;
+    for w in &words {
+        let full = match w.text.as_str() {
+            "报" => "报销",
+            "報" => "報銷",
+            _ => continue,
+        };
+        out.push_str(&question[at..w.start]);
+        out.push_str(full);
+        at = w.end;
+    }
+    out.push_str(&question[at..]);
+    out
 }
 
 /// The plan for `question` after `history`, by the rules.
@@ -883,6 +825,25 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
         let mut plan = plan(history, &standard);
         plan.rewrite = plan.rewrite.or(Some("standard_form".to_string()));
         return plan;
+    }
+    if let Some(parts) = compare::comparison(
+        earlier_question(history).map(strip_polite),
+        without_greeting(question),
+    ) {
+        let asked = without_greeting(question).trim();
+        // Without a conversation the question stands as asked; its sides are the parts.
+        let rewritten = !history.is_empty() && parts.iter().any(|p| !asked.contains(p.as_str()));
+        return Plan {
+            intent: Intent::Comparison,
+            standalone: if rewritten {
+                parts.join(" ")
+            } else {
+                asked.to_string()
+            },
+            rewrite: rewritten.then(|| "comparison".to_string()),
+            parts,
+            reply: None,
+        };
     }
     let parts = split(question);
     if parts.len() >= 2 {
@@ -1036,6 +997,8 @@ mod tests {
 
     #[test]
     fn a_pronoun_is_replaced_by_the_earlier_topic() {
+        let h = [turn("邵伯温字什么？")];
+        assert_eq!(rewrite(&h, "他死于哪一年？").0, "邵伯温死于哪一年？");
         let h = [turn("故宫在哪里？")];
         let (r, rule) = rewrite(&h, "它是哪一年建成的？");
         assert_eq!(r, "故宫是哪一年建成的？");
@@ -1103,9 +1066,9 @@ mod tests {
     #[test]
     fn colloquial_forms_are_read_in_their_standard_words() {
         for (asked, standard) in [
-            ("出差的票咋报？", "出差的票怎么报？"),
+            ("出差的票咋报？", "出差的票怎么报销？"),
             ("在家连内网咋整？", "在家连内网怎么办？"),
-            ("考证的钱能报不？", "考证的钱能报吗？"),
+            ("考证的钱能报不？", "考证的钱能报销吗？"),
             ("电车有啥优惠不？", "电车有什么优惠吗？"),
             ("索引咋弄？", "索引怎么做？"),
             ("他写过啥书？", "他写过什么书？"),
@@ -1115,7 +1078,13 @@ mod tests {
             assert_eq!(p.standalone, standard, "{asked}");
             assert_eq!(p.rewrite.as_deref(), Some("standard_form"));
         }
-        for plain in ["年假有几天？", "是不是要审批？", "How do I file it?"] {
+        for plain in [
+            "年假有几天？",
+            "是不是要审批？",
+            "How do I file it?",
+            "报名要什么材料？",
+            "报告写好了交给谁？",
+        ] {
             assert_eq!(standard_forms(plain), None, "{plain}");
         }
         // A colloquial follow-up is read in standard words, then planned as any other.
