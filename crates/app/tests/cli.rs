@@ -463,6 +463,34 @@ fn the_conversation_set_over_the_sample_knowledge_base_stays_good() {
     assert!(a["must_cite_met"].as_u64().unwrap() >= 3, "{a}");
 }
 
+#[test]
+fn a_golden_set_naming_a_document_the_knowledge_base_lacks_is_refused() {
+    let store = tempfile::tempdir().unwrap();
+    let set = store.path().join("typo.jsonl");
+    std::fs::write(
+        &set,
+        concat!(
+            r#"{"id": "fine", "query": "知库怎么切分文档？", "expected": {"doc_ids": ["chunking-policy"]}}"#,
+            "\n",
+            r#"{"id": "typo", "query": "知库怎么切分文档？", "expected": {"doc_ids": ["chunking-polcy"]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = on_sample_kb(store.path())
+        .args(["eval", "--golden"])
+        .arg(&set)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"case "typo" expects document "chunking-polcy""#)
+            && !err.contains("\"fine\""),
+        "{err}"
+    );
+}
+
 /// Every golden question through the real pipeline (the binary, examples/kb, the extractive
 /// generator): no answer carries Markdown or a dangling fragment.
 #[test]

@@ -166,6 +166,29 @@ pub fn load_beir_queries(dir: &Path) -> Result<Vec<EvalQuery>> {
     Ok(queries)
 }
 
+/// The documents `set` expects that are not in `known` (the knowledge base's document IDs):
+/// each as (case ID, document ID), in case order. A golden set naming a document the
+/// knowledge base does not hold grades nothing but its own typo; it is refused, not scored.
+pub fn unknown_documents(set: &EvalSet, known: &HashSet<String>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for q in &set.queries {
+        let mut expected: Vec<&String> = q
+            .relevant
+            .iter()
+            .chain(&q.must_cite)
+            .chain(q.spans.iter().map(|s| &s.doc_id))
+            .collect();
+        expected.sort();
+        expected.dedup();
+        for doc in expected {
+            if !known.contains(doc) {
+                out.push((q.id.clone(), doc.clone()));
+            }
+        }
+    }
+    out
+}
+
 /// Loads a golden set in zhiku's format, one JSON object per line:
 /// `{"id", "query", "expected": {"doc_ids": [...], "spans": [{"doc_id", "start", "end"}]},
 /// "noAnswer": bool, "citationMustBeValid": bool}`, and for conversations `history`,

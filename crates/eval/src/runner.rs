@@ -200,6 +200,12 @@ pub struct AnswerResult {
     pub attempts: u32,
     /// The answer text.
     pub answer: String,
+    /// The standalone question retrieval ran on, when the planner rewrote the question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewritten: Option<String>,
+    /// The sub-questions (or a comparison's sides) each retrieved on its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
     /// The run's trace ID.
     pub trace_id: String,
 }
@@ -745,6 +751,8 @@ pub fn evaluate_answers(
             cites_expected: cited.expected,
             attempts: frame.attempts,
             answer: frame.answer,
+            rewritten: frame.rewritten,
+            parts: frame.parts,
             trace_id: frame.trace_id,
         });
     }

@@ -7,6 +7,7 @@
 //! them standalone, whatever the configured planner, so retrieval figures never depend on a
 //! model.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -23,7 +24,7 @@ use zhiku_app::wiring::store::{Access, Purpose};
 use zhiku_domain::Filter;
 use zhiku_domain::ports::Planner;
 use zhiku_domain::usecases::RetrievalMode;
-use zhiku_eval::beir::{EvalSet, load_beir, load_golden};
+use zhiku_eval::beir::{EvalSet, load_beir, load_golden, unknown_documents};
 use zhiku_eval::context::context_figures;
 use zhiku_eval::corpus_chunks::CorpusChunks;
 use zhiku_eval::runner::{AnswerSummary, Grader, QueryResult, Summary, evaluate, evaluate_answers};
@@ -159,6 +160,25 @@ impl Figures {
         refresh(ctx, &mut store, origin)?;
         let (service, _) = wiring::open_service(store, None)?;
         let caller = service.local_caller();
+        let (docs, _) = service.documents(&caller, 0, usize::MAX);
+        let known: HashSet<String> = docs.iter().map(|d| d.id.to_string()).collect();
+        let unknown = unknown_documents(&set, &known);
+        if !unknown.is_empty() {
+            let listed: Vec<String> = unknown
+                .iter()
+                .take(10)
+                .map(|(case, doc)| format!("case {case:?} expects document {doc:?}"))
+                .collect();
+            bail!(
+                "{}: {} expected document ID(s) are not in the knowledge base ({} documents), so \
+                 the set grades nothing there: {}{}",
+                path.display(),
+                unknown.len(),
+                known.len(),
+                listed.join("; "),
+                if unknown.len() > 10 { "; …" } else { "" }
+            );
+        }
         service
             .evaluate(&caller, self.answering, |e| {
                 let summary = self.retrieval(e, &set, on_query)?;
