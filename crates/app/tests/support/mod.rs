@@ -28,7 +28,6 @@ pub const ANSWER_STAGES: [&str; 12] = [
     "answer",
 ];
 
-/// Writes `text` to `kb/rel`.
 /// `zhiku --kb KB` with a clean environment and the hashing embedder (embedding counts are real
 /// without a model).
 pub fn zhiku(kb: &Path) -> assert_cmd::Command {
@@ -41,6 +40,7 @@ pub fn zhiku(kb: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// Writes `text` to `kb/rel`.
 pub fn write(kb: &Path, rel: &str, text: &str) {
     let path = kb.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
