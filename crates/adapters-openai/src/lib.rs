@@ -6,9 +6,10 @@
 //!   port, with the space discovered from the server ([`embedder`]).
 //! - [`OpenAiGenerator`] — `POST /v1/chat/completions`, blocking, optionally streamed: the
 //!   [`Generator`](zhiku_domain::ports::Generator) port.
-//! - [`LlmPlanner`] — the same chat model makes a follow-up question standalone (the
-//!   [`Planner`](zhiku_domain::ports::Planner) port); intent and parts are read by the planner
-//!   it is given (the offline rules, composed by the application).
+//! - [`LlmPlanner`] — the same chat model reads each question in its conversation (the
+//!   [`Planner`](zhiku_domain::ports::Planner) port): intent, standalone rewrite, parts or
+//!   compared sides, with a reason and a confidence, checked before use; small talk is replied
+//!   to by the planner it is given (the offline rules, composed by the application).
 //! - [`LlmJudge`] — yes-or-no readings of a claim against its evidence, an answer against its
 //!   question, a finding offered for write-back (the [`Judge`](zhiku_domain::ports::Judge) port).
 //! - [`LlmReranker`] — listwise reranking by the chat model (RankGPT style, sliding windows).

@@ -819,6 +819,7 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
             rewrite: None,
             parts: Vec::new(),
             reply: Some(reply),
+            ..Plan::default()
         };
     }
     if let Some(standard) = standard_forms(question) {
@@ -843,6 +844,7 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
             rewrite: rewritten.then(|| "comparison".to_string()),
             parts,
             reply: None,
+            ..Plan::default()
         };
     }
     let parts = split(question);
@@ -868,6 +870,7 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
             rewrite: rule.map(str::to_string),
             parts: standalone_parts,
             reply: None,
+            ..Plan::default()
         };
     }
     let (standalone, rule) = rewrite(history, question);
@@ -877,6 +880,7 @@ pub fn plan(history: &[Turn], question: &str) -> Plan {
         rewrite: rule.map(str::to_string),
         parts: Vec::new(),
         reply: None,
+        ..Plan::default()
     }
 }
 

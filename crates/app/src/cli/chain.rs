@@ -125,16 +125,17 @@ fn rewrite_line(r: &RewriteStep) -> String {
 }
 
 fn intent_line(i: &IntentStep) -> String {
-    if i.parts.is_empty() {
-        return format!("intent ({}): {}", i.method, i.intent);
+    let mut line = format!("intent ({}): {}", i.method, i.intent);
+    if !i.parts.is_empty() {
+        line.push_str(&format!(", {} parts {}", i.parts.len(), js(&i.parts)));
     }
-    format!(
-        "intent ({}): {}, {} parts {}",
-        i.method,
-        i.intent,
-        i.parts.len(),
-        js(&i.parts)
-    )
+    if let Some(c) = i.confidence {
+        line.push_str(&format!(", confidence {c:.2}"));
+    }
+    if let Some(r) = &i.reason {
+        line.push_str(&format!(", because {}", js(r)));
+    }
+    line
 }
 
 fn reformulation_line(r: &ReformulationStep) -> String {

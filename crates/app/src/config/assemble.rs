@@ -294,6 +294,8 @@ impl Config {
             llm_timeout_ms: v.llm_timeout_ms,
             llm_max_tokens: v.llm_max_tokens,
             generator_fallback,
+            planner: v.planner,
+            planner_timeout_ms: v.planner_timeout_ms,
             judge: v.judge,
             ask_attempts: v.ask_attempts,
             context,

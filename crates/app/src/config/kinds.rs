@@ -111,6 +111,18 @@ pub enum GeneratorKind {
     Openai,
 }
 
+/// Who reads a question in its conversation (`planner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlannerKind {
+    /// The chat model when answers come from one (`generator = "openai"`), else the rules.
+    Auto,
+    /// The offline rules alone.
+    Rules,
+    /// The chat model of `llm_url` / `llm_model`, the rules standing in when it fails.
+    Llm,
+}
+
 /// Who decides whether an answer's claims are supported, grades answers in `eval --answers`
 /// and has the last word on write-back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

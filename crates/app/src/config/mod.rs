@@ -40,7 +40,7 @@ use zhiku_http::settings::ServeSettings;
 
 pub use kinds::{
     DEFAULT_MODEL, EMBED_INPUTS, EmbedServer, EmbedderKind, FallbackStep, GeneratorKind, JudgeKind,
-    LexicalKind, OcrKind, RerankerKind, VectorsKind,
+    LexicalKind, OcrKind, PlannerKind, RerankerKind, VectorsKind,
 };
 pub use model::{Config, OcrSettings};
 pub use settings::{SETTINGS, Setting, markdown_table};

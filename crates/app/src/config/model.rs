@@ -14,7 +14,7 @@ use zhiku_http::settings::ServeSettings;
 
 use super::kinds::{
     EmbedServer, EmbedderKind, FallbackStep, GeneratorKind, JudgeKind, LexicalKind, OcrKind,
-    RerankerKind, VectorsKind,
+    PlannerKind, RerankerKind, VectorsKind,
 };
 
 /// How scans and pictures are read: the engine and its settings.
@@ -101,6 +101,10 @@ pub struct Config {
     /// What answers when the chat server of `llm_url` is unreachable or times out, in order
     /// (`generator = "openai"` only; empty: the error is the run's).
     pub generator_fallback: Vec<FallbackStep>,
+    /// Who reads a question in its conversation.
+    pub planner: PlannerKind,
+    /// The model planner's deadline in milliseconds.
+    pub planner_timeout_ms: u64,
     /// Who judges claims, answers and write-backs beside the rules.
     pub judge: JudgeKind,
     /// Generation attempts before an answer run ends `blocked`.

@@ -18,8 +18,8 @@ use zhiku_domain::rules::fusion::{FusionMethod, Normalisation};
 use zhiku_service::DuplicatePolicy;
 
 use super::kinds::{
-    DEFAULT_MODEL, EmbedderKind, GeneratorKind, JudgeKind, LexicalKind, OcrKind, RerankerKind,
-    VectorsKind,
+    DEFAULT_MODEL, EmbedderKind, GeneratorKind, JudgeKind, LexicalKind, OcrKind, PlannerKind,
+    RerankerKind, VectorsKind,
 };
 use super::resolver::EnvKey;
 
@@ -203,6 +203,12 @@ settings! {
     /// What answers when the chat server is unreachable or times out, in order: `URL [MODEL]`
     /// entries, `extractive` last (`none`: the error is the run's).
     generator_fallback: Vec<String> = vec!["extractive".into()], env: "ZHIKU_GENERATOR_FALLBACK";
+    /// Who reads a question in its conversation (intent, standalone rewrite, parts): `auto`
+    /// (the chat server when `generator = "openai"`, else the rules), `rules`, or `llm` (the
+    /// chat server of `llm_*`, the rules standing in on error or timeout).
+    planner: PlannerKind = PlannerKind::Auto, env: "ZHIKU_PLANNER";
+    /// The model planner's deadline in milliseconds; past it the rules plan.
+    planner_timeout_ms: u64 = 15_000, env: "ZHIKU_PLANNER_TIMEOUT_MS";
     /// Who judges claims, answers and write-backs beside the rules: `lexical` or `llm` (the
     /// chat server).
     judge: JudgeKind = JudgeKind::Lexical, env: "ZHIKU_JUDGE";

@@ -62,7 +62,7 @@ impl Intent {
 }
 
 /// A planner's reading of one question in its conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
     /// What the question is.
     pub intent: Intent,
@@ -75,4 +75,10 @@ pub struct Plan {
     pub parts: Vec<String>,
     /// The direct reply to small talk.
     pub reply: Option<String>,
+    /// Why the planner read the question so, in its words (a model's; the rules leave it
+    /// empty: their rule is `rewrite`).
+    pub reason: Option<String>,
+    /// How sure the planner is of its reading, from 0 to 1 (a model's own estimate; `None`
+    /// for the rules).
+    pub confidence: Option<f32>,
 }

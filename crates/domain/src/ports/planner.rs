@@ -69,6 +69,7 @@ pub(crate) fn as_asked(question: &str) -> Plan {
         rewrite: None,
         parts: Vec::new(),
         reply: None,
+        ..Plan::default()
     }
 }
 

@@ -226,6 +226,12 @@ pub struct IntentStep {
     pub parts: Vec<String>,
     /// Whether retrieval runs (not for small talk).
     pub retrieve: bool,
+    /// Why the planner read the question so (a model planner's words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How sure the planner was, from 0 to 1 (a model planner's own estimate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
 }
 
 /// `sub_question`: which part the following retrieval steps are for.

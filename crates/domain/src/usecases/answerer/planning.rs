@@ -67,7 +67,12 @@ pub(super) fn questions(plan: &Plan) -> Vec<String> {
 fn plan_is_sound(p: &Plan, question: &str) -> bool {
     let limit = question.chars().count() * 4 + 400;
     let fits = |s: &str| !s.trim().is_empty() && s.chars().count() <= limit;
-    fits(&p.standalone)
+    let routed = p.confidence.is_none_or(|c| (0.0..=1.0).contains(&c))
+        && p.reason
+            .as_deref()
+            .is_none_or(|r| r.chars().count() <= MAX_REASON_CHARS);
+    routed
+        && fits(&p.standalone)
         && match p.intent {
             Intent::MultiPart | Intent::Comparison => {
                 (2..=plan::MAX_PARTS).contains(&p.parts.len()) && p.parts.iter().all(|s| fits(s))
@@ -78,6 +83,9 @@ fn plan_is_sound(p: &Plan, question: &str) -> bool {
             }
         }
 }
+
+/// The longest `reason` a plan may give (a model's explanation, kept in the trace).
+const MAX_REASON_CHARS: usize = 400;
 
 /// How a notice names the planner that stood in: "the rules" for the offline rules planner
 /// (`rules-…`), its identity otherwise.

@@ -82,6 +82,8 @@ pub(super) fn intent_step(planned: &Planned) -> IntentStep {
         method: planned.method.clone(),
         parts: plan.parts.clone(),
         retrieve: plan.intent != crate::ports::Intent::SmallTalk,
+        reason: plan.reason.clone(),
+        confidence: plan.confidence,
     }
 }
 
