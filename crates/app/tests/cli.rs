@@ -464,6 +464,42 @@ fn the_conversation_set_over_the_sample_knowledge_base_stays_good() {
 }
 
 #[test]
+fn a_team_s_synonyms_find_and_quote_the_word_the_documents_use() {
+    let kb = tempfile::tempdir().unwrap();
+    write(
+        kb.path(),
+        "travel.md",
+        "# 差旅\n\n报销单须在出差结束后 30 天内提交，逾期不予报销。\n\n市内交通每天不超过 150 元。\n",
+    );
+    write(kb.path(), "other.md", "# 其他\n\n年假每年 5 天。\n");
+    let ask =
+        |kb: &Path| json_of(zhiku(kb).args(["ask", "--json", "--mode", "lexical", "怎么报账？"]));
+    let without = ask(kb.path());
+    assert_eq!(without["status"], "not_found", "{without}");
+    write(
+        kb.path(),
+        "zhiku.toml",
+        "synonyms = [\"报销, 报账\", \"VPN，远程接入\"]\n",
+    );
+    let with = ask(kb.path());
+    assert_eq!(with["status"], "answered", "{with}");
+    assert!(with["answer"].as_str().unwrap().contains("30 天"), "{with}");
+    assert_eq!(with["rewritten"], "怎么报账？（报销）", "{with}");
+    // Search too.
+    let hits = json_of(zhiku(kb.path()).args(["search", "--json", "--mode", "lexical", "报账"]));
+    assert!(hits.to_string().contains("travel"), "{hits}");
+    // A group of one word is a configuration error, said at once.
+    write(kb.path(), "zhiku.toml", "synonyms = [\"报销\"]\n");
+    let out = zhiku(kb.path()).args(["ask", "年假？"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("synonyms"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn a_golden_set_naming_a_document_the_knowledge_base_lacks_is_refused() {
     let store = tempfile::tempdir().unwrap();
     let set = store.path().join("typo.jsonl");

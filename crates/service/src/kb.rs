@@ -24,6 +24,7 @@ use zhiku_domain::ports::{
     AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, PageRequest, Planner,
     StoredTraceEvent, TraceSink, TraceStore, Turn, WriteTurn,
 };
+use zhiku_domain::rules::vocabulary::Synonyms;
 use zhiku_domain::usecases::{
     AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
 };
@@ -49,6 +50,9 @@ pub struct Planners {
     /// Plans whenever the primary fails or breaks the planner contract, and offers another
     /// wording when the primary has none; the as-asked planner when `None`.
     pub fallback: Option<Box<dyn Planner>>,
+    /// The team's synonym groups, put beside every question that names one of their words
+    /// (asked and searched alike).
+    pub synonyms: Synonyms,
 }
 
 impl std::fmt::Debug for Planners {
@@ -323,7 +327,7 @@ impl KnowledgeBase {
         if let Some(fallback) = &self.planners.fallback {
             answerer = answerer.with_fallback_planner(fallback.as_ref());
         }
-        answerer
+        answerer.with_synonyms(&self.planners.synonyms)
     }
 
     /// Searches within the caller's scopes.
@@ -334,8 +338,18 @@ impl KnowledgeBase {
         let store = &inner.store;
         let source = self.source(store)?;
         let retriever = store.retriever(source.as_ref());
+        let bound = store
+            .settings
+            .limits
+            .max_query_chars
+            .max(q.query.chars().count());
+        let expanded = self
+            .planners
+            .synonyms
+            .expand(&q.query)
+            .filter(|e| e.chars().count() <= bound);
         let request = RetrievalRequest {
-            query: &q.query,
+            query: expanded.as_deref().unwrap_or(&q.query),
             filter: &filter,
             mode: q.mode,
             k: q.k.unwrap_or(store.settings.k),

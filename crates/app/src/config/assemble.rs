@@ -9,6 +9,7 @@ use zhiku_adapters_qdrant::QdrantConfig;
 use zhiku_adapters_usearch::AnnSettings;
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::fusion::{FusionConfig, Route};
+use zhiku_domain::rules::vocabulary::Synonyms;
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
@@ -62,6 +63,21 @@ fn fusion_config(v: &Values) -> FusionConfig {
         dense_floor: (v.dense_floor > 0.0).then_some(v.dense_floor),
         dense_min_score: (v.dense_min_score > -1.0).then_some(v.dense_min_score),
     }
+}
+
+/// Parses `synonyms`: each entry one group, its words separated by commas (`,` or `，`).
+fn synonym_groups(entries: &[String]) -> Result<Synonyms> {
+    let groups = entries
+        .iter()
+        .map(|e| {
+            e.split([',', '，'])
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .collect();
+    Synonyms::new(groups).map_err(|e| anyhow!("synonyms: {e}"))
 }
 
 /// Parses `generator_fallback`: each entry `extractive` (last) or `URL [MODEL]`.
@@ -248,6 +264,7 @@ impl Config {
         let embed_server = embed_server(&v)?;
         let index_batch = at_least_one(v.index_batch, "index_batch")?;
         let generator_fallback = fallback_steps(&v.generator_fallback, &v.llm_model)?;
+        let synonyms = synonym_groups(&v.synonyms)?;
         let context = RetrievalBudget::new(v.context_chunks, v.context_chars).map_err(|_| {
             anyhow!("ask_attempts, context_chunks and context_chars must be at least 1")
         })?;
@@ -294,6 +311,7 @@ impl Config {
             llm_timeout_ms: v.llm_timeout_ms,
             llm_max_tokens: v.llm_max_tokens,
             generator_fallback,
+            synonyms,
             planner: v.planner,
             planner_timeout_ms: v.planner_timeout_ms,
             judge: v.judge,

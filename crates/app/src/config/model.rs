@@ -9,6 +9,7 @@ use zhiku_adapters_usearch::AnnSettings;
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::expand::ContextPolicy;
 use zhiku_domain::rules::fusion::FusionConfig;
+use zhiku_domain::rules::vocabulary::Synonyms;
 use zhiku_domain::{ChunkingPolicy, Scope};
 use zhiku_http::settings::ServeSettings;
 
@@ -101,6 +102,8 @@ pub struct Config {
     /// What answers when the chat server of `llm_url` is unreachable or times out, in order
     /// (`generator = "openai"` only; empty: the error is the run's).
     pub generator_fallback: Vec<FallbackStep>,
+    /// The team's synonym groups (`synonyms`).
+    pub synonyms: Synonyms,
     /// Who reads a question in its conversation.
     pub planner: PlannerKind,
     /// The model planner's deadline in milliseconds.

@@ -37,5 +37,6 @@ pub fn planners_for(config: &Config) -> Planners {
     Planners {
         primary: Some(primary),
         fallback: Some(Box::new(RulesPlanner)),
+        synonyms: config.synonyms.clone(),
     }
 }

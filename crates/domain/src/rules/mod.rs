@@ -13,4 +13,5 @@ pub mod retention;
 pub mod revision;
 pub mod section;
 pub mod support;
+pub mod vocabulary;
 pub mod writeback;

@@ -27,6 +27,7 @@ use crate::ports::{
 use crate::rules::context::{self, build_request};
 use crate::rules::expand::ContextPolicy;
 use crate::rules::support;
+use crate::rules::vocabulary::Synonyms;
 
 use super::retriever::{Retrieval, RetrievalRequest, RetrieveError, Retriever, RouteReport};
 use attempt::{Round, Verdict};
@@ -60,6 +61,7 @@ pub struct Answerer<'a> {
     judge: Option<&'a dyn Judge>,
     max_query_chars: usize,
     sampling: Sampling,
+    synonyms: Option<&'a Synonyms>,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -94,7 +96,17 @@ impl<'a> Answerer<'a> {
             judge: None,
             max_query_chars: DEFAULT_MAX_QUERY_CHARS,
             sampling: Sampling::default(),
+            synonyms: None,
         }
+    }
+
+    /// The same answerer, putting beside each planned question the other words of every
+    /// synonym group it names (`synonyms` in the configuration), for retrieval and answer alike;
+    /// the plan's `rewrite` then says `synonyms` unless another rule rewrote it. An expansion
+    /// that would run past the query bound is left out.
+    pub fn with_synonyms(mut self, synonyms: &'a Synonyms) -> Self {
+        self.synonyms = Some(synonyms).filter(|s| !s.is_empty());
+        self
     }
 
     /// The same answerer, asking the generator to sample as the caller asked (temperature,
@@ -247,13 +259,17 @@ impl<'a> Answerer<'a> {
     /// notice).
     fn plan(&self, history: &[Turn], question: &str) -> Planned {
         let limit = self.query_limit(question);
-        planning::choose(
+        let mut planned = planning::choose(
             self.planner,
             self.fallback_planner,
             history,
             question,
             limit,
-        )
+        );
+        if let Some(synonyms) = self.synonyms {
+            planning::with_synonyms(&mut planned.plan, synonyms, limit);
+        }
+        planned
     }
 
     /// The longest query retrieved for `question`: the configured bound, or the question's

@@ -3,6 +3,7 @@
 
 use crate::ports::{Intent, Plan, Planner, Turn};
 use crate::rules::plan;
+use crate::rules::vocabulary::Synonyms;
 
 /// The plan a run follows, with the planner that made it and, when the fallback stood in, why.
 pub(super) struct Planned {
@@ -49,6 +50,28 @@ pub(super) fn choose(
         plan,
         method,
         notice,
+    }
+}
+
+/// `plan` with the other words of every synonym group its questions name put beside them
+/// (small talk left alone), each within `limit` characters or left as it was.
+pub(super) fn with_synonyms(plan: &mut Plan, synonyms: &Synonyms, limit: usize) {
+    if plan.intent == Intent::SmallTalk {
+        return;
+    }
+    let mut expanded = false;
+    let mut expand = |q: &mut String| {
+        if let Some(e) = synonyms.expand(q).filter(|e| e.chars().count() <= limit) {
+            *q = e;
+            expanded = true;
+        }
+    };
+    expand(&mut plan.standalone);
+    for part in &mut plan.parts {
+        expand(part);
+    }
+    if expanded && plan.rewrite.is_none() {
+        plan.rewrite = Some("synonyms".to_string());
     }
 }
 
