@@ -204,7 +204,7 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         follow["rewrite_line"]
             .as_str()
             .unwrap()
-            .contains("replace_topic")
+            .contains("replace_aspect")
     );
 
     let png = std::fs::read(&shot).expect("screenshot written");
