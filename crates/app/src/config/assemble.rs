@@ -65,12 +65,14 @@ fn fusion_config(v: &Values) -> FusionConfig {
     }
 }
 
-/// Parses `synonyms`: each entry one group, its words separated by commas (`,` or `，`).
+/// Parses `synonyms`: each entry one group, its words separated by commas (`,` or `，`) or by
+/// `|` (the variable `ZHIKU_SYNONYMS` splits its list at commas, so there a group is written
+/// `报销|报账`).
 fn synonym_groups(entries: &[String]) -> Result<Synonyms> {
     let groups = entries
         .iter()
         .map(|e| {
-            e.split([',', '，'])
+            e.split([',', '，', '|'])
                 .map(str::trim)
                 .filter(|w| !w.is_empty())
                 .map(str::to_string)

@@ -94,6 +94,29 @@ mod tests {
     }
 
     #[test]
+    fn synonym_groups_come_from_the_file_or_the_variable() {
+        let env = |k: &str| (k == "ZHIKU_SYNONYMS").then(|| "报销|报账,VPN | 远程接入".to_string());
+        let c = Config::resolve(None, None, &env).unwrap();
+        assert_eq!(
+            c.synonyms.expand("怎么报账？").as_deref(),
+            Some("怎么报账？（报销）")
+        );
+        assert_eq!(
+            c.synonyms.expand("远程接入").as_deref(),
+            Some("远程接入（VPN）")
+        );
+        let one = |k: &str| (k == "ZHIKU_SYNONYMS").then(|| "报销,报账".to_string());
+        let err = Config::resolve(None, None, &one).unwrap_err();
+        assert!(format!("{err:#}").contains("synonyms"), "{err:#}");
+        assert!(
+            Config::resolve(None, None, &|_| None)
+                .unwrap()
+                .synonyms
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn the_generator_fallback_chain_parses_and_ends_with_extractive_by_default() {
         let c = Config::resolve(None, None, &|_| None).unwrap();
         assert_eq!(c.generator_fallback, vec![FallbackStep::Extractive]);

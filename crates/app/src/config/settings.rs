@@ -203,9 +203,9 @@ settings! {
     /// What answers when the chat server is unreachable or times out, in order: `URL [MODEL]`
     /// entries, `extractive` last (`none`: the error is the run's).
     generator_fallback: Vec<String> = vec!["extractive".into()], env: "ZHIKU_GENERATOR_FALLBACK";
-    /// The team's synonym groups, each one string of words separated by commas (`"报销, 报账"`,
-    /// `"VPN, 远程接入, 内网"`): a question naming one word is retrieved and answered with the
-    /// others beside it.
+    /// The team's synonym groups, each one string of words separated by commas or `|`
+    /// (`"报销, 报账"`, `"VPN | 远程接入 | 内网"`; in the variable, `报销|报账,VPN|远程接入`): a
+    /// question naming one word is retrieved and answered with the others beside it.
     synonyms: Vec<String> = Vec::new(), env: "ZHIKU_SYNONYMS";
     /// Who reads a question in its conversation (intent, standalone rewrite, parts): `auto`
     /// (the chat server when `generator = "openai"`, else the rules), `rules`, or `llm` (the
