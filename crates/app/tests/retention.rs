@@ -412,3 +412,40 @@ fn the_admin_endpoint_sweeps_for_a_writing_token_only() {
         put.text
     );
 }
+
+#[test]
+fn serve_sweeps_on_its_schedule_without_a_manual_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    // alpha holds two documents and may hold two; serve sweeps every second.
+    let kb = support::two_scope_kb(
+        dir.path(),
+        "scope_caps = [\"alpha=2\"]\nsweep_every = \"1s\"",
+        "",
+    );
+    let s = support::Server::start(&kb, &[]);
+    let alpha_ids = || {
+        let list = support::call("GET", &s.url("/v1/documents"), Some("tok-a-read"), None);
+        let list: Value = serde_json::from_str(&list.text).unwrap();
+        let mut ids: Vec<String> = list["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(alpha_ids(), ["alpha-returns", "alpha-shipping"]);
+    let body = json!({"id": "alpha-new", "scope": "alpha", "text": "# 新\n\n新的说明。\n"});
+    let put = support::call("POST", &s.url("/v1/documents"), Some("tok-a"), Some(&body));
+    assert_eq!(put.status, 201, "{}", put.text);
+    // Nobody sweeps: the schedule does, within a few seconds, oldest first.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut ids = alpha_ids();
+    while ids.len() > 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        ids = alpha_ids();
+    }
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&"alpha-new".to_string()), "{ids:?}");
+}

@@ -737,6 +737,22 @@ impl KnowledgeBase {
         Ok(swept)
     }
 
+    /// Runs the retention sweep over every scope now, for the service itself (`serve`'s
+    /// scheduled sweep), not for a caller: the same removals as [`sweep`](Self::sweep) by a
+    /// caller who sees every scope.
+    pub fn sweep_all(&self) -> Result<SweepReport, KbError> {
+        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let documents = self.writable(Change::Sweep)?;
+        let turn = self.begin_write()?;
+        let mut inner = self.write();
+        let swept = crate::retention::sweep(&mut inner.store, documents, &|_| true);
+        let Inner { store, docs } = &mut *inner;
+        docs.retain(|id, _| store.recorded.catalog.docs.contains_key(id));
+        let swept = swept.map_err(|e| self.without_paths(e))?;
+        turn.finish();
+        Ok(swept)
+    }
+
     /// Brings the served store up to date with its document store now, as `zhiku index` does
     /// (what a sync copied into the folder, what changed there): files whose stamps are
     /// unchanged are not read, and the files that changed are read (extracted in the workers)

@@ -66,6 +66,12 @@ pub(crate) fn run(
     }
     let kb = service.clone();
     let config = ctx.config(ctx.global.kb.as_deref())?;
+    if let Some(every) = config.sweep_every_secs {
+        schedule_sweeps(
+            service.clone(),
+            std::time::Duration::from_secs(every.max(1)),
+        );
+    }
     if !config.sources.is_empty() {
         if config.on_cluster() {
             ctx.note("note: [[sources]] are not synced by profile cluster (it keeps no folder)");
@@ -145,6 +151,27 @@ pub(crate) fn run(
     // crash-safe).
     rt.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(Exit::Success)
+}
+
+/// Runs the retention sweep every `every` (`sweep_every`), so that an expired document or a
+/// capped scope's overflow leaves without a manual `zhiku sweep`; each sweep that removed
+/// something, or failed, is logged.
+fn schedule_sweeps(kb: zhiku_service::SharedKb, every: std::time::Duration) {
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(every);
+            match kb.sweep_all() {
+                Ok(r) if r.removed.is_empty() => {}
+                Ok(r) => tracing::info!(
+                    target: "zhiku::retention",
+                    removed = r.removed.len(),
+                    "scheduled sweep removed {} document(s)",
+                    r.removed.len()
+                ),
+                Err(e) => tracing::warn!(target: "zhiku::retention", "scheduled sweep failed: {e}"),
+            }
+        }
+    });
 }
 
 async fn shutdown_signal() {

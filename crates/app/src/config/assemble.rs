@@ -10,7 +10,7 @@ use zhiku_adapters_usearch::AnnSettings;
 use zhiku_domain::rules::budget::RetrievalBudget;
 use zhiku_domain::rules::fusion::{FusionConfig, Route};
 use zhiku_domain::rules::vocabulary::Synonyms;
-use zhiku_domain::{ChunkingPolicy, Scope};
+use zhiku_domain::{ChunkingPolicy, Scope, TimeToLive};
 use zhiku_http::settings::ServeSettings;
 
 use super::kinds::{EmbedServer, FallbackStep, LexicalKind, VectorsKind};
@@ -267,6 +267,14 @@ impl Config {
         let index_batch = at_least_one(v.index_batch, "index_batch")?;
         let generator_fallback = fallback_steps(&v.generator_fallback, &v.llm_model)?;
         let synonyms = synonym_groups(&v.synonyms)?;
+        let sweep_every_secs = match v.sweep_every.trim() {
+            "0" | "0s" | "" => None,
+            span => Some(
+                TimeToLive::parse(span)
+                    .map_err(|e| anyhow!("sweep_every: {e}"))?
+                    .secs(),
+            ),
+        };
         let context = RetrievalBudget::new(v.context_chunks, v.context_chars).map_err(|_| {
             anyhow!("ask_attempts, context_chunks and context_chars must be at least 1")
         })?;
@@ -314,6 +322,7 @@ impl Config {
             llm_max_tokens: v.llm_max_tokens,
             generator_fallback,
             synonyms,
+            sweep_every_secs,
             planner: v.planner,
             planner_timeout_ms: v.planner_timeout_ms,
             judge: v.judge,

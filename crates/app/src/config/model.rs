@@ -102,6 +102,8 @@ pub struct Config {
     /// What answers when the chat server of `llm_url` is unreachable or times out, in order
     /// (`generator = "openai"` only; empty: the error is the run's).
     pub generator_fallback: Vec<FallbackStep>,
+    /// Seconds between `serve`'s retention sweeps (`sweep_every`; `None`: never).
+    pub sweep_every_secs: Option<u64>,
     /// The team's synonym groups (`synonyms`).
     pub synonyms: Synonyms,
     /// Who reads a question in its conversation.

@@ -203,6 +203,9 @@ settings! {
     /// What answers when the chat server is unreachable or times out, in order: `URL [MODEL]`
     /// entries, `extractive` last (`none`: the error is the run's).
     generator_fallback: Vec<String> = vec!["extractive".into()], env: "ZHIKU_GENERATOR_FALLBACK";
+    /// How often `serve` runs the retention sweep (expired documents, the oldest beyond a
+    /// scope's cap): a span such as `"10m"` or `"1h"`; `"0"` never.
+    sweep_every: String = "1h".into(), env: "ZHIKU_SWEEP_EVERY";
     /// The team's synonym groups, each one string of words separated by commas or `|`
     /// (`"报销, 报账"`, `"VPN | 远程接入 | 内网"`; in the variable, `报销|报账,VPN|远程接入`): a
     /// question naming one word is retrieved and answered with the others beside it.
