@@ -150,18 +150,24 @@ pub(super) fn comparison(prev: Option<&str>, question: &str) -> Option<Vec<Strin
     Some(parts)
 }
 
-/// "和广州比…", "跟广州比较…", "与广州相比…": the other side, named against the earlier
-/// question.
+/// "和广州比哪个高", "跟广州比较呢", "与广州相比更贵吗": the other side, named against the
+/// earlier question. What follows the "比" must ask which is more (a question word, 更, 呢 or
+/// nothing) and the other side must name something: "跟进比例是多少" compares nothing.
 fn against_earlier(q: &str) -> Option<&str> {
     let rest = ["和", "跟", "与", "與", "同"]
         .iter()
         .find_map(|w| q.strip_prefix(w))?;
-    let end = ["相比", "比较", "比較", "比"]
+    let (end, len) = ["相比", "比较", "比較", "比"]
         .iter()
-        .filter_map(|w| rest.find(w))
-        .min()?;
+        .filter_map(|w| rest.find(w).map(|i| (i, w.len())))
+        .min_by_key(|(i, _)| *i)?;
     let other = rest[..end].trim();
-    (!other.is_empty() && other.chars().count() <= 12).then_some(other)
+    let asks = rest[end + len..].trim_start_matches(['，', ',', ' ']);
+    let asks_which = asks.is_empty()
+        || asks.starts_with(['更', '呢', '怎', '如'])
+        || WHICH.iter().any(|w| asks.contains(w));
+    let names = frame::words(other).iter().any(|w| w.kind.nominal());
+    (asks_which && names && other.chars().count() <= 12).then_some(other)
 }
 
 /// The sides joined by "和", "与", "、" …, each within a short phrase; `None` for fewer than
@@ -333,6 +339,22 @@ mod tests {
     fn a_side_named_against_the_earlier_question_replaces_its_slot() {
         assert_eq!(
             comparison(Some("北京出差住宿能报多少？"), "和广州比哪个高？").unwrap(),
+            ["北京出差住宿能报多少？", "广州出差住宿能报多少？"]
+        );
+    }
+
+    #[test]
+    fn a_word_that_merely_opens_with_and_compares_nothing() {
+        let prev = Some("出差补贴每天多少？");
+        for q in [
+            "跟进比例是多少？",
+            "和解协议比原合同多几条？",
+            "同比增长多少？",
+        ] {
+            assert_eq!(comparison(prev, q), None, "{q}");
+        }
+        assert_eq!(
+            comparison(Some("北京出差住宿能报多少？"), "跟广州比呢？").unwrap(),
             ["北京出差住宿能报多少？", "广州出差住宿能报多少？"]
         );
     }
