@@ -258,6 +258,16 @@ fn without_degree(attribute: &str) -> String {
 /// does X differ from Y", "which is better, X or Y".
 fn comparison_en(q: &str) -> Option<Vec<String>> {
     let lower = q.to_lowercase();
+    // Offsets found in the lower-cased text cut the question itself: only where lower-casing
+    // kept every byte offset ("İ" does not).
+    if lower.len() != q.len()
+        || !lower
+            .char_indices()
+            .map(|(i, _)| i)
+            .eq(q.char_indices().map(|(i, _)| i))
+    {
+        return None;
+    }
     let cut = |from: usize, to: usize| q[from..to].trim().to_string();
     let pair = |a: String, b: String| {
         let clean = |s: String| {
@@ -377,6 +387,17 @@ mod tests {
             comparison(None, "BM25 vs dense retrieval?").unwrap(),
             ["BM25", "dense retrieval"]
         );
+    }
+
+    #[test]
+    fn a_question_lower_casing_would_shift_is_left_alone() {
+        for q in [
+            "Compare İstanbul and Ankara",
+            "İİİ vs ẞ?",
+            "Which is older, İzmir or Ankara?",
+        ] {
+            assert_eq!(comparison(None, q), None, "{q}");
+        }
     }
 
     #[test]

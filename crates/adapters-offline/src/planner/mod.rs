@@ -29,7 +29,7 @@ mod words;
 
 use words::{
     ASKING_ZH, is_filler, is_latin, is_question_end, opens_predicate, strip_polite,
-    trim_question_end,
+    strip_prefix_ignoring_case, trim_question_end,
 };
 
 /// The rules planner's identity.
@@ -472,12 +472,11 @@ fn starts_with_question_word(text: &str) -> bool {
 
 /// "And what is X?", "Also, how …": the question without its opening connective.
 fn without_connective(q: &str) -> String {
-    let lower = q.to_lowercase();
     for opener in ["and also ", "and ", "also, ", "also "] {
-        if let Some(rest) = lower.strip_prefix(opener)
+        if let Some(rest) = strip_prefix_ignoring_case(q, opener)
             && starts_with_question_word(rest)
         {
-            let rest = q[q.len() - rest.len()..].trim_start();
+            let rest = rest.trim_start();
             let mut chars = rest.chars();
             return chars
                 .next()
@@ -494,7 +493,6 @@ fn elliptical(q: &str) -> Option<String> {
     let q = without_connective(q);
     let q = trim_question_end(&q);
     if is_latin(q) {
-        let lower = q.to_lowercase();
         for opener in [
             "what about ",
             "how about ",
@@ -502,8 +500,7 @@ fn elliptical(q: &str) -> Option<String> {
             "what of ",
             "and ",
         ] {
-            if let Some(rest) = lower.strip_prefix(opener) {
-                let rest = &q[q.len() - rest.len()..];
+            if let Some(rest) = strip_prefix_ignoring_case(q, opener) {
                 let words = rest.split_whitespace().count();
                 return (words > 0 && words <= 6).then(|| rest.trim().to_string());
             }
@@ -708,11 +705,10 @@ pub fn rewrite(history: &[Turn], question: &str) -> (String, Option<&'static str
 
 /// An English phrase without its leading article.
 fn strip_article(phrase: &str) -> &str {
-    let lower = phrase.to_lowercase();
     ARTICLES_EN
         .iter()
-        .find(|a| lower.starts_with(&format!("{a} ")))
-        .map_or(phrase, |a| phrase[a.len() + 1..].trim_start())
+        .find_map(|a| strip_prefix_ignoring_case(phrase, &format!("{a} ")))
+        .map_or(phrase, str::trim_start)
 }
 
 fn replace_pronoun_en(q: &str, topic: &str) -> Option<String> {
@@ -1179,6 +1175,45 @@ mod tests {
                         plan_fits(&p, max.max(q.chars().count())),
                         "{n} {q} {max}: {p:?}"
                     );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    /// Letters whose lower case is longer or shorter than they are, after every opener the
+    /// English rules strip: nothing panics, whatever the history.
+    #[test]
+    fn letters_that_change_length_when_lower_cased_never_panic() {
+        let history = [Turn {
+            question: "What is the population of Shanghai?".into(),
+            ..Turn::default()
+        }];
+        let tricky = ["İ", "İstanbul", "ẞ", "Ⱥ", "ΐ", "K", "ǅ", "İİ xİ", "a İ b"];
+        let openers = [
+            "",
+            "what about ",
+            "What about ",
+            "And ",
+            "and also ",
+            "Also, ",
+            "how about ",
+            "compare ",
+            "Compare ",
+            "difference between ",
+            "Which is better, ",
+        ];
+        for o in openers {
+            for t in tricky {
+                for tail in ["", " and İzmir", " vs İ", " or ẞ?", "?"] {
+                    let q = format!("{o}{t}{tail}");
+                    let _ = plan(&history, &q);
+                    let _ = plan(&[], &q);
+                    let _ = reformulate(&q);
                 }
             }
         }

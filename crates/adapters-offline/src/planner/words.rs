@@ -74,11 +74,20 @@ const POLITE: &[&str] = &[
 pub(super) fn strip_polite(q: &str) -> &str {
     let mut q = q.trim();
     for p in POLITE {
-        if q.to_lowercase().starts_with(p) && q.is_char_boundary(p.len()) {
-            q = q[p.len()..].trim_start_matches(is_filler);
+        if let Some(rest) = strip_prefix_ignoring_case(q, p) {
+            q = rest.trim_start_matches(is_filler);
         }
     }
     q
+}
+
+/// `text` without `prefix`, ASCII letters compared in either case; offsets are `text`'s own
+/// (lower-casing the whole text would move them: "İ" grows, and a cut could fall inside a
+/// character).
+pub(super) fn strip_prefix_ignoring_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.get(..prefix.len())
+        .filter(|head| head.eq_ignore_ascii_case(prefix))
+        .map(|_| &text[prefix.len()..])
 }
 
 pub(super) fn trim_question_end(q: &str) -> &str {
