@@ -724,28 +724,24 @@ impl KnowledgeBase {
             }
             .into());
         }
-        let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let documents = self.writable(Change::Sweep)?;
-        let turn = self.begin_write()?;
-        let mut inner = self.write();
-        let swept = crate::retention::sweep(&mut inner.store, documents, &|s| caller.sees(s));
-        // What was removed before a failure stays removed: serve what the catalog lists.
-        let Inner { store, docs } = &mut *inner;
-        docs.retain(|id, _| store.recorded.catalog.docs.contains_key(id));
-        let swept = swept.map_err(|e| self.without_paths(e))?;
-        turn.finish();
-        Ok(swept)
+        self.sweep_scopes(&|s| caller.sees(s))
     }
 
     /// Runs the retention sweep over every scope now, for the service itself (`serve`'s
     /// scheduled sweep), not for a caller: the same removals as [`sweep`](Self::sweep) by a
     /// caller who sees every scope.
     pub fn sweep_all(&self) -> Result<SweepReport, KbError> {
+        self.sweep_scopes(&|_| true)
+    }
+
+    /// The retention sweep over the scopes `sees` admits, under the one-writer lock.
+    fn sweep_scopes(&self, sees: &dyn Fn(&Scope) -> bool) -> Result<SweepReport, KbError> {
         let _one_writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let documents = self.writable(Change::Sweep)?;
         let turn = self.begin_write()?;
         let mut inner = self.write();
-        let swept = crate::retention::sweep(&mut inner.store, documents, &|_| true);
+        let swept = crate::retention::sweep(&mut inner.store, documents, sees);
+        // What was removed before a failure stays removed: serve what the catalog lists.
         let Inner { store, docs } = &mut *inner;
         docs.retain(|id, _| store.recorded.catalog.docs.contains_key(id));
         let swept = swept.map_err(|e| self.without_paths(e))?;

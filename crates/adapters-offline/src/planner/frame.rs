@@ -66,9 +66,6 @@ const PLACE_ENDINGS: &[&str] = &[
 
 /// Extra question words the topic rules do not stop at but a slot reader must.
 const ASKING_MORE: &[&str] = &[
-    "多久",
-    "多长",
-    "多長",
     "几时",
     "幾時",
     "多大",
