@@ -63,6 +63,8 @@ async function main() {
     }
     await page.locator("#chunk details summary").click();
     out.citations = await page.$$eval("#citations li", (ls) => ls.map((l) => l.textContent));
+    out.sources = await page.$$eval("#sources li", (ls) => ls.map((l) => l.textContent));
+    out.tokens = await page.textContent("#tokens");
     // A citation of a PDF page opens the file at that page, in a new tab.
     const open = page.locator("#citations a.open-page").first();
     if (await open.count()) {

@@ -563,6 +563,150 @@ fn stale_and_deleted_hits_are_dropped_with_reasons() {
             .iter()
             .all(|c| c.doc_id.as_str() == "english")
     );
+    // The source cards: the document used first, then each changed one, saying how.
+    let cards = &frame.sources;
+    assert_eq!(cards[0].doc_id.as_str(), "english", "{cards:#?}");
+    assert!(cards[0].changed.is_none() && cards[0].chunks_used >= 1);
+    assert_eq!(cards[0].chunks_used, frame.evidence.len());
+    assert_eq!(cards[0].chunks_cited, {
+        let mut cited: Vec<_> = frame.citations.iter().map(|c| &c.chunk_id).collect();
+        cited.dedup();
+        cited.len()
+    });
+    let changed = |id: &str| {
+        cards
+            .iter()
+            .find(|c| c.doc_id.as_str() == id)
+            .and_then(|c| c.changed.clone())
+            .unwrap_or_else(|| panic!("no changed card for {id}: {cards:#?}"))
+    };
+    let stale = changed("chunking");
+    assert_eq!(stale.reason, "stale_revision");
+    assert_eq!(
+        stale.current_revision.as_deref(),
+        Some(Revision::of_content("edited since").as_str())
+    );
+    assert!(stale.chunks_left_out >= 1);
+    assert_eq!(changed("fusion").reason, "deleted");
+    assert_eq!(cards.len(), 3, "{cards:#?}");
+}
+
+/// One token per character that is not white space: a counter whose arithmetic a test can
+/// follow.
+struct PerChar;
+
+impl zhiku_domain::ports::TokenCounter for PerChar {
+    fn identity(&self) -> String {
+        "per-char".into()
+    }
+    fn exact(&self) -> bool {
+        false
+    }
+    fn count(&self, text: &str) -> usize {
+        text.chars().filter(|c| !c.is_whitespace()).count()
+    }
+}
+
+#[test]
+fn token_limits_hold_the_context_history_and_answer_and_the_counts_are_shown() {
+    use zhiku_domain::ports::{Stage, TokenCounter, Turn};
+    use zhiku_domain::rules::budget::TokenBudget;
+    let kb = Kb::new(corpus());
+    let retriever = kb.retriever();
+    let question = "块的 ID 由什么组成？混合检索怎么合并？";
+    let history: Vec<Turn> = (0..5)
+        .map(|i| Turn {
+            question: format!("第{i}个问题是什么？"),
+            answer: "很长的回答".repeat(10),
+            rewritten: None,
+        })
+        .collect();
+    let run = |tokens: TokenBudget| {
+        let sink = MemoryTraceSink::new();
+        let policy = AnswerPolicy {
+            tokens,
+            ..AnswerPolicy::default()
+        };
+        let frame = new_answerer(
+            &retriever,
+            &ExtractiveGenerator::default(),
+            &sink,
+            &FrozenClock,
+            policy,
+        )
+        .with_token_counter(&PerChar)
+        .converse(&history, question, &public(), "t-1")
+        .unwrap();
+        (frame, sink.events_for("t-1"))
+    };
+    let (open, _) = run(TokenBudget::default());
+    let usage = open.tokens.clone().expect("counted");
+    assert_eq!((usage.tokenizer.as_str(), usage.exact), ("per-char", false));
+    assert_eq!(usage.history_turns, 5);
+    assert!(
+        usage.context > 0 && usage.prompt > usage.context && usage.answer > 0,
+        "{usage:?}"
+    );
+    assert_eq!(usage.answer, PerChar.count(&open.answer));
+    // Half the context's tokens: whole blocks only, and what is left out is counted as left
+    // out by the budget. Two turns' worth of history: the most recent two.
+    let turn = zhiku_domain::rules::budget::turn_tokens(&history[0], &PerChar);
+    let tight = TokenBudget {
+        context: Some(usage.context / 2),
+        history: Some(2 * turn + 1),
+        answer: Some(40),
+    };
+    let (frame, events) = run(tight);
+    let used = frame.tokens.clone().unwrap();
+    assert!(used.context <= usage.context / 2, "{used:?}");
+    assert!(frame.evidence.len() < open.evidence.len());
+    assert!(frame.retrieval_truncated);
+    assert_eq!((used.history_turns, used.history), (2, 2 * turn));
+    assert_eq!(used.budget, tight);
+    let mut left_out = Vec::new();
+    let mut largest = 0;
+    for e in &events {
+        match &e.stage {
+            Stage::TokenBudget(t) => {
+                assert_eq!(t.source_tokens, used.context);
+                assert_eq!(t.max_source_tokens, Some(usage.context / 2));
+                assert_eq!(t.kept, frame.evidence.len());
+                left_out = t.left_out.clone();
+            }
+            Stage::Rewrite(r) => {
+                assert_eq!((r.history_turns, r.history_turns_read), (5, Some(2)));
+            }
+            Stage::Context(c) => {
+                largest = largest.max(c.prompt_tokens.expect("counted"));
+                assert_eq!(c.max_answer_tokens, Some(40));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(largest, used.prompt);
+    assert!(!left_out.is_empty());
+    assert!(
+        left_out
+            .iter()
+            .all(|id| frame.evidence.iter().all(|e| &e.chunk_id != id))
+    );
+    // Without a counter, nothing is counted and no step is added.
+    let sink = MemoryTraceSink::new();
+    let frame = new_answerer(
+        &retriever,
+        &ExtractiveGenerator::default(),
+        &sink,
+        &FrozenClock,
+        AnswerPolicy::default(),
+    )
+    .ask(question, &public(), "t-2")
+    .unwrap();
+    assert!(frame.tokens.is_none());
+    assert!(
+        sink.events_for("t-2")
+            .iter()
+            .all(|e| e.stage.name() != "token_budget")
+    );
 }
 
 #[test]

@@ -29,9 +29,11 @@ use zhiku_domain::{Embedding, EmbeddingSpace, Normalization, Pooling};
 
 mod cross;
 mod encoder;
+mod tokens;
 
 pub use cross::{CrossEncoder, CrossEncoderOptions};
 use encoder::{BertConfig, BertEncoder};
+pub use tokens::TokenizerFile;
 
 const ADAPTER: &str = "candle";
 
@@ -182,6 +184,15 @@ struct ModelFiles {
     dir: PathBuf,
     model_id: String,
     revision: Option<String>,
+}
+
+/// The first 6 bytes of `bytes`' SHA-256, in hex: names a file's content in an identity.
+fn short_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
@@ -366,11 +377,7 @@ impl Checkpoint {
             })?;
         let weights_path = files.dir.join("model.safetensors");
         let weights = read(&weights_path)?;
-        let weights_hash = Sha256::digest(&weights)
-            .iter()
-            .take(6)
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>();
+        let weights_hash = short_hash(&weights);
         Ok(Self {
             files,
             config_path,

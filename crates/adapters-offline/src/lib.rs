@@ -19,8 +19,10 @@ mod extractive;
 mod fallback;
 pub mod planner;
 mod rerank;
+mod tokens;
 
 pub use extractive::{ExtractiveConfig, ExtractiveGenerator};
 pub use fallback::FallbackGenerator;
 pub use planner::{RULES_PLANNER, RulesPlanner};
 pub use rerank::{MetadataBoost, RuleConfig, RuleReranker};
+pub use tokens::{EstimatedTokens, TOKEN_ESTIMATE};

@@ -234,6 +234,21 @@ fn the_page_shows_a_cited_answer_its_chunk_and_the_run_chain() {
         line.contains("员工手册.pdf · p. 2 · 第二章 工作时间与考勤 › 2.4 出差与外出"),
         "{r}"
     );
+    // The source card of the cited document: its markers, file and page, what was used.
+    let card = r["sources"][0].as_str().unwrap_or_default();
+    assert!(
+        card.starts_with("[1] 员工手册（2026 版） — alpha/员工手册.pdf · p")
+            && card.contains("1 of ")
+            && card.contains("2.4 出差与外出"),
+        "{r}"
+    );
+    assert!(
+        r["tokens"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("estimate-v1"),
+        "{r}"
+    );
     let opened = r["opened"].as_str().unwrap_or_default();
     assert!(
         opened.starts_with("blob:") && opened.ends_with("#page=2"),

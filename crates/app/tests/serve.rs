@@ -1221,3 +1221,104 @@ fn an_update_or_a_merge_that_names_no_readers_keeps_the_documents_own() {
     let r = call("GET", &s.url("/v1/documents/bonus"), Some("tok-wang"), None);
     assert!(r.text.contains("已确认"), "{}", r.text);
 }
+
+#[test]
+fn answers_carry_source_cards_and_tokens_and_the_prompt_log_stays_with_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "prompt_log = true\ncontext_tokens = 4000", "");
+    let s = Server::start(&kb, &[]);
+    let r = call(
+        "POST",
+        &s.url("/v1/ask"),
+        Some("tok-b"),
+        Some(&json!({"question": "退货期限是多少天？"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let frame = &r.body;
+    assert_eq!(frame["status"], "answered", "{frame}");
+    // One card per document behind the answer, the cited one first, with its revision and
+    // when it was indexed.
+    let card = &frame["sources"][0];
+    assert_eq!(card["doc_id"], "beta-returns", "{frame}");
+    assert_eq!(card["markers"], json!([1]));
+    assert_eq!(
+        (card["chunks_used"].as_u64(), card["chunks_cited"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(
+        card["indexed_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{card}"
+    );
+    assert_eq!(card["revision"], frame["citations"][0]["revision"]);
+    assert!(card.get("changed").is_none());
+    // Tokens: the estimate (no tokenizer.json configured), within the configured limit.
+    let tokens = &frame["tokens"];
+    assert_eq!(tokens["tokenizer"], "estimate-v1", "{tokens}");
+    assert_eq!(tokens["exact"], false);
+    assert_eq!(tokens["budget"]["context"], 4000);
+    assert!(
+        tokens["context"].as_u64().unwrap() > 0
+            && tokens["prompt"].as_u64() > tokens["context"].as_u64()
+    );
+    // The prompt log: the exact prompt, in the trace, for whoever may see the trace only.
+    let tid = frame["trace_id"].as_str().unwrap();
+    let trace = call(
+        "GET",
+        &s.url(&format!("/v1/traces/{tid}")),
+        Some("tok-b"),
+        None,
+    );
+    assert_eq!(trace.status, 200);
+    let prompt = trace.body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["stage"] == "prompt")
+        .unwrap_or_else(|| panic!("no prompt step: {}", trace.body));
+    assert!(
+        prompt["data"]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("beta 客户的退货期限是七天")
+    );
+    assert!(
+        prompt["data"]["system"]
+            .as_str()
+            .unwrap()
+            .contains("numbered sources")
+    );
+    let other = call(
+        "GET",
+        &s.url(&format!("/v1/traces/{tid}")),
+        Some("tok-a"),
+        None,
+    );
+    assert_eq!(other.status, 404, "{}", other.text);
+
+    // Off by default: no prompt step is kept.
+    let dir = tempfile::tempdir().unwrap();
+    let kb = two_scope_kb(dir.path(), "", "");
+    let s = Server::start(&kb, &[]);
+    let r = call(
+        "POST",
+        &s.url("/v1/ask"),
+        Some("tok-b"),
+        Some(&json!({"question": "退货期限是多少天？"})),
+    );
+    let tid = r.body["trace_id"].as_str().unwrap();
+    let trace = call(
+        "GET",
+        &s.url(&format!("/v1/traces/{tid}")),
+        Some("tok-b"),
+        None,
+    );
+    assert!(
+        trace.body["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["stage"] != "prompt" && !e.to_string().contains("numbered sources"))
+    );
+}

@@ -110,7 +110,7 @@ impl KnowledgeBase {
         let retriever = store.retriever(source.as_ref()).with_clock(&self.clock);
         let reader = DocumentReader::new(documents, store.source_paths(), store.settings.policy);
         let sink: &dyn TraceSink = self.traces.as_ref();
-        let answerer = self.with_planners_of(
+        let answerer = self.as_configured(
             Answerer::new(
                 &retriever,
                 self.generator.as_ref(),

@@ -22,11 +22,11 @@ use anyhow::{Result, anyhow};
 use zhiku_domain::chunker::chunk_document;
 use zhiku_domain::ports::{
     AuditLog, DocumentStore, Generator, Judge, MemoryAuditLog, Origin, PageRequest, Planner,
-    StoredTraceEvent, TraceSink, TraceStore, Turn, WriteTurn,
+    StoredTraceEvent, TokenCounter, TraceSink, TraceStore, Turn, WriteTurn,
 };
 use zhiku_domain::rules::vocabulary::Synonyms;
 use zhiku_domain::usecases::{
-    AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest,
+    AnswerFrame, Answerer, DocumentReader, IndexReport, RetrievalRequest, SourceCard,
 };
 use zhiku_domain::{DocId, Document, Sampling, Scope, SectionId};
 
@@ -93,6 +93,11 @@ pub struct KnowledgeBase {
     planners: Planners,
     /// Decides claims' support and write-backs beside the rules (the rules alone when `None`).
     pub(crate) judge: Option<Box<dyn Judge>>,
+    /// Counts answers' tokens (the generator's tokenizer, or an estimate); none: no counts,
+    /// no token limits.
+    pub(crate) tokens: Option<Arc<dyn TokenCounter>>,
+    /// Whether every answer attempt's exact prompt is kept in its trace.
+    pub(crate) prompt_log: bool,
     pub(crate) clock: MonotonicClock,
     pub(crate) traces: Arc<dyn TraceStore>,
     started: Instant,
@@ -194,6 +199,8 @@ impl KnowledgeBase {
                 generator,
                 planners: Planners::default(),
                 judge: None,
+                tokens: None,
+                prompt_log: false,
                 clock: MonotonicClock::default(),
                 traces,
                 started: Instant::now(),
@@ -208,6 +215,22 @@ impl KnowledgeBase {
     /// The same knowledge base, reading questions in their conversation with `planners`.
     pub fn with_planners(mut self, planners: Planners) -> Self {
         self.planners = planners;
+        self
+    }
+
+    /// The same knowledge base, counting answers' tokens with `counter` (the generator's
+    /// tokenizer, or an estimate): the token limits of its settings apply and the counts are in
+    /// every answer's trace and frame.
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.tokens = Some(counter);
+        self
+    }
+
+    /// The same knowledge base, keeping the exact prompt of every answer attempt in the run's
+    /// trace when `on` (`prompt_log`): it is then read, shown and swept with the trace, by
+    /// whoever may see the trace.
+    pub fn with_prompt_log(mut self, on: bool) -> Self {
+        self.prompt_log = on;
         self
     }
 
@@ -319,8 +342,12 @@ impl KnowledgeBase {
     }
 
     /// `answerer`, reading questions in their conversation with this knowledge base's
-    /// planners.
-    pub(crate) fn with_planners_of<'a>(&'a self, mut answerer: Answerer<'a>) -> Answerer<'a> {
+    /// planners and synonyms, and counting tokens with its counter.
+    pub(crate) fn as_configured<'a>(&'a self, mut answerer: Answerer<'a>) -> Answerer<'a> {
+        answerer = answerer.with_prompt_log(self.prompt_log);
+        if let Some(counter) = &self.tokens {
+            answerer = answerer.with_token_counter(counter.as_ref());
+        }
         if let Some(planner) = &self.planners.primary {
             answerer = answerer.with_planner(planner.as_ref());
         }
@@ -447,14 +474,17 @@ impl KnowledgeBase {
         if let Some(reader) = &reader {
             answerer = answerer.with_document_chunks(reader);
         }
-        answerer = self.with_planners_of(answerer);
+        answerer = self.as_configured(answerer);
         if let Some(judge) = &self.judge {
             answerer = answerer.with_judge(judge.as_ref());
         }
         let result = answerer.converse(history, &q.query, &filter, trace_id);
         // A run that ended early (no `answer` event) is written too.
         self.traces.finish(trace_id);
-        result.map_err(KbError::from)
+        result.map_err(KbError::from).map(|mut frame| {
+            describe_cards(&inner.docs, &mut frame.sources);
+            frame
+        })
     }
 
     /// The events of one answer run, when the caller may see every scope it searched.
@@ -907,6 +937,23 @@ fn served_docs(
         }
     }
     Ok(docs)
+}
+
+/// Each source card with what the catalog knows of its document: when it was indexed, and the
+/// title and source of a document only known as changed since.
+fn describe_cards(docs: &BTreeMap<DocId, DocInfo>, cards: &mut [SourceCard]) {
+    for card in cards {
+        let Some(doc) = docs.get(&card.doc_id) else {
+            continue;
+        };
+        card.indexed_at = doc.indexed_at;
+        if card.title.is_empty() {
+            card.title = doc.title.clone();
+        }
+        if card.source.is_empty() {
+            card.source = doc.source.clone();
+        }
+    }
 }
 
 /// The most earlier turns one request may carry.

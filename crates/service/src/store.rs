@@ -46,6 +46,9 @@ pub struct Settings {
     pub ask_attempts: u32,
     /// What of the documents around the evidence an answer's context holds.
     pub answer_context: ContextPolicy,
+    /// Limits in tokens on an answer's context, the history its planner reads and the answer
+    /// (applied when the knowledge base counts tokens).
+    pub tokens: zhiku_domain::rules::budget::TokenBudget,
     /// Documents per step of a refresh: chunked, embedded, written to both indexes and
     /// recorded in the catalog together, so memory stays bounded and a killed build keeps the
     /// steps it finished.
@@ -102,6 +105,7 @@ impl Settings {
             budget: self.context,
             context: self.answer_context,
             max_attempts: self.ask_attempts,
+            tokens: self.tokens,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod ocr;
 pub mod records;
 pub mod rerank;
 pub mod source;
+pub mod tokens;
 pub mod trace;
 pub mod vector;
 
@@ -358,6 +359,27 @@ macro_rules! reranker_contract {
             $make,
             (),
             [the_answer_outscores_off_topic_candidates]
+        );
+    };
+}
+
+/// Generates the token-counter contract tests. `$make` takes `()` and returns
+/// `Option<Box<dyn TokenCounter>>` (`None` to skip).
+#[macro_export]
+macro_rules! token_counter_contract {
+    ($make:expr) => {
+        $crate::__contract_tests!(
+            tokens,
+            $make,
+            (),
+            [
+                empty_is_zero_and_words_count,
+                counting_is_deterministic,
+                counts_are_nearly_additive,
+                counts_grow_with_the_text,
+                a_large_text_is_counted,
+                identity_is_named,
+            ]
         );
     };
 }

@@ -5,9 +5,9 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use zhiku_domain::ports::{
-    AnswerStep, BudgetStep, ContextStep, FusionStep, GenerationStep, IntentStep, QueryStep,
-    ReformulationStep, RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome, RouteStep, Stage,
-    SupportStep, TraceEvent, TraceSink, ValidationStep,
+    AnswerStep, BudgetStep, ContextStep, FusionStep, GenerationStep, IntentStep, PromptStep,
+    QueryStep, ReformulationStep, RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome,
+    RouteStep, Stage, SupportStep, TokenBudgetStep, TraceEvent, TraceSink, ValidationStep,
 };
 
 /// The events of this process's runs, kept to be printed.
@@ -78,7 +78,9 @@ fn step_line(stage: &Stage) -> String {
         Stage::RevisionCheck(r) => revision_line(r),
         Stage::Rerank(r) => rerank_line(r),
         Stage::Budget(b) => budget_line(b),
+        Stage::TokenBudget(t) => token_budget_line(t),
         Stage::Context(c) => context_line(c),
+        Stage::Prompt(p) => prompt_lines(p),
         Stage::Generation(g) => generation_line(g),
         Stage::SupportCheck(c) => support_line(c),
         Stage::CitationValidation(v) => validation_line(v),
@@ -104,7 +106,14 @@ fn query_line(q: &QueryStep) -> String {
 }
 
 fn rewrite_line(r: &RewriteStep) -> String {
-    match &r.rule {
+    let read = match (r.history_turns_read, r.history_tokens) {
+        (Some(turns), Some(tokens)) if turns < r.history_turns => {
+            format!(", read the last {turns} ({tokens} tokens)")
+        }
+        (Some(_), Some(tokens)) if r.history_turns > 0 => format!(", {tokens} tokens"),
+        _ => String::new(),
+    };
+    let line = match &r.rule {
         Some(rule) => format!(
             "rewrite ({}, {rule}, {} earlier turn(s)): {} → {}",
             r.method,
@@ -121,7 +130,8 @@ fn rewrite_line(r: &RewriteStep) -> String {
                 .map(|n| format!(" ({n})"))
                 .unwrap_or_default()
         ),
-    }
+    };
+    line + &read
 }
 
 fn intent_line(i: &IntentStep) -> String {
@@ -235,12 +245,53 @@ fn budget_line(b: &BudgetStep) -> String {
     )
 }
 
+fn token_budget_line(t: &TokenBudgetStep) -> String {
+    format!(
+        "token_budget ({}{}): {} sources, {} tokens{}{}",
+        t.tokenizer,
+        if t.exact { "" } else { ", estimated" },
+        t.kept,
+        t.source_tokens,
+        t.max_source_tokens
+            .map(|m| format!(" of max {m}"))
+            .unwrap_or_default(),
+        if t.left_out.is_empty() {
+            String::new()
+        } else {
+            format!(", {} left out", t.left_out.len())
+        }
+    )
+}
+
+/// The exact request of an attempt, its lines indented under the step.
+fn prompt_lines(p: &PromptStep) -> String {
+    let indent = |text: &str| {
+        text.lines()
+            .map(|l| format!("\n       {l}"))
+            .collect::<String>()
+    };
+    format!(
+        "prompt (attempt {}): system {} chars, prompt {} chars\n     system:{}\n     prompt:{}",
+        p.attempt,
+        p.system.chars().count(),
+        p.prompt.chars().count(),
+        indent(&p.system),
+        indent(&p.prompt)
+    )
+}
+
 fn context_line(c: &ContextStep) -> String {
     format!(
-        "context (attempt {}): {} sources, prompt {} chars{}",
+        "context (attempt {}): {} sources, prompt {} chars{}{}{}",
         c.attempt,
         c.sources,
         c.prompt_chars,
+        c.prompt_tokens
+            .map(|t| format!(", {t} tokens with the system prompt"))
+            .unwrap_or_default(),
+        c.max_answer_tokens
+            .map(|t| format!(", answer at most {t} tokens"))
+            .unwrap_or_default(),
         c.feedback
             .as_deref()
             .map(|f| format!(", feedback: {f}"))
@@ -256,12 +307,16 @@ fn generation_line(g: &GenerationStep) -> String {
         } => format!("generation failed ({generator}): {error}"),
         GenerationStep::Produced {
             answer_chars,
+            answer_tokens,
             attempt,
             generator,
             ms: took,
             notices,
         } => format!(
-            "generation (attempt {attempt}): {generator}, {answer_chars} chars, {}{}",
+            "generation (attempt {attempt}): {generator}, {answer_chars} chars{}, {}{}",
+            answer_tokens
+                .map(|t| format!(" / {t} tokens"))
+                .unwrap_or_default(),
             ms(*took),
             notices.iter().map(|n| format!("; {n}")).collect::<String>()
         ),

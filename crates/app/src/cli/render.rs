@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use serde_json::json;
 use zhiku_app::wiring::store::Store;
 use zhiku_domain::Filter;
-use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, RouteStatus};
+use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, RouteStatus, SourceCard};
 use zhiku_eval::runner::{AnswerSummary, Summary};
 
 use zhiku_service::{Hit, Refreshed, SearchResult};
@@ -261,6 +261,47 @@ fn place(source: &str, pages: Option<zhiku_domain::PageSpan>, headings: &[String
     out
 }
 
+/// The documents behind an answer, one line each: markers, title, where, revision and when
+/// it was indexed, chunks cited of those used; a document changed since it was indexed says
+/// so, with what to do.
+fn source_cards(cards: &[SourceCard]) {
+    if cards.is_empty() {
+        return;
+    }
+    println!();
+    println!("sources");
+    for c in cards {
+        let markers: String = c.markers.iter().map(|m| format!("[{m}]")).collect();
+        let indexed = c
+            .indexed_at
+            .map(|t| format!(", indexed {t}"))
+            .unwrap_or_default();
+        let rev: String = c.revision.chars().take(12).collect();
+        match &c.changed {
+            Some(change) => println!(
+                "  ! {} — {}  changed since indexed ({}): {} matching chunk(s) not used; run zhiku index",
+                escape(&c.title),
+                escape(&c.source),
+                change.reason,
+                change.chunks_left_out
+            ),
+            None => println!(
+                "  {}{}{} — {}  rev {rev}{indexed}  {} of {} chunk(s) cited{}",
+                markers,
+                if markers.is_empty() { "" } else { " " },
+                escape(&c.title),
+                place(&c.source, c.pages, &[]),
+                c.chunks_cited,
+                c.chunks_used,
+                match c.sections.len() {
+                    0 | 1 => String::new(),
+                    n => format!(", {n} sections"),
+                }
+            ),
+        }
+    }
+}
+
 /// An answer as text: the answer, its citations with their quotes, and a status line.
 pub(crate) fn answer(frame: &AnswerFrame) {
     for n in &frame.notices {
@@ -290,6 +331,7 @@ pub(crate) fn answer(frame: &AnswerFrame) {
             println!("    “{}”", escape(&c.quote));
         }
     }
+    source_cards(&frame.sources);
     let ran: Vec<String> = frame
         .routes
         .iter()
@@ -297,8 +339,18 @@ pub(crate) fn answer(frame: &AnswerFrame) {
         .map(|r| r.route.to_string())
         .collect();
     println!();
+    let tokens = frame.tokens.as_ref().map_or(String::new(), |t| {
+        format!(
+            "  tokens context {} prompt {} answer {} ({}{})",
+            t.context,
+            t.prompt,
+            t.answer,
+            t.tokenizer,
+            if t.exact { "" } else { ", estimated" }
+        )
+    });
     println!(
-        "status {}  routes {}  evidence {}{}  trace {}",
+        "status {}  routes {}  evidence {}{}{tokens}  trace {}",
         frame.status.code(),
         if ran.is_empty() {
             "none".to_string()

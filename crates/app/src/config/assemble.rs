@@ -328,6 +328,15 @@ impl Config {
             judge: v.judge,
             ask_attempts: v.ask_attempts,
             context,
+            generator_tokenizer: Some(v.generator_tokenizer.trim())
+                .filter(|p| !p.is_empty())
+                .map(home_resolved),
+            prompt_log: v.prompt_log,
+            tokens: zhiku_domain::rules::budget::TokenBudget {
+                context: (v.context_tokens > 0).then_some(v.context_tokens),
+                history: (v.history_tokens > 0).then_some(v.history_tokens),
+                answer: (v.answer_tokens > 0).then_some(v.answer_tokens),
+            },
             answer_context: v.answer_context,
             fusion,
             locale_boost: v.locale_boost,

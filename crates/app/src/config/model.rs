@@ -116,6 +116,12 @@ pub struct Config {
     pub ask_attempts: u32,
     /// What an answer's context may hold (`context_chunks`, `context_chars`).
     pub context: RetrievalBudget,
+    /// The generator's `tokenizer.json` (`generator_tokenizer`; `None`: the estimate).
+    pub generator_tokenizer: Option<std::path::PathBuf>,
+    /// Whether answer prompts are kept in traces (`prompt_log`).
+    pub prompt_log: bool,
+    /// Limits in tokens (`context_tokens`, `history_tokens`, `answer_tokens`).
+    pub tokens: zhiku_domain::rules::budget::TokenBudget,
     /// What of the documents around the evidence that context holds (`answer_context`:
     /// `chunks`, `section` or `neighbours`).
     pub answer_context: ContextPolicy,
@@ -201,6 +207,7 @@ impl Config {
             context: self.context,
             ask_attempts: self.ask_attempts,
             answer_context: self.answer_context,
+            tokens: self.tokens,
             fusion: self.fusion.clone(),
             locale_boost: self.locale_boost,
             rerank_depth: self.rerank_depth,

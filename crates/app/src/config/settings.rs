@@ -227,6 +227,22 @@ settings! {
     context_chars: usize = 4000, env: "ZHIKU_CONTEXT_CHARS";
     /// What the context holds around the evidence: `chunks`, `section` or `neighbours`.
     answer_context: ContextPolicy = ContextPolicy::Chunks, env: "ZHIKU_ANSWER_CONTEXT";
+    /// The generator's `tokenizer.json` (or a folder holding one): tokens are counted exactly;
+    /// empty: by an estimate that leans high (`docs/answers.md`, token budgets).
+    generator_tokenizer: String = String::new(), env: "ZHIKU_GENERATOR_TOKENIZER";
+    /// Most tokens of the source blocks in an answer's prompt; 0: no limit in tokens (the
+    /// character and chunk limits still apply).
+    context_tokens: usize = 0, env: "ZHIKU_CONTEXT_TOKENS";
+    /// Most tokens of the earlier turns a question's planner reads (the most recent whole
+    /// turns); 0: no limit.
+    history_tokens: usize = 2000, env: "ZHIKU_HISTORY_TOKENS";
+    /// Most tokens an answer may take, whatever the generator; 0: the generator's own limit
+    /// (`llm_max_tokens`).
+    answer_tokens: u32 = 0, env: "ZHIKU_ANSWER_TOKENS";
+    /// Keep the exact prompt of every answer attempt in the run's trace (`prompt` steps, shown
+    /// by `--trace`, `GET /v1/traces/{id}` and the page to whoever may see the trace, and swept
+    /// with it). Off by default: a prompt holds the evidence's text.
+    prompt_log: bool = false, env: "ZHIKU_PROMPT_LOG";
     /// How the routes are fused: `convex` (per-query normalised scores) or `rrf`.
     fusion: FusionMethod = FusionMethod::Convex, env: "ZHIKU_FUSION";
     /// The reciprocal-rank-fusion constant.

@@ -4,11 +4,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
+use zhiku_adapters_candle::TokenizerFile;
+use zhiku_adapters_offline::EstimatedTokens;
 use zhiku_adapters_offline::{ExtractiveGenerator, FallbackGenerator};
 use zhiku_adapters_openai::{ChatConfig, OpenAiGenerator};
-use zhiku_domain::ports::{Embedder, Generator};
+use zhiku_domain::ports::{Embedder, Generator, TokenCounter};
 
 use crate::config::{Config, FallbackStep, GeneratorKind};
+
+/// What counts the generator's tokens: its `tokenizer.json` when `generator_tokenizer` names
+/// one (a file that does not load is an error, not a silent estimate), the estimate otherwise.
+pub fn token_counter_for(config: &Config) -> Result<Arc<dyn TokenCounter>> {
+    Ok(match &config.generator_tokenizer {
+        Some(path) => Arc::new(
+            TokenizerFile::load(path).map_err(|e| anyhow::anyhow!("generator_tokenizer: {e}"))?,
+        ),
+        None => Arc::new(EstimatedTokens),
+    })
+}
 
 /// The generator the configuration asks for; the extractive one also scores sentences with
 /// `embedder` (the knowledge base's dense route) when there is one.

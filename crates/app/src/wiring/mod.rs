@@ -270,10 +270,13 @@ pub fn open_service(
     zhiku_http::metrics::count_backend_errors(&mut core.dense);
     let planners = planner::planners_for(&store_config);
     let judge = judge::judge_for(&store_config);
+    let tokens = generator::token_counter_for(&store_config)?;
     KnowledgeBase::new(core, documents, refresh_from, generator, traces).map(|(kb, refreshed)| {
         (
             kb.with_planners(planners)
                 .with_judge(judge)
+                .with_token_counter(tokens)
+                .with_prompt_log(store_config.prompt_log)
                 .with_audit(audit),
             refreshed,
         )

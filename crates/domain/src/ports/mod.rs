@@ -23,6 +23,7 @@ mod ocr;
 mod planner;
 mod rerank;
 mod source;
+mod tokens;
 mod trace;
 
 pub use audit::{AuditEntry, AuditError, AuditLog, MemoryAuditLog};
@@ -55,10 +56,11 @@ pub(crate) use planner::as_asked;
 pub use planner::{AS_ASKED_PLANNER, AsAsked, Intent, Plan, PlanError, Planner, Turn};
 pub use rerank::{RerankCandidate, Reranker};
 pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};
+pub use tokens::TokenCounter;
 pub use trace::{
     AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
-    GenerationStep, IntentStep, NullTraceSink, PhaseTime, QueryStep, RankedHit, ReformulationStep,
-    RejectionStep, RerankScore, RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome,
-    RouteScore, RouteStep, Stage, StoredTraceEvent, SubQuestionStep, SupportStep, TraceEvent,
-    TraceSink, TraceStore, ValidationStep,
+    GenerationStep, IntentStep, NullTraceSink, PhaseTime, PromptStep, QueryStep, RankedHit,
+    ReformulationStep, RejectionStep, RerankScore, RerankStep, RevisionCheckStep, RewriteStep,
+    RouteOutcome, RouteScore, RouteStep, Stage, StoredTraceEvent, SubQuestionStep, SupportStep,
+    TokenBudgetStep, TraceEvent, TraceSink, TraceStore, ValidationStep,
 };

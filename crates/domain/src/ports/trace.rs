@@ -92,9 +92,17 @@ pub enum Stage {
     /// `budget`: what of the evidence fits the context.
     #[serde(rename = "budget")]
     Budget(BudgetStep),
+    /// `token_budget`: the round's source blocks counted in tokens, and what a token limit on
+    /// the context left out (recorded when the answerer counts tokens).
+    #[serde(rename = "token_budget")]
+    TokenBudget(TokenBudgetStep),
     /// `context`: the request an attempt sends to the generator.
     #[serde(rename = "context")]
     Context(ContextStep),
+    /// `prompt`: the exact text an attempt sends to the generator (recorded only when the
+    /// prompt log is on; kept and shown like every other step of the trace).
+    #[serde(rename = "prompt")]
+    Prompt(PromptStep),
     /// `generation`: an attempt's generator call, or why there was none.
     #[serde(rename = "generation")]
     Generation(GenerationStep),
@@ -138,7 +146,9 @@ impl Stage {
             Self::RevisionCheck(_) => "revision_check",
             Self::Rerank(_) => "rerank",
             Self::Budget(_) => "budget",
+            Self::TokenBudget(_) => "token_budget",
             Self::Context(_) => "context",
+            Self::Prompt(_) => "prompt",
             Self::Generation(_) => "generation",
             Self::CitationValidation(_) => "citation_validation",
             Self::CitationRejected(_) => "citation_rejected",
@@ -212,6 +222,13 @@ pub struct RewriteStep {
     /// `own_question`, `implicit_subject`, `resolve_pronoun`, `carry_question`,
     /// `standard_form`, `comparison`, a model's `llm`), or `None` when the question was taken as asked.
     pub rule: Option<String>,
+    /// Earlier turns the planner read: the most recent ones within the history's token limit
+    /// (recorded when the answerer counts tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_turns_read: Option<usize>,
+    /// Tokens of the turns the planner read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_tokens: Option<usize>,
 }
 
 /// `intent`: what the question is.
@@ -477,6 +494,49 @@ pub struct ContextStep {
     pub sources: usize,
     /// Characters of the system prompt.
     pub system_chars: usize,
+    /// Tokens of the system prompt and the prompt together (recorded when the answerer counts
+    /// tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<usize>,
+    /// The most tokens the answer may take, when a limit was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_answer_tokens: Option<u32>,
+}
+
+/// `prompt`: what one attempt sent to the generator, exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptStep {
+    /// 1-based attempt.
+    pub attempt: u32,
+    /// The system prompt.
+    pub system: String,
+    /// The prompt: the numbered source blocks, the question and any feedback.
+    pub prompt: String,
+    /// The most tokens the answer was allowed, when a limit was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// The sampling temperature asked for, in thousandths, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_milli: Option<u16>,
+}
+
+/// `token_budget`: the round's source blocks in tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenBudgetStep {
+    /// The tokenizer that counted (`tokenizer.json:…`, or an estimate's name).
+    pub tokenizer: String,
+    /// True when the counts are the generator's own tokenizer's.
+    pub exact: bool,
+    /// Tokens of the source blocks kept, each counted as rendered in the prompt.
+    pub source_tokens: usize,
+    /// The context's token limit, when one is set.
+    pub max_source_tokens: Option<usize>,
+    /// Source blocks kept.
+    pub kept: usize,
+    /// Chunks the token limit left out, whole.
+    pub left_out: Vec<ChunkId>,
 }
 
 /// `generation`: one attempt's call, or why no call was made.
@@ -507,6 +567,9 @@ pub enum GenerationStep {
     Produced {
         /// Characters of the raw answer.
         answer_chars: usize,
+        /// Tokens of the raw answer (recorded when the answerer counts tokens).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer_tokens: Option<usize>,
         /// 1-based attempt.
         attempt: u32,
         /// The identity of the generator that answered.

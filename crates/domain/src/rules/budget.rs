@@ -1,8 +1,10 @@
-//! The retrieval budget: how much evidence reaches the context.
+//! The budgets: how much evidence reaches the context (chunks and characters), and the limits
+//! in tokens on the context, the conversation read before a question and the answer.
 
 use serde::{Deserialize, Serialize};
 
-use crate::contracts::InvalidValue;
+use crate::contracts::{InvalidValue, Turn};
+use crate::ports::TokenCounter;
 
 /// Limits on the evidence passed to generation. Whole chunks only: a piece of evidence is
 /// never cut in the middle.
@@ -86,9 +88,124 @@ pub struct Budgeted<T> {
     pub chars_used: usize,
 }
 
+/// Limits in tokens, counted with the generator's tokenizer (a
+/// [`TokenCounter`]); a limit left unset does not apply (the character budget still does).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenBudget {
+    /// Most tokens of the source blocks in the prompt, each counted as rendered.
+    pub context: Option<usize>,
+    /// Most tokens of the earlier turns the planner reads (each turn's question, rewrite and
+    /// answer).
+    pub history: Option<usize>,
+    /// Most tokens the answer may take (a caller asking for fewer gets fewer).
+    pub answer: Option<u32>,
+}
+
+/// The tokens of one turn as a planner reads it: its question, its standalone rewrite when
+/// there was one, and its answer.
+pub fn turn_tokens(turn: &Turn, counter: &dyn TokenCounter) -> usize {
+    let rewrite = match turn.rewritten.as_deref() {
+        Some(r) if r != turn.question => counter.count(r),
+        _ => 0,
+    };
+    counter.count(&turn.question) + rewrite + counter.count(&turn.answer)
+}
+
+/// How many of the most recent turns of `history` fit in `max` tokens, and their tokens.
+/// Turns are kept whole, newest first; the first turn that does not fit ends the history (an
+/// older turn is never read past a newer one left out).
+pub fn recent_turns_within(
+    history: &[Turn],
+    counter: &dyn TokenCounter,
+    max: Option<usize>,
+) -> (usize, usize) {
+    let mut used = 0;
+    let mut kept = 0;
+    for turn in history.iter().rev() {
+        let t = turn_tokens(turn, counter);
+        if max.is_some_and(|max| used + t > max) {
+            break;
+        }
+        used += t;
+        kept += 1;
+    }
+    (kept, used)
+}
+
+/// Keeps `items` in order while their tokens fit `max` (every item when `max` is unset): an
+/// item that would overflow is left out whole and later, smaller ones may still fit. Returns
+/// the kept items with their tokens summed, and the ones left out.
+pub fn within_tokens<T>(
+    items: Vec<T>,
+    tokens: impl Fn(&T) -> usize,
+    max: Option<usize>,
+) -> (Vec<T>, usize, Vec<T>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    let mut used = 0;
+    for item in items {
+        let t = tokens(&item);
+        if max.is_none_or(|max| used + t <= max) {
+            used += t;
+            kept.push(item);
+        } else {
+            dropped.push(item);
+        }
+    }
+    (kept, used, dropped)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One token per character that is not white space.
+    struct PerChar;
+    impl TokenCounter for PerChar {
+        fn identity(&self) -> String {
+            "per-char".into()
+        }
+        fn exact(&self) -> bool {
+            false
+        }
+        fn count(&self, text: &str) -> usize {
+            text.chars().filter(|c| !c.is_whitespace()).count()
+        }
+    }
+
+    fn turn(q: &str, a: &str) -> Turn {
+        Turn {
+            question: q.into(),
+            answer: a.into(),
+            rewritten: None,
+        }
+    }
+
+    #[test]
+    fn history_keeps_the_newest_whole_turns_that_fit() {
+        let h = vec![turn("aaaa", "bbbb"), turn("cc", "dd"), turn("e", "f")];
+        assert_eq!(recent_turns_within(&h, &PerChar, Some(6)), (2, 6));
+        assert_eq!(recent_turns_within(&h, &PerChar, Some(5)), (1, 2));
+        assert_eq!(recent_turns_within(&h, &PerChar, None), (3, 14));
+        // An older short turn is not read past a newer one left out.
+        let h = vec![turn("a", ""), turn("bbbbbbbb", ""), turn("c", "")];
+        assert_eq!(recent_turns_within(&h, &PerChar, Some(3)), (1, 1));
+        let mut rewritten = turn("它呢", "x");
+        rewritten.rewritten = Some("北京呢".into());
+        assert_eq!(turn_tokens(&rewritten, &PerChar), 2 + 3 + 1);
+    }
+
+    #[test]
+    fn tokens_keep_whole_items_in_order() {
+        let (kept, used, dropped) =
+            within_tokens(vec!["aaaa", "bbbbbbb", "cc", "d"], |s| s.len(), Some(7));
+        assert_eq!(
+            (kept, used, dropped),
+            (vec!["aaaa", "cc", "d"], 7, vec!["bbbbbbb"])
+        );
+        let (kept, used, dropped) = within_tokens(vec!["aaaa"], |s| s.len(), None);
+        assert_eq!((kept.len(), used, dropped.len()), (1, 4, 0));
+    }
 
     #[test]
     fn keeps_whole_items_only() {

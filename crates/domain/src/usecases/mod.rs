@@ -11,8 +11,9 @@ mod retriever;
 mod sync;
 
 pub use answerer::{
-    AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, Citation, DEFAULT_MAX_QUERY_CHARS,
-    EvidenceSummary, SupportSummary, THIN_EVIDENCE_FLOOR, evidence_coverage,
+    AnswerFrame, AnswerPolicy, AnswerStatus, Answerer, AskError, CardSection, Citation,
+    DEFAULT_MAX_QUERY_CHARS, EvidenceSummary, SourceCard, SourceChange, SupportSummary,
+    THIN_EVIDENCE_FLOOR, TokenUsage, evidence_coverage,
 };
 // The catalog is a contract (ports store it); re-exported where the use cases always had it.
 pub use crate::contracts::{Catalog, CatalogChanges, CatalogEntry, DocAbout};

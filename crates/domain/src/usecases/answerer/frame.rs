@@ -7,11 +7,13 @@ use serde::Serialize;
 
 use crate::contracts::{ChunkId, DocId, PageBox, PageSpan, SectionId};
 use crate::ports::{GenerateError, Intent, PhaseTime, Plan, SourceError};
+use crate::rules::budget::TokenBudget;
 use crate::rules::citation;
 use crate::rules::fusion::Route;
 use zhiku_text as text;
 
 use super::super::retriever::{Evidence, Retrieval, RouteReport};
+use super::cards::SourceCard;
 
 /// How a run ended. The four are never confused: "nothing relevant" is `not_found`, "could not
 /// look" is `cannot_retrieve`.
@@ -143,6 +145,11 @@ pub struct AnswerFrame {
     pub status: AnswerStatus,
     /// The answer's citations, in marker order.
     pub citations: Vec<Citation>,
+    /// The documents behind the answer, one card each: what of each the generator saw and
+    /// cited, its revision and when it was indexed, and whether it changed at its source
+    /// since (cited documents first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceCard>,
     /// The evidence the generator saw, in rank order.
     pub evidence: Vec<EvidenceSummary>,
     /// Each route's status.
@@ -165,6 +172,32 @@ pub struct AnswerFrame {
     /// The support check of the answer shown (absent when nothing was answered).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub support: Option<SupportSummary>,
+    /// The run in tokens: history read, context, prompt and answer, with the limits that
+    /// applied (absent when the answerer counts no tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenUsage>,
+}
+
+/// A run's sizes in tokens, counted with the generator's tokenizer or an estimate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenUsage {
+    /// The tokenizer that counted.
+    pub tokenizer: String,
+    /// True when the counts are the generator's own tokenizer's, false for an estimate.
+    pub exact: bool,
+    /// Earlier turns the planner read (the most recent within `budget.history`).
+    pub history_turns: usize,
+    /// Their tokens.
+    pub history: usize,
+    /// Tokens of the source blocks the generator saw, each as rendered.
+    pub context: usize,
+    /// Tokens of the run's largest request (system prompt and prompt): what the model's
+    /// window had to hold (0 when nothing was generated).
+    pub prompt: usize,
+    /// Tokens of the answer shown (0 when nothing was generated).
+    pub answer: usize,
+    /// The limits in tokens that applied (`null`: none).
+    pub budget: TokenBudget,
 }
 
 /// How the sentences of an answer fared against the blocks they cite.

@@ -9,6 +9,7 @@
 //! recording state).
 
 mod attempt;
+mod cards;
 mod evidence;
 mod frame;
 mod outcome;
@@ -22,8 +23,10 @@ use crate::contracts::{Filter, Sampling};
 use crate::ports::AsAsked;
 use crate::ports::{
     AnswerStep, Clock, DocumentChunks, GenerationRequest, GenerationStep, Generator, Intent, Judge,
-    Planner, SourceBlock, Stage, SubQuestionStep, SupportStep, TraceSink, Turn, ValidationStep,
+    Planner, PromptStep, SourceBlock, Stage, SubQuestionStep, SupportStep, TokenBudgetStep,
+    TokenCounter, TraceSink, Turn, ValidationStep,
 };
+use crate::rules::budget;
 use crate::rules::context::{self, build_request};
 use crate::rules::expand::ContextPolicy;
 use crate::rules::support;
@@ -36,7 +39,10 @@ use outcome::Outcome;
 use planning::Planned;
 use run::Run;
 
-pub use frame::{AnswerFrame, AnswerStatus, AskError, Citation, EvidenceSummary, SupportSummary};
+pub use cards::{CardSection, SourceCard, SourceChange};
+pub use frame::{
+    AnswerFrame, AnswerStatus, AskError, Citation, EvidenceSummary, SupportSummary, TokenUsage,
+};
 pub use parts::{THIN_EVIDENCE_FLOOR, evidence_coverage};
 pub use policy::AnswerPolicy;
 
@@ -62,6 +68,8 @@ pub struct Answerer<'a> {
     max_query_chars: usize,
     sampling: Sampling,
     synonyms: Option<&'a Synonyms>,
+    tokens: Option<&'a dyn TokenCounter>,
+    prompt_log: bool,
 }
 
 impl std::fmt::Debug for Answerer<'_> {
@@ -97,7 +105,28 @@ impl<'a> Answerer<'a> {
             max_query_chars: DEFAULT_MAX_QUERY_CHARS,
             sampling: Sampling::default(),
             synonyms: None,
+            tokens: None,
+            prompt_log: false,
         }
+    }
+
+    /// The same answerer, recording the exact request of every attempt (system prompt,
+    /// prompt, sampling) as a `prompt` step of the run's trace when `on`: kept, shown and
+    /// swept with the trace, under its access rules. Off by default: a prompt holds the
+    /// evidence's text.
+    pub fn with_prompt_log(mut self, on: bool) -> Self {
+        self.prompt_log = on;
+        self
+    }
+
+    /// The same answerer, counting tokens with `counter` (the generator's tokenizer, or an
+    /// estimate): the policy's token limits apply — the most recent turns of the history
+    /// within `tokens.history`, the source blocks within `tokens.context` (whole blocks, in
+    /// order; what does not fit is left out like evidence over the budget), the answer within
+    /// `tokens.answer` — and the counts are in the trace and the frame.
+    pub fn with_token_counter(mut self, counter: &'a dyn TokenCounter) -> Self {
+        self.tokens = Some(counter);
+        self
     }
 
     /// The same answerer, putting beside each planned question the other words of every
@@ -210,12 +239,15 @@ impl<'a> Answerer<'a> {
             filter,
             &self.policy,
         )));
+        let sent = history.len();
+        let history = self.history_within_tokens(&mut run, history);
         let planned = self.plan(history, question);
         run.lap("plan");
         run.emit(Stage::Rewrite(record::rewrite_step(
-            history.len(),
+            sent,
             question,
             &planned,
+            run.tokens.as_ref(),
         )));
         run.emit(Stage::Intent(record::intent_step(&planned)));
         let asked = Asked::of(question, &planned.plan);
@@ -228,7 +260,7 @@ impl<'a> Answerer<'a> {
         }
         let questions = planning::questions(&planned.plan);
         let retrieval = match self.retrieve_parts(&mut run, &questions, filter)? {
-            Ok(r) => r,
+            Ok(r) => self.context_within_tokens(&mut run, r),
             Err(routes) => {
                 let answer = parts::cannot_retrieve_answer(&routes);
                 let frame =
@@ -252,6 +284,76 @@ impl<'a> Answerer<'a> {
         }
         let frame = self.answer_parts(&mut run, asked, &questions, &retrieval, &sources)?;
         Ok(self.finish(&mut run, frame))
+    }
+
+    /// The most recent turns of `history` within the history's token limit (all of them
+    /// without a token counter), noted in the run's token usage.
+    fn history_within_tokens<'h>(&self, run: &mut Run<'_>, history: &'h [Turn]) -> &'h [Turn] {
+        let Some(counter) = self.tokens else {
+            return history;
+        };
+        let (kept, used) =
+            budget::recent_turns_within(history, counter, self.policy.tokens.history);
+        run.tokens = Some(TokenUsage {
+            tokenizer: counter.identity(),
+            exact: counter.exact(),
+            history_turns: kept,
+            history: used,
+            context: 0,
+            prompt: 0,
+            answer: 0,
+            budget: self.policy.tokens,
+        });
+        &history[history.len() - kept..]
+    }
+
+    /// The round's retrieval with its source blocks within the context's token limit: whole
+    /// blocks in order, one that would overflow left out (a later, smaller one may still fit)
+    /// and counted as left out by the budget; recorded as the `token_budget` step.
+    fn context_within_tokens(&self, run: &mut Run<'_>, mut retrieval: Retrieval) -> Retrieval {
+        let Some(counter) = self.tokens else {
+            return retrieval;
+        };
+        let blocks = evidence::source_blocks(&retrieval.evidence);
+        let sized: Vec<(usize, usize)> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i, counter.count(&context::render_block(b))))
+            .collect();
+        let max = self.policy.tokens.context;
+        let (kept, used, dropped) = budget::within_tokens(sized, |(_, t)| *t, max);
+        let left_out: Vec<_> = dropped
+            .iter()
+            .map(|(i, _)| retrieval.evidence[*i].chunk_id.clone())
+            .collect();
+        if !left_out.is_empty() {
+            let keep: std::collections::BTreeSet<usize> = kept.iter().map(|(i, _)| *i).collect();
+            let evidence = std::mem::take(&mut retrieval.evidence);
+            retrieval.evidence = evidence
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| keep.contains(i))
+                .enumerate()
+                .map(|(rank, (_, e))| super::retriever::Evidence {
+                    rank: rank + 1,
+                    ..e
+                })
+                .collect();
+            retrieval.budget_dropped.extend(left_out.iter().cloned());
+            retrieval.truncated = true;
+        }
+        run.emit(Stage::TokenBudget(TokenBudgetStep {
+            tokenizer: counter.identity(),
+            exact: counter.exact(),
+            source_tokens: used,
+            max_source_tokens: max,
+            kept: kept.len(),
+            left_out,
+        }));
+        if let Some(t) = run.tokens.as_mut() {
+            t.context = used;
+        }
+        retrieval
     }
 
     /// The plan for `question` after `history`: the configured planner's, or the fallback
@@ -437,10 +539,28 @@ impl<'a> Answerer<'a> {
         for attempt in first..=last {
             run.attempts = attempt;
             let mut request = build_request(question, sources.to_vec(), feedback.take(), attempt);
-            request.sampling = self.sampling;
+            request.sampling = self.sampling_for_answer();
+            let prompt_tokens = self
+                .tokens
+                .map(|c| c.count(&request.system) + c.count(&request.prompt));
+            if let (Some(t), Some(p)) = (run.tokens.as_mut(), prompt_tokens) {
+                t.prompt = t.prompt.max(p);
+            }
             run.emit(Stage::Context(record::context_step(
-                attempt, &request, sources,
+                attempt,
+                &request,
+                sources,
+                prompt_tokens,
             )));
+            if self.prompt_log {
+                run.emit(Stage::Prompt(PromptStep {
+                    attempt,
+                    system: request.system.clone(),
+                    prompt: request.prompt.clone(),
+                    max_tokens: request.sampling.max_tokens,
+                    temperature_milli: request.sampling.temperature_milli,
+                }));
+            }
             let text = self.generate(run, &request, attempt, &mut generator)?;
             let attempts = attempt + 1 - first;
             match self.check_answer(run, &text, question, sources, round, attempt) {
@@ -484,6 +604,16 @@ impl<'a> Answerer<'a> {
         })
     }
 
+    /// The caller's sampling with the answer's token limit: the lower of the caller's and the
+    /// policy's.
+    fn sampling_for_answer(&self) -> Sampling {
+        let mut sampling = self.sampling;
+        if let Some(max) = self.policy.tokens.answer {
+            sampling.max_tokens = Some(sampling.max_tokens.map_or(max, |m| m.min(max)));
+        }
+        sampling
+    }
+
     /// Runs the generator on attempt `attempt`'s request and records what it produced, or why
     /// it failed (which ends the run); the answer's text, trimmed. `generator` is the identity
     /// the trace names: it becomes the generator that wrote the answer (a fallback chain's
@@ -517,8 +647,10 @@ impl<'a> Answerer<'a> {
         };
         *generator = generated.generator;
         run.answered_by = Some(generator.clone());
+        let answer_tokens = self.tokens.map(|c| c.count(&generated.text));
         run.emit(Stage::Generation(GenerationStep::Produced {
             answer_chars: generated.text.chars().count(),
+            answer_tokens,
             attempt,
             generator: generator.clone(),
             ms,
@@ -595,13 +727,25 @@ impl<'a> Answerer<'a> {
     /// check; recorded as the run's last step.
     fn finish(&self, run: &mut Run<'_>, decided: Frame<'_>) -> AnswerFrame {
         let latency_ms = run.total_ms();
-        let (evidence, truncated) = match decided.retrieval {
+        let (evidence, truncated, sources) = match decided.retrieval {
             Some(r) => (
                 r.evidence.iter().map(frame::summarise).collect(),
                 r.truncated,
+                cards::source_cards(&decided.citations, &r.evidence, &r.dropped),
             ),
-            None => (Vec::new(), false),
+            None => (Vec::new(), false, Vec::new()),
         };
+        let tokens = run.tokens.take().map(|mut t| {
+            t.answer = match decided.status {
+                AnswerStatus::Blocked => 0,
+                _ if decided.attempts == 0 => 0,
+                _ => self.tokens.map_or(0, |c| c.count(&decided.answer)),
+            };
+            if decided.attempts == 0 {
+                t.prompt = 0;
+            }
+            t
+        });
         let out = AnswerFrame {
             question: decided.asked.question.to_string(),
             rewritten: decided.asked.rewritten,
@@ -610,6 +754,7 @@ impl<'a> Answerer<'a> {
             answer: decided.answer,
             status: decided.status,
             citations: decided.citations,
+            sources,
             evidence,
             routes: decided.routes,
             trace_id: run.trace_id.to_string(),
@@ -620,6 +765,7 @@ impl<'a> Answerer<'a> {
             latency_ms,
             stages_ms: run.stages.clone(),
             support: run.support.take(),
+            tokens,
         };
         run.emit(Stage::Answer(record::finished_step(&out)));
         out

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::rules::budget::RetrievalBudget;
+use crate::rules::budget::{RetrievalBudget, TokenBudget};
 use crate::rules::expand::ContextPolicy;
 
 use super::super::retriever::RetrievalMode;
@@ -22,6 +22,9 @@ pub struct AnswerPolicy {
     pub context: ContextPolicy,
     /// Generation attempts before the run ends `blocked` (at least 1).
     pub max_attempts: u32,
+    /// Limits in tokens on the context, the history read and the answer, counted with the
+    /// answerer's [`TokenCounter`](crate::ports::TokenCounter) (none without one).
+    pub tokens: TokenBudget,
 }
 
 impl Default for AnswerPolicy {
@@ -32,6 +35,7 @@ impl Default for AnswerPolicy {
             budget: RetrievalBudget::new(6, 4000).expect("valid default budget"),
             context: ContextPolicy::Chunks,
             max_attempts: 3,
+            tokens: TokenBudget::default(),
         }
     }
 }

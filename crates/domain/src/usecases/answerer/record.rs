@@ -14,7 +14,7 @@ use crate::rules::revision::DropReason;
 
 use super::super::retriever::{RerankReport, Retrieval, RouteReport, RouteStatus};
 use super::attempt::{Rejection, Round};
-use super::frame::AnswerFrame;
+use super::frame::{AnswerFrame, TokenUsage};
 use super::parts::THIN_EVIDENCE_FLOOR;
 use super::planning::Planned;
 use super::policy::AnswerPolicy;
@@ -63,7 +63,12 @@ pub(super) fn query_step(question: &str, filter: &Filter, policy: &AnswerPolicy)
 }
 
 /// How the plan rewrote `question` after `history_turns` turns.
-pub(super) fn rewrite_step(history_turns: usize, question: &str, planned: &Planned) -> RewriteStep {
+pub(super) fn rewrite_step(
+    history_turns: usize,
+    question: &str,
+    planned: &Planned,
+    tokens: Option<&TokenUsage>,
+) -> RewriteStep {
     RewriteStep {
         history_turns,
         method: planned.method.clone(),
@@ -71,6 +76,8 @@ pub(super) fn rewrite_step(history_turns: usize, question: &str, planned: &Plann
         original: question.to_string(),
         rewritten: planned.plan.standalone.clone(),
         rule: planned.plan.rewrite.clone(),
+        history_turns_read: tokens.map(|t| t.history_turns),
+        history_tokens: tokens.map(|t| t.history),
     }
 }
 
@@ -304,6 +311,7 @@ pub(super) fn context_step(
     attempt: u32,
     request: &GenerationRequest,
     sources: &[SourceBlock],
+    prompt_tokens: Option<usize>,
 ) -> ContextStep {
     ContextStep {
         attempt,
@@ -312,6 +320,8 @@ pub(super) fn context_step(
         source_chars: sources.iter().map(|s| s.text.chars().count()).sum(),
         sources: sources.len(),
         system_chars: request.system.chars().count(),
+        prompt_tokens,
+        max_answer_tokens: request.sampling.max_tokens,
     }
 }
 

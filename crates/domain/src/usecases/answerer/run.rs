@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::ports::{Clock, PhaseTime, Stage, TraceEvent, TraceSink, elapsed_ms};
 
-use super::frame::SupportSummary;
+use super::frame::{SupportSummary, TokenUsage};
 
 /// One answer run as it is recorded.
 pub(super) struct Run<'r> {
@@ -27,6 +27,8 @@ pub(super) struct Run<'r> {
     lap: Duration,
     pub(super) stages: Vec<PhaseTime>,
     pub(super) notices: Vec<String>,
+    /// The run in tokens, when the answerer counts them.
+    pub(super) tokens: Option<TokenUsage>,
 }
 
 impl<'r> Run<'r> {
@@ -46,6 +48,7 @@ impl<'r> Run<'r> {
             lap: now,
             stages: Vec::new(),
             notices: Vec::new(),
+            tokens: None,
         }
     }
 
