@@ -434,6 +434,36 @@ pub fn read_trace(path: &Path, trace_id: &str) -> Result<Vec<StoredTraceEvent>> 
     Ok(Vec::new())
 }
 
+/// Every recorded event, oldest file first (the rotated files, then the current one `path`),
+/// each file in the order it was written, with how many lines were no event (a line cut by a
+/// crash, bytes that are not JSON). Reads a line at a time: the trace log's retention bounds the
+/// files, and no line is held longer than it takes to parse it.
+pub fn read_all_traces(path: &Path) -> Result<(Vec<StoredTraceEvent>, usize)> {
+    use std::io::BufRead;
+    let mut files = rotated(&rotated_dir(path));
+    files.reverse();
+    files.push(path.to_path_buf());
+    let (mut events, mut unreadable) = (Vec::new(), 0);
+    for data in files {
+        let file = match open_store_file_to_read(&data) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", data.display())),
+        };
+        for line in std::io::BufReader::new(file).split(b'\n') {
+            let line = line.with_context(|| format!("cannot read {}", data.display()))?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<StoredTraceEvent>(&line) {
+                Ok(e) => events.push(e),
+                Err(_) => unreadable += 1,
+            }
+        }
+    }
+    Ok((events, unreadable))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +486,16 @@ mod tests {
         }
         let back = read_trace(&path, "t1").unwrap();
         assert_eq!(back.len(), 2);
+        // Every event written, in order (t2 never ended: nothing of it is written), a broken
+        // line counted and skipped.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"trace_id\": \"t3\", \xff\n"))
+            .unwrap();
+        let (all, unreadable) = read_all_traces(&path).unwrap();
+        let ids: Vec<&str> = all.iter().map(|e| e.event.trace_id.as_str()).collect();
+        assert_eq!((ids, unreadable), (vec!["t1", "t1"], 1));
         assert_eq!(back[1].event.stage.name(), "answer");
         assert!(back[0].at_ms.unwrap() > 0);
         assert!(

@@ -18,10 +18,14 @@ fn root() -> PathBuf {
 
 /// `zhiku eval --golden SET --mode hybrid --json` over `kb`, its `answers` summary.
 fn answers(kb: &Path, set: &str) -> Value {
-    let store = tempfile::tempdir().unwrap();
+    answers_kept(kb, set, tempfile::tempdir().unwrap().path())
+}
+
+/// [`answers`] with the store (and its trace log) in `store`.
+fn answers_kept(kb: &Path, set: &str, store: &Path) -> Value {
     let out = support::zhiku(kb)
         .arg("--store")
-        .arg(store.path())
+        .arg(store)
         .args(["eval", "--golden"])
         .arg(root().join("evals").join(set))
         .args(["--mode", "hybrid", "--json"])
@@ -30,6 +34,88 @@ fn answers(kb: &Path, set: &str) -> Value {
     support::assert_succeeded(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["answers"].clone()
+}
+
+/// `zhiku eval --from-traces [FILE] [--golden SET] --json` over the store in `store`.
+fn from_traces(kb: &Path, store: &Path, file: Option<&Path>, set: Option<&str>) -> Value {
+    let mut cmd = support::zhiku(kb);
+    cmd.arg("--store")
+        .arg(store)
+        .args(["eval", "--json", "--from-traces"]);
+    if let Some(file) = file {
+        cmd.arg(file);
+    }
+    if let Some(set) = set {
+        cmd.arg("--golden").arg(root().join("evals").join(set));
+    }
+    let out = cmd.output().unwrap();
+    support::assert_succeeded(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn recorded_runs_grade_as_they_were_graded_when_asked() {
+    let kb = root().join("evals/handbook");
+    let store = tempfile::tempdir().unwrap();
+    let live = answers_kept(&kb, "handbook-conversations.jsonl", store.path());
+    let recorded = from_traces(
+        &kb,
+        store.path(),
+        None,
+        Some("handbook-conversations.jsonl"),
+    );
+    assert_eq!(
+        recorded["not_recorded"],
+        serde_json::json!([]),
+        "{recorded}"
+    );
+    assert_eq!(recorded["without_answer_text"], 0);
+    let graded = &recorded["answers"];
+    // Every grade a run shows is the same read back from its trace, follow-ups matched to the
+    // conversation they were asked in (the handbook asks "青龙项目呢？" after two different
+    // questions).
+    for key in [
+        "cases",
+        "answered",
+        "not_found",
+        "blocked",
+        "small_talk",
+        "answerable_answered",
+        "answerable_cites_expected",
+        "no_answer_not_found",
+        "fact_met",
+        "must_cite_met",
+        "conversation_cites_expected",
+        "citation_valid",
+        "first_attempt",
+        "claims",
+        "claims_supported",
+        "by_split",
+        "by_kind",
+    ] {
+        assert_eq!(graded[key], live[key], "{key}: {graded} vs {live}");
+    }
+    // What a trace does not hold is not made up.
+    assert!(graded["context_recall"].is_null() && graded["answer_relevance"].is_null());
+
+    // Without a set: every run (each case's earlier turns are runs too), from a copied log.
+    let copy = tempfile::tempdir().unwrap();
+    let log = copy.path().join("old-traces.jsonl");
+    std::fs::copy(store.path().join("traces.jsonl"), &log).unwrap();
+    let all = from_traces(&kb, store.path(), Some(&log), None);
+    let runs = all["runs"].as_u64().unwrap();
+    assert!(runs > 52, "{all}");
+    assert_eq!(all["answers"]["cases"].as_u64(), Some(runs));
+    // A log that is not one is refused, not graded as nothing.
+    let out = support::zhiku(&kb)
+        .arg("--store")
+        .arg(store.path())
+        .args(["eval", "--from-traces"])
+        .arg(copy.path().join("none.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no recorded runs"));
 }
 
 fn right(a: &Value, group: &str, key: &str) -> u64 {

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use zhiku_domain::Filter;
 use zhiku_domain::Revision;
-use zhiku_domain::ports::{DocumentChunks, Judge, JudgeError, Planner, Turn};
+use zhiku_domain::ports::{DocumentChunks, Judge, JudgeError, PhaseTime, Planner, Turn};
 use zhiku_domain::rules::fusion::Route;
 use zhiku_domain::rules::grading::{
     ChunkLocation, MetricTotals, first_relevant_rank, span_hit_at_k,
@@ -431,7 +431,7 @@ impl std::fmt::Debug for Grader<'_> {
 
 /// The judge's grades of one answered frame.
 #[derive(Debug, Clone, Copy)]
-struct JudgeGrades {
+pub(crate) struct JudgeGrades {
     /// Sentences of the answer that state something.
     stated: usize,
     /// Of those, sentences the blocks they cite support.
@@ -518,11 +518,11 @@ fn ask_case(
 /// What one case's citations say: whether they are valid, and whether one names an expected
 /// document.
 #[derive(Debug, Clone, Copy)]
-struct Cited {
+pub(crate) struct Cited {
     /// The answer cites, and every citation names a chunk of this round's evidence.
-    valid: bool,
+    pub(crate) valid: bool,
     /// A citation names one of the case's expected documents.
-    expected: bool,
+    pub(crate) expected: bool,
 }
 
 impl Cited {
@@ -539,6 +539,34 @@ impl Cited {
                 .citations
                 .iter()
                 .any(|c| case.relevant.contains(c.doc_id.as_str())),
+        }
+    }
+}
+
+/// What grading reads of one run: a frame just answered, or a run read back from its trace
+/// ([`crate::recorded`]).
+pub(crate) struct Graded<'a> {
+    pub(crate) status: AnswerStatus,
+    pub(crate) attempts: u32,
+    pub(crate) answer: &'a str,
+    /// The documents the answer cites.
+    pub(crate) cited_docs: HashSet<&'a str>,
+    pub(crate) latency_ms: f64,
+    pub(crate) stages_ms: &'a [PhaseTime],
+    /// The answerer's own support check: sentences stating something, and supported.
+    pub(crate) support: Option<(usize, usize)>,
+}
+
+impl<'a> Graded<'a> {
+    fn of(frame: &'a AnswerFrame) -> Self {
+        Self {
+            status: frame.status,
+            attempts: frame.attempts,
+            answer: &frame.answer,
+            cited_docs: frame.citations.iter().map(|c| c.doc_id.as_str()).collect(),
+            latency_ms: frame.latency_ms,
+            stages_ms: &frame.stages_ms,
+            support: frame.support.as_ref().map(|s| (s.claims, s.supported)),
         }
     }
 }
@@ -563,21 +591,33 @@ impl AnswerSummary {
         judged: Option<&JudgeGrades>,
         cited: Cited,
     ) {
-        self.cases += 1;
-        self.record_times(frame);
-        self.record_claims(frame, judged);
-        self.record_status(frame.status);
-        self.record_citations(case, frame, cited);
+        self.record_run(case, &Graded::of(frame), judged, cited);
         if !case.no_answer && !case.relevant.is_empty() {
             self.record_context(case, frame, judged);
         }
-        self.record_outcome(case, frame.status, cited);
+    }
+
+    /// Records what one case's run shows, whatever it was read from: its time, claims,
+    /// status, citations and outcome (not its context, which only a frame holds).
+    pub(crate) fn record_run(
+        &mut self,
+        case: &EvalQuery,
+        run: &Graded<'_>,
+        judged: Option<&JudgeGrades>,
+        cited: Cited,
+    ) {
+        self.cases += 1;
+        self.record_times(run);
+        self.record_claims(run, judged);
+        self.record_status(run.status);
+        self.record_citations(case, run, cited);
+        self.record_outcome(case, run.status, cited);
     }
 
     /// The run time of the case's last question, whole and per phase.
-    fn record_times(&mut self, frame: &AnswerFrame) {
-        self.latencies.push(frame.latency_ms);
-        for phase in &frame.stages_ms {
+    fn record_times(&mut self, run: &Graded<'_>) {
+        self.latencies.push(run.latency_ms);
+        for phase in run.stages_ms {
             let group = phase
                 .stage
                 .split('.')
@@ -590,15 +630,15 @@ impl AnswerSummary {
 
     /// The claims stated and supported: the judge's reading when it gave one, else the
     /// answerer's own check.
-    fn record_claims(&mut self, frame: &AnswerFrame, judged: Option<&JudgeGrades>) {
-        match (judged, &frame.support) {
+    fn record_claims(&mut self, run: &Graded<'_>, judged: Option<&JudgeGrades>) {
+        match (judged, run.support) {
             (Some(g), _) => {
                 self.claims += g.stated;
                 self.claims_supported += g.supported;
             }
-            (None, Some(sup)) => {
-                self.claims += sup.claims;
-                self.claims_supported += sup.supported;
+            (None, Some((claims, supported))) => {
+                self.claims += claims;
+                self.claims_supported += supported;
             }
             (None, None) => {}
         }
@@ -616,19 +656,18 @@ impl AnswerSummary {
 
     /// Citation validity (of the cases that ask for it), first attempts, the documents a
     /// several-part question must cite, and the turns of conversations citing what they should.
-    fn record_citations(&mut self, case: &EvalQuery, frame: &AnswerFrame, cited: Cited) {
-        let answered = frame.status == AnswerStatus::Answered;
-        let produced = matches!(frame.status, AnswerStatus::Answered | AnswerStatus::Blocked);
+    fn record_citations(&mut self, case: &EvalQuery, run: &Graded<'_>, cited: Cited) {
+        let answered = run.status == AnswerStatus::Answered;
+        let produced = matches!(run.status, AnswerStatus::Answered | AnswerStatus::Blocked);
         if case.citation_must_be_valid && produced {
             self.citation_checked += 1;
             self.citation_valid += usize::from(cited.valid);
         }
-        if answered && frame.attempts == 1 {
+        if answered && run.attempts == 1 {
             self.first_attempt += 1;
         }
         if !case.must_cite.is_empty() {
-            let cited_docs: HashSet<&str> =
-                frame.citations.iter().map(|c| c.doc_id.as_str()).collect();
+            let cited_docs = &run.cited_docs;
             self.must_cite_cases += 1;
             self.must_cite_met += usize::from(
                 answered
@@ -645,14 +684,14 @@ impl AnswerSummary {
         let facts = case
             .answer_must_contain
             .iter()
-            .all(|f| states(&frame.answer, f));
+            .all(|f| states(run.answer, f));
         if !case.answer_must_contain.is_empty() && !case.no_answer {
             self.fact_cases += 1;
             self.fact_met += usize::from(answered && facts);
         }
         let cites = answered && cited.expected;
         let right = if case.no_answer {
-            frame.status == AnswerStatus::NotFound
+            run.status == AnswerStatus::NotFound
         } else {
             cites && facts
         };

@@ -329,6 +329,11 @@ pub(crate) struct EvalArgs {
     /// A golden JSONL file evaluated against the knowledge base (--kb).
     #[arg(long)]
     pub(crate) golden: Option<PathBuf>,
+    /// Grade the answer runs already recorded instead of asking again: those of the store's
+    /// trace log (`traces.jsonl` and its rotated files), or of the trace log FILE given. With
+    /// --golden, each case is graded by the latest run of its question; without, every run.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with = "beir")]
+    pub(crate) from_traces: Option<Option<PathBuf>>,
     /// Retrieval mode.
     #[arg(long, value_enum, default_value = "lexical")]
     pub(crate) mode: Mode,

@@ -27,6 +27,7 @@ use zhiku_domain::usecases::RetrievalMode;
 use zhiku_eval::beir::{EvalSet, load_beir, load_golden, unknown_documents};
 use zhiku_eval::context::context_figures;
 use zhiku_eval::corpus_chunks::CorpusChunks;
+use zhiku_eval::recorded::{grade_recorded, recorded_runs};
 use zhiku_eval::runner::{AnswerSummary, Grader, QueryResult, Summary, evaluate, evaluate_answers};
 use zhiku_service::{Answering, CorpusEvaluation, Evaluation, evaluate_corpus, new_trace_id};
 
@@ -57,6 +58,9 @@ fn write_line(out: &mut JsonLines, value: &impl Serialize) {
 
 /// Runs the evaluation, writes the per-query and per-answer files, prints the summary.
 pub(crate) fn run(ctx: &Ctx, args: &EvalArgs) -> Result<Exit> {
+    if let Some(traces) = &args.from_traces {
+        return from_traces(ctx, args, traces.as_deref());
+    }
     let mut out = json_lines(args.per_query.as_deref())?;
     let mut warnings = 0usize;
     let mut on_query = |r: &QueryResult| {
@@ -89,6 +93,40 @@ pub(crate) fn run(ctx: &Ctx, args: &EvalArgs) -> Result<Exit> {
         out.flush()?;
     }
     render::eval(&summary, answers.as_ref(), args.output, warnings);
+    Ok(Exit::Success)
+}
+
+/// Grades the runs recorded in the trace log `traces` (`None`: the store's) against the golden
+/// set of `--golden` (every run without one), asking nothing again.
+fn from_traces(ctx: &Ctx, args: &EvalArgs, traces: Option<&Path>) -> Result<Exit> {
+    let path = match traces {
+        Some(file) => file.to_path_buf(),
+        None => {
+            let kb = ctx.kb().ok();
+            ctx.store_dir(kb.as_deref())?.join("traces.jsonl")
+        }
+    };
+    let set = args.golden.as_deref().map(load_golden).transpose()?;
+    let (events, unreadable) = wiring::recorded_events(&path)?;
+    if events.is_empty() {
+        bail!(
+            "{}: no recorded runs (is this the store's trace log?)",
+            path.display()
+        );
+    }
+    if unreadable > 0 {
+        eprintln!(
+            "warning: {unreadable} line(s) of {} are no trace event",
+            path.display()
+        );
+    }
+    let runs = recorded_runs(&events);
+    let mut out = json_lines(args.answers.as_deref())?;
+    let graded = grade_recorded(set.as_ref(), &runs, &mut |r| write_line(&mut out, r));
+    if let Some(mut out) = out {
+        out.flush()?;
+    }
+    render::recorded(&graded, &path, args.output);
     Ok(Exit::Success)
 }
 

@@ -14,6 +14,7 @@ use serde_json::json;
 use zhiku_app::wiring::store::Store;
 use zhiku_domain::Filter;
 use zhiku_domain::usecases::{AnswerFrame, AnswerStatus, RouteStatus, SourceCard};
+use zhiku_eval::recorded::RecordedGrading;
 use zhiku_eval::runner::{AnswerSummary, Summary};
 
 use zhiku_service::{Hit, Refreshed, SearchResult};
@@ -364,6 +365,108 @@ pub(crate) fn answer(frame: &AnswerFrame) {
             ""
         },
         frame.trace_id
+    );
+}
+
+/// The grading of recorded runs (`zhiku eval --from-traces`): one JSON line, or the runs read,
+/// the cases no run asked, and the answer figures as text. Context figures are not in a trace:
+/// they are `null`.
+pub(crate) fn recorded(g: &RecordedGrading, path: &std::path::Path, output: Output) {
+    let mut answers = g.answers.to_json();
+    for key in [
+        "context_precision",
+        "context_recall",
+        "context_precision_sum",
+        "context_recall_sum",
+        "answer_relevance",
+        "relevance_sum",
+        "route_contribution",
+        "relevant_lexical_only",
+        "relevant_dense_only",
+        "relevant_both",
+    ] {
+        answers[key] = serde_json::Value::Null;
+    }
+    answers["generator"] = "recorded".into();
+    let line = serde_json::json!({
+        "traces": path.display().to_string(),
+        "runs": g.runs,
+        "failed_runs": g.failed_runs,
+        "not_recorded": g.not_recorded,
+        "without_answer_text": g.without_answer_text,
+        "answers": answers,
+    });
+    if output == Output::Json {
+        println!("{line}");
+        return;
+    }
+    println!("traces      {}", escape(&path.display().to_string()));
+    println!(
+        "runs        {} recorded, {} failed in the generator",
+        g.runs, g.failed_runs
+    );
+    if !g.not_recorded.is_empty() {
+        let shown: Vec<String> = g
+            .not_recorded
+            .iter()
+            .take(10)
+            .map(|c| escape(c).into_owned())
+            .collect();
+        println!(
+            "not asked   {} case(s): {}{}",
+            g.not_recorded.len(),
+            shown.join(", "),
+            if g.not_recorded.len() > 10 {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
+    if g.without_answer_text > 0 {
+        println!(
+            "older runs  {} graded run(s) recorded before traces kept the answer: facts and cited documents unread",
+            g.without_answer_text
+        );
+    }
+    let a = &g.answers;
+    let v = &line["answers"];
+    println!("answers     {} graded", a.cases);
+    println!(
+        "  statuses  {} answered, {} not_found, {} blocked, {} cannot_retrieve, {} small_talk",
+        a.answered, a.not_found, a.blocked, a.cannot_retrieve, a.small_talk
+    );
+    println!(
+        "  answerable answered   {} ({} of {}); citing an expected document {}",
+        v["answered_rate"], a.answerable_answered, a.answerable, v["cites_expected_rate"]
+    );
+    println!(
+        "  no-answer → not_found {} ({} of {})",
+        v["no_answer_not_found_rate"], a.no_answer_not_found, a.no_answer_cases
+    );
+    if a.fact_cases > 0 {
+        println!(
+            "  answers stating the expected facts {} of {}",
+            a.fact_met, a.fact_cases
+        );
+    }
+    for (what, grades) in [("split", &a.by_split), ("kind", &a.by_kind)] {
+        if grades.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = grades
+            .iter()
+            .map(|(k, g)| format!("{} {} of {}", escape(k), g.right, g.cases))
+            .collect();
+        println!("  right by {what}: {}", parts.join(", "));
+    }
+    println!(
+        "  first attempt {} of {} answered; {} of {} sentences supported",
+        a.first_attempt, a.answered, a.claims_supported, a.claims
+    );
+    println!(
+        "  latency p50 {} ms, p95 {} ms",
+        v["latency_ms"]["p50"], v["latency_ms"]["p95"]
     );
 }
 

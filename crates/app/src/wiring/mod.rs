@@ -235,6 +235,14 @@ pub fn trace_log(store: &Store) -> JsonlTraceSink {
     )
 }
 
+/// Every event the trace log at `path` holds (a store's `traces.jsonl`, or a copy of one), its
+/// rotated files first, and the number of lines that were no event.
+pub fn recorded_events(
+    path: &std::path::Path,
+) -> Result<(Vec<zhiku_domain::ports::StoredTraceEvent>, usize)> {
+    zhiku_adapters_fs::trace_log::read_all_traces(path)
+}
+
 /// The store's write-back audit trail: a collection on the Qdrant deployment for the cluster
 /// profile (every replica appends to one trail), else `audit.jsonl` in the store folder.
 pub fn audit_log(store: &Store) -> Result<Arc<dyn AuditLog>> {

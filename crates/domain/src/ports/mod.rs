@@ -58,9 +58,10 @@ pub use rerank::{RerankCandidate, Reranker};
 pub use source::{DocumentChunks, SourcePaths, SourceRecord, SourceStore};
 pub use tokens::TokenCounter;
 pub use trace::{
-    AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, FusedEntry, FusionStep,
-    GenerationStep, IntentStep, NullTraceSink, PhaseTime, PromptStep, QueryStep, RankedHit,
-    ReformulationStep, RejectionStep, RerankScore, RerankStep, RevisionCheckStep, RewriteStep,
-    RouteOutcome, RouteScore, RouteStep, Stage, StoredTraceEvent, SubQuestionStep, SupportStep,
-    TokenBudgetStep, TraceEvent, TraceSink, TraceStore, ValidationStep,
+    AnswerStep, BudgetStep, CitedChunk, ContextStep, DroppedChunk, EARLIER_QUESTION_CHARS,
+    EARLIER_QUESTIONS_KEPT, FusedEntry, FusionStep, GenerationStep, IntentStep, NullTraceSink,
+    PhaseTime, PromptStep, QueryStep, RankedHit, ReformulationStep, RejectionStep, RerankScore,
+    RerankStep, RevisionCheckStep, RewriteStep, RouteOutcome, RouteScore, RouteStep, Stage,
+    StoredTraceEvent, SubQuestionStep, SupportStep, TokenBudgetStep, TraceEvent, TraceSink,
+    TraceStore, ValidationStep, earlier_questions,
 };

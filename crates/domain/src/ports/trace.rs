@@ -229,6 +229,27 @@ pub struct RewriteStep {
     /// Tokens of the turns the planner read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_tokens: Option<usize>,
+    /// The questions of the earlier turns sent, oldest first: the last
+    /// [`EARLIER_QUESTIONS_KEPT`] of them, each cut at [`EARLIER_QUESTION_CHARS`] characters —
+    /// enough to tell which conversation a follow-up belonged to when a recorded run is graded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_questions: Vec<String>,
+}
+
+/// Earlier questions a `rewrite` step keeps.
+pub const EARLIER_QUESTIONS_KEPT: usize = 20;
+/// Characters of each earlier question a `rewrite` step keeps.
+pub const EARLIER_QUESTION_CHARS: usize = 200;
+
+/// The earlier questions of `history` as a `rewrite` step keeps them.
+pub fn earlier_questions<'q>(history: impl DoubleEndedIterator<Item = &'q str>) -> Vec<String> {
+    let mut kept: Vec<String> = history
+        .rev()
+        .take(EARLIER_QUESTIONS_KEPT)
+        .map(|q| q.chars().take(EARLIER_QUESTION_CHARS).collect())
+        .collect();
+    kept.reverse();
+    kept
 }
 
 /// `intent`: what the question is.
@@ -614,6 +635,9 @@ pub struct CitedChunk {
     pub chunk_id: ChunkId,
     /// The `[n]` marker.
     pub marker: u32,
+    /// The cited chunk's document (absent in traces written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doc_id: Option<DocId>,
 }
 
 /// `citation_rejected`: an attempt's citations failed.
@@ -639,6 +663,10 @@ pub struct RejectionStep {
 pub enum AnswerStep {
     /// The run produced a frame.
     Finished {
+        /// The answer text shown (absent in traces written before it was kept), so that a
+        /// recorded run can be graded without asking again (`zhiku eval --from-traces`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
         /// Characters of the answer text shown.
         answer_chars: usize,
         /// Generation attempts made.

@@ -239,7 +239,7 @@ impl<'a> Answerer<'a> {
             filter,
             &self.policy,
         )));
-        let sent = history.len();
+        let sent = history;
         let history = self.history_within_tokens(&mut run, history);
         let planned = self.plan(history, question);
         run.lap("plan");

@@ -64,13 +64,16 @@ pub(super) fn query_step(question: &str, filter: &Filter, policy: &AnswerPolicy)
 
 /// How the plan rewrote `question` after `history_turns` turns.
 pub(super) fn rewrite_step(
-    history_turns: usize,
+    history: &[crate::ports::Turn],
     question: &str,
     planned: &Planned,
     tokens: Option<&TokenUsage>,
 ) -> RewriteStep {
     RewriteStep {
-        history_turns,
+        history_turns: history.len(),
+        earlier_questions: crate::ports::earlier_questions(
+            history.iter().map(|t| t.question.as_str()),
+        ),
         method: planned.method.clone(),
         notice: planned.notice.clone(),
         original: question.to_string(),
@@ -348,6 +351,7 @@ pub(super) fn cited_chunks(cited: &[(u32, ChunkId)]) -> Vec<CitedChunk> {
         .map(|(marker, id)| CitedChunk {
             chunk_id: id.clone(),
             marker: *marker,
+            doc_id: None,
         })
         .collect()
 }
@@ -361,6 +365,7 @@ pub(super) fn finished_step(out: &AnswerFrame) -> AnswerStep {
         .map(|r| r.route)
         .collect();
     AnswerStep::Finished {
+        answer: Some(out.answer.clone()),
         answer_chars: out.answer.chars().count(),
         attempts: out.attempts,
         citations: out
@@ -369,6 +374,7 @@ pub(super) fn finished_step(out: &AnswerFrame) -> AnswerStep {
             .map(|c| CitedChunk {
                 chunk_id: c.chunk_id.clone(),
                 marker: c.marker,
+                doc_id: Some(c.doc_id.clone()),
             })
             .collect(),
         latency_ms: out.latency_ms,
