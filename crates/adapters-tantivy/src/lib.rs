@@ -56,8 +56,8 @@ use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter, RESTRICTED_TERM};
 
 use top::{FilterSets, FilteredTop};
 
-pub use analyzer::{JiebaTokenizer, PAIRS_TOKENIZER_NAME, PairsTokenizer, TOKENIZER_NAME};
-pub use zhiku_analyzer::{ANALYZER_IDENTITY, STOP_WORDS_ZH, analyze, jieba, pairs, terms};
+pub use analyzer::{JiebaTokenizer, TOKENIZER_NAME};
+pub use zhiku_analyzer::{ANALYZER_IDENTITY, STOP_WORDS_ZH, analyze, jieba, terms};
 
 const ADAPTER: &str = "tantivy";
 
@@ -97,11 +97,6 @@ struct Fields {
     meta: Field,
     title: Field,
     content: Field,
-    /// The title's Han pairs (zhiku_analyzer::pairs): dictionary-free terms, a field of their
-    /// own so that the words' length normalisation stays the words'.
-    title_pairs: Field,
-    /// The content's Han pairs.
-    content_pairs: Field,
     record: Field,
 }
 
@@ -112,11 +107,6 @@ fn schema() -> (Schema, Fields) {
             .set_tokenizer(TOKENIZER_NAME)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
-    let pairs = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(PAIRS_TOKENIZER_NAME)
-            .set_index_option(IndexRecordOption::WithFreqs),
-    );
     let fields = Fields {
         chunk_id: builder.add_text_field("chunk_id", STRING | STORED),
         doc_id: builder.add_text_field("doc_id", STRING),
@@ -125,8 +115,6 @@ fn schema() -> (Schema, Fields) {
         meta: builder.add_text_field("meta", STRING),
         title: builder.add_text_field("title", text.clone()),
         content: builder.add_text_field("content", text),
-        title_pairs: builder.add_text_field("title_pairs", pairs.clone()),
-        content_pairs: builder.add_text_field("content_pairs", pairs),
         record: builder.add_text_field("record", STORED),
     };
     (builder.build(), fields)
@@ -278,9 +266,6 @@ impl TantivyLexicalIndex {
         index
             .tokenizers()
             .register(TOKENIZER_NAME, JiebaTokenizer::default());
-        index
-            .tokenizers()
-            .register(PAIRS_TOKENIZER_NAME, PairsTokenizer);
         let writer = if writable {
             let writer = index
                 .writer_with_num_threads(config.writer_threads.max(1), config.writer_memory)
@@ -699,10 +684,7 @@ impl LexicalIndex for TantivyLexicalIndex {
                 doc.add_text(f.meta, &a);
             }
             doc.add_text(f.title, attrs.title.as_str());
-            doc.add_text(f.title_pairs, attrs.title.as_str());
-            let text = chunk.indexed_text();
-            doc.add_text(f.content, text.as_ref());
-            doc.add_text(f.content_pairs, text.as_ref());
+            doc.add_text(f.content, chunk.indexed_text().as_ref());
             if let Some(record) = &record {
                 doc.add_text(f.record, record);
             }
@@ -792,19 +774,6 @@ impl LexicalIndex for TantivyLexicalIndex {
                 Occur::Should,
                 Box::new(BoostQuery::new(Box::new(title), self.config.title_boost)),
             ));
-        }
-        for (pair, _, _) in pairs(query) {
-            let weight = zhiku_analyzer::PAIRS_WEIGHT;
-            for (field, boost) in [
-                (f.content_pairs, weight),
-                (f.title_pairs, weight * self.config.title_boost),
-            ] {
-                let q = TermQuery::new(
-                    Term::from_field_text(field, &pair),
-                    IndexRecordOption::WithFreqs,
-                );
-                text.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
-            }
         }
         // The text query alone keeps block-max pruning; the filter is applied as a set of
         // allowed documents inside the pruned walk (see `top`), before the top-k is taken.
