@@ -650,7 +650,7 @@ fn token_limits_hold_the_context_history_and_answer_and_the_counts_are_shown() {
     assert_eq!(usage.answer, PerChar.count(&open.answer));
     // Half the context's tokens: whole blocks only, and what is left out is counted as left
     // out by the budget. Two turns' worth of history: the most recent two.
-    let turn = zhiku_domain::rules::budget::turn_tokens(&history[0], &PerChar);
+    let turn = zhiku_domain::rules::budget::turn_tokens(&history[0], &|t| PerChar.count(t));
     let tight = TokenBudget {
         context: Some(usage.context / 2),
         history: Some(2 * turn + 1),

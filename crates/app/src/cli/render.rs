@@ -368,6 +368,26 @@ pub(crate) fn answer(frame: &AnswerFrame) {
     );
 }
 
+/// The facts stated and the cases right per split and kind of a set, when it says them.
+fn case_grades(a: &AnswerSummary) {
+    if a.fact_cases > 0 {
+        println!(
+            "  answers stating the expected facts {} of {}",
+            a.fact_met, a.fact_cases
+        );
+    }
+    for (what, grades) in [("split", &a.by_split), ("kind", &a.by_kind)] {
+        if grades.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = grades
+            .iter()
+            .map(|(k, g)| format!("{} {} of {}", escape(k), g.right, g.cases))
+            .collect();
+        println!("  right by {what}: {}", parts.join(", "));
+    }
+}
+
 /// The grading of recorded runs (`zhiku eval --from-traces`): one JSON line, or the runs read,
 /// the cases no run asked, and the answer figures as text. Context figures are not in a trace:
 /// they are `null`.
@@ -444,22 +464,7 @@ pub(crate) fn recorded(g: &RecordedGrading, path: &std::path::Path, output: Outp
         "  no-answer → not_found {} ({} of {})",
         v["no_answer_not_found_rate"], a.no_answer_not_found, a.no_answer_cases
     );
-    if a.fact_cases > 0 {
-        println!(
-            "  answers stating the expected facts {} of {}",
-            a.fact_met, a.fact_cases
-        );
-    }
-    for (what, grades) in [("split", &a.by_split), ("kind", &a.by_kind)] {
-        if grades.is_empty() {
-            continue;
-        }
-        let parts: Vec<String> = grades
-            .iter()
-            .map(|(k, g)| format!("{} {} of {}", escape(k), g.right, g.cases))
-            .collect();
-        println!("  right by {what}: {}", parts.join(", "));
-    }
+    case_grades(a);
     println!(
         "  first attempt {} of {} answered; {} of {} sentences supported",
         a.first_attempt, a.answered, a.claims_supported, a.claims
@@ -548,22 +553,7 @@ pub(crate) fn eval(
                 a.conversation_cites_expected, a.conversation_cases
             );
         }
-        if a.fact_cases > 0 {
-            println!(
-                "  answers stating the expected facts {} of {}",
-                a.fact_met, a.fact_cases
-            );
-        }
-        for (what, grades) in [("split", &a.by_split), ("kind", &a.by_kind)] {
-            if grades.is_empty() {
-                continue;
-            }
-            let parts: Vec<String> = grades
-                .iter()
-                .map(|(k, g)| format!("{} {} of {}", escape(k), g.right, g.cases))
-                .collect();
-            println!("  right by {what}: {}", parts.join(", "));
-        }
+        case_grades(a);
         println!(
             "  relevant evidence by route: lexical only {}, dense only {}, both {}",
             a.relevant_lexical_only, a.relevant_dense_only, a.relevant_both

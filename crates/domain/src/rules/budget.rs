@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::contracts::{InvalidValue, Turn};
-use crate::ports::TokenCounter;
 
 /// Limits on the evidence passed to generation. Whole chunks only: a piece of evidence is
 /// never cut in the middle.
@@ -89,7 +88,8 @@ pub struct Budgeted<T> {
 }
 
 /// Limits in tokens, counted with the generator's tokenizer (a
-/// [`TokenCounter`]); a limit left unset does not apply (the character budget still does).
+/// [`TokenCounter`](crate::ports::TokenCounter)); a limit left unset does not apply (the
+/// character budget still does).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenBudget {
     /// Most tokens of the source blocks in the prompt, each counted as rendered.
@@ -101,14 +101,14 @@ pub struct TokenBudget {
     pub answer: Option<u32>,
 }
 
-/// The tokens of one turn as a planner reads it: its question, its standalone rewrite when
-/// there was one, and its answer.
-pub fn turn_tokens(turn: &Turn, counter: &dyn TokenCounter) -> usize {
+/// The tokens of one turn as a planner reads it, `count` counting a text's tokens: its
+/// question, its standalone rewrite when there was one, and its answer.
+pub fn turn_tokens(turn: &Turn, count: &dyn Fn(&str) -> usize) -> usize {
     let rewrite = match turn.rewritten.as_deref() {
-        Some(r) if r != turn.question => counter.count(r),
+        Some(r) if r != turn.question => count(r),
         _ => 0,
     };
-    counter.count(&turn.question) + rewrite + counter.count(&turn.answer)
+    count(&turn.question) + rewrite + count(&turn.answer)
 }
 
 /// How many of the most recent turns of `history` fit in `max` tokens, and their tokens.
@@ -116,13 +116,13 @@ pub fn turn_tokens(turn: &Turn, counter: &dyn TokenCounter) -> usize {
 /// older turn is never read past a newer one left out).
 pub fn recent_turns_within(
     history: &[Turn],
-    counter: &dyn TokenCounter,
+    count: &dyn Fn(&str) -> usize,
     max: Option<usize>,
 ) -> (usize, usize) {
     let mut used = 0;
     let mut kept = 0;
     for turn in history.iter().rev() {
-        let t = turn_tokens(turn, counter);
+        let t = turn_tokens(turn, count);
         if max.is_some_and(|max| used + t > max) {
             break;
         }
@@ -160,17 +160,8 @@ mod tests {
     use super::*;
 
     /// One token per character that is not white space.
-    struct PerChar;
-    impl TokenCounter for PerChar {
-        fn identity(&self) -> String {
-            "per-char".into()
-        }
-        fn exact(&self) -> bool {
-            false
-        }
-        fn count(&self, text: &str) -> usize {
-            text.chars().filter(|c| !c.is_whitespace()).count()
-        }
+    fn per_char(text: &str) -> usize {
+        text.chars().filter(|c| !c.is_whitespace()).count()
     }
 
     fn turn(q: &str, a: &str) -> Turn {
@@ -184,15 +175,15 @@ mod tests {
     #[test]
     fn history_keeps_the_newest_whole_turns_that_fit() {
         let h = vec![turn("aaaa", "bbbb"), turn("cc", "dd"), turn("e", "f")];
-        assert_eq!(recent_turns_within(&h, &PerChar, Some(6)), (2, 6));
-        assert_eq!(recent_turns_within(&h, &PerChar, Some(5)), (1, 2));
-        assert_eq!(recent_turns_within(&h, &PerChar, None), (3, 14));
+        assert_eq!(recent_turns_within(&h, &per_char, Some(6)), (2, 6));
+        assert_eq!(recent_turns_within(&h, &per_char, Some(5)), (1, 2));
+        assert_eq!(recent_turns_within(&h, &per_char, None), (3, 14));
         // An older short turn is not read past a newer one left out.
         let h = vec![turn("a", ""), turn("bbbbbbbb", ""), turn("c", "")];
-        assert_eq!(recent_turns_within(&h, &PerChar, Some(3)), (1, 1));
+        assert_eq!(recent_turns_within(&h, &per_char, Some(3)), (1, 1));
         let mut rewritten = turn("它呢", "x");
         rewritten.rewritten = Some("北京呢".into());
-        assert_eq!(turn_tokens(&rewritten, &PerChar), 2 + 3 + 1);
+        assert_eq!(turn_tokens(&rewritten, &per_char), 2 + 3 + 1);
     }
 
     #[test]

@@ -4,11 +4,10 @@
 
 use serde::Serialize;
 
-use crate::contracts::{DocId, PageSpan, SectionId, Timestamp};
+use crate::contracts::{ChunkId, DocId, PageSpan, SectionId, Timestamp};
 use crate::rules::revision::DropReason;
 
 use super::super::retriever::{Dropped, Evidence};
-use super::frame::Citation;
 
 /// One document behind an answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,6 +44,26 @@ pub struct SourceCard {
     pub changed: Option<SourceChange>,
 }
 
+impl SourceCard {
+    /// The card of `doc_id` at `revision` with nothing used, cited or said of it yet.
+    fn of(doc_id: &DocId, revision: String) -> Self {
+        Self {
+            doc_id: doc_id.clone(),
+            title: String::new(),
+            source: String::new(),
+            url: None,
+            revision,
+            indexed_at: None,
+            markers: Vec::new(),
+            chunks_used: 0,
+            chunks_cited: 0,
+            sections: Vec::new(),
+            pages: None,
+            changed: None,
+        }
+    }
+}
+
 /// A section of a card's document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CardSection {
@@ -66,13 +85,14 @@ pub struct SourceChange {
     pub chunks_left_out: usize,
 }
 
-/// The cards of an answer: a card per document of `evidence` (the context the generator saw),
+/// The cards of an answer citing `cited` (marker, chunk): a card per document of `evidence`
+/// (the context the generator saw),
 /// the cited ones first in the order of their first marker, then the others by their best
 /// rank; then a card per document the revision check found changed (stale or deleted) among
 /// `dropped`. A document dropped as not visible or expired gets no card: the caller learns
 /// nothing of it.
 pub(super) fn source_cards(
-    citations: &[Citation],
+    cited: &[(u32, &ChunkId)],
     evidence: &[Evidence],
     dropped: &[Dropped],
 ) -> Vec<SourceCard> {
@@ -83,28 +103,20 @@ pub(super) fn source_cards(
             None => {
                 let doc = e.chunk.doc();
                 cards.push(SourceCard {
-                    doc_id: e.chunk.doc_id().clone(),
                     title: doc.title.to_string(),
                     source: doc.reference().to_string(),
                     url: doc.link().map(str::to_string),
-                    revision: doc.revision.to_string(),
-                    indexed_at: None,
-                    markers: Vec::new(),
-                    chunks_used: 0,
-                    chunks_cited: 0,
-                    sections: Vec::new(),
-                    pages: None,
-                    changed: None,
+                    ..SourceCard::of(e.chunk.doc_id(), doc.revision.to_string())
                 });
                 cards.len() - 1
             }
         };
         let card = &mut cards[at];
         card.chunks_used += 1;
-        let cites: Vec<u32> = citations
+        let cites: Vec<u32> = cited
             .iter()
-            .filter(|c| c.chunk_id == e.chunk_id)
-            .map(|c| c.marker)
+            .filter(|(_, id)| **id == e.chunk_id)
+            .map(|(marker, _)| *marker)
             .collect();
         if !cites.is_empty() {
             card.chunks_cited += 1;
@@ -149,22 +161,12 @@ pub(super) fn source_cards(
             _ => String::new(),
         };
         cards.push(SourceCard {
-            doc_id: d.doc_id.clone(),
-            title: String::new(),
-            source: String::new(),
-            url: None,
-            revision: indexed,
-            indexed_at: None,
-            markers: Vec::new(),
-            chunks_used: 0,
-            chunks_cited: 0,
-            sections: Vec::new(),
-            pages: None,
             changed: Some(SourceChange {
                 reason: reason.to_string(),
                 current_revision: current.map(|r| r.to_string()),
                 chunks_left_out: 1,
             }),
+            ..SourceCard::of(&d.doc_id, indexed)
         });
     }
     cards

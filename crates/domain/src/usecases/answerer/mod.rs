@@ -292,8 +292,8 @@ impl<'a> Answerer<'a> {
         let Some(counter) = self.tokens else {
             return history;
         };
-        let (kept, used) =
-            budget::recent_turns_within(history, counter, self.policy.tokens.history);
+        let count = |text: &str| counter.count(text);
+        let (kept, used) = budget::recent_turns_within(history, &count, self.policy.tokens.history);
         run.tokens = Some(TokenUsage {
             tokenizer: counter.identity(),
             exact: counter.exact(),
@@ -731,7 +731,15 @@ impl<'a> Answerer<'a> {
             Some(r) => (
                 r.evidence.iter().map(frame::summarise).collect(),
                 r.truncated,
-                cards::source_cards(&decided.citations, &r.evidence, &r.dropped),
+                cards::source_cards(
+                    &decided
+                        .citations
+                        .iter()
+                        .map(|c| (c.marker, &c.chunk_id))
+                        .collect::<Vec<_>>(),
+                    &r.evidence,
+                    &r.dropped,
+                ),
             ),
             None => (Vec::new(), false, Vec::new()),
         };
