@@ -12,11 +12,13 @@ const plain = await client.chat.completions.create({
   model: "zhiku", messages: [{ role: "user", content: question }], temperature: 0, max_tokens: 200,
 });
 const message = plain.choices[0].message;
-let streamed = "", streamedCitations = null, finish = null;
+let streamed = "", streamedCitations = null, finish = null, streamedUsage = null;
 const stream = await client.chat.completions.create({
   model: "zhiku", messages: [{ role: "user", content: question }], stream: true,
+  stream_options: { include_usage: true },
 });
 for await (const chunk of stream) {
+  if (!chunk.choices.length) { streamedUsage = chunk.usage ?? null; continue; }
   const choice = chunk.choices[0];
   if (choice.delta.content) streamed += choice.delta.content;
   if (chunk.citations) streamedCitations = chunk.citations;
@@ -33,7 +35,7 @@ try {
 } catch (e) { unknownModel = { status: e.status }; }
 process.stdout.write(JSON.stringify({
   models, answer: message.content, citations: message.citations, annotations: message.annotations,
-  zhiku: plain.zhiku, streamed, streamed_citations: streamedCitations, streamed_finish: finish,
+  zhiku: plain.zhiku, usage: plain.usage ?? null, streamed_usage: streamedUsage, streamed, streamed_citations: streamedCitations, streamed_finish: finish,
   follow_up: second.choices[0].message.content, follow_up_citations: second.choices[0].message.citations,
   unknown_model: unknownModel,
 }) + "\n");

@@ -29,8 +29,13 @@ def main():
     message = plain.choices[0].message
     citations, annotations = citations_of(message)
     streamed_text, streamed_citations, streamed_annotations, finish = "", None, [], None
+    streamed_usage = None
     for chunk in client.chat.completions.create(
-            model="zhiku", messages=[{"role": "user", "content": question}], stream=True):
+            model="zhiku", messages=[{"role": "user", "content": question}], stream=True,
+            stream_options={"include_usage": True}):
+        if not chunk.choices:
+            streamed_usage = chunk.usage.model_dump() if chunk.usage else None
+            continue
         choice = chunk.choices[0]
         if choice.delta.content:
             streamed_text += choice.delta.content
@@ -64,6 +69,8 @@ def main():
         "citations": citations,
         "annotations": annotations,
         "zhiku": (plain.model_extra or {}).get("zhiku"),
+        "usage": plain.usage.model_dump() if plain.usage else None,
+        "streamed_usage": streamed_usage,
         "streamed": streamed_text,
         "streamed_citations": streamed_citations,
         "streamed_annotations": streamed_annotations,

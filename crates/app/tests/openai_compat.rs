@@ -123,6 +123,25 @@ fn check(r: &Value, client: &str) {
     assert_eq!(marker, "[1]", "{client}: the annotation spans {marker:?}");
     assert_eq!(a["url_citation"]["url"], "/v1/documents/alpha-returns");
     assert_eq!(r["zhiku"]["status"], "answered", "{client}");
+    // Token counts as OpenAI's `usage` (the estimate here: no tokenizer.json configured), the
+    // same in the stream's last chunk when asked; the source cards beside the choices.
+    let usage = &r["usage"];
+    let (prompt, completion) = (
+        usage["prompt_tokens"].as_u64().unwrap_or(0),
+        usage["completion_tokens"].as_u64().unwrap_or(0),
+    );
+    assert!(prompt > 0 && completion > 0, "{client}: {usage}");
+    assert_eq!(
+        usage["total_tokens"].as_u64(),
+        Some(prompt + completion),
+        "{client}"
+    );
+    assert_eq!(r["streamed_usage"], r["usage"], "{client}");
+    assert_eq!(r["zhiku"]["tokens"]["tokenizer"], "estimate-v1", "{client}");
+    assert_eq!(
+        r["zhiku"]["sources"][0]["doc_id"], "alpha-returns",
+        "{client}"
+    );
     // Streamed: the same checked text, the citations in the last chunk.
     assert_eq!(r["streamed"], r["answer"], "{client}");
     assert_eq!(r["streamed_citations"], r["citations"], "{client}");

@@ -9,7 +9,10 @@
 //!   rule — every claim cited from this round's retrieval — and its citations travel twice: as
 //!   the `[n]` markers in the text and as data: `annotations` (OpenAI's `url_citation`, each
 //!   marker's span and its document) and `citations` (zhiku's own: chunk, document, source,
-//!   section, page, quote) on the message, and `zhiku` (status, trace ID) beside the choices.
+//!   section, page, quote) on the message, and `zhiku` (status, trace ID, source cards, token
+//!   counts) beside the choices; `usage` holds the run's token counts (its largest request and
+//!   the answer; estimated unless `generator_tokenizer` is set — `zhiku.tokens.exact` says),
+//!   in a streamed answer as a last chunk when `stream_options.include_usage` asks for it.
 //!   Streamed (`stream: true`), the checked answer is sent as `chat.completion.chunk` deltas,
 //!   the citations in the last chunk, then `[DONE]`: no unchecked text is ever streamed.
 //! - `POST /v1/dify/retrieval`, Dify's external-knowledge API (register
@@ -65,6 +68,17 @@ pub struct ChatRequest {
     /// Choices wanted: 1 only.
     #[serde(default, deserialize_with = "tokens")]
     pub n: Option<u32>,
+    /// Streaming options: `include_usage` adds a last chunk with the token counts.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// OpenAI's `stream_options`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StreamOptions {
+    /// Send a last chunk, with no choices, holding `usage`.
+    #[serde(default)]
+    pub include_usage: bool,
 }
 
 /// One message of an OpenAI conversation.
@@ -259,6 +273,7 @@ pub(crate) async fn chat_completions(
                                     "annotations": a.annotations, "citations": a.citations},
                         "finish_reason": "stop",
                     }],
+                    "usage": a.usage,
                     "zhiku": a.zhiku,
                 }))
                 .into_response()
@@ -288,6 +303,8 @@ pub(crate) async fn chat_completions(
             Event::default().data(c.to_string())
         }
     };
+    let include_usage = r.stream_options.as_ref().is_some_and(|o| o.include_usage);
+    let (id, model) = (id.clone(), r.model.clone());
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
     let _ = tx.send(chunk(
         json!({"role": "assistant", "content": ""}),
@@ -313,6 +330,14 @@ pub(crate) async fn chat_completions(
                     json!("stop"),
                     Some(&a),
                 ));
+                if include_usage {
+                    let mut last = json!({
+                        "id": id, "object": "chat.completion.chunk", "created": created,
+                        "model": model, "choices": [], "usage": a.usage,
+                    });
+                    last["zhiku"] = a.zhiku.clone();
+                    let _ = tx.send(Event::default().data(last.to_string()));
+                }
             }
             // OpenAI's clients raise a stream event holding `error`.
             Err(e) => {
@@ -336,6 +361,9 @@ struct Answer {
     content: String,
     citations: Value,
     annotations: Vec<Value>,
+    /// OpenAI's `usage` from the frame's token counts (the run's largest request and the
+    /// answer), `null` when the run counted none.
+    usage: Value,
     zhiku: Value,
 }
 
@@ -346,11 +374,24 @@ impl Answer {
         let citations = frame["citations"].clone();
         Self {
             annotations: annotations(&content, &citations),
+            usage: match (
+                frame["tokens"]["prompt"].as_u64(),
+                frame["tokens"]["answer"].as_u64(),
+            ) {
+                (Some(prompt), Some(answer)) => json!({
+                    "prompt_tokens": prompt,
+                    "completion_tokens": answer,
+                    "total_tokens": prompt + answer,
+                }),
+                _ => Value::Null,
+            },
             zhiku: json!({
                 "status": frame["status"],
                 "trace_id": frame["trace_id"],
                 "rewritten": frame["rewritten"],
                 "generator": frame["generator"],
+                "sources": frame["sources"],
+                "tokens": frame["tokens"],
             }),
             content,
             citations,
