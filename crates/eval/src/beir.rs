@@ -24,7 +24,7 @@ pub struct Passage {
 }
 
 /// One evaluation query with its relevance judgements.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EvalQuery {
     /// Query id.
     pub id: String,

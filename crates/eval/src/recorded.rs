@@ -10,7 +10,7 @@
 //! Context figures (precision, recall, route contribution) need the evidence's positions, which
 //! a trace does not keep: they are left out of a grading from traces.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use zhiku_domain::ports::{AnswerStep, PhaseTime, Stage, StoredTraceEvent, earlier_questions};
@@ -204,18 +204,11 @@ pub fn grade_recorded(
         failed_runs: runs.iter().filter(|r| r.status.is_none()).count(),
         ..RecordedGrading::default()
     };
+    // A run graded without a set: a case that expects nothing of it.
     let anonymous = |r: &RecordedRun| EvalQuery {
         id: r.trace_id.clone(),
         text: r.question.clone(),
-        relevant: HashSet::new(),
-        spans: Vec::new(),
-        citation_must_be_valid: false,
-        no_answer: false,
-        history: Vec::new(),
-        must_cite: Vec::new(),
-        answer_must_contain: Vec::new(),
-        split: None,
-        kind: None,
+        ..EvalQuery::default()
     };
     let graded: Vec<(EvalQuery, &RecordedRun)> = match set {
         None => runs.iter().map(|r| (anonymous(r), r)).collect(),

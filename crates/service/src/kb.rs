@@ -370,11 +370,7 @@ impl KnowledgeBase {
             .limits
             .max_query_chars
             .max(q.query.chars().count());
-        let expanded = self
-            .planners
-            .synonyms
-            .expand(&q.query)
-            .filter(|e| e.chars().count() <= bound);
+        let expanded = self.planners.synonyms.expand_within(&q.query, bound);
         let request = RetrievalRequest {
             query: expanded.as_deref().unwrap_or(&q.query),
             filter: &filter,

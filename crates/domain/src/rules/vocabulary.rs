@@ -77,6 +77,13 @@ impl Synonyms {
         }
         (!added.is_empty()).then(|| format!("{}（{}）", text.trim_end(), added.join("、")))
     }
+
+    /// [`expand`](Self::expand), when the expansion is at most `max_chars` characters (a
+    /// query past its bound is not retrieved expanded: it stays as it was).
+    pub fn expand_within(&self, text: &str, max_chars: usize) -> Option<String> {
+        self.expand(text)
+            .filter(|e| e.chars().nth(max_chars).is_none())
+    }
 }
 
 fn matched(text: &str) -> String {
@@ -114,6 +121,18 @@ mod tests {
         );
         assert_eq!(s.expand("年假有几天？"), None);
         assert_eq!(s.expand("报销和报账一样吗？"), None);
+    }
+
+    #[test]
+    fn an_expansion_past_the_bound_is_left_out() {
+        let s = groups(&[&["报销", "报账"]]);
+        let full = s.expand("怎么报账？").unwrap();
+        let n = full.chars().count();
+        assert_eq!(
+            s.expand_within("怎么报账？", n).as_deref(),
+            Some(full.as_str())
+        );
+        assert_eq!(s.expand_within("怎么报账？", n - 1), None);
     }
 
     #[test]

@@ -743,15 +743,14 @@ impl<'a> Answerer<'a> {
             ),
             None => (Vec::new(), false, Vec::new()),
         };
+        // The prompt was counted by the attempts, if any; the answer is counted once shown
+        // (a blocked run shows no generated text).
         let tokens = run.tokens.take().map(|mut t| {
             t.answer = match decided.status {
                 AnswerStatus::Blocked => 0,
                 _ if decided.attempts == 0 => 0,
                 _ => self.tokens.map_or(0, |c| c.count(&decided.answer)),
             };
-            if decided.attempts == 0 {
-                t.prompt = 0;
-            }
             t
         });
         let out = AnswerFrame {

@@ -61,7 +61,7 @@ pub(super) fn with_synonyms(plan: &mut Plan, synonyms: &Synonyms, limit: usize) 
     }
     let mut expanded = false;
     let mut expand = |q: &mut String| {
-        if let Some(e) = synonyms.expand(q).filter(|e| e.chars().count() <= limit) {
+        if let Some(e) = synonyms.expand_within(q, limit) {
             *q = e;
             expanded = true;
         }
