@@ -19,6 +19,8 @@ pub(super) struct Candidate {
     pub(super) line: usize,
     pub(super) terms: BTreeSet<String>,
     pub(super) context: BTreeSet<String>,
+    /// The text it is read under: its title, headings and label, the sentence before it.
+    pub(super) read_with: String,
     /// The semantic coverage from the embedder, if any.
     pub(super) semantic: f64,
     /// Whether it answers a question of the evidence (an FAQ's).
@@ -34,12 +36,15 @@ pub(super) fn read_sources(request: &GenerationRequest) -> (Vec<Vec<Unit>>, Vec<
         let units = parse_block(block);
         for (index, u) in units.iter().enumerate() {
             let mut context = match_terms(&u.context);
+            let mut read_with = u.context.clone();
             // A sentence is read in its paragraph: the one before it may name its subject.
             if let Some(prev) = index.checked_sub(1).map(|p| &units[p])
                 && prev.para == u.para
                 && matches!(prev.kind, Kind::Prose | Kind::Intro)
             {
                 context.extend(match_terms(&prev.text));
+                read_with.push('\n');
+                read_with.push_str(&prev.text);
             }
             let mut terms = match_terms(&u.text);
             terms.extend(match_terms(&u.label));
@@ -53,6 +58,7 @@ pub(super) fn read_sources(request: &GenerationRequest) -> (Vec<Vec<Unit>>, Vec<
                 line: u.line,
                 terms,
                 context,
+                read_with,
                 semantic: 0.0,
                 answers_question: u.answers_question,
             });

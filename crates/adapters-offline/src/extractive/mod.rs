@@ -30,7 +30,7 @@ use zhiku_domain::ports::{Embedder, GenerateError, GenerationRequest, Generator}
 use candidate::{add_document_leads, add_lone_characters, match_terms, read_sources};
 use compose::render;
 pub use config::ExtractiveConfig;
-use score::{Scoring, asked_terms, frame_terms, pick, term_weights};
+use score::{Scoring, asked_terms, frame_terms, named_terms, pick, term_weights};
 use semantic::{Neutral, add_semantic};
 
 /// Answers with the sentences of the evidence that cover the question best, each cited with its
@@ -123,7 +123,9 @@ impl ExtractiveGenerator {
             );
         }
         let weight = term_weights(&question, &frame_terms(&request.question), &candidates);
-        let Some(scoring) = Scoring::new(weight, asked, &self.config) else {
+        let named = named_terms(&request.question);
+        let Some(scoring) = Scoring::new(weight, asked, named, &request.question, &self.config)
+        else {
             return request.no_material.clone();
         };
         match pick(&self.config, &blocks, &candidates, &scoring) {

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zhiku_text::{is_cjk, to_simplified};
 
+use crate::planner::{Subject, kin_named};
+
 use super::block::{Kind, Unit};
 use super::candidate::{Candidate, match_terms};
 use super::compose::{quoted, too_short};
@@ -126,6 +128,11 @@ pub(super) struct Scoring<'w> {
     weight: BTreeMap<&'w str, f64>,
     /// The question's terms outside its subject: what it asks of the subject.
     asked: BTreeSet<String>,
+    /// The terms of each word naming what the question is about (a place, a person, a name).
+    named: Vec<BTreeSet<String>>,
+    /// The question, its subject nouns and the terms of each.
+    question: String,
+    subjects: Vec<(Subject, BTreeSet<String>)>,
     total: f64,
     context_weight: f64,
     rank_decay: f64,
@@ -136,12 +143,25 @@ impl<'w> Scoring<'w> {
     pub(super) fn new(
         weight: BTreeMap<&'w str, f64>,
         asked: BTreeSet<String>,
+        named: Vec<BTreeSet<String>>,
+        question: &str,
         config: &ExtractiveConfig,
     ) -> Option<Self> {
         let total: f64 = weight.values().sum();
+        let subjects = crate::planner::subjects(question)
+            .into_iter()
+            .map(|s| {
+                let terms = match_terms(&s.word);
+                (s, terms)
+            })
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
         (total > 0.0).then_some(Self {
             weight,
             asked,
+            named,
+            question: question.to_string(),
+            subjects,
             total,
             context_weight: config.context_weight,
             rank_decay: config.rank_decay,
@@ -188,6 +208,35 @@ impl<'w> Scoring<'w> {
             .iter()
             .chain(&c.context)
             .any(|t| self.asked.contains(t) && self.weight.get(t.as_str()) > Some(&0.0))
+    }
+
+    /// Whether `c` names what the question is about: one of the question's named words in
+    /// itself or its context (title, headings, the sentence before it, its document's lead).
+    /// A sentence in another script than every named word is not judged by them: it can name
+    /// the subject only in its own language.
+    fn names_subject(&self, c: &Candidate) -> bool {
+        let cjk = c.text.chars().any(is_cjk);
+        let judged: Vec<&BTreeSet<String>> = self
+            .named
+            .iter()
+            .filter(|w| cjk || !w.iter().all(|t| t.chars().all(is_cjk)))
+            .collect();
+        let holds = |w: &BTreeSet<String>| {
+            w.iter()
+                .all(|t| c.terms.contains(t) || c.context.contains(t))
+        };
+        if !judged.is_empty() && !judged.iter().any(|w| holds(w)) {
+            return false;
+        }
+        // Another of a subject's kind in place of it: the sentence is about something else.
+        if self.subjects.is_empty() || !cjk {
+            return true;
+        }
+        let subjects: Vec<Subject> = self.subjects.iter().map(|(s, _)| s.clone()).collect();
+        let text = format!("{}\n{}", c.text, c.read_with);
+        kin_named(&subjects, &self.question, &text)
+            .into_iter()
+            .all(|i| holds(&self.subjects[i].1))
     }
 
     /// What `c`'s source's rank leaves of its score.
@@ -306,6 +355,11 @@ pub(super) fn pick(
 /// semantically standing out, or answering a question of the evidence), an introducing
 /// sentence only with its items, nothing too short.
 ///
+/// A sentence that does not name what the question is about — "中文用 jieba 切词" for
+/// "日文用什么分词？", Shanghai's rate for Beijing's — answers another question, however many
+/// of its other words it shares: when the question names a place, a person or a proper name,
+/// a sentence must name one of them (itself or in its context).
+///
 /// Support is not relevance: when some of them hold a term of what the question asks of its
 /// subject (the "高铁座位" of "朱雀项目的高铁座位"), a sentence holding only the subject's
 /// terms ("朱雀项目成员出差，住宿报销上限为…") answers nothing that was asked and is left out,
@@ -322,6 +376,7 @@ fn eligible(
         .filter(|(_, c)| {
             c.kind.answers()
                 && (scoring.direct(c) || c.semantic > 0.0 || c.answers_question)
+                && scoring.names_subject(c)
                 && (!matches!(c.kind, Kind::Intro | Kind::List)
                     || !blocks[c.block][c.index].items.is_empty())
                 && !too_short(&quoted(config, blocks, c))
@@ -370,4 +425,14 @@ pub(super) fn asked_terms(question: &str) -> BTreeSet<String> {
                 .collect::<BTreeSet<String>>()
         })
         .unwrap_or_default()
+}
+
+/// The terms of each word of `question` naming what it is about (see the planner's
+/// `named_words`), words without terms left out.
+pub(super) fn named_terms(question: &str) -> Vec<BTreeSet<String>> {
+    crate::planner::named_words(question)
+        .iter()
+        .map(|w| match_terms(w))
+        .filter(|t| !t.is_empty())
+        .collect()
 }

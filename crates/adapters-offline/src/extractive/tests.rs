@@ -356,3 +356,48 @@ fn a_sentence_about_the_subject_alone_answers_nothing_asked() {
     let split = answer("年假可以分开休吗？", sources);
     assert!(split.contains("半天"), "{split}");
 }
+
+#[test]
+fn a_sentence_about_another_of_the_subjects_kind_answers_nothing() {
+    let no_material = |q: &str, sources| answer(q, sources) == NO_MATERIAL_ZH;
+    // Another language, another city, another person: the sentence shares every other word of
+    // the question and answers another one.
+    assert!(no_material(
+        "日文文档怎么切词？",
+        vec![block(1, "英文文档按空格切词，再统一转成小写。")]
+    ));
+    assert!(no_material(
+        "成都的住宿上限是多少？",
+        vec![block(1, "杭州的住宿上限为每晚 500 元。")]
+    ));
+    assert!(no_material(
+        "李白出生在哪一年？",
+        vec![block(1, "杜甫出生于公元 712 年，河南巩县人。")]
+    ));
+    // Named by the heading the sentence is read under: the right city's figure, not the other's.
+    let sources = vec![
+        block(1, "## 杭州\n\n住宿上限为每晚 500 元，超出自理。"),
+        block(2, "## 成都\n\n住宿上限为每晚 450 元，超出自理。"),
+    ];
+    let chengdu = answer("成都的住宿上限是多少？", sources);
+    assert!(chengdu.contains("450"), "{chengdu}");
+    assert!(!chengdu.contains("500"), "{chengdu}");
+    // Of two kinds side by side, the one asked about; a sibling the question names is no
+    // other subject, and a sentence naming its subject among others stays.
+    let sources = || {
+        vec![
+            block(1, "英文文档按空格切词。"),
+            block(2, "日文文档按词典切词，不看空格。"),
+        ]
+    };
+    let japanese = answer("日文文档怎么切词？", sources());
+    assert!(
+        japanese.contains("词典") && !japanese.contains("按空格"),
+        "{japanese}"
+    );
+    let both = answer("英文和日文文档各怎么切词？", sources());
+    assert!(both.contains("英文") || both.contains("日文"), "{both}");
+    let sources = vec![block(1, "杭州和成都的住宿上限都是每晚 500 元。")];
+    let shared = answer("成都的住宿上限是多少？", sources);
+    assert!(shared.contains("500"), "{shared}");
+}

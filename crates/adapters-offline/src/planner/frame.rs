@@ -508,6 +508,102 @@ pub(super) fn asked_part(question: &str) -> Option<String> {
     (!asked.is_empty()).then(|| asked.join(" "))
 }
 
+/// The words of `question` that name what it is about, as jieba tags proper nouns: places,
+/// people, organisations and other names ("日文", "朱雀", "范廷颂"), not common nouns that
+/// merely end like a place ("城市", "园区"), and not the kind of answer a question word asks for
+/// ("哪个国家").
+pub(super) fn named_words(question: &str) -> Vec<String> {
+    let w = words(question);
+    w.iter()
+        .enumerate()
+        .filter(|(i, x)| {
+            let proper = matches!(x.tag.as_str(), "ns" | "nr" | "nrt" | "nrfg" | "nt" | "nz")
+                || (x.kind == Kind::Name && x.tag != "eng");
+            proper
+                && x.kind.nominal()
+                && x.text.chars().count() >= 2
+                && !(*i > 0 && w[i - 1].kind == Kind::Asking)
+        })
+        .map(|(_, x)| x.text.clone())
+        .collect()
+}
+
+/// A word naming what a question is about, as a sentence about something else would replace
+/// it by another of its kind.
+#[derive(Debug, Clone)]
+pub(crate) struct Subject {
+    /// The word, in its Simplified form.
+    pub(crate) word: String,
+    tag: String,
+}
+
+impl Subject {
+    /// Whether `other` (a word in its Simplified form, with its tag) is another of the same
+    /// kind: a different place, person or organisation by jieba's tag ("北京" and "上海"), or a
+    /// different noun as long, ending in the same character ("日文" and "中文", "病假" and
+    /// "年假", "一号楼" and "二号楼").
+    fn kin(&self, other: &str, tag: &str) -> bool {
+        if other == self.word || !other.chars().all(zhiku_text::is_cjk) {
+            return false;
+        }
+        fn proper(t: &str) -> &str {
+            match t {
+                "nrt" | "nrfg" => "nr",
+                t => t,
+            }
+        }
+        if matches!(proper(&self.tag), "ns" | "nr" | "nt") && proper(&self.tag) == proper(tag) {
+            return true;
+        }
+        let noun = |t: &str| matches!(t, "n" | "nz" | "ns" | "nt" | "nr" | "nrt" | "nrfg");
+        noun(&self.tag)
+            && noun(tag)
+            && other.chars().count() == self.word.chars().count()
+            && other.chars().last() == self.word.chars().last()
+    }
+}
+
+/// The nouns of `question` that say what it is about (two characters or more, Chinese, not the
+/// kind of answer a question word asks for: "哪个国家").
+pub(super) fn subjects(question: &str) -> Vec<Subject> {
+    let w = words(question);
+    w.iter()
+        .enumerate()
+        .filter(|(i, x)| {
+            x.kind.nominal()
+                && x.text.chars().count() >= 2
+                && x.text.chars().all(zhiku_text::is_cjk)
+                && !(*i > 0 && w[i - 1].kind == Kind::Asking)
+        })
+        .map(|(_, x)| Subject {
+            word: zhiku_text::to_simplified(&x.text).into_owned(),
+            tag: x.tag.clone(),
+        })
+        .collect()
+}
+
+/// The subjects of which `text` names another of their kind, other than any word of
+/// `question` ("中文" in "中文用 jieba 切词" for the subject "日文" of "日文用什么分词？").
+pub(crate) fn kin_named(subjects: &[Subject], question: &str, text: &str) -> Vec<usize> {
+    if subjects.is_empty() {
+        return Vec::new();
+    }
+    let question = zhiku_text::to_simplified(question);
+    let mut found = Vec::new();
+    for t in zhiku_analyzer::tag(text, false) {
+        let word = zhiku_text::to_simplified(&t.word);
+        if question.contains(word.as_ref()) {
+            continue;
+        }
+        for (i, s) in subjects.iter().enumerate() {
+            if !found.contains(&i) && s.kin(&word, &t.tag) {
+                found.push(i);
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,5 +706,29 @@ mod tests {
         // A question that names its own subject is left alone.
         assert_eq!(supplied("年假有几天？", "病假工资怎么算？"), None);
         assert_eq!(supplied("年假有几天？", "申请月卡找谁？"), None);
+    }
+
+    #[test]
+    fn another_of_a_subjects_kind_is_told_apart() {
+        let kin = |question: &str, text: &str| {
+            let subjects = subjects(question);
+            kin_named(&subjects, question, text)
+                .into_iter()
+                .map(|i| subjects[i].word.clone())
+                .collect::<Vec<_>>()
+        };
+        // Same length, same last character; or the same kind of proper noun.
+        assert_eq!(kin("日文用什么分词？", "中文用 jieba 切词"), ["日文"]);
+        assert_eq!(kin("病假有几天？", "事假每年五天"), ["病假"]);
+        assert_eq!(kin("成都的住宿上限是多少？", "杭州每晚 500 元"), ["成都"]);
+        assert_eq!(kin("李白出生在哪一年？", "杜甫生于 712 年"), ["李白"]);
+        // Not another of its kind: the word itself, a word the question names, a word of
+        // another shape, a Latin word.
+        assert!(kin("日文用什么分词？", "日文按词典切词").is_empty());
+        assert!(kin("日文和中文用什么分词？", "中文用 jieba 切词").is_empty());
+        assert!(kin("员工能请几天病假？", "病假每年最多十五天").is_empty());
+        assert!(kin("日文用什么分词？", "Japanese text uses MeCab").is_empty());
+        // The kind of answer a question word asks for is no subject.
+        assert!(kin("哪个城市的住宿最贵？", "其他城市每晚 350 元").is_empty());
     }
 }

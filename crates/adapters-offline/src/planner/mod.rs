@@ -27,6 +27,8 @@ mod compare;
 mod frame;
 mod words;
 
+pub(crate) use frame::{Subject, kin_named};
+
 use words::{
     ASKING_ZH, is_filler, is_latin, is_question_end, opens_predicate, strip_polite,
     strip_prefix_ignoring_case, trim_question_end,
@@ -353,6 +355,25 @@ pub(crate) fn asked_part(question: &str) -> Option<String> {
         return None;
     }
     frame::asked_part(question)
+}
+
+/// The words of a Chinese question that name what it is about — a place, a person, an
+/// organisation, a proper name (see [`frame`]) — which an answer must name as well; empty for
+/// an English question.
+pub(crate) fn named_words(question: &str) -> Vec<String> {
+    if is_latin(question) {
+        return Vec::new();
+    }
+    frame::named_words(question)
+}
+
+/// The nouns of a Chinese question that say what it is about (see [`frame`]), each with what
+/// makes another word one of its kind; empty for an English question.
+pub(crate) fn subjects(question: &str) -> Vec<Subject> {
+    if is_latin(question) {
+        return Vec::new();
+    }
+    frame::subjects(question)
 }
 
 /// The topic of a standalone question: for Chinese, what comes before its first "的" or its
