@@ -13,7 +13,10 @@
 //! The value of a dimension is BM25's term-frequency part, computed here:
 //! `tf·(k1+1) / (tf + k1·(1 − b + b·len/avg_len))`. A term of the title has a dimension of its
 //! own ([`title_index`]) with the title's length and average, as tantivy keeps the title its own
-//! field. The collection's sparse vector carries Qdrant's IDF modifier, so the server multiplies
+//! field; so do the Han pairs of the title and content read together
+//! ([`zhiku_analyzer::pairs`], the dictionary-free field beside the words), with their own
+//! length and average, their query dimensions weighed [`PAIRS_WEIGHT`]. The collection's
+//! sparse vector carries Qdrant's IDF modifier, so the server multiplies
 //! each dimension by its inverse document frequency over the points it holds now
 //! (`ln(1 + (N − n + 0.5)/(n + 0.5))`, BM25's: for a title dimension, over titles), and a query
 //! vector holds each query term's count in both of its dimensions. The score of a chunk is
@@ -35,7 +38,7 @@ use qdrant_client::qdrant::{
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use zhiku_analyzer::{ANALYZER_IDENTITY, analyze, jieba};
+use zhiku_analyzer::{ANALYZER_IDENTITY, PAIRS_WEIGHT, analyze, jieba, pairs};
 use zhiku_domain::ports::{IndexCapabilities, IndexError, LexicalIndex, ScoredChunk};
 use zhiku_domain::{Chunk, ChunkId, DocId, Filter};
 
@@ -45,7 +48,7 @@ use crate::error::ADAPTER;
 use crate::payload::{chunk_payload, document_filter, point_id, to_qdrant_filter};
 
 /// Format of the record zhiku keeps in a lexical collection's metadata.
-const FORMAT: &str = "zhiku-qdrant-lexical/2";
+const FORMAT: &str = "zhiku-qdrant-lexical/3";
 /// The name of the sparse vector in a lexical collection.
 const TERMS: &str = "terms";
 
@@ -62,6 +65,10 @@ pub struct Bm25 {
     /// The title length, in terms, that counts as average; `None` until the first write
     /// measures it.
     pub avg_title_len: Option<f32>,
+    /// The length in Han pairs ([`pairs`]) of a title and content read together that counts
+    /// as average; `None` until the first write measures it.
+    #[serde(default)]
+    pub avg_pairs_len: Option<f32>,
 }
 
 impl Default for Bm25 {
@@ -72,29 +79,34 @@ impl Default for Bm25 {
             b: 0.75,
             avg_len: None,
             avg_title_len: None,
+            avg_pairs_len: None,
         }
     }
 }
 
-/// A chunk's terms with their counts, in its content and in its title.
+/// A chunk's terms with their counts, in its content and in its title, and the Han pairs of
+/// both read together (the field beside the words, as tantivy keeps it).
 struct Terms {
     content: HashMap<String, u32>,
     title: HashMap<String, u32>,
+    pairs: HashMap<String, u32>,
 }
 
 impl Terms {
     fn of(chunk: &Chunk) -> Self {
+        let text = chunk.indexed_text();
+        let title = chunk.doc().title.as_str();
         Self {
-            content: counts(&chunk.indexed_text()),
-            title: counts(chunk.doc().title.as_str()),
+            content: counts(&text),
+            title: counts(title),
+            pairs: pair_counts(&zhiku_analyzer::titled(title, &text)),
         }
     }
 
-    fn lengths(&self) -> (f32, f32) {
-        (
-            self.content.values().sum::<u32>() as f32,
-            self.title.values().sum::<u32>() as f32,
-        )
+    /// Lengths of the content, the title and the pairs.
+    fn lengths(&self) -> [f32; 3] {
+        let len = |m: &HashMap<String, u32>| m.values().sum::<u32>() as f32;
+        [len(&self.content), len(&self.title), len(&self.pairs)]
     }
 }
 
@@ -111,32 +123,40 @@ impl Bm25 {
     /// These parameters with the averages of `batch` where they are not known yet.
     fn measured_on(self, batch: &[Terms]) -> Self {
         let n = batch.len().max(1) as f32;
-        let (content, title) = batch
+        let sums = batch
             .iter()
             .map(Terms::lengths)
-            .fold((0.0, 0.0), |a, l| (a.0 + l.0, a.1 + l.1));
+            .fold([0.0; 3], |a, l| [a[0] + l[0], a[1] + l[1], a[2] + l[2]]);
+        let avg = |i: usize| Some((sums[i] / n).max(1.0));
         Self {
-            avg_len: self.avg_len.or(Some((content / n).max(1.0))),
-            avg_title_len: self.avg_title_len.or(Some((title / n).max(1.0))),
+            avg_len: self.avg_len.or(avg(0)),
+            avg_title_len: self.avg_title_len.or(avg(1)),
+            avg_pairs_len: self.avg_pairs_len.or(avg(2)),
             ..self
         }
     }
 
-    /// The sparse vector of a chunk: one dimension per distinct term of its content and one
-    /// per distinct term of its title.
+    /// True once every average is known.
+    fn measured(&self) -> bool {
+        self.avg_len.is_some() && self.avg_title_len.is_some() && self.avg_pairs_len.is_some()
+    }
+
+    /// The sparse vector of a chunk: one dimension per distinct term of its content, of its
+    /// title and of its Han pairs, each field with its own length.
     fn chunk_vector(&self, terms: &Terms) -> Vec<(u32, f32)> {
-        let (len, title_len) = terms.lengths();
-        let (avg, avg_title) = (
-            self.avg_len.unwrap_or(len),
-            self.avg_title_len.unwrap_or(title_len),
-        );
+        let lengths = terms.lengths();
+        let averages = [self.avg_len, self.avg_title_len, self.avg_pairs_len];
+        let fields: [(&HashMap<String, u32>, Field); 3] = [
+            (&terms.content, Field::Content),
+            (&terms.title, Field::Title),
+            (&terms.pairs, Field::Pairs),
+        ];
         let mut weights: BTreeMap<u32, f32> = BTreeMap::new();
-        for (term, tf) in &terms.content {
-            *weights.entry(term_index(term)).or_default() += self.tf(*tf as f32, len, avg);
-        }
-        for (term, tf) in &terms.title {
-            *weights.entry(title_index(term)).or_default() +=
-                self.tf(*tf as f32, title_len, avg_title);
+        for (i, (counted, field)) in fields.into_iter().enumerate() {
+            let (len, avg) = (lengths[i], averages[i].unwrap_or(lengths[i]));
+            for (term, tf) in counted {
+                *weights.entry(field.index(term)).or_default() += self.tf(*tf as f32, len, avg);
+            }
         }
         weights.into_iter().filter(|(_, w)| *w > 0.0).collect()
     }
@@ -149,6 +169,34 @@ fn counts(text: &str) -> HashMap<String, u32> {
         *out.entry(term).or_insert(0) += 1;
     }
     out
+}
+
+/// The Han pairs of `text` with their counts.
+fn pair_counts(text: &str) -> HashMap<String, u32> {
+    let mut out = HashMap::new();
+    for (term, _, _) in pairs(text) {
+        *out.entry(term).or_insert(0) += 1;
+    }
+    out
+}
+
+/// The fields a chunk's sparse vector has dimensions for, as tantivy's fields.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Content,
+    Title,
+    Pairs,
+}
+
+impl Field {
+    /// The dimension of `term` in this field.
+    fn index(self, term: &str) -> u32 {
+        match self {
+            Self::Content => term_index(term),
+            Self::Title => title_index(term),
+            Self::Pairs => term_index(&format!("\u{0}pairs\u{0}{term}")),
+        }
+    }
 }
 
 /// The dimension of a term: the first four bytes of its SHA-256, big-endian.
@@ -165,12 +213,16 @@ pub fn title_index(term: &str) -> u32 {
 }
 
 /// The sparse query vector of a question: each term's count in its content dimension and in
-/// its title dimension, as tantivy sums one clause per query word and field.
+/// its title dimension, and each Han pair's count times [`PAIRS_WEIGHT`] in its pair
+/// dimension, as tantivy sums one clause per query term and field.
 fn query_vector(query: &str) -> Vec<(u32, f32)> {
     let mut weights: BTreeMap<u32, f32> = BTreeMap::new();
     for (term, count) in counts(query) {
         *weights.entry(term_index(&term)).or_default() += count as f32;
         *weights.entry(title_index(&term)).or_default() += count as f32;
+    }
+    for (pair, count) in pair_counts(query) {
+        *weights.entry(Field::Pairs.index(&pair)).or_default() += count as f32 * PAIRS_WEIGHT;
     }
     weights.into_iter().collect()
 }
@@ -255,10 +307,10 @@ impl QdrantLexicalIndex {
     /// after this write's attempt is what every write uses.
     fn parameters_for(&self, batch: &[Terms]) -> Result<Bm25, IndexError> {
         let known = self.bm25();
-        if known.avg_len.is_some() && known.avg_title_len.is_some() {
+        if known.measured() {
             return Ok(known);
         }
-        let measured_both = |b: &Bm25| b.avg_len.is_some() && b.avg_title_len.is_some();
+        let measured_both = Bm25::measured;
         let mut recorded = check_metadata(&self.collection.name, &self.collection.metadata()?)?;
         if !measured_both(&recorded) && self.collection.count()? > 0 {
             // Chunks are there, so their writer recorded averages: a node that has not applied
@@ -289,7 +341,7 @@ impl QdrantLexicalIndex {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
             let read = check_metadata(&self.collection.name, &self.collection.metadata()?)?;
-            if read.avg_len.is_some() && read.avg_title_len.is_some() {
+            if read.measured() {
                 return Ok(Some(read));
             }
         }
@@ -490,8 +542,12 @@ mod tests {
     fn traditional_and_simplified_queries_give_one_vector() {
         assert_eq!(query_vector("資料庫的檢索"), query_vector("资料库的检索"));
         assert!(query_vector("，。的").is_empty());
-        // A repeated word counts twice, as tantivy sums one clause per query word.
+        // A repeated word counts twice, as tantivy sums one clause per query word; its Han
+        // pairs count at their weight in their own dimensions.
         let mut twice = vec![(term_index("检索"), 2.0), (title_index("检索"), 2.0)];
+        for pair in ["检", "索", "检索"] {
+            twice.push((Field::Pairs.index(pair), 2.0 * PAIRS_WEIGHT));
+        }
         twice.sort_by_key(|(i, _)| *i);
         assert_eq!(query_vector("检索 检索"), twice);
     }

@@ -1,14 +1,28 @@
-//! The analyzer ([`zhiku_analyzer`]) as a tantivy tokenizer, registered in the schema under
-//! [`TOKENIZER_NAME`].
+//! The analyzer ([`zhiku_analyzer`]) as tantivy tokenizers: its words under [`TOKENIZER_NAME`],
+//! its Han pairs (the dictionary-free field beside them) under [`PAIRS_TOKENIZER_NAME`].
 
 use std::sync::{Arc, OnceLock};
 
 use jieba_rs::Jieba;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
-use zhiku_analyzer::{ANALYZER_IDENTITY, analyze, jieba};
+use zhiku_analyzer::{ANALYZER_IDENTITY, analyze, jieba, pairs};
 
 /// The name the analyzer is registered under in the tantivy schema.
 pub const TOKENIZER_NAME: &str = "zhiku_jieba";
+/// The name the Han-pairs tokenizer is registered under.
+pub const PAIRS_TOKENIZER_NAME: &str = "zhiku_han_pairs";
+
+/// A tantivy tokenizer running [`pairs`]: each Han character and each two adjacent ones.
+#[derive(Clone, Debug, Default)]
+pub struct PairsTokenizer;
+
+impl Tokenizer for PairsTokenizer {
+    type TokenStream<'a> = JiebaTokenStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        JiebaTokenStream::of(pairs(text))
+    }
+}
 
 /// A tantivy tokenizer running [`analyze`]. It takes the shared jieba at its first text, not
 /// when it is registered: opening an index for `status` builds no dictionary (~85 ms and
@@ -35,7 +49,14 @@ impl Tokenizer for JiebaTokenizer {
     type TokenStream<'a> = JiebaTokenStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        let tokens = analyze(self.jieba.get_or_init(jieba), text)
+        JiebaTokenStream::of(analyze(self.jieba.get_or_init(jieba), text))
+    }
+}
+
+impl JiebaTokenStream {
+    /// The stream of `terms` (with their byte ranges), positioned in order.
+    fn of(terms: Vec<(String, usize, usize)>) -> Self {
+        let tokens = terms
             .into_iter()
             .enumerate()
             .map(|(position, (text, from, to))| Token {
@@ -46,7 +67,7 @@ impl Tokenizer for JiebaTokenizer {
                 position_length: 1,
             })
             .collect();
-        JiebaTokenStream { tokens, index: 0 }
+        Self { tokens, index: 0 }
     }
 }
 

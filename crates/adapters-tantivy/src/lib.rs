@@ -56,8 +56,8 @@ use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter, RESTRICTED_TERM};
 
 use top::{FilterSets, FilteredTop};
 
-pub use analyzer::{JiebaTokenizer, TOKENIZER_NAME};
-pub use zhiku_analyzer::{ANALYZER_IDENTITY, STOP_WORDS_ZH, analyze, jieba, terms};
+pub use analyzer::{JiebaTokenizer, PAIRS_TOKENIZER_NAME, PairsTokenizer, TOKENIZER_NAME};
+pub use zhiku_analyzer::{ANALYZER_IDENTITY, STOP_WORDS_ZH, analyze, jieba, pairs, terms};
 
 const ADAPTER: &str = "tantivy";
 
@@ -97,6 +97,10 @@ struct Fields {
     meta: Field,
     title: Field,
     content: Field,
+    /// The Han pairs (zhiku_analyzer::pairs) of the title and content read together:
+    /// dictionary-free terms, a field of their own so that the words' length normalisation
+    /// stays the words'.
+    pairs: Field,
     record: Field,
 }
 
@@ -107,6 +111,11 @@ fn schema() -> (Schema, Fields) {
             .set_tokenizer(TOKENIZER_NAME)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
+    let pairs = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(PAIRS_TOKENIZER_NAME)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
     let fields = Fields {
         chunk_id: builder.add_text_field("chunk_id", STRING | STORED),
         doc_id: builder.add_text_field("doc_id", STRING),
@@ -115,6 +124,7 @@ fn schema() -> (Schema, Fields) {
         meta: builder.add_text_field("meta", STRING),
         title: builder.add_text_field("title", text.clone()),
         content: builder.add_text_field("content", text),
+        pairs: builder.add_text_field("pairs", pairs),
         record: builder.add_text_field("record", STORED),
     };
     (builder.build(), fields)
@@ -266,6 +276,9 @@ impl TantivyLexicalIndex {
         index
             .tokenizers()
             .register(TOKENIZER_NAME, JiebaTokenizer::default());
+        index
+            .tokenizers()
+            .register(PAIRS_TOKENIZER_NAME, PairsTokenizer);
         let writer = if writable {
             let writer = index
                 .writer_with_num_threads(config.writer_threads.max(1), config.writer_memory)
@@ -684,7 +697,9 @@ impl LexicalIndex for TantivyLexicalIndex {
                 doc.add_text(f.meta, &a);
             }
             doc.add_text(f.title, attrs.title.as_str());
-            doc.add_text(f.content, chunk.indexed_text().as_ref());
+            let text = chunk.indexed_text();
+            doc.add_text(f.content, text.as_ref());
+            doc.add_text(f.pairs, zhiku_analyzer::titled(attrs.title.as_str(), &text));
             if let Some(record) = &record {
                 doc.add_text(f.record, record);
             }
@@ -774,6 +789,14 @@ impl LexicalIndex for TantivyLexicalIndex {
                 Occur::Should,
                 Box::new(BoostQuery::new(Box::new(title), self.config.title_boost)),
             ));
+        }
+        for (pair, _, _) in pairs(query) {
+            let q = TermQuery::new(
+                Term::from_field_text(f.pairs, &pair),
+                IndexRecordOption::WithFreqs,
+            );
+            let boost = zhiku_analyzer::PAIRS_WEIGHT;
+            text.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
         }
         // The text query alone keeps block-max pruning; the filter is applied as a set of
         // allowed documents inside the pruned walk (see `top`), before the top-k is taken.
