@@ -1,11 +1,8 @@
 //! The analyzer ([`zhiku_analyzer`]) as tantivy tokenizers: its words under [`TOKENIZER_NAME`],
 //! its Han pairs (the dictionary-free field beside them) under [`PAIRS_TOKENIZER_NAME`].
 
-use std::sync::{Arc, OnceLock};
-
-use jieba_rs::Jieba;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
-use zhiku_analyzer::{ANALYZER_IDENTITY, analyze, jieba, pairs};
+use zhiku_analyzer::{Analyzer, pairs};
 
 /// The name the analyzer is registered under in the tantivy schema.
 pub const TOKENIZER_NAME: &str = "zhiku_jieba";
@@ -24,17 +21,18 @@ impl Tokenizer for PairsTokenizer {
     }
 }
 
-/// A tantivy tokenizer running [`analyze`]. It takes the shared jieba at its first text, not
-/// when it is registered: opening an index for `status` builds no dictionary (~85 ms and
-/// ~20 % of a fresh `status` at 1M chunks).
-#[derive(Clone, Default)]
+/// A tantivy tokenizer running an [`Analyzer`]. The analyzer builds its jieba at its first
+/// text, not when it is registered: opening an index for `status` builds no dictionary (~85 ms
+/// and ~20 % of a fresh `status` at 1M chunks).
+#[derive(Clone, Default, Debug)]
 pub struct JiebaTokenizer {
-    jieba: OnceLock<Arc<Jieba>>,
+    analyzer: Analyzer,
 }
 
-impl std::fmt::Debug for JiebaTokenizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(ANALYZER_IDENTITY)
+impl JiebaTokenizer {
+    /// The tokenizer of `analyzer`.
+    pub fn new(analyzer: Analyzer) -> Self {
+        Self { analyzer }
     }
 }
 
@@ -49,7 +47,7 @@ impl Tokenizer for JiebaTokenizer {
     type TokenStream<'a> = JiebaTokenStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        JiebaTokenStream::of(analyze(self.jieba.get_or_init(jieba), text))
+        JiebaTokenStream::of(self.analyzer.analyze(text))
     }
 }
 

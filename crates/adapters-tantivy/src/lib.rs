@@ -30,7 +30,7 @@
 mod analyzer;
 mod top;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -57,12 +57,27 @@ use zhiku_domain::{Chunk, ChunkId, ChunkRecord, Filter, RESTRICTED_TERM};
 use top::{FilterSets, FilteredTop};
 
 pub use analyzer::{JiebaTokenizer, PAIRS_TOKENIZER_NAME, PairsTokenizer, TOKENIZER_NAME};
-pub use zhiku_analyzer::{ANALYZER_IDENTITY, STOP_WORDS_ZH, analyze, jieba, pairs, terms};
+pub use zhiku_analyzer::{
+    ANALYZER_IDENTITY, Analyzer, STOP_WORDS_ZH, UserDictionary, analyze, jieba, pairs, terms,
+};
 
 const ADAPTER: &str = "tantivy";
 
-/// Tuning of the BM25 query.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Chunks read at a time when a changed user dictionary is applied.
+const REANALYSE_BATCH: usize = 1_000;
+
+/// What [`TantivyLexicalIndex::reanalyse`] did: `chunks` analysed again, of the `of` the index
+/// holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reanalysed {
+    /// Chunks analysed again.
+    pub chunks: usize,
+    /// Chunks in the index.
+    pub of: usize,
+}
+
+/// Tuning of the BM25 query, and the analyzer.
+#[derive(Debug, Clone, PartialEq)]
 pub struct LexicalConfig {
     /// Weight of title matches relative to content matches. The title is its own BM25 field,
     /// so its short length already lifts title matches; 1.0 was best on CMRC 2018 dev
@@ -75,6 +90,8 @@ pub struct LexicalConfig {
     /// Parsed chunk records kept in memory, so a popular hit is not fetched and validated
     /// again on every query (0 disables the cache).
     pub record_cache: usize,
+    /// The analyzer of the words' fields: jieba, with the team's user dictionary if any.
+    pub analyzer: Analyzer,
 }
 
 impl Default for LexicalConfig {
@@ -84,6 +101,7 @@ impl Default for LexicalConfig {
             writer_memory: 16 * 1024 * 1024,
             writer_threads: 1,
             record_cache: 16_384,
+            analyzer: Analyzer::default(),
         }
     }
 }
@@ -162,6 +180,9 @@ pub struct TantivyLexicalIndex {
     filter_sets: FilterSets,
     /// Where the records live when this index keeps only chunk IDs.
     records_elsewhere: Option<Arc<dyn ChunkRecords>>,
+    /// The words whose segmentation the user dictionary changed since the last commit: the
+    /// chunks holding one are analysed again by [`reanalyse`](Self::reanalyse).
+    changed_words: Mutex<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for TantivyLexicalIndex {
@@ -199,9 +220,10 @@ impl TantivyLexicalIndex {
         let exists = Index::exists(&directory).map_err(backend)?;
         if exists {
             let index = Index::open(directory).map_err(|e| locked_or_backend(e, dir))?;
-            check_recorded(&index, &schema)?;
+            let changed = check_recorded(&index, &schema, &config.analyzer)?;
             let unstamped = index.load_metas().map_err(backend)?.payload.is_none();
             let mut this = Self::wrap(index, fields, config, true, true)?;
+            this.changed_words = Mutex::new(changed);
             this.swept = sweep_stray_files(&this.index, dir, true)?;
             if unstamped {
                 // Created by a process killed before its first commit: stamp it now.
@@ -235,7 +257,9 @@ impl TantivyLexicalIndex {
             inner: MmapDirectory::open(dir).map_err(backend)?,
         };
         let index = Index::open(directory).map_err(|e| locked_or_backend(e, dir))?;
-        check_recorded(&index, &schema)?;
+        // A reader of an index whose user dictionary changed searches it as it is until a
+        // writer analyses the affected chunks again.
+        check_recorded(&index, &schema, &config.analyzer)?;
         Self::wrap(index, fields, config, true, false)
     }
 
@@ -275,7 +299,7 @@ impl TantivyLexicalIndex {
     ) -> Result<Self, IndexError> {
         index
             .tokenizers()
-            .register(TOKENIZER_NAME, JiebaTokenizer::default());
+            .register(TOKENIZER_NAME, JiebaTokenizer::new(config.analyzer.clone()));
         index
             .tokenizers()
             .register(PAIRS_TOKENIZER_NAME, PairsTokenizer);
@@ -309,6 +333,7 @@ impl TantivyLexicalIndex {
             records: RwLock::new(HashMap::new()),
             filter_sets: FilterSets::default(),
             records_elsewhere: None,
+            changed_words: Mutex::default(),
         })
     }
 
@@ -421,6 +446,25 @@ impl TantivyLexicalIndex {
         top: Vec<(f32, DocAddress)>,
         filter: &Filter,
     ) -> Result<Vec<ScoredChunk>, IndexError> {
+        Ok(self
+            .load(searcher, top)?
+            .into_iter()
+            .filter_map(|(score, chunk)| {
+                let chunk = chunk?;
+                filter
+                    .matches(&chunk)
+                    .then_some(ScoredChunk { chunk, score })
+            })
+            .collect())
+    }
+
+    /// The chunks of `top`'s documents (see [`hydrate`](Self::hydrate)), `None` where the
+    /// other store has no record.
+    fn load(
+        &self,
+        searcher: &Searcher,
+        top: Vec<(f32, DocAddress)>,
+    ) -> Result<Vec<(f32, Option<Chunk>)>, IndexError> {
         let mut found: Vec<(f32, Option<Chunk>)> = Vec::with_capacity(top.len());
         let mut elsewhere: Vec<(usize, ChunkId)> = Vec::new();
         for (score, address) in top {
@@ -468,15 +512,66 @@ impl TantivyLexicalIndex {
                 found[*at].1 = chunk;
             }
         }
-        Ok(found
+        Ok(found)
+    }
+
+    /// The analyzer's identity with its user dictionary's fingerprint (what `status` shows;
+    /// [`LexicalIndex::analyzer`] is the identity without it, which the catalog records).
+    pub fn analyzer_identity(&self) -> String {
+        self.config.analyzer.identity()
+    }
+
+    /// The words whose segmentation the user dictionary changed since the index was last
+    /// analysed (added, removed or re-weighted words): empty when nothing is pending.
+    pub fn changed_words(&self) -> BTreeSet<String> {
+        self.changed_words
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Analyses again, and commits, the chunks whose title or text holds one of the
+    /// [`changed_words`](Self::changed_words) (compared in their Simplified, lower-case form,
+    /// as the analyzer reads them): a changed user dictionary costs the chunks it affects, not
+    /// a rebuild. Nothing is embedded. Returns how many chunks were analysed again, of how
+    /// many the index holds. Call it after [`with_records_in`](Self::with_records_in).
+    pub fn reanalyse(&self) -> Result<Reanalysed, IndexError> {
+        let words = self.changed_words();
+        let searcher = self.reader.searcher();
+        let total = searcher.search(&AllQuery, &Count).map_err(backend)?;
+        if words.is_empty() {
+            return Ok(Reanalysed {
+                chunks: 0,
+                of: total,
+            });
+        }
+        let mut addresses: Vec<DocAddress> = searcher
+            .search(&AllQuery, &DocSetCollector)
+            .map_err(backend)?
             .into_iter()
-            .filter_map(|(score, chunk)| {
-                let chunk = chunk?;
-                filter
-                    .matches(&chunk)
-                    .then_some(ScoredChunk { chunk, score })
-            })
-            .collect())
+            .collect();
+        addresses.sort();
+        let holds = |chunk: &Chunk| {
+            let text = format!("{}\n{}", chunk.doc().title.as_str(), chunk.indexed_text());
+            let text = zhiku_text::to_simplified(&text).to_lowercase();
+            words.iter().any(|w| text.contains(w.as_str()))
+        };
+        let mut chunks = 0;
+        for batch in addresses.chunks(REANALYSE_BATCH) {
+            let affected: Vec<Chunk> = self
+                .load(&searcher, batch.iter().map(|a| (0.0, *a)).collect())?
+                .into_iter()
+                .filter_map(|(_, chunk)| chunk.filter(|c| holds(c)))
+                .collect();
+            chunks += affected.len();
+            self.upsert(&affected)?;
+        }
+        self.changed_words
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        LexicalIndex::commit(self)?;
+        Ok(Reanalysed { chunks, of: total })
     }
 
     fn cache(&self, key: (SegmentId, DocId), chunk: &Chunk) {
@@ -512,24 +607,48 @@ fn locked_or_backend(e: tantivy::TantivyError, dir: &Path) -> IndexError {
     }
 }
 
-/// Refuses an index recorded with another analyzer or schema. An index without a recorded
-/// analyzer and without segments is one whose creator was killed before its first commit: it
-/// holds nothing, so it is accepted (a writer stamps it).
-fn check_recorded(index: &Index, schema: &Schema) -> Result<(), IndexError> {
+/// The commit payload of an index analysed by `analyzer`: its identity, then its user
+/// dictionary (what a later open compares its own dictionary with).
+fn payload(analyzer: &Analyzer) -> String {
+    let dictionary = analyzer.dictionary();
+    if dictionary.is_empty() {
+        analyzer.identity()
+    } else {
+        format!("{}\n{}", analyzer.identity(), dictionary.to_text())
+    }
+}
+
+/// Refuses an index recorded with another analyzer or schema; an index recorded with the same
+/// analyzer and another user dictionary is accepted, and the words whose segmentation changed
+/// are returned. An index without a recorded analyzer and without segments is one whose creator
+/// was killed before its first commit: it holds nothing, so it is accepted (a writer stamps it).
+fn check_recorded(
+    index: &Index,
+    schema: &Schema,
+    analyzer: &Analyzer,
+) -> Result<BTreeSet<String>, IndexError> {
     let metas = index.load_metas().map_err(backend)?;
     let never_committed = metas.payload.is_none() && metas.segments.is_empty();
     let recorded = metas.payload.unwrap_or_default();
-    if recorded != ANALYZER_IDENTITY && !never_committed {
-        return Err(IndexError::ConfigMismatch {
-            what: "lexical analyzer",
-            expected: if recorded.is_empty() {
-                "(none recorded)".into()
-            } else {
-                recorded
-            },
-            found: ANALYZER_IDENTITY.into(),
-        });
-    }
+    let (identity, dictionary) = recorded.split_once('\n').unwrap_or((&recorded, ""));
+    let recorded_dictionary = UserDictionary::parse(dictionary);
+    let changed = match recorded_dictionary {
+        Ok(d) if zhiku_analyzer::base_identity(identity) == ANALYZER_IDENTITY => {
+            d.changed_words(analyzer.dictionary())
+        }
+        _ if never_committed => BTreeSet::new(),
+        _ => {
+            return Err(IndexError::ConfigMismatch {
+                what: "lexical analyzer",
+                expected: if identity.is_empty() {
+                    "(none recorded)".into()
+                } else {
+                    identity.to_string()
+                },
+                found: analyzer.identity(),
+            });
+        }
+    };
     if index.schema() != *schema {
         return Err(IndexError::ConfigMismatch {
             what: "lexical schema",
@@ -537,7 +656,7 @@ fn check_recorded(index: &Index, schema: &Schema) -> Result<(), IndexError> {
             found: "this build's schema".into(),
         });
     }
-    Ok(())
+    Ok(changed)
 }
 
 /// `<32 hex digits of a segment id>.<component>`: the only files tantivy writes besides
@@ -671,6 +790,8 @@ impl LexicalIndex for TantivyLexicalIndex {
     }
 
     fn analyzer(&self) -> String {
+        // A changed user dictionary is applied to the chunks it affects (`reanalyse`), not a
+        // rebuild: the catalog records the analyzer without it.
         ANALYZER_IDENTITY.to_string()
     }
 
@@ -768,7 +889,7 @@ impl LexicalIndex for TantivyLexicalIndex {
     ) -> Result<Vec<ScoredChunk>, IndexError> {
         self.capabilities().check_search(k, filter)?;
         let f = self.fields;
-        let words = terms(query);
+        let words = self.config.analyzer.terms(query);
         if words.is_empty() {
             return Ok(Vec::new());
         }
@@ -849,7 +970,17 @@ impl LexicalIndex for TantivyLexicalIndex {
     fn commit(&self) -> Result<(), IndexError> {
         let mut writer = self.writer()?;
         let mut prepared = writer.prepare_commit().map_err(backend)?;
-        prepared.set_payload(ANALYZER_IDENTITY);
+        // Until the chunks a changed user dictionary affects are analysed again, the index
+        // keeps recording the dictionary they were analysed with.
+        let pending = !self
+            .changed_words
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty();
+        let recorded = pending
+            .then(|| self.index.load_metas().ok()?.payload)
+            .flatten();
+        prepared.set_payload(&recorded.unwrap_or_else(|| payload(&self.config.analyzer)));
         prepared.commit().map_err(backend)?;
         drop(writer);
         self.reader.reload().map_err(backend)

@@ -15,8 +15,8 @@
 //! index and at query time alike, and segmented in its Simplified form.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use jieba_rs::Jieba;
 
@@ -114,6 +114,229 @@ fn stop_words() -> &'static HashSet<&'static str> {
 pub fn jieba() -> Arc<Jieba> {
     static JIEBA: OnceLock<Arc<Jieba>> = OnceLock::new();
     JIEBA.get_or_init(|| Arc::new(Jieba::new())).clone()
+}
+
+/// A team's own words that jieba must keep whole (product names, project code names, a
+/// trade's terms), in jieba's dictionary format: one entry per line, `word [frequency] [tag]`,
+/// `#` starting a comment. A word without a frequency gets the one that keeps it whole
+/// (jieba's `suggest_freq`). Words are kept in their Simplified form, as text is segmented.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserDictionary {
+    /// Entries by word: frequency and tag as given.
+    entries: std::collections::BTreeMap<String, (Option<usize>, Option<String>)>,
+}
+
+impl UserDictionary {
+    /// The most entries a dictionary may hold.
+    pub const MAX_ENTRIES: usize = 100_000;
+    /// The longest word, in characters.
+    pub const MAX_WORD_CHARS: usize = 32;
+
+    /// Parses a dictionary text (see the type's documentation); the line and reason of the
+    /// first bad entry on error.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut out = Self::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or_default().trim();
+            if line.is_empty() {
+                continue;
+            }
+            out.add(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        }
+        Ok(out)
+    }
+
+    /// Adds one entry, `word [frequency] [tag]`.
+    pub fn add(&mut self, entry: &str) -> Result<(), String> {
+        let mut parts = entry.split_whitespace();
+        let Some(word) = parts.next() else {
+            return Err("an empty entry".into());
+        };
+        if word.chars().count() > Self::MAX_WORD_CHARS {
+            return Err(format!(
+                "\"{word}\" is longer than {} characters",
+                Self::MAX_WORD_CHARS
+            ));
+        }
+        if !word.chars().any(char::is_alphanumeric) || word.chars().any(char::is_control) {
+            return Err(format!("\"{word}\" is no word"));
+        }
+        let (mut freq, mut tag) = (None, None);
+        for part in parts {
+            match part.parse::<usize>() {
+                Ok(f) if freq.is_none() && tag.is_none() => freq = Some(f.clamp(1, 10_000_000)),
+                _ if tag.is_none()
+                    && part.len() <= 8
+                    && part.chars().all(|c| c.is_ascii_alphabetic()) =>
+                {
+                    tag = Some(part.to_string());
+                }
+                _ => return Err(format!("\"{entry}\" is not `word [frequency] [tag]`")),
+            }
+        }
+        if self.entries.len() >= Self::MAX_ENTRIES {
+            return Err(format!("more than {} entries", Self::MAX_ENTRIES));
+        }
+        let word = zhiku_text::to_simplified(word).to_lowercase();
+        self.entries.insert(word, (freq, tag));
+        Ok(())
+    }
+
+    /// Adds `other`'s entries (its entry for a word both hold wins).
+    pub fn merge(&mut self, other: Self) -> Result<(), String> {
+        for (word, entry) in other.entries {
+            if !self.entries.contains_key(&word) && self.entries.len() >= Self::MAX_ENTRIES {
+                return Err(format!("more than {} entries", Self::MAX_ENTRIES));
+            }
+            self.entries.insert(word, entry);
+        }
+        Ok(())
+    }
+
+    /// True when it holds no word.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Its words, in their Simplified, lower-case form.
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    /// The dictionary as text, one entry per line in word order: what [`parse`](Self::parse)
+    /// reads back into an equal dictionary.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (word, (freq, tag)) in &self.entries {
+            out.push_str(word);
+            if let Some(f) = freq {
+                out.push_str(&format!(" {f}"));
+            }
+            if let Some(t) = tag {
+                out.push_str(&format!(" {t}"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The first 12 hex digits of the SHA-256 of [`to_text`](Self::to_text).
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(self.to_text().as_bytes());
+        digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The words one of `self` and `other` holds and the other does not, or holds with
+    /// another frequency or tag: the words whose chunks segment differently.
+    pub fn changed_words(&self, other: &Self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for (word, entry) in &self.entries {
+            if other.entries.get(word) != Some(entry) {
+                out.insert(word.clone());
+            }
+        }
+        for word in other.entries.keys() {
+            if !self.entries.contains_key(word) {
+                out.insert(word.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The analyzer a lexical index runs: jieba with the default dictionary, or with a team's
+/// [`UserDictionary`] added. Cheap to clone. Its jieba is built at its first text, not when
+/// the analyzer is made (opening an index for `status` builds no dictionary), and one jieba per
+/// distinct dictionary is shared for the life of the process.
+#[derive(Clone, Default)]
+pub struct Analyzer {
+    dictionary: Arc<UserDictionary>,
+    jieba: Arc<OnceLock<Arc<Jieba>>>,
+}
+
+impl std::fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.identity())
+    }
+}
+
+impl PartialEq for Analyzer {
+    fn eq(&self, other: &Self) -> bool {
+        self.dictionary == other.dictionary
+    }
+}
+
+impl Analyzer {
+    /// The analyzer with `dictionary`'s words added to jieba's default dictionary.
+    pub fn with_dictionary(dictionary: UserDictionary) -> Self {
+        Self {
+            dictionary: Arc::new(dictionary),
+            jieba: Arc::default(),
+        }
+    }
+
+    /// The user dictionary (empty for the default analyzer).
+    pub fn dictionary(&self) -> &UserDictionary {
+        &self.dictionary
+    }
+
+    /// [`ANALYZER_IDENTITY`], and the user dictionary's fingerprint and size when there is one.
+    pub fn identity(&self) -> String {
+        if self.dictionary.is_empty() {
+            ANALYZER_IDENTITY.to_string()
+        } else {
+            format!(
+                "{ANALYZER_IDENTITY}{DICTIONARY_MARK}{} ({} words)",
+                self.dictionary.fingerprint(),
+                self.dictionary.entries.len()
+            )
+        }
+    }
+
+    /// The index terms of `text` with their byte ranges (see [`analyze`]).
+    pub fn analyze(&self, text: &str) -> Vec<(String, usize, usize)> {
+        analyze(self.jieba(), text)
+    }
+
+    /// The index terms of `text`.
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        self.analyze(text).into_iter().map(|(t, _, _)| t).collect()
+    }
+
+    /// The jieba this analyzer segments with, built on first use.
+    pub fn jieba(&self) -> &Jieba {
+        self.jieba.get_or_init(|| {
+            if self.dictionary.is_empty() {
+                return jieba();
+            }
+            static BUILT: OnceLock<Mutex<HashMap<String, Arc<Jieba>>>> = OnceLock::new();
+            let mut built = BUILT
+                .get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            built
+                .entry(self.dictionary.fingerprint())
+                .or_insert_with(|| {
+                    let mut jieba = Jieba::new();
+                    for (word, (freq, tag)) in &self.dictionary.entries {
+                        jieba.add_word(word, *freq, Some(tag.as_deref().unwrap_or("nz")));
+                    }
+                    Arc::new(jieba)
+                })
+                .clone()
+        })
+    }
+}
+
+/// What an analyzer identity with a user dictionary has after [`ANALYZER_IDENTITY`].
+const DICTIONARY_MARK: &str = "; user dictionary ";
+
+/// The analyzer part of a recorded identity, without its user dictionary's fingerprint.
+pub fn base_identity(identity: &str) -> &str {
+    identity
+        .split_once(DICTIONARY_MARK)
+        .map_or(identity, |(base, _)| base)
 }
 
 /// Analyses `text` into index terms with their byte offsets in `text`.

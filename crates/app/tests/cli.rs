@@ -1071,3 +1071,42 @@ fn access_explains_a_documents_readers_and_lists_a_persons_documents() {
     // An unknown document is an error, not an empty answer.
     zhiku(kb).args(["access", "nope.md"]).assert().failure();
 }
+
+#[test]
+fn a_changed_user_dictionary_reanalyses_the_chunks_holding_its_words_not_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = dir.path();
+    sample(kb);
+    write(
+        kb,
+        "code-names.md",
+        "---\nid: code-names\ntitle: 代号\n---\n# 代号\n\n玄武湖计划的预算由财务部审批。\n",
+    );
+    index_json(kb);
+    // The team's code name kept whole: the chunk holding it is analysed again, nothing is
+    // embedded, the rest of the store stays as it was.
+    write(kb, "zhiku.toml", "dictionary = [\"玄武湖计划\"]\n");
+    let out = zhiku(kb).arg("index").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("user dictionary changed (1 words): 1 of"),
+        "{said}"
+    );
+    let hits = json_of(zhiku(kb).args(["search", "玄武湖计划", "--json"]));
+    assert_eq!(hits["evidence"][0]["doc_id"], "code-names", "{hits}");
+    let status = zhiku(kb).arg("status").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("user dictionary"),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    // Applied once: the next run has nothing to analyse again.
+    let again = zhiku(kb).arg("index").output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&again.stdout).contains("analysed again")
+            && !String::from_utf8_lossy(&again.stderr).contains("analysed again")
+    );
+}

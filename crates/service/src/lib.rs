@@ -47,7 +47,7 @@ pub use kb::{
 };
 pub use query::{QueryLimits, SearchQuery, filter_for};
 pub use refresh::{Refreshed, refresh};
-pub use repair::{Problems, Repair};
+pub use repair::{Problems, Reanalysis, Repair};
 pub use retention::{SweepReport, sweep_store};
 pub use store::{Dense, DuplicatePolicy, Parts, Settings, Store, StrayFiles, WriteBackPolicy};
 pub use trace::{Tee, WithRequestId};

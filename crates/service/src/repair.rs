@@ -28,6 +28,20 @@ pub struct Repair {
     /// Files in the lexical index that its committed state does not reference (left by a writer
     /// killed mid-commit), removed before writing.
     pub stray_files_removed: Vec<String>,
+    /// The user dictionary changed since the lexical index was last analysed: the chunks
+    /// holding a changed word were analysed again.
+    pub reanalysed: Option<Reanalysis>,
+}
+
+/// A changed user dictionary applied to the chunks it affects.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Reanalysis {
+    /// Words added, removed or changed.
+    pub words: usize,
+    /// Chunks analysed again (nothing embedded).
+    pub chunks: usize,
+    /// Chunks in the lexical index.
+    pub of: usize,
 }
 
 impl Repair {
@@ -36,11 +50,18 @@ impl Repair {
         self.orphans_removed > 0
             || !self.docs_requeued.is_empty()
             || !self.stray_files_removed.is_empty()
+            || self.reanalysed.is_some()
     }
 
     /// One line saying what was repaired.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(r) = self.reanalysed {
+            parts.push(format!(
+                "user dictionary changed ({} words): {} of {} chunks analysed again",
+                r.words, r.chunks, r.of
+            ));
+        }
         if !self.stray_files_removed.is_empty() {
             parts.push(format!(
                 "{} stray lexical-index files removed ({})",
@@ -166,6 +187,7 @@ impl Store {
             orphans_removed: done.orphans_removed,
             docs_requeued: done.docs_requeued.iter().map(ToString::to_string).collect(),
             stray_files_removed: Vec::new(),
+            reanalysed: None,
         })
     }
 

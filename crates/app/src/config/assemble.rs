@@ -267,6 +267,12 @@ impl Config {
         let index_batch = at_least_one(v.index_batch, "index_batch")?;
         let generator_fallback = fallback_steps(&v.generator_fallback, &v.llm_model)?;
         let synonyms = synonym_groups(&v.synonyms)?;
+        let mut dictionary = zhiku_analyzer::UserDictionary::default();
+        for entry in &v.dictionary {
+            dictionary
+                .add(entry)
+                .map_err(|e| anyhow!("dictionary: {e}"))?;
+        }
         let sweep_every_secs = match v.sweep_every.trim() {
             "0" | "0s" | "" => None,
             span => Some(
@@ -322,6 +328,10 @@ impl Config {
             llm_max_tokens: v.llm_max_tokens,
             generator_fallback,
             synonyms,
+            analyzer: zhiku_analyzer::Analyzer::with_dictionary(dictionary),
+            dictionary_file: Some(v.dictionary_file.trim())
+                .filter(|p| !p.is_empty())
+                .map(home_resolved),
             sweep_every_secs,
             planner: v.planner,
             planner_timeout_ms: v.planner_timeout_ms,

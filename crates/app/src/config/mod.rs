@@ -49,7 +49,44 @@ pub use sources::{SourceKind, SourceTable};
 use assemble::Sections;
 use settings::Values;
 
+/// The largest dictionary file read (16 MiB: far more than `UserDictionary::MAX_ENTRIES` lines).
+const MAX_DICTIONARY_FILE: u64 = 16 * 1024 * 1024;
+
 impl Config {
+    /// Adds the words of `dictionary_file` (a relative path read from `file_dir`, the
+    /// configuration file's folder, when there is one) to the analyzer's user dictionary.
+    fn read_dictionary_file(&mut self, file_dir: Option<&Path>) -> Result<()> {
+        let Some(path) = &self.dictionary_file else {
+            return Ok(());
+        };
+        let path = match file_dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.clone(),
+        };
+        self.dictionary_file = Some(path.clone());
+        let size = std::fs::metadata(&path)
+            .map_err(|e| anyhow::anyhow!("dictionary_file {}: {e}", path.display()))?
+            .len();
+        if size > MAX_DICTIONARY_FILE {
+            anyhow::bail!(
+                "dictionary_file {}: {size} bytes, more than the {MAX_DICTIONARY_FILE} a dictionary may take",
+                path.display()
+            );
+        }
+        let text = std::fs::read(&path)
+            .map_err(|e| anyhow::anyhow!("dictionary_file {}: {e}", path.display()))?;
+        let text = String::from_utf8(text)
+            .map_err(|_| anyhow::anyhow!("dictionary_file {}: not UTF-8 text", path.display()))?;
+        let mut dictionary = self.analyzer.dictionary().clone();
+        let from_file = zhiku_analyzer::UserDictionary::parse(&text)
+            .map_err(|e| anyhow::anyhow!("dictionary_file {}: {e}", path.display()))?;
+        dictionary
+            .merge(from_file)
+            .map_err(|e| anyhow::anyhow!("dictionary_file {}: {e}", path.display()))?;
+        self.analyzer = zhiku_analyzer::Analyzer::with_dictionary(dictionary);
+        Ok(())
+    }
+
     /// Resolves the configuration from an optional file, a profile and the environment.
     pub fn resolve(
         file: Option<&Path>,
@@ -71,6 +108,7 @@ impl Config {
         let sections = Sections { qdrant, ann, serve };
         let mut config = Config::from_values(values, profile, sections)?;
         config.origins = r.origins;
+        config.read_dictionary_file(file.and_then(Path::parent))?;
         // Sources are the file's alone (no profile or variable layers): checked with it.
         if let Some(sources) = raw.get("sources") {
             config.sources = sources
@@ -150,6 +188,36 @@ mod tests {
             let env = |k: &str| (k == "ZHIKU_GENERATOR_FALLBACK").then(|| bad.to_string());
             assert!(Config::resolve(None, None, &env).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_user_dictionary_is_read_inline_and_from_a_file_beside_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("words.txt"), "玄武湖计划 nz\n# comment\n").unwrap();
+        let path = dir.path().join("zhiku.toml");
+        std::fs::write(
+            &path,
+            "dictionary = [\"青龙项目\", \"年假 20 n\"]\ndictionary_file = \"words.txt\"\n",
+        )
+        .unwrap();
+        let c = Config::resolve(Some(&path), None, &no_env).unwrap();
+        let words: Vec<&str> = c.analyzer.dictionary().words().collect();
+        assert_eq!(words, ["年假", "玄武湖计划", "青龙项目"]);
+        assert!(c.analyzer.identity().contains("user dictionary"));
+        // A bad entry names the file and line; a missing file is an error, not silence.
+        std::fs::write(dir.path().join("words.txt"), "好\n词 1 2 3\n").unwrap();
+        let err = format!(
+            "{:#}",
+            Config::resolve(Some(&path), None, &no_env).unwrap_err()
+        );
+        assert!(err.contains("words.txt") && err.contains("line 2"), "{err}");
+        std::fs::remove_file(dir.path().join("words.txt")).unwrap();
+        assert!(Config::resolve(Some(&path), None, &no_env).is_err());
+        let env = |k: &str| (k == "ZHIKU_DICTIONARY").then(|| "，，".to_string());
+        assert!(Config::resolve(None, None, &env).is_err());
+        // None configured: jieba's default dictionary alone.
+        let plain = Config::resolve(None, None, &no_env).unwrap();
+        assert!(plain.analyzer.dictionary().is_empty());
     }
 
     #[test]

@@ -106,6 +106,12 @@ pub struct Config {
     pub sweep_every_secs: Option<u64>,
     /// The team's synonym groups (`synonyms`).
     pub synonyms: Synonyms,
+    /// The lexical analyzer: jieba with the team's user dictionary (`dictionary`,
+    /// `dictionary_file`).
+    pub analyzer: zhiku_analyzer::Analyzer,
+    /// `dictionary_file` as configured, read by [`Config::resolve`] (relative to the
+    /// configuration file's folder).
+    pub dictionary_file: Option<std::path::PathBuf>,
     /// Who reads a question in its conversation.
     pub planner: PlannerKind,
     /// The model planner's deadline in milliseconds.

@@ -210,6 +210,13 @@ settings! {
     /// (`"报销, 报账"`, `"VPN | 远程接入 | 内网"`; in the variable, `报销|报账,VPN|远程接入`): a
     /// question naming one word is retrieved and answered with the others beside it.
     synonyms: Vec<String> = Vec::new(), env: "ZHIKU_SYNONYMS";
+    /// The team's own words that segmentation must keep whole (product names, project code
+    /// names), each `word [frequency] [tag]` as in jieba's dictionary format (`"朱雀项目"`,
+    /// `"年假 nz"`). A change analyses again only the chunks holding a changed word.
+    dictionary: Vec<String> = Vec::new(), env: "ZHIKU_DICTIONARY";
+    /// A file of more such words, one entry per line (`#` comments), relative to the folder of
+    /// `zhiku.toml`; empty: none.
+    dictionary_file: String = String::new(), env: "ZHIKU_DICTIONARY_FILE";
     /// Who reads a question in its conversation (intent, standalone rewrite, parts): `auto`
     /// (the chat server when `generator = "openai"`, else the rules), `rules`, or `llm` (the
     /// chat server of `llm_*`, the rules standing in on error or timeout).
@@ -380,6 +387,7 @@ mod tests {
                 "scopes",
                 "generator_fallback",
                 "synonyms",
+                "dictionary",
                 "scope_caps",
                 "access_rules",
                 "scope_readers"

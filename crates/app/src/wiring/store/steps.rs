@@ -229,6 +229,7 @@ impl<'a> Opening<'a> {
         if !access.is_read_only() {
             store.repair = Repair {
                 stray_files_removed: lexical.swept,
+                reanalysed: lexical.reanalysed,
                 ..store.core.check_and_repair()?
             };
         }
