@@ -93,6 +93,7 @@ impl Generator for FallbackGenerator {
             text: inner.text,
             generator: inner.generator,
             notices,
+            usage: inner.usage,
         })
     }
 }

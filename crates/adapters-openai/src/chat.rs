@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use zhiku_domain::ports::ServedUsage;
 
 use crate::http::{self, Class, HttpError, HttpErrorKind, RetryPolicy};
 
@@ -152,6 +153,16 @@ impl ChatClient {
         body: &Value,
         deadline: Option<Instant>,
     ) -> Result<String, ChatError> {
+        self.complete_counted(body, deadline).map(|(text, _)| text)
+    }
+
+    /// [`complete`](Self::complete), with the server's `usage` when its reply holds one
+    /// (both counts, each a plausible number; anything else is no usage).
+    pub(crate) fn complete_counted(
+        &self,
+        body: &Value,
+        deadline: Option<Instant>,
+    ) -> Result<(String, Option<ServedUsage>), ChatError> {
         let response = self.post(body, deadline)?;
         let value: Value = response.into_json().map_err(|e| {
             if e.kind() == std::io::ErrorKind::TimedOut {
@@ -160,11 +171,12 @@ impl ChatClient {
                 self.malformed(e)
             }
         })?;
-        value
+        let text = value
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| self.malformed("no choices[0].message.content"))
+            .ok_or_else(|| self.malformed("no choices[0].message.content"))?;
+        Ok((text, served_usage(&value)))
     }
 
     /// An unavailable error naming the endpoint.
@@ -175,5 +187,54 @@ impl ChatClient {
     /// A malformed-reply error naming the endpoint.
     pub(crate) fn malformed(&self, what: impl std::fmt::Display) -> ChatError {
         ChatError::Malformed(format!("{} sent a malformed reply: {what}", self.endpoint))
+    }
+}
+
+/// The most tokens a reply's `usage` may claim for one count before it is taken as garbage.
+const MAX_USAGE_TOKENS: u64 = 100_000_000;
+
+/// An OpenAI-compatible reply's `usage`: its prompt and completion tokens, both present and
+/// plausible, or nothing.
+pub(crate) fn served_usage(reply: &Value) -> Option<ServedUsage> {
+    let count = |key: &str| {
+        reply
+            .pointer(&format!("/usage/{key}"))
+            .and_then(Value::as_u64)
+            .filter(|&n| n <= MAX_USAGE_TOKENS)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    Some(ServedUsage {
+        prompt_tokens: count("prompt_tokens")?,
+        completion_tokens: count("completion_tokens")?,
+    })
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn a_replys_usage_is_read_only_when_whole_and_plausible() {
+        let reply = |usage: Value| serde_json::json!({"choices": [], "usage": usage});
+        assert_eq!(
+            served_usage(&reply(
+                serde_json::json!({"prompt_tokens": 812, "completion_tokens": 40, "total_tokens": 852})
+            )),
+            Some(ServedUsage {
+                prompt_tokens: 812,
+                completion_tokens: 40
+            })
+        );
+        for bad in [
+            serde_json::json!({"prompt_tokens": 812}),
+            serde_json::json!({"prompt_tokens": -1, "completion_tokens": 3}),
+            serde_json::json!({"prompt_tokens": "812", "completion_tokens": 3}),
+            serde_json::json!({"prompt_tokens": 1e300, "completion_tokens": 3}),
+            serde_json::json!({"prompt_tokens": u64::MAX, "completion_tokens": 3}),
+            serde_json::json!(null),
+        ] {
+            assert_eq!(served_usage(&reply(bad.clone())), None, "{bad}");
+        }
+        assert_eq!(served_usage(&serde_json::json!({"choices": []})), None);
     }
 }

@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use zhiku_domain::ports::{GenerateError, GenerationRequest, Generator};
+use zhiku_domain::ports::{GenerateError, Generated, GenerationRequest, Generator};
 
 use crate::chat::{ChatClient, ChatConfig, ChatError};
 
@@ -81,6 +81,19 @@ impl Generator for OpenAiGenerator {
 
     fn generate(&self, request: &GenerationRequest) -> Result<String, GenerateError> {
         Ok(self.client.complete(&self.body(request, false), None)?)
+    }
+
+    /// The answer with the server's `usage`, when its reply holds one.
+    fn generate_attributed(&self, request: &GenerationRequest) -> Result<Generated, GenerateError> {
+        let (text, usage) = self
+            .client
+            .complete_counted(&self.body(request, false), None)?;
+        Ok(Generated {
+            text,
+            generator: self.identity(),
+            notices: Vec::new(),
+            usage,
+        })
     }
 
     fn generate_streaming(

@@ -191,3 +191,26 @@ fn an_unreachable_judge_is_unavailable_at_once() {
     ));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn the_servers_own_token_counts_are_read_back() {
+    let Some(config) = server() else { return };
+    let max_tokens = config.max_tokens;
+    let generator = OpenAiGenerator::new(config);
+    let request = build_request("What language is zhiku written in?", sources(), None, 1);
+    let generated = generator.generate_attributed(&request).unwrap();
+    // llama.cpp's server, like OpenAI's, says what it read and wrote.
+    let usage = generated.usage.expect("the server's reply holds usage");
+    eprintln!(
+        "served usage: {usage:?} for {} prompt chars",
+        request.prompt.chars().count()
+    );
+    assert!(
+        usage.prompt_tokens > 0 && usage.completion_tokens > 0,
+        "{usage:?}"
+    );
+    assert!(usage.completion_tokens <= max_tokens as usize, "{usage:?}");
+    // The prompt holds at least the question and both sources: more than a token per word.
+    let words = request.prompt.split_whitespace().count();
+    assert!(usage.prompt_tokens >= words, "{usage:?} for {words} words");
+}

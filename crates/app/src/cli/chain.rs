@@ -312,10 +312,17 @@ fn generation_line(g: &GenerationStep) -> String {
             generator,
             ms: took,
             notices,
+            served,
         } => format!(
-            "generation (attempt {attempt}): {generator}, {answer_chars} chars{}, {}{}",
+            "generation (attempt {attempt}): {generator}, {answer_chars} chars{}{}, {}{}",
             answer_tokens
                 .map(|t| format!(" / {t} tokens"))
+                .unwrap_or_default(),
+            served
+                .map(|s| format!(
+                    " (the server counted {} read, {} written)",
+                    s.prompt_tokens, s.completion_tokens
+                ))
                 .unwrap_or_default(),
             ms(*took),
             notices.iter().map(|n| format!("; {n}")).collect::<String>()

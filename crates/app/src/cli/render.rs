@@ -342,12 +342,16 @@ pub(crate) fn answer(frame: &AnswerFrame) {
     println!();
     let tokens = frame.tokens.as_ref().map_or(String::new(), |t| {
         format!(
-            "  tokens context {} prompt {} answer {} ({}{})",
+            "  tokens context {} prompt {} answer {} ({}{}){}",
             t.context,
             t.prompt,
             t.answer,
             t.tokenizer,
-            if t.exact { "" } else { ", estimated" }
+            if t.exact { "" } else { ", estimated" },
+            t.served.map_or(String::new(), |s| format!(
+                "; server counted prompt {} answer {}",
+                s.prompt_tokens, s.completion_tokens
+            ))
         )
     });
     println!(

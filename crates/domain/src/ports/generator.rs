@@ -15,6 +15,19 @@ pub struct Generated {
     /// What the caller should know about how it was written (a generator that failed and was
     /// fallen back from), in order; usually empty.
     pub notices: Vec<String>,
+    /// The tokens the generator's server says it read and wrote for this answer, when it says
+    /// (an OpenAI-compatible server's `usage`); `None` for a generator that counts nothing.
+    pub usage: Option<ServedUsage>,
+}
+
+/// Tokens as a generator's server counted them: its own tokenizer's figures, read back to
+/// check the answerer's count against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ServedUsage {
+    /// Tokens of the request (system prompt, prompt and the chat template's own).
+    pub prompt_tokens: usize,
+    /// Tokens of the answer.
+    pub completion_tokens: usize,
 }
 
 /// Produces text from a prompt.
@@ -30,7 +43,8 @@ pub struct Generated {
 ///   arrive and returns the whole text; the default calls `generate` and emits one delta.
 /// - [`generate_attributed`](Self::generate_attributed) is `generate` with the identity of
 ///   whoever wrote the text; the default names [`identity`](Self::identity). A generator that
-///   delegates MUST name the delegate that answered, and wrappers MUST forward it.
+///   delegates MUST name the delegate that answered, and wrappers MUST forward it, with the
+///   server's token `usage` when the delegate read one (never made up: `None` otherwise).
 pub trait Generator: Send + Sync {
     /// The strategy or model identity.
     fn identity(&self) -> String;
@@ -55,6 +69,7 @@ pub trait Generator: Send + Sync {
             text: self.generate(request)?,
             generator: self.identity(),
             notices: Vec::new(),
+            usage: None,
         })
     }
 }

@@ -44,7 +44,7 @@ pub use embedder::Embedder;
 pub use errors::{
     BoxError, EmbedError, GenerateError, IndexError, OcrError, RerankError, SourceError,
 };
-pub use generator::{Generated, GenerationRequest, Generator, SourceBlock};
+pub use generator::{Generated, GenerationRequest, Generator, ServedUsage, SourceBlock};
 pub use identity::{BrowserSignIn, Identity, IdentityError, IdentityVerifier};
 pub use index::{
     ChunkRecords, EmbeddedChunk, IndexCapabilities, LexicalIndex, ScoredChunk, VectorIndex,

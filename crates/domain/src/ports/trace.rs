@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::generator::ServedUsage;
 use crate::contracts::{ChunkId, DocId, Locale, Reader, Revision, Scope};
 use crate::rules::fusion::Route;
 
@@ -600,6 +601,9 @@ pub enum GenerationStep {
         /// How the answer came about when it was not the configured generator's (a fallback).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notices: Vec<String>,
+        /// The tokens the generator's server says it read and wrote, when it says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        served: Option<ServedUsage>,
     },
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::contracts::{ChunkId, DocId, PageBox, PageSpan, SectionId};
-use crate::ports::{GenerateError, Intent, PhaseTime, Plan, SourceError};
+use crate::ports::{GenerateError, Intent, PhaseTime, Plan, ServedUsage, SourceError};
 use crate::rules::budget::TokenBudget;
 use crate::rules::citation;
 use crate::rules::fusion::Route;
@@ -198,6 +198,10 @@ pub struct TokenUsage {
     pub answer: usize,
     /// The limits in tokens that applied (`null`: none).
     pub budget: TokenBudget,
+    /// The generator server's own counts for the answer shown, when it gave them (an
+    /// OpenAI-compatible server's `usage`): its tokenizer's figures beside the ones above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served: Option<ServedUsage>,
 }
 
 /// How the sentences of an answer fared against the blocks they cite.

@@ -303,6 +303,7 @@ impl<'a> Answerer<'a> {
             prompt: 0,
             answer: 0,
             budget: self.policy.tokens,
+            served: None,
         });
         &history[history.len() - kept..]
     }
@@ -655,7 +656,9 @@ impl<'a> Answerer<'a> {
             generator: generator.clone(),
             ms,
             notices: generated.notices.clone(),
+            served: generated.usage,
         }));
+        run.served = generated.usage;
         run.notices.extend(generated.notices);
         Ok(generated.text.trim().to_string())
     }
@@ -750,6 +753,10 @@ impl<'a> Answerer<'a> {
                 AnswerStatus::Blocked => 0,
                 _ if decided.attempts == 0 => 0,
                 _ => self.tokens.map_or(0, |c| c.count(&decided.answer)),
+            };
+            t.served = match decided.status {
+                AnswerStatus::Blocked => None,
+                _ => run.served,
             };
             t
         });

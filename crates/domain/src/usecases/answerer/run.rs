@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::ports::{Clock, PhaseTime, Stage, TraceEvent, TraceSink, elapsed_ms};
+use crate::ports::{Clock, PhaseTime, ServedUsage, Stage, TraceEvent, TraceSink, elapsed_ms};
 
 use super::frame::{SupportSummary, TokenUsage};
 
@@ -29,6 +29,8 @@ pub(super) struct Run<'r> {
     pub(super) notices: Vec<String>,
     /// The run in tokens, when the answerer counts them.
     pub(super) tokens: Option<TokenUsage>,
+    /// The generator server's counts for the last attempt, when it gave them.
+    pub(super) served: Option<ServedUsage>,
 }
 
 impl<'r> Run<'r> {
@@ -49,6 +51,7 @@ impl<'r> Run<'r> {
             stages: Vec::new(),
             notices: Vec::new(),
             tokens: None,
+            served: None,
         }
     }
 
