@@ -3,10 +3,10 @@
 //! [`ANALYZER_IDENTITY`]: Traditional Chinese folded into Simplified, then jieba segmentation
 //! for CJK, lower-cased words for Latin text, punctuation and whitespace dropped, a small
 //! stop-word list for Chinese function words; and beside the words, in a field of their own
-//! ([`pairs`]), every two adjacent Han characters (and a character standing alone) of the title
-//! and content read together ([`titled`]) — dictionary-free terms that still match what jieba's
-//! Simplified dictionary splits (names, Taiwan vocabulary, a trade's terms), weighed
-//! [`PAIRS_WEIGHT`] in a query. A field of its own, not more terms in the words' field: there they would lengthen
+//! ([`pairs`]), every Han character and every two adjacent ones of the title and content read
+//! together ([`titled`]) — dictionary-free terms that still match what jieba's Simplified
+//! dictionary splits (names, Taiwan vocabulary, a trade's terms), weighed [`PAIRS_WEIGHT`] in a
+//! query. A field of its own, not more terms in the words' field: there they would lengthen
 //! every chunk and change the words' own scores.
 //!
 //! jieba's dictionary is Simplified: on Traditional text it falls back to short pieces and the
@@ -22,14 +22,14 @@ use jieba_rs::Jieba;
 
 /// The analyzer's identity, recorded with every index. Change it whenever tokens can change
 /// for the same text: tokenizer, segmentation mode, dictionary, stop words or normalisation.
-pub const ANALYZER_IDENTITY: &str = "zhiku-jieba/3 (Traditional folded to Simplified: OpenCC t2s, ferrous-opencc 0.4; jieba-rs 0.11 default dictionary, search mode, no HMM; lower-case; stop-words zh-v1; beside it a field of Han bigrams of title and content, a lone character as itself, query weight 0.8)";
+pub const ANALYZER_IDENTITY: &str = "zhiku-jieba/3 (Traditional folded to Simplified: OpenCC t2s, ferrous-opencc 0.4; jieba-rs 0.11 default dictionary, search mode, no HMM; lower-case; stop-words zh-v1; beside it a field of Han unigrams and bigrams of title and content, query weight 0.6)";
 
 /// The weight of the Han-pairs field ([`pairs`]) in a query, against the words' 1. Chosen on
 /// half of each dev set, the other half reported (docs/measurements.md): the weight with the
 /// best hit@1 on DRCD's even passages (native Traditional) among those that keep CMRC's even
 /// questions at or above the words alone and the sample knowledge base's golden set above its
-/// floor (0.6: 0.9415, 0.8: 0.9427, 1.0: 0.9421).
-pub const PAIRS_WEIGHT: f32 = 0.8;
+/// floor; 0.6 and 0.65 tied, the lower taken.
+pub const PAIRS_WEIGHT: f32 = 0.6;
 
 /// A chunk's title and text as its pairs field reads them: one text, the title first, as a
 /// passage is read with its heading. A field of title pairs on its own scored every passage of
@@ -378,11 +378,11 @@ fn is_han(c: char) -> bool {
 }
 
 /// The dictionary-free terms of `text` with their byte ranges in `text`: in its Simplified
-/// form (the same fold as [`analyze`]), each two adjacent Han characters, and a Han character
-/// with no Han neighbour (but a one-character stop word) as itself; nothing across anything
-/// else (space, a digit, punctuation, Latin). Each character of a longer run as a term of its
-/// own was measured too: DRCD's even passages 0.9444 against 0.9427, CMRC's 0.9832 against
-/// 0.9845, at 2.4 times the query time (a common character's postings hold most chunks).
+/// form (the same fold as [`analyze`]), each Han character but the one-character stop words,
+/// and each two adjacent Han characters; nothing across anything else (space, a digit,
+/// punctuation, Latin). Bigrams alone were measured too (docs/measurements.md): 40 % of the
+/// query time, but below the unigram + bigram peer on DRCD and short of `examples/kb`'s
+/// several-part floor.
 pub fn pairs(text: &str) -> Vec<(String, usize, usize)> {
     let simplified = zhiku_text::to_simplified(text);
     let back = match &simplified {
@@ -394,32 +394,25 @@ pub fn pairs(text: &str) -> Vec<(String, usize, usize)> {
         Some(map) => (map.original(from), map.original(to)),
     };
     let mut out = Vec::new();
-    // The run of Han characters so far: its last character, and its first when it is alone.
     let mut prev: Option<(usize, char)> = None;
-    let mut lone: Option<(String, usize, usize)> = None;
     for (at, c) in simplified.char_indices() {
         if !is_han(c) {
-            out.extend(lone.take());
             prev = None;
             continue;
         }
         let end = at + c.len_utf8();
-        match prev {
-            Some((start, p)) => {
-                lone = None;
-                let (from, to) = place(start, end);
-                out.push((format!("{p}{c}"), from, to));
-            }
-            None => {
-                // A function word alone is no topic (as in the words' field).
-                let single = c.to_string();
-                let (from, to) = place(at, end);
-                lone = (!stop_words().contains(single.as_str())).then_some((single, from, to));
-            }
+        let (from, to) = place(at, end);
+        let single = c.to_string();
+        // A function word alone is no topic (as in the words' field); in a pair it still is.
+        if !stop_words().contains(single.as_str()) {
+            out.push((single, from, to));
+        }
+        if let Some((start, p)) = prev {
+            let (from, to) = place(start, end);
+            out.push((format!("{p}{c}"), from, to));
         }
         prev = Some((at, c));
     }
-    out.extend(lone);
     out
 }
 
@@ -513,22 +506,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pairs_are_two_adjacent_han_characters_mapped_back_to_the_text() {
+    fn pairs_are_han_characters_and_their_neighbours_mapped_back_to_the_text() {
         let text = "特休假 7 天，員工a";
         let got: Vec<(String, &str)> = pairs(text)
             .into_iter()
             .map(|(t, from, to)| (t, &text[from..to]))
             .collect();
         let terms: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
-        // Folded to Simplified; nothing across the space, the digit, the comma or a letter; a
-        // character standing alone is a term of its own.
-        assert_eq!(terms, ["特休", "休假", "天", "员工"]);
+        // Folded to Simplified; nothing across the space, the digit, the comma or a letter.
+        assert_eq!(
+            terms,
+            ["特", "休", "特休", "假", "休假", "天", "员", "工", "员工"]
+        );
         let spans: Vec<&str> = got.iter().map(|(_, s)| *s).collect();
-        assert_eq!(spans[3], "員工");
-        // A lone function word is none; in a pair it still counts.
+        assert_eq!(spans[8], "員工");
         assert!(pairs("abc 123 ，。的").is_empty());
-        assert_eq!(pairs("我的")[0].0, "我的");
-        assert_eq!(pairs("天").len(), 1);
+        assert_eq!(pairs("我的")[1].0, "我的");
     }
 
     #[test]
