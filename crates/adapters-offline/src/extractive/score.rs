@@ -130,9 +130,10 @@ pub(super) struct Scoring<'w> {
     asked: BTreeSet<String>,
     /// The terms of each word naming what the question is about (a place, a person, a name).
     named: Vec<BTreeSet<String>>,
-    /// The question, its subject nouns and the terms of each.
+    /// The question, its subject nouns, and the terms of each subject (by position).
     question: String,
-    subjects: Vec<(Subject, BTreeSet<String>)>,
+    subjects: Vec<Subject>,
+    subject_terms: Vec<BTreeSet<String>>,
     total: f64,
     context_weight: f64,
     rank_decay: f64,
@@ -148,20 +149,21 @@ impl<'w> Scoring<'w> {
         config: &ExtractiveConfig,
     ) -> Option<Self> {
         let total: f64 = weight.values().sum();
-        let subjects = crate::planner::subjects(question)
+        let (subjects, subject_terms) = crate::planner::subjects(question)
             .into_iter()
             .map(|s| {
                 let terms = match_terms(&s.word);
                 (s, terms)
             })
             .filter(|(_, t)| !t.is_empty())
-            .collect();
+            .unzip();
         (total > 0.0).then_some(Self {
             weight,
             asked,
             named,
             question: question.to_string(),
             subjects,
+            subject_terms,
             total,
             context_weight: config.context_weight,
             rank_decay: config.rank_decay,
@@ -232,11 +234,10 @@ impl<'w> Scoring<'w> {
         if self.subjects.is_empty() || !cjk {
             return true;
         }
-        let subjects: Vec<Subject> = self.subjects.iter().map(|(s, _)| s.clone()).collect();
         let text = format!("{}\n{}", c.text, c.read_with);
-        kin_named(&subjects, &self.question, &text)
+        kin_named(&self.subjects, &self.question, &text)
             .into_iter()
-            .all(|i| holds(&self.subjects[i].1))
+            .all(|i| holds(&self.subject_terms[i]))
     }
 
     /// What `c`'s source's rank leaves of its score.
