@@ -29,6 +29,45 @@ pub fn check_generations(
     }
 }
 
+/// Checks that `got` is the top `k` of `ranking` (chunk IDs with scores, best first): the same
+/// length, at each rank the same score, and each chunk where the ranking has it.
+///
+/// "Same score" is up to the order a pruned walk adds a chunk's per-term scores in: tantivy's
+/// block-max WAND follows its walk, which the filter and `k` change, so a sum may differ in its
+/// last bits (5.209705 vs 5.2097044 in a CI run). Chunks whose scores are that close may trade
+/// places; a missing, extra or misplaced chunk, or another score, fails.
+pub fn check_same_ranking(
+    got: &[(String, f32)],
+    ranking: &[(String, f32)],
+    k: usize,
+) -> Result<(), String> {
+    let expected = &ranking[..k.min(ranking.len())];
+    let close = |a: f32, b: f32| (a - b).abs() <= 1e-5 * a.abs().max(b.abs()).max(1.0);
+    if got.len() != expected.len() {
+        return Err(format!(
+            "{} hits, not {}: {got:?} vs {expected:?}",
+            got.len(),
+            expected.len()
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, (id, score)) in got.iter().enumerate() {
+        if !seen.insert(id) {
+            return Err(format!("{id} twice in {got:?}"));
+        }
+        if !close(*score, expected[i].1) {
+            return Err(format!("rank {i}: {got:?} vs {expected:?}"));
+        }
+        let own = ranking.iter().find(|(r, _)| r == id).map(|(_, s)| *s);
+        if !own.is_some_and(|s| close(s, *score)) {
+            return Err(format!(
+                "{id} is not where the ranking has it: {got:?} vs {expected:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Prints the loud notice a skipped contract test shows.
 pub fn skipped(adapter: &str, property: &str, why: &str) {
     notice(&format!("SKIPPED {adapter}::{property}: {why}"));
