@@ -11,6 +11,9 @@
 //!
 //! The bit sets are kept per (segment, filter): segments are immutable, so a set never goes
 //! stale (deletes are checked against the segment's own alive set at each query).
+//!
+//! [`add_scores`] is the second stage of a query with single Han characters: their scores are
+//! added to the candidates the pruned walk found, rather than making them clauses of the walk.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
@@ -19,7 +22,9 @@ use std::sync::{Arc, RwLock};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::index::SegmentId;
 use tantivy::query::Weight;
-use tantivy::{BitSet, COLLECT_BLOCK_BUFFER_LEN, DocAddress, DocId, DocSet, Score, SegmentReader};
+use tantivy::{
+    BitSet, COLLECT_BLOCK_BUFFER_LEN, DocAddress, DocId, DocSet, Score, Searcher, SegmentReader,
+};
 
 /// Filter bit sets kept at most (each is one bit per document of its segment).
 const CACHED_SETS: usize = 64;
@@ -165,4 +170,40 @@ impl SegmentCollector for Unpruned {
     fn harvest(self) -> Self::Fruit {
         Vec::new()
     }
+}
+
+/// Adds to each hit the scores `weights` give its document (nothing from one it does not
+/// match), then orders the hits again, best first (ties by address). Each segment's scorer of
+/// each weight is moved forward once over that segment's hits in document order, so only the
+/// postings blocks holding a hit are read; the sum is always made in the order of `weights`.
+pub(crate) fn add_scores(
+    searcher: &Searcher,
+    weights: &[Box<dyn Weight>],
+    hits: &mut [(Score, DocAddress)],
+) -> tantivy::Result<()> {
+    hits.sort_by_key(|h| h.1);
+    for group in hits.chunk_by_mut(|a, b| a.1.segment_ord == b.1.segment_ord) {
+        let reader = searcher.segment_reader(group[0].1.segment_ord);
+        let mut added = vec![0.0 as Score; group.len()];
+        for weight in weights {
+            let mut scorer = weight.scorer(reader, 1.0)?;
+            for ((_, address), sum) in group.iter().zip(added.iter_mut()) {
+                let target = address.doc_id;
+                // A scorer starts on its first document; `seek` only moves forward.
+                let at = if scorer.doc() < target {
+                    scorer.seek(target)
+                } else {
+                    scorer.doc()
+                };
+                if at == target {
+                    *sum += scorer.score();
+                }
+            }
+        }
+        for ((score, _), sum) in group.iter_mut().zip(added) {
+            *score += sum;
+        }
+    }
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    Ok(())
 }

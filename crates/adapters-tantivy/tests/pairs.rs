@@ -1,0 +1,48 @@
+//! The Han-pairs field in a query: adjacent pairs join the words in the pruned walk, single
+//! characters add to the scores of the candidates it found.
+
+use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
+use zhiku_domain::ports::LexicalIndex;
+use zhiku_domain::{Filter, Scope};
+use zhiku_tests::contract::fixtures::Spec;
+
+fn ranked(index: &TantivyLexicalIndex, query: &str) -> Vec<String> {
+    index
+        .search(query, 10, &Filter::for_scope(Scope::new("s").unwrap()))
+        .unwrap()
+        .iter()
+        .map(|h| h.chunk.doc_id().to_string())
+        .collect()
+}
+
+#[test]
+fn a_shared_single_character_orders_chunks_that_share_the_same_words() {
+    let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
+    // Equal on the words and adjacent pairs of the query ("分词"); only "北京" holds the
+    // query's "京", inside a word jieba keeps whole. By chunk ID "a-…" would come first.
+    let chunks = [
+        Spec::new("a-shanghai", "s", "分词 上海"),
+        Spec::new("b-beijing", "s", "分词 北京"),
+    ]
+    .map(|s| s.chunk());
+    index.upsert(&chunks).unwrap();
+    index.commit().unwrap();
+    assert_eq!(ranked(&index, "分词 京"), ["b-beijing", "a-shanghai"]);
+    assert_eq!(ranked(&index, "分词 海"), ["a-shanghai", "b-beijing"]);
+}
+
+#[test]
+fn a_chunk_sharing_single_characters_only_is_no_candidate() {
+    let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
+    let chunks = [
+        Spec::new("city", "s", "北京的图书馆"),
+        Spec::new("other", "s", "京城旧事"),
+    ]
+    .map(|s| s.chunk());
+    index.upsert(&chunks).unwrap();
+    index.commit().unwrap();
+    // "京" alone, inside 北京: no word, no adjacent pair of "京剧" — not a hit.
+    assert_eq!(ranked(&index, "京剧"), Vec::<String>::new());
+    // One adjacent pair is enough: 京城 finds the chunk that writes it.
+    assert_eq!(ranked(&index, "京城的故事"), ["other"]);
+}
