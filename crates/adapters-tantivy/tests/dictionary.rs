@@ -1,11 +1,12 @@
 //! A team's user dictionary (issue 41): its words are kept whole at index and at query time,
 //! and a changed dictionary analyses again only the chunks holding a changed word.
 
+mod common;
+use common::ranked;
 use zhiku_adapters_tantivy::{
     Analyzer, LexicalConfig, Reanalysed, TantivyLexicalIndex, UserDictionary,
 };
 use zhiku_domain::ports::LexicalIndex;
-use zhiku_domain::{Filter, Scope};
 use zhiku_tests::contract::fixtures::Spec;
 
 fn config(words: &str) -> LexicalConfig {
@@ -17,15 +18,6 @@ fn config(words: &str) -> LexicalConfig {
 
 fn open(dir: &std::path::Path, words: &str) -> TantivyLexicalIndex {
     TantivyLexicalIndex::open_or_create(dir, config(words)).unwrap()
-}
-
-fn ranked(index: &TantivyLexicalIndex, query: &str) -> Vec<String> {
-    index
-        .search(query, 10, &Filter::for_scope(Scope::new("s").unwrap()))
-        .unwrap()
-        .iter()
-        .map(|h| h.chunk.doc_id().to_string())
-        .collect()
 }
 
 #[test]

@@ -1,19 +1,11 @@
 //! The Han-pairs field in a query: adjacent pairs join the words in the pruned walk, single
 //! characters add to the scores of the candidates it found.
 
+mod common;
+use common::ranked;
 use zhiku_adapters_tantivy::{LexicalConfig, TantivyLexicalIndex};
 use zhiku_domain::ports::LexicalIndex;
-use zhiku_domain::{Filter, Scope};
 use zhiku_tests::contract::fixtures::Spec;
-
-fn ranked(index: &TantivyLexicalIndex, query: &str) -> Vec<String> {
-    index
-        .search(query, 10, &Filter::for_scope(Scope::new("s").unwrap()))
-        .unwrap()
-        .iter()
-        .map(|h| h.chunk.doc_id().to_string())
-        .collect()
-}
 
 #[test]
 fn a_shared_single_character_orders_chunks_that_share_the_same_words() {
