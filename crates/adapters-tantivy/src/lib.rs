@@ -776,13 +776,15 @@ impl Directory for ReadOnlyDirectory {
     }
 }
 
-/// How many candidates the pruned walk over the words and adjacent pairs keeps when a query
-/// holds single Han characters, whose scores are then added to those candidates only.
+/// How many candidates the pruned walk over the query's words keeps when the query holds Han
+/// pairs (single characters and two adjacent ones), whose scores are then added to those
+/// candidates only.
 ///
-/// A character is in most chunks' text, so as clauses of the pruned walk the query's 20 or so
-/// characters made it slow (84,800 chunks: p50 1.6 → 8.7 ms); a chunk that shares no word and
-/// no two adjacent characters with the query is not a candidate. Measured in
-/// docs/measurements.md ("Single characters as a second stage").
+/// As clauses of the walk, the pairs made it slow: a character is in most chunks' text, and
+/// some forty pairs per question lengthen it (84,800 chunks: p50 1.6 → 8.7 ms; 1M chunks:
+/// lexical p99 about 30 → 45–75 ms). A chunk that shares no word with the query is not a
+/// candidate; ranking quality was unchanged on every set measured. docs/measurements.md
+/// ("The Han pairs as a second stage").
 const CANDIDATES: usize = 64;
 
 impl LexicalIndex for TantivyLexicalIndex {
@@ -920,20 +922,15 @@ impl LexicalIndex for TantivyLexicalIndex {
                 Box::new(BoostQuery::new(Box::new(title), self.config.title_boost)),
             ));
         }
-        // Adjacent pairs join the words in the pruned walk; single characters only add to the
-        // scores of the candidates it found (see `CANDIDATES`).
-        let mut singles: Vec<BoostQuery> = Vec::new();
+        // The Han pairs only add to the scores of the candidates the words' walk found (see
+        // `CANDIDATES`).
+        let mut han_pairs: Vec<BoostQuery> = Vec::new();
         for (pair, _, _) in pairs(query) {
             let q = TermQuery::new(
                 Term::from_field_text(f.pairs, &pair),
                 IndexRecordOption::WithFreqs,
             );
-            let q = BoostQuery::new(Box::new(q), zhiku_analyzer::PAIRS_WEIGHT);
-            if pair.chars().nth(1).is_some() {
-                text.push((Occur::Should, Box::new(q)));
-            } else {
-                singles.push(q);
-            }
+            han_pairs.push(BoostQuery::new(Box::new(q), zhiku_analyzer::PAIRS_WEIGHT));
         }
         // The text query alone keeps block-max pruning; the filter is applied as a set of
         // allowed documents inside the pruned walk (see `top`), before the top-k is taken.
@@ -942,16 +939,16 @@ impl LexicalIndex for TantivyLexicalIndex {
         let filter_weight = BooleanQuery::new(self.filter_query(filter))
             .weight(EnableScoring::disabled_from_searcher(&searcher))
             .map_err(backend)?;
-        // One weight per character: a union of them would score every chunk of a window
-        // around each candidate, where a term's own postings seek to the candidate alone.
-        let singles = singles
+        // One weight per pair: a union of them would score every chunk of a window around
+        // each candidate, where a term's own postings seek to the candidate alone.
+        let han_pairs = han_pairs
             .iter()
             .map(|q| q.weight(EnableScoring::enabled_from_searcher(&searcher)))
             .collect::<tantivy::Result<Vec<_>>>()
             .map_err(backend)?;
         let key = serde_json::to_string(filter).map_err(backend)?;
         // Fetch past k while scores tie with the k-th, so ties can be ordered by chunk ID.
-        let mut limit = (k + 1).max(if singles.is_empty() { 0 } else { CANDIDATES });
+        let mut limit = (k + 1).max(if han_pairs.is_empty() { 0 } else { CANDIDATES });
         let top = loop {
             let collector = FilteredTop {
                 limit,
@@ -961,8 +958,8 @@ impl LexicalIndex for TantivyLexicalIndex {
             };
             let mut top = searcher.search(&query, &collector).map_err(backend)?;
             let exhausted = top.len() < limit;
-            if !singles.is_empty() {
-                top::add_scores(&searcher, &singles, &mut top).map_err(backend)?;
+            if !han_pairs.is_empty() {
+                top::add_scores(&searcher, &han_pairs, &mut top).map_err(backend)?;
             }
             let tied =
                 top.len() > k && top.last().map(|(s, _)| *s) == top.get(k - 1).map(|(s, _)| *s);

@@ -12,8 +12,8 @@
 //! The bit sets are kept per (segment, filter): segments are immutable, so a set never goes
 //! stale (deletes are checked against the segment's own alive set at each query).
 //!
-//! [`add_scores`] is the second stage of a query with single Han characters: their scores are
-//! added to the candidates the pruned walk found, rather than making them clauses of the walk.
+//! [`add_scores`] is the second stage of a query with Han pairs: their scores are added to the
+//! candidates the pruned walk over the words found, rather than making them clauses of the walk.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};

@@ -1,5 +1,5 @@
-//! The Han-pairs field in a query: adjacent pairs join the words in the pruned walk, single
-//! characters add to the scores of the candidates it found.
+//! The Han-pairs field in a query: the pairs (single characters and two adjacent ones) add to
+//! the scores of the candidates the pruned walk over the words found.
 
 mod common;
 use common::ranked;
@@ -10,8 +10,8 @@ use zhiku_tests::contract::fixtures::Spec;
 #[test]
 fn a_shared_single_character_orders_chunks_that_share_the_same_words() {
     let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
-    // Equal on the words and adjacent pairs of the query ("分词"); only "北京" holds the
-    // query's "京", inside a word jieba keeps whole. By chunk ID "a-…" would come first.
+    // Equal on the query's word "分词" and its pairs; only "北京" holds the query's "京",
+    // inside a word jieba keeps whole. By chunk ID "a-…" would come first.
     let chunks = [
         Spec::new("a-shanghai", "s", "分词 上海"),
         Spec::new("b-beijing", "s", "分词 北京"),
@@ -24,7 +24,7 @@ fn a_shared_single_character_orders_chunks_that_share_the_same_words() {
 }
 
 #[test]
-fn a_chunk_sharing_single_characters_only_is_no_candidate() {
+fn a_chunk_sharing_no_word_with_the_query_is_no_candidate() {
     let index = TantivyLexicalIndex::in_ram(LexicalConfig::default()).unwrap();
     let chunks = [
         Spec::new("city", "s", "北京的图书馆"),
@@ -33,8 +33,8 @@ fn a_chunk_sharing_single_characters_only_is_no_candidate() {
     .map(|s| s.chunk());
     index.upsert(&chunks).unwrap();
     index.commit().unwrap();
-    // "京" alone, inside 北京: no word, no adjacent pair of "京剧" — not a hit.
+    // "京" alone, inside 北京: no word of "京剧" — not a hit.
     assert_eq!(ranked(&index, "京剧"), Vec::<String>::new());
-    // One adjacent pair is enough: 京城 finds the chunk that writes it.
+    // One word is enough: 京城 finds the chunk that writes it.
     assert_eq!(ranked(&index, "京城的故事"), ["other"]);
 }
