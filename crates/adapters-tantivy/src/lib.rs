@@ -922,29 +922,27 @@ impl LexicalIndex for TantivyLexicalIndex {
                 Box::new(BoostQuery::new(Box::new(title), self.config.title_boost)),
             ));
         }
+        let searcher = self.reader.searcher();
         // The Han pairs only add to the scores of the candidates the words' walk found (see
-        // `CANDIDATES`).
-        let mut han_pairs: Vec<BoostQuery> = Vec::new();
-        for (pair, _, _) in pairs(query) {
-            let q = TermQuery::new(
-                Term::from_field_text(f.pairs, &pair),
-                IndexRecordOption::WithFreqs,
-            );
-            han_pairs.push(BoostQuery::new(Box::new(q), zhiku_analyzer::PAIRS_WEIGHT));
-        }
+        // `CANDIDATES`), one weight per pair: a union of them would score every chunk of a
+        // window around each candidate, where a term's own postings seek to the candidate alone.
+        let han_pairs = pairs(query)
+            .into_iter()
+            .map(|(pair, _, _)| {
+                let q = TermQuery::new(
+                    Term::from_field_text(f.pairs, &pair),
+                    IndexRecordOption::WithFreqs,
+                );
+                BoostQuery::new(Box::new(q), zhiku_analyzer::PAIRS_WEIGHT)
+                    .weight(EnableScoring::enabled_from_searcher(&searcher))
+            })
+            .collect::<tantivy::Result<Vec<_>>>()
+            .map_err(backend)?;
         // The text query alone keeps block-max pruning; the filter is applied as a set of
         // allowed documents inside the pruned walk (see `top`), before the top-k is taken.
         let query = BooleanQuery::new(text);
-        let searcher = self.reader.searcher();
         let filter_weight = BooleanQuery::new(self.filter_query(filter))
             .weight(EnableScoring::disabled_from_searcher(&searcher))
-            .map_err(backend)?;
-        // One weight per pair: a union of them would score every chunk of a window around
-        // each candidate, where a term's own postings seek to the candidate alone.
-        let han_pairs = han_pairs
-            .iter()
-            .map(|q| q.weight(EnableScoring::enabled_from_searcher(&searcher)))
-            .collect::<tantivy::Result<Vec<_>>>()
             .map_err(backend)?;
         let key = serde_json::to_string(filter).map_err(backend)?;
         // Fetch past k while scores tie with the k-th, so ties can be ordered by chunk ID.
